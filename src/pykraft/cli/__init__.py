@@ -1,0 +1,1 @@
+"""The ``pykraft`` command line: one command, Kafka-style subcommands."""

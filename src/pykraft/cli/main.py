@@ -1,0 +1,44 @@
+"""Entry point of the ``pykraft`` command.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``, which adds an
+argparse parser whose ``func`` default takes the parsed namespace and returns an exit code.
+Modules are imported here so that ``pykraft --help`` lists everything; they keep their own
+heavy imports inside the command functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pykraft import __version__
+from pykraft.cli import demo, sim, storage
+
+_MODULES = (storage, sim, demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pykraft", description="Apache Kafka's KRaft metadata quorum in Python."
+    )
+    parser.add_argument("--version", action="version", version=f"pykraft {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    code: int = func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""What the consensus core needs from the outside world, as Protocols.
+
+The core does no I/O. It is handed these objects and calls them synchronously:
+
+* ``ReplicatedLog`` -- the metadata log. Appends and truncations take effect in memory at
+  once (readable immediately) but are *not durable* until ``flush``. The core never calls
+  ``flush`` itself: it asks for it in ``Ready.must_flush`` and the driver flushes (one fsync
+  per Ready, which is how appends are batched) and reports back with
+  ``RaftCore.on_flushed``. A crash loses everything after ``flushed_offset``.
+  Implementations: ``pykraft.storage.log.FileLog`` (segments + fsync) and
+  ``pykraft.sim.memlog.MemoryLog`` (simulator).
+* ``QuorumStateStore`` -- the ``quorum-state`` file. ``write`` is durable when it returns
+  (tmp + fsync + rename), so "persist before acting" is simply "call write first".
+* ``SnapshotStore`` -- ``<end offset>-<epoch>.checkpoint`` files.
+* ``RandomSource`` -- a seeded ``random.Random`` (or anything with the same two methods);
+  the core imports no ``random``.
+
+``Ready`` is what the core hands back to its driver after every input; the driver performs it
+in field order (see its docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pykraft.raft.messages import Outbound
+from pykraft.raft.types import ElectionState, OffsetAndEpoch
+
+
+class RandomSource(Protocol):
+    def random(self) -> float: ...
+
+    def randrange(self, start: int, stop: int, /) -> int: ...
+
+
+class ReplicatedLog(Protocol):
+    """The metadata log as a sequence of Kafka v2 record batches with dense offsets.
+
+    Invariants: ``start_offset <= flushed_offset <= end_offset``; every batch carries the
+    leader epoch that wrote it; epochs never decrease along the log.
+    """
+
+    @property
+    def start_offset(self) -> int:
+        """First offset still held in the log (the latest snapshot's end offset, or 0)."""
+        ...
+
+    @property
+    def end_offset(self) -> int:
+        """The log end offset (LEO), including unflushed batches."""
+        ...
+
+    @property
+    def flushed_offset(self) -> int:
+        """First offset not yet known durable."""
+        ...
+
+    def last_fetched_epoch(self) -> int:
+        """Epoch of the last batch; if the log is empty, the epoch of the snapshot at
+        ``start_offset`` (0 when there is none)."""
+        ...
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """Kafka's ``endOffsetForEpoch``: the largest epoch <= ``epoch`` present in the log
+        and the end offset (exclusive) of that epoch's batches. Used to answer a Fetch with
+        DivergingEpoch. For an epoch before everything held, returns the start offset and
+        the snapshot's epoch."""
+        ...
+
+    def epoch_at(self, offset: int) -> int | None:
+        """Epoch of the batch holding ``offset``; None if not in the log."""
+        ...
+
+    def append(self, batches: bytes) -> int:
+        """Append one or more whole v2 batches (raw bytes). The first batch's base offset
+        must equal ``end_offset`` and offsets must be dense; CRCs are checked. Returns the
+        new end offset. Raises ``ValueError`` on bad input without changing the log."""
+        ...
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches starting with the one that holds ``offset``, up to ``max_bytes``
+        (at least one batch if any, as Kafka does). Empty at ``end_offset``."""
+        ...
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch at or after ``offset`` (``offset`` must be a batch boundary
+        >= the high watermark the caller has seen; asserting is fine)."""
+        ...
+
+    def flush(self) -> None:
+        """Make everything below ``end_offset`` durable (one fsync). Driver-only."""
+        ...
+
+    def delete_before(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Advance the log start offset to ``snapshot_id.offset`` once that snapshot is
+        durable: whole segments below it may be deleted."""
+        ...
+
+    def reset_to_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Discard the whole log and restart it empty at ``snapshot_id.offset`` (a follower
+        that installed a fetched snapshot)."""
+        ...
+
+
+class QuorumStateStore(Protocol):
+    def read(self) -> ElectionState | None: ...
+
+    def write(self, state: ElectionState) -> None:
+        """Durable when it returns."""
+        ...
+
+
+class SnapshotWriter(Protocol):
+    @property
+    def snapshot_id(self) -> OffsetAndEpoch: ...
+
+    def append(self, data: bytes) -> None: ...
+
+    def freeze(self) -> None:
+        """Validate, fsync and publish the snapshot (rename ``.part`` away)."""
+        ...
+
+    def abort(self) -> None: ...
+
+
+class SnapshotStore(Protocol):
+    def latest(self) -> OffsetAndEpoch | None: ...
+
+    def size(self, snapshot_id: OffsetAndEpoch) -> int | None:
+        """Size in bytes, or None when there is no such snapshot."""
+        ...
+
+    def read(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes: ...
+
+    def create(self, snapshot_id: OffsetAndEpoch) -> SnapshotWriter: ...
+
+    def delete_before(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Delete snapshots older than ``snapshot_id``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndEpoch:
+    leader_id: int  # NO_LEADER when unknown
+    epoch: int
+
+
+@dataclass(slots=True)
+class Ready:
+    """What the driver must do after an input, in this order:
+
+    1. ``must_flush``: flush the log (one fsync), then call ``RaftCore.on_flushed(now_ms)``
+       *before* sending anything, so no peer learns of an offset we could lose.
+    2. ``messages``: send them (in order per destination).
+    3. ``snapshot_loaded``: the log was reset to this fetched snapshot; the application
+       must reload its state from it before applying later batches.
+    4. ``high_watermark``: when not None, the new high watermark; the application may apply
+       every batch below it (read them with ``ReplicatedLog.read``).
+    5. ``leader_change``: tell the application (Kafka's ``handleLeaderChange``).
+    6. ``next_deadline_ms``: call ``poll`` again no later than this.
+    """
+
+    must_flush: bool = False
+    messages: list[Outbound] = field(default_factory=list)
+    snapshot_loaded: OffsetAndEpoch | None = None
+    high_watermark: int | None = None
+    leader_change: LeaderAndEpoch | None = None
+    next_deadline_ms: int = 0
