@@ -10,7 +10,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 STAMP="$VENV/.pykraft-installed"
 if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
-    "$VENV/bin/pip" install -q -e "$ROOT[dev]"
+    "$VENV/bin/pip" install -q -e "$ROOT[dev,pipeline]"
     touch "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"
