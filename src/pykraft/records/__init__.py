@@ -1,1 +1,51 @@
-"""pykraft.records"""
+"""Kafka v2 record batches and KRaft control records, as raw bytes (see ``_batch``)."""
+
+from pykraft.records._batch import (
+    BATCH_HEADER_SIZE,
+    MAX_BATCH_BYTES,
+    BatchHeader,
+    CorruptRecordError,
+    IncompleteBatch,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batches,
+    read_header,
+    valid_prefix,
+    with_base_offset,
+)
+from pykraft.records._control import (
+    ControlRecordType,
+    VoterRecordEntry,
+    control_key,
+    decode_control,
+    kraft_version_batch,
+    leader_change_batch,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+    voters_batch,
+)
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "MAX_BATCH_BYTES",
+    "BatchHeader",
+    "ControlRecordType",
+    "CorruptRecordError",
+    "IncompleteBatch",
+    "Record",
+    "VoterRecordEntry",
+    "build_batch",
+    "control_key",
+    "decode_control",
+    "decode_records",
+    "iter_batches",
+    "kraft_version_batch",
+    "leader_change_batch",
+    "read_header",
+    "snapshot_footer_batch",
+    "snapshot_header_batch",
+    "valid_prefix",
+    "voters_batch",
+    "with_base_offset",
+]

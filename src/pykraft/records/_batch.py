@@ -1,0 +1,349 @@
+"""Kafka v2 record batches ("magic 2") as raw bytes.
+
+Theory of operation: batches travel through pykraft as ``bytes`` exactly as Kafka stores
+them on disk and sends them in Fetch responses. Hot paths (append, read, recovery) only
+look at the fixed 61-byte header with ``struct`` and check the CRC-32C; records are decoded
+only when the application asks for them (``decode_records``).
+
+Layout of a batch (big endian)::
+
+    0  base_offset            int64   not covered by the CRC
+    8  batch_length           int32   bytes after this field
+    12 partition_leader_epoch int32   not covered by the CRC
+    16 magic                  int8    always 2
+    17 crc                    uint32  CRC-32C of bytes [21, end)
+    21 attributes             int16   bit 5: control batch
+    23 last_offset_delta      int32
+    27 base_timestamp         int64
+    35 max_timestamp          int64
+    43 producer_id            int64   -1 (KRaft never uses idempotence)
+    51 producer_epoch         int16   -1
+    53 base_sequence          int32   -1
+    57 record_count           int32
+    61 records...
+
+A record is: varint length, int8 attributes, varlong timestamp delta, varint offset delta,
+varint key length (-1 = null) + key, varint value length (-1 = null) + value, varint header
+count + headers (varint key length + key, varint value length + value). Varints are
+zig-zag encoded.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from crc32c import crc32c
+from typing_extensions import Buffer
+
+BATCH_HEADER_SIZE = 61
+MAGIC = 2
+CONTROL_FLAG = 0x20
+_CRC_START = 21
+_LENGTH_OVERHEAD = 12  # base_offset + batch_length, not counted in batch_length
+_MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - _LENGTH_OVERHEAD
+# Kafka refuses batches above message.max.bytes; a length beyond this is framing garbage.
+MAX_BATCH_BYTES = 64 * 1024 * 1024
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER.size == BATCH_HEADER_SIZE
+_BASE_OFFSET = struct.Struct(">q")
+
+
+class CorruptRecordError(ValueError):
+    """Bytes that are not a valid v2 batch: bad CRC, bad framing, bad magic."""
+
+
+class IncompleteBatch(CorruptRecordError):
+    """The buffer ends inside a batch (a torn write, or a read that was cut short)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        """The whole batch in bytes."""
+        return _LENGTH_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def epoch(self) -> int:
+        return self.partition_leader_epoch
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[bytes, bytes | None], ...] = ()
+
+
+# ---------------------------------------------------------------------------------------
+# Varints
+
+
+def _zigzag_bytes(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+# Zig-zag varints of small non-negative and -1 values, precomputed: building a batch only
+# concatenates table entries.
+_VARINT_TABLE_SIZE = 1 << 16
+_VARINT: tuple[bytes, ...] = tuple(_zigzag_bytes(n) for n in range(_VARINT_TABLE_SIZE))
+_NULL = _zigzag_bytes(-1)
+
+
+def _varint(n: int) -> bytes:
+    if 0 <= n < _VARINT_TABLE_SIZE:
+        return _VARINT[n]
+    return _zigzag_bytes(n)
+
+
+def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+    """Decode a zig-zag varint at ``pos``; returns (value, next position)."""
+    z = 0
+    shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise CorruptRecordError("bad varint in record")
+        b = buf[pos]
+        pos += 1
+        z |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (z >> 1) ^ -(z & 1), pos
+        shift += 7
+
+
+# ---------------------------------------------------------------------------------------
+# Building
+
+
+def build_batch(
+    base_offset: int,
+    epoch: int,
+    values: Sequence[bytes | None],
+    timestamp_ms: int,
+    *,
+    keys: Sequence[bytes | None] | None = None,
+    control: bool = False,
+) -> bytes:
+    """One v2 batch holding ``values`` at offsets ``base_offset...``, all stamped
+    ``timestamp_ms`` (so every timestamp delta is 0) and written by leader ``epoch``."""
+    count = len(values)
+    if count == 0:
+        raise ValueError("a batch needs at least one record")
+    if keys is not None and len(keys) != count:
+        raise ValueError(f"{len(keys)} keys for {count} values")
+    if base_offset < 0 or epoch < 0:
+        raise ValueError(f"negative base offset {base_offset} or epoch {epoch}")
+    parts: list[bytes] = []
+    append = parts.append
+    varint = _VARINT
+    # Per record: attributes 0, timestamp delta 0, offset delta, key, value, 0 headers.
+    for i in range(count):
+        value = values[i]
+        if keys is None or keys[i] is None:
+            key_part = b"\x01"  # null key
+        else:
+            k = keys[i]
+            assert k is not None
+            key_part = _varint(len(k)) + k
+        offset_delta = varint[i] if i < _VARINT_TABLE_SIZE else _zigzag_bytes(i)
+        if value is None:
+            body_len = 3 + len(offset_delta) + len(key_part) + 1
+            append(_varint(body_len) + b"\x00\x00" + offset_delta + key_part + _NULL + b"\x00")
+        else:
+            value_len = len(value)
+            len_part = _varint(value_len)
+            body_len = 3 + len(offset_delta) + len(key_part) + len(len_part) + value_len
+            append(_varint(body_len) + b"\x00\x00" + offset_delta + key_part + len_part)
+            append(value)
+            append(b"\x00")
+    records = b"".join(parts)
+    attributes = CONTROL_FLAG if control else 0
+    tail = struct.pack(
+        ">hiqqqhii", attributes, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count
+    )
+    crc = crc32c(records, crc32c(tail))
+    batch_length = BATCH_HEADER_SIZE - _LENGTH_OVERHEAD + len(records)
+    head = struct.pack(">qiibI", base_offset, batch_length, epoch, MAGIC, crc)
+    return b"".join((head, tail, records))
+
+
+def with_base_offset(batch: bytes, base_offset: int) -> bytes:
+    """The same batch moved to ``base_offset`` (the CRC does not cover the base offset)."""
+    if len(batch) < BATCH_HEADER_SIZE:
+        raise IncompleteBatch(f"{len(batch)} bytes is shorter than a batch header")
+    return _BASE_OFFSET.pack(base_offset) + batch[8:]
+
+
+# ---------------------------------------------------------------------------------------
+# Reading
+
+
+def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """Parse the 61-byte header at ``pos`` without checking the CRC.
+
+    Needs only the header bytes (not the whole batch), so a log can ``pread`` 61 bytes to
+    walk its batches. Raises ``IncompleteBatch`` when fewer than 61 bytes remain and
+    ``CorruptRecordError`` when the header cannot belong to a valid batch.
+    """
+    mv = memoryview(buf)
+    if len(mv) - pos < BATCH_HEADER_SIZE:
+        raise IncompleteBatch(f"{len(mv) - pos} bytes left at position {pos}, need a header")
+    fields = _HEADER.unpack_from(mv, pos)
+    header = BatchHeader(fields[0], fields[1], fields[2], *fields[4:])
+    magic = fields[3]
+    if magic != MAGIC:
+        raise CorruptRecordError(f"magic {magic} at position {pos}, expected {MAGIC}")
+    if not _MIN_BATCH_LENGTH <= header.batch_length <= MAX_BATCH_BYTES:
+        raise CorruptRecordError(f"batch length {header.batch_length} at position {pos}")
+    if header.record_count <= 0 or header.last_offset_delta != header.record_count - 1:
+        raise CorruptRecordError(
+            f"record count {header.record_count} with last offset delta "
+            f"{header.last_offset_delta} at position {pos}"
+        )
+    if header.base_offset < 0:
+        raise CorruptRecordError(f"negative base offset {header.base_offset} at {pos}")
+    return header
+
+
+def _check_crc(mv: memoryview, pos: int, header: BatchHeader) -> None:
+    actual = crc32c(mv[pos + _CRC_START : pos + header.size])
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"CRC mismatch in batch at offset {header.base_offset} (position {pos}): "
+            f"stored {header.crc:#010x}, computed {actual:#010x}"
+        )
+
+
+def iter_batches(buf: Buffer, *, verify_crc: bool = True) -> Iterator[tuple[BatchHeader, int]]:
+    """Yield (header, position) for each whole batch in ``buf``; raises
+    ``IncompleteBatch`` if ``buf`` ends inside a batch and ``CorruptRecordError`` on bad
+    data."""
+    mv = memoryview(buf)
+    end = len(mv)
+    pos = 0
+    while pos < end:
+        header = read_header(mv, pos)
+        if pos + header.size > end:
+            raise IncompleteBatch(
+                f"batch at offset {header.base_offset} needs {header.size} bytes, {end - pos} left"
+            )
+        if verify_crc:
+            _check_crc(mv, pos, header)
+        yield header, pos
+        pos += header.size
+
+
+def valid_prefix(buf: Buffer) -> tuple[list[BatchHeader], int]:
+    """Recovery: the headers of the longest prefix of whole, CRC-valid batches with dense
+    offsets, and its length in bytes. Never raises on bad data; stops at it."""
+    mv = memoryview(buf)
+    end = len(mv)
+    headers: list[BatchHeader] = []
+    pos = 0
+    while pos < end:
+        try:
+            header = read_header(mv, pos)
+        except CorruptRecordError:
+            break
+        if pos + header.size > end:
+            break
+        if headers and header.base_offset != headers[-1].next_offset:
+            break
+        try:
+            _check_crc(mv, pos, header)
+        except CorruptRecordError:
+            break
+        headers.append(header)
+        pos += header.size
+    return headers, pos
+
+
+def decode_records(batch: Buffer) -> list[Record]:
+    """Decode every record of one whole batch (CRC checked first)."""
+    mv = memoryview(batch)
+    header = read_header(mv, 0)
+    if header.size != len(mv):
+        raise CorruptRecordError(f"batch of {header.size} bytes in a {len(mv)}-byte buffer")
+    _check_crc(mv, 0, header)
+    pos = BATCH_HEADER_SIZE
+    end = header.size
+    records: list[Record] = []
+    for _ in range(header.record_count):
+        length, pos = _read_varint(mv, pos, end)
+        record_end = pos + length
+        if length < 0 or record_end > end:
+            raise CorruptRecordError(f"record length {length} overruns the batch")
+        pos += 1  # attributes
+        ts_delta, pos = _read_varint(mv, pos, record_end)
+        offset_delta, pos = _read_varint(mv, pos, record_end)
+        key, pos = _read_bytes(mv, pos, record_end)
+        value, pos = _read_bytes(mv, pos, record_end)
+        header_count, pos = _read_varint(mv, pos, record_end)
+        if header_count < 0:
+            raise CorruptRecordError(f"negative header count {header_count}")
+        headers: list[tuple[bytes, bytes | None]] = []
+        for _ in range(header_count):
+            hkey, pos = _read_bytes(mv, pos, record_end)
+            hvalue, pos = _read_bytes(mv, pos, record_end)
+            if hkey is None:
+                raise CorruptRecordError("null record header key")
+            headers.append((hkey, hvalue))
+        if pos != record_end:
+            raise CorruptRecordError("record length does not match its fields")
+        records.append(
+            Record(
+                offset=header.base_offset + offset_delta,
+                timestamp_ms=header.base_timestamp + ts_delta,
+                key=key,
+                value=value,
+                headers=tuple(headers),
+            )
+        )
+    if pos != end:
+        raise CorruptRecordError("batch length does not match its records")
+    return records
+
+
+def _read_bytes(mv: memoryview, pos: int, end: int) -> tuple[bytes | None, int]:
+    length, pos = _read_varint(mv, pos, end)
+    if length == -1:
+        return None, pos
+    if length < 0 or pos + length > end:
+        raise CorruptRecordError(f"field length {length} overruns the record")
+    return bytes(mv[pos : pos + length]), pos + length
