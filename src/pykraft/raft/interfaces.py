@@ -8,7 +8,7 @@ The core does no I/O. It is handed these objects and calls them synchronously:
   per Ready, which is how appends are batched) and reports back with
   ``RaftCore.on_flushed``. A crash loses everything after ``flushed_offset``.
   Implementations: ``pykraft.storage.log.FileLog`` (segments + fsync) and
-  ``pykraft.sim.memlog.MemoryLog`` (simulator).
+  ``pykraft.sim.memory.MemoryLog`` (simulator).
 * ``QuorumStateStore`` -- the ``quorum-state`` file. ``write`` is durable when it returns
   (tmp + fsync + rename), so "persist before acting" is simply "call write first".
 * ``SnapshotStore`` -- ``<end offset>-<epoch>.checkpoint`` files.
