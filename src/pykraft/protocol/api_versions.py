@@ -1,0 +1,145 @@
+"""Building ApiVersions responses from an :class:`ApiTable` and feature ranges.
+
+Kafka's rules, kept here in one place:
+
+* The response advertises every row of the table (sorted by api key).
+* ``SupportedFeatures`` (tagged, v3+) lists the feature ranges this node can run, pykraft's
+  ``kraft.version`` 0-1 by default (KIP-853).  In v3 a feature whose minimum is 0 is *omitted*
+  (KAFKA-17011: older clients rejected a minimum of 0; the schema says "in v0-v3, features
+  with MinSupportedVersion = 0 are omitted"), so ``kraft.version`` appears from v4 on.
+* ``FinalizedFeatures`` (v3+) carries the cluster-wide levels when known, with min = max =
+  the level, as Kafka writes them since KIP-778; the epoch is -1 while unknown.
+* A request at a version the server does not know is answered at v0 with
+  ``UNSUPPORTED_VERSION`` and, as KIP-511 prescribes, only the ApiVersions row, so the client
+  can retry at a version both sides speak.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from typing import Final, TypeAlias, TypeVar
+
+import kio.schema.api_versions.v0.response as v0
+import kio.schema.api_versions.v1.response as v1
+import kio.schema.api_versions.v2.response as v2
+import kio.schema.api_versions.v3.response as v3
+import kio.schema.api_versions.v4.response as v4
+from kio.static.primitive import i16, i32Timedelta, i64
+
+from .apis import KRAFT_APIS, ApiKey, ApiTable, ApiVersionRange
+from .errors import ErrorCode
+
+__all__ = [
+    "KRAFT_SUPPORTED_FEATURES",
+    "ApiVersionsResponse",
+    "build_api_versions_response",
+    "unsupported_api_versions_response",
+]
+
+ApiVersionsResponse: TypeAlias = (
+    v0.ApiVersionsResponse
+    | v1.ApiVersionsResponse
+    | v2.ApiVersionsResponse
+    | v3.ApiVersionsResponse
+    | v4.ApiVersionsResponse
+)
+
+KRAFT_SUPPORTED_FEATURES: Final[Mapping[str, tuple[int, int]]] = {"kraft.version": (0, 1)}
+"""Feature name -> (min, max) supported version: KIP-853's kraft.version 0 (static voters)
+and 1 (dynamic voters)."""
+
+
+A = TypeVar("A", v0.ApiVersion, v1.ApiVersion, v2.ApiVersion, v3.ApiVersion, v4.ApiVersion)
+
+
+def _api_keys(row_type: type[A], apis: Iterable[ApiVersionRange]) -> tuple[A, ...]:
+    return tuple(
+        row_type(
+            api_key=i16(r.api_key), min_version=i16(r.min_version), max_version=i16(r.max_version)
+        )
+        for r in apis
+    )
+
+
+def build_api_versions_response(
+    api_version: int,
+    apis: ApiTable = KRAFT_APIS,
+    *,
+    error_code: ErrorCode = ErrorCode.none,
+    throttle_time_ms: int = 0,
+    supported_features: Mapping[str, tuple[int, int]] = KRAFT_SUPPORTED_FEATURES,
+    finalized_features: Mapping[str, int] | None = None,
+    finalized_features_epoch: int = -1,
+    zk_migration_ready: bool = False,
+) -> ApiVersionsResponse:
+    """The ApiVersions response at ``api_version`` advertising ``apis`` and the features.
+
+    ``finalized_features`` maps feature name -> finalized level.
+    """
+    throttle_time = i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_time_ms))
+    finalized = sorted((finalized_features or {}).items())
+    match api_version:
+        case 0:
+            return v0.ApiVersionsResponse(
+                error_code=error_code, api_keys=_api_keys(v0.ApiVersion, apis)
+            )
+        case 1:
+            return v1.ApiVersionsResponse(
+                error_code=error_code,
+                api_keys=_api_keys(v1.ApiVersion, apis),
+                throttle_time=throttle_time,
+            )
+        case 2:
+            return v2.ApiVersionsResponse(
+                error_code=error_code,
+                api_keys=_api_keys(v2.ApiVersion, apis),
+                throttle_time=throttle_time,
+            )
+        case 3:
+            return v3.ApiVersionsResponse(
+                error_code=error_code,
+                api_keys=_api_keys(v3.ApiVersion, apis),
+                throttle_time=throttle_time,
+                supported_features=tuple(
+                    v3.SupportedFeatureKey(name=name, min_version=i16(lo), max_version=i16(hi))
+                    for name, (lo, hi) in sorted(supported_features.items())
+                    if lo != 0
+                ),
+                finalized_features_epoch=i64(finalized_features_epoch),
+                finalized_features=tuple(
+                    v3.FinalizedFeatureKey(
+                        name=name, max_version_level=i16(level), min_version_level=i16(level)
+                    )
+                    for name, level in finalized
+                ),
+                zk_migration_ready=zk_migration_ready,
+            )
+        case 4:
+            return v4.ApiVersionsResponse(
+                error_code=error_code,
+                api_keys=_api_keys(v4.ApiVersion, apis),
+                throttle_time=throttle_time,
+                supported_features=tuple(
+                    v4.SupportedFeatureKey(name=name, min_version=i16(lo), max_version=i16(hi))
+                    for name, (lo, hi) in sorted(supported_features.items())
+                ),
+                finalized_features_epoch=i64(finalized_features_epoch),
+                finalized_features=tuple(
+                    v4.FinalizedFeatureKey(
+                        name=name, max_version_level=i16(level), min_version_level=i16(level)
+                    )
+                    for name, level in finalized
+                ),
+                zk_migration_ready=zk_migration_ready,
+            )
+    raise ValueError(f"no ApiVersions response v{api_version}")
+
+
+def unsupported_api_versions_response(apis: ApiTable = KRAFT_APIS) -> v0.ApiVersionsResponse:
+    """Kafka's answer to an ApiVersions request at a version it does not know (KIP-511)."""
+    row = apis.get(ApiKey.API_VERSIONS)
+    return v0.ApiVersionsResponse(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=_api_keys(v0.ApiVersion, () if row is None else (row,)),
+    )

@@ -1,0 +1,173 @@
+"""Which Kafka APIs pykraft serves, at which versions: the table is data.
+
+An :class:`ApiTable` is what a listener advertises in its ApiVersions response and what the
+request decoder checks before it parses a body.  Later issues extend it (CreateTopics,
+Metadata, DescribeCluster, AlterPartitionReassignments, ListPartitionReassignments,
+UpdateFeatures) with :meth:`ApiTable.with_apis`; no code changes are needed beyond the new
+rows, because the message types come from kio by (api key, version).
+
+Why these ranges:
+
+* Fetch 13-17: KRaft needs the tagged fields of flexible Fetch (DivergingEpoch, CurrentLeader,
+  SnapshotId, v12+) and topic ids (v13+); v17 adds ReplicaDirectoryId (KIP-853).  kio also
+  ships v18 (KIP-1166's follower HighWatermark); serving it is one row change once the core
+  honours that field.
+* Every other raft RPC: all versions in Kafka's schemas.  AddRaftVoter v1 (KIP-1186
+  AckWhenCommitted) is in kio and in newer upstream schemas.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+
+import kio.index
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+__all__ = [
+    "KRAFT_APIS",
+    "ApiKey",
+    "ApiTable",
+    "ApiVersionRange",
+    "request_schema",
+    "response_schema",
+]
+
+
+class ApiKey(enum.IntEnum):
+    """Kafka's API keys (``org.apache.kafka.common.protocol.ApiKeys``) that pykraft uses."""
+
+    FETCH = 1
+    METADATA = 3
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    UPDATE_FEATURES = 57
+    FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82
+
+
+@cache
+def request_schema(api_key: int, api_version: int) -> type[RequestPayload]:
+    """kio's request class for (api key, version); ``LookupError`` if kio has none."""
+    try:
+        return kio.index.load_request_schema(api_key, api_version)
+    except kio.index.KioIndexError as e:
+        raise LookupError(f"kio has no request schema for {api_key} v{api_version}") from e
+
+
+@cache
+def response_schema(api_key: int, api_version: int) -> type[ResponsePayload]:
+    """kio's response class for (api key, version); ``LookupError`` if kio has none."""
+    try:
+        return kio.index.load_response_schema(api_key, api_version)
+    except kio.index.KioIndexError as e:
+        raise LookupError(f"kio has no response schema for {api_key} v{api_version}") from e
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionRange:
+    """One row of the table: an API served at every version in ``[min_version, max_version]``.
+
+    Invariant: ``0 <= min_version <= max_version`` and kio has request and response classes
+    for every version in the range (checked by :class:`ApiTable`).
+    """
+
+    api_key: int
+    min_version: int
+    max_version: int
+
+    def __contains__(self, api_version: object) -> bool:
+        return isinstance(api_version, int) and self.min_version <= api_version <= self.max_version
+
+    @property
+    def versions(self) -> range:
+        return range(self.min_version, self.max_version + 1)
+
+
+class ApiTable:
+    """An immutable set of :class:`ApiVersionRange`, at most one per API key."""
+
+    __slots__ = ("_ranges",)
+
+    def __init__(self, ranges: Iterable[ApiVersionRange]) -> None:
+        by_key: dict[int, ApiVersionRange] = {}
+        for row in ranges:
+            if row.api_key in by_key:
+                raise ValueError(f"api key {row.api_key} listed twice")
+            if not 0 <= row.min_version <= row.max_version:
+                raise ValueError(f"bad version range {row}")
+            for version in row.versions:
+                # Raises LookupError at import time if kio cannot speak a version we promise.
+                request_schema(row.api_key, version)
+                response_schema(row.api_key, version)
+            by_key[row.api_key] = row
+        self._ranges = dict(sorted(by_key.items()))
+
+    def with_apis(self, *rows: ApiVersionRange) -> ApiTable:
+        """A copy with ``rows`` added (replacing any row for the same API key)."""
+        keys = {row.api_key for row in rows}
+        return ApiTable([*(r for r in self if r.api_key not in keys), *rows])
+
+    def get(self, api_key: int) -> ApiVersionRange | None:
+        return self._ranges.get(api_key)
+
+    def supports(self, api_key: int, api_version: int) -> bool:
+        row = self._ranges.get(api_key)
+        return row is not None and api_version in row
+
+    def __iter__(self) -> Iterator[ApiVersionRange]:
+        return iter(self._ranges.values())
+
+    def __len__(self) -> int:
+        return len(self._ranges)
+
+    def __contains__(self, api_key: object) -> bool:
+        return api_key in self._ranges
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ApiTable) and self._ranges == other._ranges
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._ranges.values()))
+
+    def __repr__(self) -> str:
+        rows = ", ".join(
+            f"{_name(r.api_key)} {r.min_version}-{r.max_version}" for r in self._ranges.values()
+        )
+        return f"ApiTable({rows})"
+
+
+def _name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return str(api_key)
+
+
+KRAFT_APIS = ApiTable(
+    [
+        ApiVersionRange(ApiKey.API_VERSIONS, 0, 4),
+        ApiVersionRange(ApiKey.FETCH, 13, 17),
+        ApiVersionRange(ApiKey.VOTE, 0, 2),
+        ApiVersionRange(ApiKey.BEGIN_QUORUM_EPOCH, 0, 1),
+        ApiVersionRange(ApiKey.END_QUORUM_EPOCH, 0, 1),
+        ApiVersionRange(ApiKey.DESCRIBE_QUORUM, 0, 2),
+        ApiVersionRange(ApiKey.FETCH_SNAPSHOT, 0, 1),
+        ApiVersionRange(ApiKey.ADD_RAFT_VOTER, 0, 1),
+        ApiVersionRange(ApiKey.REMOVE_RAFT_VOTER, 0, 0),
+        ApiVersionRange(ApiKey.UPDATE_RAFT_VOTER, 0, 0),
+    ]
+)
+"""The RPCs of the KRaft quorum (KIP-595, KIP-630, KIP-853, KIP-996), as a controller serves
+them."""
