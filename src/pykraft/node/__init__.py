@@ -1,0 +1,1 @@
+"""pykraft.node: a KRaft process wiring the consensus core, storage, network and timers."""

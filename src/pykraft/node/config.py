@@ -1,0 +1,307 @@
+"""A node's configuration: Kafka's config names and defaults (SPEC I1), typed and frozen.
+
+``load_config(path)`` reads a Kafka-style ``.properties`` file; ``NodeConfig.from_properties``
+validates a mapping. Every problem is a :class:`ConfigError` whose message is one line naming
+the key, raised before anything starts (no socket opened, no file written).
+
+Keys pykraft does not know are kept in ``NodeConfig.unknown_keys`` so the server can log them,
+as Kafka logs "supplied but not used" configs; they are not an error, because operators reuse
+their Kafka ``server.properties`` files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from pykraft.node.properties import PropertiesSyntaxError, parse_properties
+
+__all__ = [
+    "ConfigError",
+    "HostPort",
+    "Listener",
+    "NodeConfig",
+    "VoterAddress",
+    "load_config",
+]
+
+MIB: Final = 1024 * 1024
+GIB: Final = 1024 * MIB
+
+PROCESS_ROLES: Final = frozenset({"controller", "broker"})
+
+
+class ConfigError(ValueError):
+    """An invalid or missing config; ``str()`` is one line naming the key."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"invalid config {key}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One entry of ``listeners``: ``NAME://host:port``. An empty host binds every
+    interface, as in Kafka."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class VoterAddress:
+    """One entry of ``controller.quorum.voters``: ``id@host:port``."""
+
+    id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """Every config of SPEC I1 under Kafka's name (dots become underscores, the
+    ``controller.quorum.`` prefix becomes ``quorum_``) with Kafka's default.
+
+    Invariants (checked by :meth:`from_properties`): at least one of ``quorum_voters`` and
+    ``quorum_bootstrap_servers`` is set; a controller has a listener named in
+    ``controller_listener_names``; every ``*_ms`` and ``*_bytes`` value is positive (linger
+    and retry backoff may be 0).
+    """
+
+    node_id: int
+    process_roles: tuple[str, ...]
+    listeners: tuple[Listener, ...]
+    controller_listener_names: tuple[str, ...]
+    metadata_log_dir: Path
+    quorum_voters: tuple[VoterAddress, ...] = ()
+    quorum_bootstrap_servers: tuple[HostPort, ...] = ()
+    quorum_election_timeout_ms: int = 1000
+    quorum_fetch_timeout_ms: int = 2000
+    quorum_election_backoff_max_ms: int = 1000
+    quorum_append_linger_ms: int = 25
+    quorum_request_timeout_ms: int = 2000
+    quorum_retry_backoff_ms: int = 20
+    quorum_auto_join_enable: bool = False
+    metadata_log_max_record_bytes_between_snapshots: int = 20 * MIB
+    metadata_log_segment_bytes: int = 1 * GIB
+    socket_request_max_bytes: int = 100 * MIB
+    metrics_port: int | None = None  # pykraft's own: the Prometheus endpoint, off when None
+    unknown_keys: tuple[str, ...] = ()
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    @property
+    def controller_listener(self) -> Listener:
+        """The first listener named in ``controller.listener.names`` (where voters talk)."""
+        for name in self.controller_listener_names:
+            for listener in self.listeners:
+                if listener.name == name:
+                    return listener
+        raise ConfigError("controller.listener.names", "names no entry of listeners")
+
+    @property
+    def voter_ids(self) -> tuple[int, ...]:
+        return tuple(v.id for v in self.quorum_voters)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> NodeConfig:
+        return _build(props)
+
+
+def load_config(path: str | Path) -> NodeConfig:
+    """Read and validate a ``.properties`` file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError("<file>", f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        props = parse_properties(text)
+    except PropertiesSyntaxError as e:
+        raise ConfigError("<file>", f"{path}: {e}") from None
+    return NodeConfig.from_properties(props)
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing of single values. Each raises ConfigError naming its key.
+
+
+def _int(key: str, raw: str, *, minimum: int, maximum: int = 2**63 - 1) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ConfigError(key, f"expected an integer, got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ConfigError(key, f"{value} is outside [{minimum}, {maximum}]")
+    return value
+
+
+def _bool(key: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(key, f"expected true or false, got {raw!r}")
+    return value == "true"
+
+
+def _list(raw: str) -> list[str]:
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def _host_port(key: str, text: str) -> HostPort:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise ConfigError(key, f"expected host:port, got {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # IPv6 literal
+    return HostPort(host, _int(key, port, minimum=0, maximum=65535))
+
+
+def _listeners(key: str, raw: str) -> tuple[Listener, ...]:
+    out: list[Listener] = []
+    for item in _list(raw):
+        name, sep, address = item.partition("://")
+        if not sep or not name:
+            raise ConfigError(key, f"expected NAME://host:port, got {item!r}")
+        hp = _host_port(key, address)
+        if any(listener.name == name for listener in out):
+            raise ConfigError(key, f"listener name {name} appears twice")
+        out.append(Listener(name, hp.host, hp.port))
+    return tuple(out)
+
+
+def _voters(key: str, raw: str) -> tuple[VoterAddress, ...]:
+    out: list[VoterAddress] = []
+    for item in _list(raw):
+        node_id, sep, address = item.partition("@")
+        if not sep:
+            raise ConfigError(key, f"expected id@host:port, got {item!r}")
+        voter_id = _int(key, node_id, minimum=0, maximum=2**31 - 1)
+        hp = _host_port(key, address)
+        if not hp.host or hp.port == 0:
+            raise ConfigError(key, f"voter {voter_id} needs a host and a non-zero port")
+        if any(v.id == voter_id for v in out):
+            raise ConfigError(key, f"voter id {voter_id} appears twice")
+        out.append(VoterAddress(voter_id, hp.host, hp.port))
+    return tuple(out)
+
+
+# Kafka names of the integer configs with defaults, mapped to (field, minimum).
+_INTS: Final[dict[str, tuple[str, int]]] = {
+    "controller.quorum.election.timeout.ms": ("quorum_election_timeout_ms", 1),
+    "controller.quorum.fetch.timeout.ms": ("quorum_fetch_timeout_ms", 1),
+    "controller.quorum.election.backoff.max.ms": ("quorum_election_backoff_max_ms", 1),
+    "controller.quorum.append.linger.ms": ("quorum_append_linger_ms", 0),
+    "controller.quorum.request.timeout.ms": ("quorum_request_timeout_ms", 1),
+    "controller.quorum.retry.backoff.ms": ("quorum_retry_backoff_ms", 0),
+    "metadata.log.max.record.bytes.between.snapshots": (
+        "metadata_log_max_record_bytes_between_snapshots",
+        1,
+    ),
+    # Kafka's minimum for the metadata log's segments is 8 MiB; tests use smaller ones.
+    "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1024),
+    "socket.request.max.bytes": ("socket_request_max_bytes", 1),
+}
+
+_KNOWN: Final = frozenset(
+    {
+        "node.id",
+        "process.roles",
+        "listeners",
+        "controller.listener.names",
+        "metadata.log.dir",
+        "log.dirs",
+        "log.dir",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "controller.quorum.auto.join.enable",
+        "metrics.port",
+        *_INTS,
+    }
+)
+
+
+def _required(props: Mapping[str, str], key: str) -> str:
+    value = props.get(key, "").strip()
+    if not value:
+        raise ConfigError(key, "is required")
+    return value
+
+
+def _metadata_log_dir(props: Mapping[str, str]) -> Path:
+    """Kafka's rule: ``metadata.log.dir``, else the first of ``log.dirs``, else ``log.dir``.
+    Unlike Kafka (whose ``log.dir`` defaults to /tmp/kafka-logs) a missing directory is an
+    error: silently writing the quorum's log to /tmp loses it on reboot."""
+    for key in ("metadata.log.dir", "log.dirs", "log.dir"):
+        dirs = _list(props.get(key, ""))
+        if dirs:
+            return Path(dirs[0])
+    raise ConfigError("metadata.log.dir", "is required (or log.dirs)")
+
+
+def _build(props: Mapping[str, str]) -> NodeConfig:
+    node_id = _int("node.id", _required(props, "node.id"), minimum=0, maximum=2**31 - 1)
+    roles = tuple(_list(_required(props, "process.roles")))
+    for role in roles:
+        if role not in PROCESS_ROLES:
+            raise ConfigError("process.roles", f"unknown role {role!r} (controller, broker)")
+    listeners = _listeners("listeners", _required(props, "listeners"))
+    controller_names = tuple(_list(props.get("controller.listener.names", "")))
+    if "controller" in roles:
+        if not controller_names:
+            raise ConfigError("controller.listener.names", "is required for a controller")
+        if not any(listener.name in controller_names for listener in listeners):
+            raise ConfigError(
+                "controller.listener.names",
+                f"none of {', '.join(controller_names)} is in listeners",
+            )
+    voters = _voters("controller.quorum.voters", props.get("controller.quorum.voters", ""))
+    bootstrap = tuple(
+        _host_port("controller.quorum.bootstrap.servers", item)
+        for item in _list(props.get("controller.quorum.bootstrap.servers", ""))
+    )
+    if not voters and not bootstrap:
+        raise ConfigError(
+            "controller.quorum.voters",
+            "is required unless controller.quorum.bootstrap.servers is set",
+        )
+    ints = {
+        field: _int(key, props[key], minimum=minimum)
+        for key, (field, minimum) in _INTS.items()
+        if key in props
+    }
+    metrics_raw = props.get("metrics.port", "").strip()
+    metrics_port = (
+        _int("metrics.port", metrics_raw, minimum=0, maximum=65535) if metrics_raw else None
+    )
+    auto_join = props.get("controller.quorum.auto.join.enable")
+    return NodeConfig(
+        node_id=node_id,
+        process_roles=roles,
+        listeners=listeners,
+        controller_listener_names=controller_names,
+        metadata_log_dir=_metadata_log_dir(props),
+        quorum_voters=voters,
+        quorum_bootstrap_servers=bootstrap,
+        quorum_auto_join_enable=(
+            _bool("controller.quorum.auto.join.enable", auto_join)
+            if auto_join is not None
+            else False
+        ),
+        metrics_port=metrics_port,
+        unknown_keys=tuple(sorted(k for k in props if k not in _KNOWN)),
+        **ints,
+    )

@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pykraft.node.config import (
+    ConfigError,
+    HostPort,
+    Listener,
+    NodeConfig,
+    VoterAddress,
+    load_config,
+)
+from pykraft.node.properties import parse_properties
+
+BASE = {
+    "node.id": "1",
+    "process.roles": "controller",
+    "listeners": "CONTROLLER://127.0.0.1:9093",
+    "controller.listener.names": "CONTROLLER",
+    "metadata.log.dir": "/tmp/data",
+    "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@localhost:9095",
+}
+
+
+def test_parse_properties_java_syntax() -> None:
+    text = (
+        "# comment\n"
+        "! also a comment\n"
+        "a=1\n"
+        "b : 2\n"
+        "c 3\n"
+        "  d=four \\\n"
+        "     five\n"
+        "e=x\\=y\\:z\\u0041\\t\n"
+        "f=\n"
+        "a=override\n"
+        "g=ends with backslash\\\\\n"
+        "h=next\n"
+    )
+    assert parse_properties(text) == {
+        "a": "override",
+        "b": "2",
+        "c": "3",
+        "d": "four five",
+        "e": "x=y:zA\t",
+        "f": "",
+        "g": "ends with backslash\\",
+        "h": "next",
+    }
+
+
+def test_defaults_are_kafkas() -> None:
+    cfg = NodeConfig.from_properties(BASE)
+    assert cfg.node_id == 1
+    assert cfg.process_roles == ("controller",)
+    assert cfg.listeners == (Listener("CONTROLLER", "127.0.0.1", 9093),)
+    assert cfg.controller_listener == Listener("CONTROLLER", "127.0.0.1", 9093)
+    assert cfg.metadata_log_dir == Path("/tmp/data")
+    assert cfg.quorum_voters == (
+        VoterAddress(1, "127.0.0.1", 9093),
+        VoterAddress(2, "127.0.0.1", 9094),
+        VoterAddress(3, "localhost", 9095),
+    )
+    assert cfg.voter_ids == (1, 2, 3)
+    assert cfg.quorum_bootstrap_servers == ()
+    assert cfg.quorum_election_timeout_ms == 1000
+    assert cfg.quorum_fetch_timeout_ms == 2000
+    assert cfg.quorum_election_backoff_max_ms == 1000
+    assert cfg.quorum_append_linger_ms == 25
+    assert cfg.quorum_request_timeout_ms == 2000
+    assert cfg.quorum_retry_backoff_ms == 20
+    assert cfg.quorum_auto_join_enable is False
+    assert cfg.metadata_log_max_record_bytes_between_snapshots == 20 * 1024 * 1024
+    assert cfg.metadata_log_segment_bytes == 1024**3
+    assert cfg.socket_request_max_bytes == 100 * 1024 * 1024
+    assert cfg.metrics_port is None
+    assert cfg.unknown_keys == ()
+
+
+def test_overrides_and_unknown_keys() -> None:
+    cfg = NodeConfig.from_properties(
+        {
+            **BASE,
+            "controller.quorum.election.timeout.ms": "300",
+            "controller.quorum.append.linger.ms": "0",
+            "controller.quorum.auto.join.enable": "TRUE",
+            "controller.quorum.bootstrap.servers": "127.0.0.1:9093, [::1]:9094",
+            "metrics.port": "9100",
+            "num.network.threads": "3",
+        }
+    )
+    assert cfg.quorum_election_timeout_ms == 300
+    assert cfg.quorum_append_linger_ms == 0
+    assert cfg.quorum_auto_join_enable is True
+    assert cfg.quorum_bootstrap_servers == (HostPort("127.0.0.1", 9093), HostPort("::1", 9094))
+    assert cfg.metrics_port == 9100
+    assert cfg.unknown_keys == ("num.network.threads",)
+
+
+def test_log_dirs_fallback() -> None:
+    props = {k: v for k, v in BASE.items() if k != "metadata.log.dir"}
+    cfg = NodeConfig.from_properties({**props, "log.dirs": "/a,/b"})
+    assert cfg.metadata_log_dir == Path("/a")
+
+
+def test_bootstrap_servers_alone_suffice() -> None:
+    props = {k: v for k, v in BASE.items() if k != "controller.quorum.voters"}
+    cfg = NodeConfig.from_properties(
+        {**props, "controller.quorum.bootstrap.servers": "localhost:9093"}
+    )
+    assert cfg.quorum_voters == ()
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"node.id": None}, "node.id"),
+        ({"node.id": "x"}, "node.id"),
+        ({"node.id": "-1"}, "node.id"),
+        ({"process.roles": None}, "process.roles"),
+        ({"process.roles": "controller,zookeeper"}, "process.roles"),
+        ({"listeners": None}, "listeners"),
+        ({"listeners": "127.0.0.1:9093"}, "listeners"),
+        ({"listeners": "CONTROLLER://127.0.0.1:x"}, "listeners"),
+        ({"listeners": "A://:1,A://:2"}, "listeners"),
+        ({"controller.listener.names": None}, "controller.listener.names"),
+        ({"controller.listener.names": "OTHER"}, "controller.listener.names"),
+        ({"metadata.log.dir": None}, "metadata.log.dir"),
+        ({"controller.quorum.voters": None}, "controller.quorum.voters"),
+        ({"controller.quorum.voters": "1@127.0.0.1"}, "controller.quorum.voters"),
+        ({"controller.quorum.voters": "127.0.0.1:9093"}, "controller.quorum.voters"),
+        ({"controller.quorum.voters": "1@a:1,1@b:2"}, "controller.quorum.voters"),
+        ({"controller.quorum.voters": "x@a:1"}, "controller.quorum.voters"),
+        ({"controller.quorum.election.timeout.ms": "0"}, "controller.quorum.election.timeout.ms"),
+        ({"controller.quorum.fetch.timeout.ms": "soon"}, "controller.quorum.fetch.timeout.ms"),
+        ({"controller.quorum.retry.backoff.ms": "-1"}, "controller.quorum.retry.backoff.ms"),
+        ({"controller.quorum.auto.join.enable": "yes"}, "controller.quorum.auto.join.enable"),
+        ({"socket.request.max.bytes": "0"}, "socket.request.max.bytes"),
+        ({"metrics.port": "70000"}, "metrics.port"),
+        ({"controller.quorum.bootstrap.servers": "nohost"}, "controller.quorum.bootstrap.servers"),
+    ],
+)
+def test_errors_name_the_key(change: dict[str, str | None], key: str) -> None:
+    props = dict(BASE)
+    for k, v in change.items():
+        if v is None:
+            props.pop(k, None)
+        else:
+            props[k] = v
+    with pytest.raises(ConfigError) as info:
+        NodeConfig.from_properties(props)
+    assert info.value.key == key
+    message = str(info.value)
+    assert key in message
+    assert "\n" not in message
+
+
+def test_load_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("\n".join(f"{k}={v}" for k, v in BASE.items()) + "\n")
+    assert load_config(path).node_id == 1
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.properties")
+
+
+def test_config_is_frozen() -> None:
+    cfg = NodeConfig.from_properties(BASE)
+    with pytest.raises(AttributeError):
+        cfg.node_id = 2  # type: ignore[misc]
