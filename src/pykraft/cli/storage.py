@@ -1,11 +1,111 @@
-"""`pykraft storage` (placeholder until its issue lands)."""
+"""``pykraft storage``: random-uuid, format, info (Kafka's kafka-storage.sh)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("storage", help="(not yet available)")
-    parser.set_defaults(func=lambda args: 2)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "storage", help="format and inspect a metadata log directory"
+    )
+
+    def usage(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=usage)
+    commands = parser.add_subparsers(dest="storage_command", metavar="COMMAND")
+
+    uuid_parser = commands.add_parser("random-uuid", help="print a new Kafka uuid")
+    uuid_parser.set_defaults(func=_random_uuid)
+
+    fmt = commands.add_parser("format", help="format the metadata log directory")
+    fmt.add_argument("--config", "-c", required=True, type=Path, help="server .properties")
+    fmt.add_argument("--cluster-id", "-t", required=True)
+    mode = fmt.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--standalone", "-s", action="store_true")
+    mode.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRID,...")
+    mode.add_argument("--no-initial-controllers", "-N", action="store_true")
+    fmt.add_argument("--feature", "-f", action="append", default=[], metavar="NAME=LEVEL")
+    fmt.add_argument("--ignore-formatted", "-g", action="store_true")
+    fmt.set_defaults(func=_format)
+
+    info = commands.add_parser("info", help="describe the metadata log directory")
+    info.add_argument("--config", "-c", required=True, type=Path)
+    info.set_defaults(func=_info)
+
+
+def _random_uuid(args: argparse.Namespace) -> int:
+    from pykraft.storage import random_uuid, uuid_to_kafka
+
+    print(uuid_to_kafka(random_uuid()))
+    return 0
+
+
+def _kraft_version(features: list[str]) -> int | None:
+    from pykraft.storage import ConfigError
+
+    version = None
+    for feature in features:
+        name, eq, level = feature.partition("=")
+        if not eq or not level.strip().isdigit():
+            raise ConfigError(f"--feature {feature!r}: expected NAME=LEVEL")
+        if name.strip() != "kraft.version":
+            raise ConfigError(f"--feature {name.strip()}: only kraft.version is supported")
+        version = int(level)
+    return version
+
+
+def _format(args: argparse.Namespace) -> int:
+    from pykraft.storage import (
+        ConfigError,
+        ServerConfig,
+        StorageError,
+        format_storage,
+        parse_initial_controllers,
+        uuid_to_kafka,
+    )
+
+    try:
+        config = ServerConfig.load(args.config)
+        controllers = (
+            parse_initial_controllers(args.initial_controllers)
+            if args.initial_controllers is not None
+            else None
+        )
+        meta = format_storage(
+            config,
+            args.cluster_id,
+            standalone=args.standalone,
+            initial_controllers=controllers,
+            kraft_version=_kraft_version(args.feature),
+            ignore_formatted=args.ignore_formatted,
+        )
+    except (ConfigError, StorageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if meta is None:
+        print(f"{config.metadata_log_dir} is already formatted; skipping (--ignore-formatted)")
+    else:
+        print(
+            f"Formatted {config.metadata_log_dir} with cluster.id {meta.cluster_id}, "
+            f"node.id {meta.node_id}, directory.id {uuid_to_kafka(meta.directory_id)}"
+        )
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from pykraft.storage import ConfigError, ServerConfig, StorageError
+    from pykraft.storage.inspect import describe_log_dir
+
+    try:
+        config = ServerConfig.load(args.config)
+        print(describe_log_dir(config.metadata_log_dir), end="")
+    except (ConfigError, StorageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0

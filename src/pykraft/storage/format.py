@@ -1,0 +1,148 @@
+"""``pykraft storage format``: meta.properties and the bootstrap checkpoint (SPEC D3).
+
+The bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint`` holds
+SnapshotHeader, KRaftVersion, Voters (when there is an initial voter set) and
+SnapshotFooter; a kraft.version 0 cluster (static ``controller.quorum.voters``) gets none.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pykraft.raft.types import Endpoint
+from pykraft.records import VoterRecordEntry
+from pykraft.storage._files import StorageError, fsync_dir
+from pykraft.storage.log import PARTITION_DIR_NAME
+from pykraft.storage.meta import (
+    MetaProperties,
+    kafka_to_uuid,
+    random_uuid,
+    read_meta_properties,
+    write_meta_properties,
+)
+from pykraft.storage.properties import ConfigError, ServerConfig
+from pykraft.storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, FileSnapshotStore, write_snapshot
+
+DEFAULT_LISTENER_NAME = "CONTROLLER"
+KRAFT_VERSIONS = (0, 1)
+
+
+class AlreadyFormattedError(StorageError):
+    """The directory already holds meta.properties (pass ignore_formatted to skip it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InitialController:
+    node_id: int
+    host: str
+    port: int
+    directory_id: uuid.UUID
+
+
+def parse_initial_controllers(text: str) -> list[InitialController]:
+    """``id@host:port:dirid,...`` as in Kafka's ``--initial-controllers``."""
+    result = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        node_text, at, rest = item.partition("@")
+        parts = rest.rsplit(":", 2)
+        if not at or len(parts) != 3 or not node_text.isdigit() or not parts[1].isdigit():
+            raise ConfigError(f"--initial-controllers: {item!r} is not id@host:port:directoryid")
+        try:
+            directory_id = kafka_to_uuid(parts[2])
+        except ValueError as exc:
+            raise ConfigError(f"--initial-controllers: {item!r}: {exc}") from None
+        result.append(
+            InitialController(int(node_text), parts[0].strip("[]"), int(parts[1]), directory_id)
+        )
+    if not result:
+        raise ConfigError("--initial-controllers: empty list")
+    ids = [c.node_id for c in result]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"--initial-controllers: duplicate node id in {text!r}")
+    return result
+
+
+def write_bootstrap_checkpoint(
+    partition_dir: Path,
+    kraft_version: int,
+    voters: Sequence[VoterRecordEntry] | None,
+    *,
+    now_ms: int | None = None,
+) -> Path:
+    store = FileSnapshotStore.open(partition_dir)
+    ts = int(time.time() * 1000) if now_ms is None else now_ms
+    write_snapshot(
+        store,
+        BOOTSTRAP_SNAPSHOT_ID,
+        [],
+        timestamp_ms=ts,
+        last_contained_log_timestamp_ms=-1,
+        kraft_version=kraft_version,
+        voters=voters,
+    )
+    return store.path(BOOTSTRAP_SNAPSHOT_ID)
+
+
+def format_storage(
+    config: ServerConfig,
+    cluster_id: str,
+    *,
+    standalone: bool = False,
+    initial_controllers: Sequence[InitialController] | None = None,
+    kraft_version: int | None = None,
+    ignore_formatted: bool = False,
+) -> MetaProperties | None:
+    """Format ``config.metadata_log_dir``; returns the new meta.properties, or None when
+    the directory was formatted already and ``ignore_formatted`` is set."""
+    try:
+        kafka_to_uuid(cluster_id)
+    except ValueError as exc:
+        raise ConfigError(f"--cluster-id: {exc}") from None
+    dynamic = standalone or initial_controllers is not None
+    version = (1 if dynamic else 0) if kraft_version is None else kraft_version
+    if version not in KRAFT_VERSIONS:
+        raise ConfigError(f"--feature kraft.version={version}: supported are 0 and 1")
+    if dynamic and version == 0:
+        raise ConfigError("--standalone/--initial-controllers need kraft.version=1")
+    log_dir = config.metadata_log_dir
+    existing = read_meta_properties(log_dir) if log_dir.exists() else None
+    if existing is not None:
+        if ignore_formatted:
+            return None
+        raise AlreadyFormattedError(
+            f"{log_dir} is already formatted (cluster.id {existing.cluster_id})"
+        )
+
+    listener = (config.controller_listener_names or (DEFAULT_LISTENER_NAME,))[0]
+    directory_id = random_uuid()
+    voters: list[VoterRecordEntry] | None = None
+    if standalone:
+        endpoints = config.controller_endpoints
+        if not endpoints:
+            raise ConfigError(
+                "--standalone: listeners has no endpoint named in controller.listener.names"
+            )
+        endpoints = tuple(Endpoint(e.name, e.host or "localhost", e.port) for e in endpoints)
+        voters = [VoterRecordEntry(config.node_id, directory_id, endpoints)]
+    elif initial_controllers is not None:
+        voters = []
+        for c in initial_controllers:
+            if c.node_id == config.node_id:
+                directory_id = c.directory_id
+            voters.append(
+                VoterRecordEntry(c.node_id, c.directory_id, (Endpoint(listener, c.host, c.port),))
+            )
+
+    partition_dir = log_dir / PARTITION_DIR_NAME
+    partition_dir.mkdir(parents=True, exist_ok=True)
+    if version >= 1:
+        write_bootstrap_checkpoint(partition_dir, version, voters)
+    fsync_dir(log_dir)
+    meta = MetaProperties(cluster_id, config.node_id, directory_id)
+    # meta.properties last: its presence means "formatted".
+    write_meta_properties(log_dir, meta)
+    return meta

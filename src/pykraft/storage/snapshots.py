@@ -1,0 +1,294 @@
+"""``FileSnapshotStore``: ``<end offset:020d>-<epoch:010d>.checkpoint`` files.
+
+A snapshot is a sequence of v2 batches with dense offsets from 0: a SnapshotHeader control
+batch first, the application's records (and KRaftVersion / Voters control records), a
+SnapshotFooter control batch last. Writers fill ``<name>.checkpoint.part``; ``freeze`` fsyncs
+it, reads it back and validates it whole, renames it into place and fsyncs the directory.
+A snapshot that fails validation (framing, CRC, header, footer) is refused: ``open`` logs
+it and leaves it out of the store; it is never served or loaded. Stale ``.part`` files
+(a crash mid-write) are deleted on open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
+from kio.schema.voters_record.v0.data import VotersRecord
+
+from pykraft.raft.types import OffsetAndEpoch
+from pykraft.records import (
+    ControlRecordType,
+    CorruptRecordError,
+    Record,
+    VoterRecordEntry,
+    build_batch,
+    decode_control,
+    decode_records,
+    iter_batches,
+    kraft_version_batch,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+    voters_batch,
+)
+from pykraft.storage._files import fsync_dir
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
+
+
+class CorruptSnapshotError(ValueError):
+    """A snapshot whose bytes are not a valid checkpoint; names the file."""
+
+
+class SnapshotNotFoundError(KeyError):
+    """No such snapshot (Kafka's SNAPSHOT_NOT_FOUND)."""
+
+
+class PositionOutOfRangeError(ValueError):
+    """A read past the end of a snapshot (Kafka's POSITION_OUT_OF_RANGE)."""
+
+
+def snapshot_file_name(snapshot_id: OffsetAndEpoch) -> str:
+    return f"{snapshot_id.offset:020d}-{snapshot_id.epoch:010d}.checkpoint"
+
+
+def validate_snapshot(data: bytes, name: str) -> None:
+    """Raise ``CorruptSnapshotError`` unless ``data`` is a whole, valid snapshot."""
+    try:
+        batches = list(iter_batches(data))
+        if not batches:
+            raise CorruptSnapshotError(f"{name}: empty snapshot")
+        expected = 0
+        for header, _ in batches:
+            if header.base_offset != expected:
+                raise CorruptSnapshotError(
+                    f"{name}: batch at {header.base_offset}, expected {expected}"
+                )
+            expected = header.next_offset
+        first_header, first_pos = batches[0]
+        last_header, last_pos = batches[-1]
+        first = decode_records(data[first_pos : first_pos + first_header.size])
+        last = decode_records(data[last_pos : last_pos + last_header.size])
+        if (
+            not first_header.is_control
+            or decode_control(first[0])[0] is not ControlRecordType.SNAPSHOT_HEADER
+        ):
+            raise CorruptSnapshotError(f"{name}: does not start with a SnapshotHeader")
+        if (
+            not last_header.is_control
+            or decode_control(last[-1])[0] is not ControlRecordType.SNAPSHOT_FOOTER
+        ):
+            raise CorruptSnapshotError(f"{name}: does not end with a SnapshotFooter")
+    except CorruptSnapshotError:
+        raise
+    except CorruptRecordError as exc:
+        raise CorruptSnapshotError(f"{name}: {exc}") from exc
+
+
+class FileSnapshotWriter:
+    """Writes one ``.checkpoint.part`` file; implements ``SnapshotWriter``."""
+
+    def __init__(self, store: FileSnapshotStore, snapshot_id: OffsetAndEpoch) -> None:
+        self._store = store
+        self._id = snapshot_id
+        self.path = store.dir / snapshot_file_name(snapshot_id)
+        self.part_path = self.path.with_name(self.path.name + ".part")
+        self._fd: int | None = os.open(
+            self.part_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644
+        )
+
+    @property
+    def snapshot_id(self) -> OffsetAndEpoch:
+        return self._id
+
+    def append(self, data: bytes) -> None:
+        """Append raw bytes (whole batches, or chunks of a fetched snapshot)."""
+        assert self._fd is not None, "writer already frozen or aborted"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def freeze(self) -> None:
+        assert self._fd is not None, "writer already frozen or aborted"
+        fd, self._fd = self._fd, None
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            validate_snapshot(self.part_path.read_bytes(), self.part_path.name)
+        except CorruptSnapshotError:
+            self.part_path.unlink(missing_ok=True)
+            raise
+        os.replace(self.part_path, self.path)
+        fsync_dir(self._store.dir)
+        self._store._add(self._id)
+
+    def abort(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.part_path.unlink(missing_ok=True)
+
+
+class FileSnapshotStore:
+    """Implements ``SnapshotStore`` over the partition directory."""
+
+    def __init__(self, partition_dir: Path) -> None:
+        """Use ``FileSnapshotStore.open``."""
+        self.dir = partition_dir
+        self._ids: list[OffsetAndEpoch] = []  # valid snapshots, ascending
+        self.refused: list[Path] = []  # snapshots found invalid on open
+
+    @classmethod
+    def open(cls, partition_dir: Path) -> FileSnapshotStore:
+        partition_dir.mkdir(parents=True, exist_ok=True)
+        self = cls(partition_dir)
+        for part in partition_dir.glob("*.checkpoint.part"):
+            log.warning("deleting unfinished snapshot %s", part)
+            part.unlink()
+        for path in sorted(partition_dir.glob("*.checkpoint")):
+            match = _NAME.match(path.name)
+            if match is None:
+                log.error("ignoring %s: not a snapshot name", path)
+                continue
+            try:
+                validate_snapshot(path.read_bytes(), str(path))
+            except CorruptSnapshotError as exc:
+                log.error("refusing corrupt snapshot: %s", exc)
+                self.refused.append(path)
+                continue
+            self._ids.append(OffsetAndEpoch(int(match[1]), int(match[2])))
+        self._ids.sort()
+        return self
+
+    def _add(self, snapshot_id: OffsetAndEpoch) -> None:
+        if snapshot_id not in self._ids:
+            self._ids.append(snapshot_id)
+            self._ids.sort()
+
+    def snapshot_ids(self) -> list[OffsetAndEpoch]:
+        return list(self._ids)
+
+    def path(self, snapshot_id: OffsetAndEpoch) -> Path:
+        if snapshot_id not in self._ids:
+            raise SnapshotNotFoundError(snapshot_id)
+        return self.dir / snapshot_file_name(snapshot_id)
+
+    def latest(self) -> OffsetAndEpoch | None:
+        return self._ids[-1] if self._ids else None
+
+    def size(self, snapshot_id: OffsetAndEpoch) -> int | None:
+        if snapshot_id not in self._ids:
+            return None
+        return (self.dir / snapshot_file_name(snapshot_id)).stat().st_size
+
+    def read(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        path = self.path(snapshot_id)
+        size = path.stat().st_size
+        if not 0 <= position <= size:
+            raise PositionOutOfRangeError(f"position {position} outside a {size}-byte snapshot")
+        with path.open("rb") as f:
+            return os.pread(f.fileno(), max(0, min(max_bytes, size - position)), position)
+
+    def create(self, snapshot_id: OffsetAndEpoch) -> FileSnapshotWriter:
+        return FileSnapshotWriter(self, snapshot_id)
+
+    def delete_before(self, snapshot_id: OffsetAndEpoch) -> None:
+        doomed = [i for i in self._ids if i < snapshot_id]
+        for old in doomed:
+            self._ids.remove(old)
+            (self.dir / snapshot_file_name(old)).unlink(missing_ok=True)
+        if doomed:
+            fsync_dir(self.dir)
+
+
+# ---------------------------------------------------------------------------------------
+# Writing and reading whole snapshots
+
+
+def write_snapshot(
+    store: FileSnapshotStore,
+    snapshot_id: OffsetAndEpoch,
+    values: Sequence[bytes],
+    *,
+    timestamp_ms: int,
+    last_contained_log_timestamp_ms: int,
+    kraft_version: int | None = None,
+    voters: Sequence[VoterRecordEntry] | None = None,
+    batch_records_max: int = 1000,
+) -> None:
+    """Write a complete snapshot: header, KRaftVersion and Voters (when given), the
+    application's ``values`` in batches, footer."""
+    assert batch_records_max > 0
+    epoch = snapshot_id.epoch
+    parts = [snapshot_header_batch(0, epoch, timestamp_ms, last_contained_log_timestamp_ms)]
+    offset = 1
+    if kraft_version is not None:
+        parts.append(kraft_version_batch(offset, epoch, timestamp_ms, kraft_version))
+        offset += 1
+    if voters is not None:
+        parts.append(voters_batch(offset, epoch, timestamp_ms, voters))
+        offset += 1
+    for i in range(0, len(values), batch_records_max):
+        chunk = values[i : i + batch_records_max]
+        parts.append(build_batch(offset, epoch, chunk, timestamp_ms))
+        offset += len(chunk)
+    parts.append(snapshot_footer_batch(offset, epoch, timestamp_ms))
+    writer = store.create(snapshot_id)
+    try:
+        writer.append(b"".join(parts))
+        writer.freeze()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotContents:
+    """A snapshot decoded for the application."""
+
+    snapshot_id: OffsetAndEpoch
+    last_contained_log_timestamp_ms: int
+    kraft_version: int | None
+    voters: tuple[VoterRecordEntry, ...] | None
+    records: tuple[Record, ...]  # the application's (non-control) records
+    control: tuple[tuple[ControlRecordType, object], ...]  # every control record, in order
+
+
+def read_snapshot(store: FileSnapshotStore, snapshot_id: OffsetAndEpoch) -> SnapshotContents:
+    """Decode a snapshot (validated again: data is checked after reading it back)."""
+    path = store.path(snapshot_id)
+    data = path.read_bytes()
+    validate_snapshot(data, str(path))
+    records: list[Record] = []
+    control: list[tuple[ControlRecordType, object]] = []
+    for header, pos in iter_batches(data):
+        decoded = decode_records(data[pos : pos + header.size])
+        if header.is_control:
+            control.extend(decode_control(r) for r in decoded)
+        else:
+            records.extend(decoded)
+    last_ts = 0
+    kraft_version: int | None = None
+    voters: tuple[VoterRecordEntry, ...] | None = None
+    for kind, entity in control:
+        if kind is ControlRecordType.SNAPSHOT_HEADER:
+            last_ts = int(entity.last_contained_log_timestamp)  # type: ignore[attr-defined]
+        elif kind is ControlRecordType.KRAFT_VERSION:
+            assert isinstance(entity, KRaftVersionRecord)
+            kraft_version = int(entity.k_raft_version)
+        elif kind is ControlRecordType.KRAFT_VOTERS:
+            assert isinstance(entity, VotersRecord)
+            voters = tuple(VoterRecordEntry.from_kio(v) for v in entity.voters)
+    return SnapshotContents(
+        snapshot_id, last_ts, kraft_version, voters, tuple(records), tuple(control)
+    )
