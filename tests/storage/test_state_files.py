@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pykraft.raft.types import ElectionState, Endpoint, OffsetAndEpoch, ReplicaKey
+from pykraft.records import VoterRecordEntry, build_batch, iter_batches
+from pykraft.storage import (
+    CorruptSnapshotError,
+    FileQuorumStateStore,
+    FileSnapshotStore,
+    MetaProperties,
+    PositionOutOfRangeError,
+    QuorumStateError,
+    kafka_to_uuid,
+    random_uuid,
+    read_meta_properties,
+    read_snapshot,
+    uuid_to_kafka,
+    write_meta_properties,
+    write_snapshot,
+)
+
+TS = 1_700_000_000_000
+SID = OffsetAndEpoch(120, 4)
+
+
+def make_snapshot(path: Path) -> FileSnapshotStore:
+    store = FileSnapshotStore.open(path)
+    voters = [VoterRecordEntry(1, uuid.uuid4(), (Endpoint("CONTROLLER", "h", 9093),))]
+    write_snapshot(
+        store,
+        SID,
+        [b"rec%d" % i for i in range(25)],
+        timestamp_ms=TS,
+        last_contained_log_timestamp_ms=TS - 1,
+        kraft_version=1,
+        voters=voters,
+        batch_records_max=10,
+    )
+    return store
+
+
+def test_snapshot_round_trip_and_ranges(tmp_path: Path) -> None:
+    store = make_snapshot(tmp_path)
+    assert store.latest() == SID
+    contents = read_snapshot(FileSnapshotStore.open(tmp_path), SID)
+    assert [r.value for r in contents.records] == [b"rec%d" % i for i in range(25)]
+    assert contents.kraft_version == 1 and contents.voters is not None
+    assert contents.voters[0].voter_id == 1
+    assert contents.last_contained_log_timestamp_ms == TS - 1
+    size = store.size(SID)
+    assert size is not None
+    whole = b"".join(store.read(SID, pos, 100) for pos in range(0, size, 100))
+    assert whole == (tmp_path / "00000000000000000120-0000000004.checkpoint").read_bytes()
+    assert store.read(SID, size, 100) == b""
+    with pytest.raises(PositionOutOfRangeError):
+        store.read(SID, size + 1, 100)
+    assert store.size(OffsetAndEpoch(1, 1)) is None
+    store.delete_before(OffsetAndEpoch(200, 5))
+    assert store.latest() is None
+
+
+def test_writer_refuses_snapshot_without_footer(tmp_path: Path) -> None:
+    store = FileSnapshotStore.open(tmp_path)
+    writer = store.create(SID)
+    writer.append(build_batch(0, 4, [b"x"], TS))
+    with pytest.raises(CorruptSnapshotError):
+        writer.freeze()
+    assert store.latest() is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_damaged_snapshot_is_refused_on_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    make_snapshot(tmp_path / "src")
+    data = (tmp_path / "src" / "00000000000000000120-0000000004.checkpoint").read_bytes()
+    name = "00000000000000000120-0000000004.checkpoint"
+    caplog.set_level(logging.ERROR)
+    # partition_leader_epoch (bytes 12..15 of each batch) is outside the CRC in Kafka's
+    # format, so a flip there leaves a valid snapshot; every other damage is refused.
+    epoch_bytes = {pos + k for _, pos in iter_batches(data) for k in range(12, 16)}
+    variants = [data[:cut] for cut in range(0, len(data))]
+    for pos in range(len(data)):
+        if pos not in epoch_bytes:
+            flipped = bytearray(data)
+            flipped[pos] ^= 0x04
+            variants.append(bytes(flipped))
+    d = tmp_path / "v"
+    d.mkdir()
+    for variant in variants:
+        (d / name).write_bytes(variant)
+        (d / (name + ".part")).write_bytes(b"stale")
+        store = FileSnapshotStore.open(d)
+        assert not (d / (name + ".part")).exists()
+        assert store.latest() is None
+        assert store.refused == [d / name]
+    assert "refusing corrupt snapshot" in caplog.text
+
+
+def test_quorum_state_round_trip_and_kafka_format(tmp_path: Path) -> None:
+    store = FileQuorumStateStore(tmp_path)
+    assert store.read() is None
+    dir_id = uuid.uuid4()
+    for state in (
+        ElectionState(epoch=5, leader_id=2, voted_key=None),
+        ElectionState(epoch=6, voted_key=ReplicaKey(3, dir_id)),
+        ElectionState(epoch=7, leader_id=3, voted_key=ReplicaKey(3)),
+    ):
+        store.write(state)
+        assert FileQuorumStateStore(tmp_path).read() == state
+    text = (tmp_path / "quorum-state").read_text()
+    assert text == (
+        '{"leaderId":3,"leaderEpoch":7,"votedId":3,'
+        '"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}'
+    )
+    (tmp_path / "quorum-state").write_text(
+        '{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
+        '"currentVoters":[],"data_version":0}'
+    )
+    assert store.read() == ElectionState(epoch=2, leader_id=1)
+
+
+@pytest.mark.parametrize("cut", [1, 10, 30, 60])
+def test_torn_quorum_state_is_a_clear_error(tmp_path: Path, cut: int) -> None:
+    store = FileQuorumStateStore(tmp_path)
+    store.write(ElectionState(epoch=9, voted_key=ReplicaKey(1, uuid.uuid4())))
+    text = (tmp_path / "quorum-state").read_bytes()
+    (tmp_path / "quorum-state").write_bytes(text[:cut])
+    with pytest.raises(QuorumStateError, match="quorum-state"):
+        store.read()
+
+
+def test_meta_properties_round_trip(tmp_path: Path) -> None:
+    assert read_meta_properties(tmp_path) is None
+    meta = MetaProperties("MkU3OEVBNTcwNTJENDM2Qg", 3, random_uuid())
+    write_meta_properties(tmp_path, meta)
+    assert read_meta_properties(tmp_path) == meta
+    text = (tmp_path / "meta.properties").read_text()
+    assert "version=1" in text and f"directory.id={uuid_to_kafka(meta.directory_id)}" in text
+    value = uuid.uuid4()
+    assert kafka_to_uuid(uuid_to_kafka(value)) == value and len(uuid_to_kafka(value)) == 22
