@@ -1,0 +1,1 @@
+"""pykraft.net: the asyncio edge speaking the Kafka wire protocol."""
