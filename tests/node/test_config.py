@@ -12,7 +12,6 @@ from pykraft.node.config import (
     VoterAddress,
     load_config,
 )
-from pykraft.node.properties import parse_properties
 
 BASE = {
     "node.id": "1",
@@ -22,33 +21,6 @@ BASE = {
     "metadata.log.dir": "/tmp/data",
     "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@localhost:9095",
 }
-
-
-def test_parse_properties_java_syntax() -> None:
-    text = (
-        "# comment\n"
-        "! also a comment\n"
-        "a=1\n"
-        "b : 2\n"
-        "c 3\n"
-        "  d=four \\\n"
-        "     five\n"
-        "e=x\\=y\\:z\\u0041\\t\n"
-        "f=\n"
-        "a=override\n"
-        "g=ends with backslash\\\\\n"
-        "h=next\n"
-    )
-    assert parse_properties(text) == {
-        "a": "override",
-        "b": "2",
-        "c": "3",
-        "d": "four five",
-        "e": "x=y:zA\t",
-        "f": "",
-        "g": "ends with backslash\\",
-        "h": "next",
-    }
 
 
 def test_defaults_are_kafkas() -> None:
@@ -159,8 +131,13 @@ def test_errors_name_the_key(change: dict[str, str | None], key: str) -> None:
 
 def test_load_config_file(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
-    path.write_text("\n".join(f"{k}={v}" for k, v in BASE.items()) + "\n")
-    assert load_config(path).node_id == 1
+    lines = [f"{k}={v}" for k, v in BASE.items()]
+    path.write_text(
+        "# a comment\n" + "\n".join(lines) + "\ncontroller.quorum.fetch.timeout.ms: 3000\n"
+    )
+    cfg = load_config(path)
+    assert cfg.node_id == 1
+    assert cfg.quorum_fetch_timeout_ms == 3000
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.properties")
 

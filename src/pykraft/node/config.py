@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from pykraft.node.properties import PropertiesSyntaxError, parse_properties
+from pykraft.storage import properties as _storage_properties
 
 __all__ = [
     "ConfigError",
@@ -124,15 +124,12 @@ class NodeConfig:
 
 
 def load_config(path: str | Path) -> NodeConfig:
-    """Read and validate a ``.properties`` file."""
+    """Read and validate a ``.properties`` file (parsed by ``pykraft.storage``'s reader,
+    so that there is one parser of Kafka properties files)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError("<file>", f"cannot read {path}: {e.strerror or e}") from None
-    try:
-        props = parse_properties(text)
-    except PropertiesSyntaxError as e:
-        raise ConfigError("<file>", f"{path}: {e}") from None
+        props = _storage_properties.load_properties(Path(path))
+    except _storage_properties.ConfigError as e:
+        raise ConfigError("<file>", str(e)) from None
     return NodeConfig.from_properties(props)
 
 
