@@ -3,6 +3,8 @@ random garbage: whole frames or a typed ProtocolError, nothing else, never a han
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,7 +114,7 @@ def test_any_chunking_yields_the_same_frames(payloads: list[bytes], cuts: list[i
     bounds = sorted({0, len(data), *(c for c in cuts if c <= len(data))})
     decoder = FrameDecoder()
     out = []
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         decoder.feed(memoryview(data)[start:end])
         out += drain(decoder)
     assert out == payloads
