@@ -94,3 +94,11 @@ def test_missing_node_id_names_the_key(tmp_path: Path, capsys: pytest.CaptureFix
     config.write_text(f"metadata.log.dir={tmp_path}\n")
     assert main(["storage", "info", "-c", str(config)]) == 1
     assert "node.id" in capsys.readouterr().err
+
+
+def test_demo_runs_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
+    assert "formatted" in capsys.readouterr().out
+    assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "reusing" in out and "epochs [(1, 0), (2, 501)]" in out and "LEADER_CHANGE" in out
