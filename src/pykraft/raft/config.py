@@ -1,0 +1,48 @@
+"""Configuration and errors of the consensus core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    """Kafka's quorum configs (SPEC I1 names and defaults), in milliseconds and bytes."""
+
+    election_timeout_ms: int = 1000  # controller.quorum.election.timeout.ms
+    fetch_timeout_ms: int = 2000  # controller.quorum.fetch.timeout.ms
+    election_backoff_max_ms: int = 1000  # controller.quorum.election.backoff.max.ms
+    request_timeout_ms: int = 2000  # controller.quorum.request.timeout.ms
+    retry_backoff_ms: int = 20  # controller.quorum.retry.backoff.ms
+    fetch_max_wait_ms: int = 500  # long-poll bound a follower asks for
+    fetch_max_bytes: int = 8 * 1024 * 1024
+    fetch_snapshot_max_bytes: int = 8 * 1024 * 1024
+    pre_vote: bool = True  # False only in the simulator, to measure KIP-996's effect
+    cluster_id: str | None = None
+
+    def __post_init__(self) -> None:
+        assert self.election_timeout_ms > 0 and self.fetch_timeout_ms > 0
+        assert self.request_timeout_ms > self.fetch_max_wait_ms >= 0
+        assert self.retry_backoff_ms >= 0 and self.election_backoff_max_ms >= 0
+
+
+class RaftError(Exception):
+    """Base of the core's typed errors."""
+
+
+class NotLeaderError(RaftError):
+    """``append`` / leader-only call on a replica that is not the leader (caller's misuse or a
+    lost race: retry against ``leader_id``)."""
+
+    def __init__(self, leader_id: int, epoch: int) -> None:
+        super().__init__(f"not the leader (leader {leader_id}, epoch {epoch})")
+        self.leader_id = leader_id
+        self.epoch = epoch
+
+
+class IllegalStateError(RaftError):
+    """A transition outside the KIP-996 table, or another broken local invariant (our bug)."""
+
+
+class InvalidSnapshotError(RaftError):
+    """``create_snapshot`` at an offset that is not committed or below the log start."""

@@ -1,0 +1,419 @@
+"""Replication: Fetch and FetchSnapshot on both sides, the leader's high watermark, the
+long-poll purgatory, and the start of a leader's epoch (B4-B9, B11, B13).
+
+Functions of the ``RaftCore`` they are handed; they never change role themselves except
+through ``core.quorum`` / ``core.follow`` / ``core.on_response_epoch``.
+
+Invariants kept here:
+* the leader's high watermark only moves to an offset of its own epoch (> the epoch start
+  offset) reached by a majority of voters, the leader counting its *flushed* offset (B13);
+* a follower's high watermark is the leader's, capped at its own log end offset;
+* a follower only truncates above its high watermark (committed data is never lost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft.interfaces import SnapshotWriter
+from pykraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+)
+from pykraft.raft.quorum import majority_offset
+from pykraft.raft.roles import FOREVER, Follower, Leader, ReplicaProgress, Unattached
+from pykraft.raft.types import OffsetAndEpoch, ReplicaKey
+from pykraft.records import CorruptRecordError, build_batch, leader_change_batch, read_header
+
+if TYPE_CHECKING:
+    from pykraft.raft.core import RaftCore
+
+
+@dataclass(slots=True)
+class ParkedFetch:
+    """A Fetch the leader holds until new data, a new high watermark, or ``deadline_ms``."""
+
+    src: int
+    request_id: int
+    request: FetchRequest
+    deadline_ms: int
+
+
+@dataclass(slots=True)
+class SnapshotFetch:
+    """A follower downloading ``snapshot_id``. Invariant: ``position`` bytes are written."""
+
+    snapshot_id: OffsetAndEpoch
+    writer: SnapshotWriter
+    position: int = 0
+
+
+# -- leader: epoch start, appends, high watermark --------------------------------------------
+
+
+def check_quorum_ms(core: RaftCore) -> int:
+    return core.config.fetch_timeout_ms * 3 // 2  # B9: 1.5 x fetch timeout
+
+
+def become_leader(core: RaftCore, now_ms: int) -> None:
+    """Candidate won: switch to Leader and write the LeaderChange record (B4)."""
+    qs = core.quorum
+    log = core.log
+    single = qs.is_only_voter
+    leader = qs.to_leader(now_ms, log.end_offset, FOREVER if single else check_quorum_ms(core))
+    voters = qs.voters
+    for vid in voters.others(core.local_key.id):
+        leader.voters[vid] = ReplicaProgress(voters.voters[vid].key)
+    granting = [voters.voters[v].key for v in sorted(leader.granting_voters)]
+    log.append(
+        leader_change_batch(
+            log.end_offset, leader.epoch, now_ms, core.local_key.id, voters.keys, granting
+        )
+    )
+    core.request_flush()
+
+
+def leader_append(core: RaftCore, leader: Leader, values: Sequence[bytes], now_ms: int) -> int:
+    log = core.log
+    end = log.append(build_batch(log.end_offset, leader.epoch, values, now_ms))
+    core.request_flush()
+    complete_purgatory(core, now_ms)  # answered after the flush: Ready's order
+    return end - 1
+
+
+def update_high_watermark(core: RaftCore, leader: Leader, now_ms: int) -> None:
+    """B7 + B4 + B13: majority of voters' offsets, own offset counted once flushed, only
+    past the epoch start offset, never backwards."""
+    offsets = [p.end_offset for p in leader.voters.values() if p.end_offset >= 0]
+    if not core.is_observer:
+        offsets.append(core.log.flushed_offset)
+    candidate = majority_offset(offsets, len(core.voters))
+    if candidate > leader.epoch_start_offset and core.set_high_watermark(candidate):
+        complete_purgatory(core, now_ms)
+
+
+def send_begin_quorum(core: RaftCore, leader: Leader, now_ms: int) -> None:
+    """B8: tell voters that have not fetched lately (or ever) about this epoch; resent every
+    half fetch timeout."""
+    if leader.begin_quorum_deadline_ms > now_ms:
+        return
+    period = max(core.config.fetch_timeout_ms // 2, 1)
+    leader.begin_quorum_deadline_ms = now_ms + period
+    for vid, progress in leader.voters.items():
+        if progress.last_fetch_ms >= 0 and progress.last_fetch_ms > now_ms - period:
+            continue
+        if core._can_send(vid, "begin", now_ms):
+            core.send(
+                vid,
+                BeginQuorumEpochRequest(
+                    core.config.cluster_id,
+                    leader.epoch,
+                    core.local_key.id,
+                    progress.key,
+                    core.leader_endpoints(),
+                ),
+                "begin",
+                now_ms,
+            )
+
+
+def _note_fetch(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> ReplicaProgress:
+    """Record contact from a fetching replica; resets check quorum once a majority (the
+    leader included) has fetched in the current window (B9)."""
+    progress = leader.voters.get(key.id)
+    if progress is not None and core.voters.is_voter(key):
+        leader.fetched_since_check.add(key.id)
+        if len(leader.fetched_since_check) + 1 >= core.voters.majority_size:
+            leader.check_quorum_deadline_ms = now_ms + check_quorum_ms(core)
+            leader.fetched_since_check.clear()
+    else:
+        progress = leader.observers.get(key)
+        if progress is None:
+            progress = leader.observers[key] = ReplicaProgress(key)
+    progress.last_fetch_ms = now_ms
+    return progress
+
+
+# -- leader: serving Fetch and FetchSnapshot ----------------------------------------------
+
+
+def _leader_error(core: RaftCore, cluster_id: str | None, epoch: int) -> ErrorCode | None:
+    if not core.cluster_ok(cluster_id):
+        return ErrorCode.inconsistent_cluster_id
+    if epoch < core.epoch:
+        return ErrorCode.fenced_leader_epoch
+    if epoch > core.epoch:
+        return ErrorCode.unknown_leader_epoch
+    if not isinstance(core.state, Leader):
+        return ErrorCode.not_leader_or_follower
+    return None
+
+
+def _fetch_response(
+    core: RaftCore,
+    error: ErrorCode,
+    *,
+    records: bytes = b"",
+    diverging: OffsetAndEpoch | None = None,
+    snapshot_id: OffsetAndEpoch | None = None,
+) -> FetchResponse:
+    return FetchResponse(
+        error,
+        core.epoch,
+        core.leader_id,
+        core.high_watermark,
+        core.log.start_offset,
+        records,
+        diverging,
+        snapshot_id,
+        core.leader_endpoints(),
+    )
+
+
+def _validate_position(core: RaftCore, req: FetchRequest) -> FetchResponse | None:
+    """B5: a DivergingEpoch or SnapshotId answer when the fetch position is not a prefix of
+    our log; None when it is."""
+    log = core.log
+    offset, last_epoch = req.fetch_offset, req.last_fetched_epoch
+    latest = core.snapshots.latest()
+    if offset < log.start_offset or (
+        offset == log.start_offset > 0 and latest is not None and last_epoch != latest.epoch
+    ):
+        return _fetch_response(core, ErrorCode.none, snapshot_id=latest)
+    end = log.end_offset_for_epoch(last_epoch)
+    if end.epoch != last_epoch or offset > end.offset:
+        if end.offset < log.start_offset and latest is not None:
+            return _fetch_response(core, ErrorCode.none, snapshot_id=latest)
+        return _fetch_response(core, ErrorCode.none, diverging=end)
+    return None
+
+
+def handle_fetch_request(
+    core: RaftCore, src: int, rid: int, req: FetchRequest, now_ms: int
+) -> None:
+    error = _leader_error(core, req.cluster_id, req.current_leader_epoch)
+    if error is None and (req.fetch_offset < 0 or req.last_fetched_epoch < 0):
+        error = ErrorCode.invalid_request
+    if error is not None:
+        core.respond(src, rid, _fetch_response(core, error))
+        return
+    leader = core.state
+    assert isinstance(leader, Leader)
+    progress = _note_fetch(core, leader, req.replica_key, now_ms)
+    answer = _validate_position(core, req)
+    if answer is not None:
+        core.respond(src, rid, answer)
+        return
+    progress.end_offset = req.fetch_offset
+    if req.fetch_offset >= core.log.end_offset:
+        progress.last_caught_up_ms = now_ms
+    hwm_before = core.high_watermark
+    update_high_watermark(core, leader, now_ms)
+    if (
+        req.fetch_offset < core.log.end_offset
+        or req.max_wait_ms <= 0
+        or (core.high_watermark != hwm_before)
+    ):
+        core.respond(src, rid, _answer_fetch(core, req))
+    else:  # nothing new: hold it (long poll, B6)
+        core.purgatory[(src, rid)] = ParkedFetch(src, rid, req, now_ms + req.max_wait_ms)
+
+
+def _answer_fetch(core: RaftCore, req: FetchRequest) -> FetchResponse:
+    max_bytes = min(req.max_bytes, core.config.fetch_max_bytes)
+    return _fetch_response(core, ErrorCode.none, records=core.log.read(req.fetch_offset, max_bytes))
+
+
+def complete_purgatory(core: RaftCore, now_ms: int) -> None:
+    """New data or a new high watermark: answer every held Fetch."""
+    if not core.purgatory:
+        return
+    parked = list(core.purgatory.values())
+    core.purgatory.clear()
+    for p in parked:
+        core.respond(p.src, p.request_id, _answer_fetch(core, p.request))
+
+
+def expire_purgatory(core: RaftCore, now_ms: int) -> None:
+    due = [k for k, p in core.purgatory.items() if p.deadline_ms <= now_ms]
+    for k in due:
+        p = core.purgatory.pop(k)
+        core.respond(p.src, p.request_id, _answer_fetch(core, p.request))
+
+
+def drain_purgatory(core: RaftCore, error: ErrorCode) -> None:
+    """Leaving the leader role: answer every held Fetch with ``error`` and the new state."""
+    parked = list(core.purgatory.values())
+    core.purgatory.clear()
+    for p in parked:
+        core.respond(p.src, p.request_id, _fetch_response(core, error))
+
+
+def handle_fetch_snapshot_request(
+    core: RaftCore, src: int, rid: int, req: FetchSnapshotRequest, now_ms: int
+) -> None:
+    sid = req.snapshot_id
+    error = _leader_error(core, req.cluster_id, req.current_leader_epoch)
+    size = None
+    if error is None:
+        leader = core.state
+        assert isinstance(leader, Leader)
+        _note_fetch(core, leader, req.replica_key, now_ms)
+        size = core.snapshots.size(sid)
+        if size is None:
+            error = ErrorCode.snapshot_not_found
+        elif not 0 <= req.position <= size:
+            error = ErrorCode.position_out_of_range
+    if error is not None or size is None:
+        core.respond(
+            src,
+            rid,
+            FetchSnapshotResponse(
+                error or ErrorCode.none,
+                core.epoch,
+                core.leader_id,
+                sid,
+                leader_endpoints=core.leader_endpoints(),
+            ),
+        )
+        return
+    max_bytes = min(req.max_bytes, core.config.fetch_snapshot_max_bytes)
+    chunk = core.snapshots.read(sid, req.position, max_bytes)
+    core.respond(
+        src,
+        rid,
+        FetchSnapshotResponse(
+            ErrorCode.none, core.epoch, core.leader_id, sid, size, req.position, chunk
+        ),
+    )
+
+
+# -- followers, observers and the unattached: fetching ------------------------------------
+
+
+def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
+    """Keep exactly one Fetch (or FetchSnapshot) in flight: to the leader when following,
+    else to the voters in turn (bootstrap discovery, D8 / KIP-996's Unattached)."""
+    if core.fetch_request_id is not None or core.fetch_retry_at_ms > now_ms:
+        return
+    local = core.local_key.id
+    if isinstance(role, Follower) and not role.bootstrap_fetching:
+        dst = role.leader_id
+    elif isinstance(role, Follower | Unattached):
+        others = core.voters.others(local)
+        if not others:
+            return
+        dst = others[core.bootstrap_cursor % len(others)]
+        core.bootstrap_cursor += 1
+    else:
+        return
+    config = core.config
+    sf = core.snapshot_fetch
+    if sf is not None and isinstance(role, Follower) and dst == role.leader_id:
+        body: FetchRequest | FetchSnapshotRequest = FetchSnapshotRequest(
+            config.cluster_id,
+            core.local_key,
+            core.epoch,
+            sf.snapshot_id,
+            sf.position,
+            config.fetch_snapshot_max_bytes,
+        )
+        kind = "snapshot"
+    else:
+        log = core.log
+        body = FetchRequest(
+            config.cluster_id,
+            core.local_key,
+            core.epoch,
+            log.end_offset,
+            log.last_fetched_epoch(),
+            config.fetch_max_wait_ms,
+            config.fetch_max_bytes,
+        )
+        kind = "fetch"
+    core.fetch_request_id = core.send(dst, body, kind, now_ms)
+
+
+def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int) -> Follower | None:
+    """The Follower role if this answer is a successful one from our leader; else back off."""
+    role = core.state
+    if not isinstance(role, Follower) or role.leader_id != src or error != ErrorCode.none:
+        core.backoff_fetch(now_ms)
+        return None
+    role.fetched_from_leader = True
+    role.bootstrap_fetching = False
+    role.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
+    return role
+
+
+def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms: int) -> None:
+    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+        return
+    if _accept_from_leader(core, src, resp.error, now_ms) is None:
+        return
+    log = core.log
+    if resp.diverging_epoch is not None:
+        d = resp.diverging_epoch
+        target = min(d.offset, log.end_offset_for_epoch(d.epoch).offset, log.end_offset)
+        target = max(target, log.start_offset)
+        # Invariant: the committed prefix is never truncated (B7).
+        assert target >= min(core.high_watermark, log.end_offset), (target, core.high_watermark)
+        log.truncate_to(target)
+    elif resp.snapshot_id is not None:
+        sid = resp.snapshot_id
+        core.snapshot_fetch = SnapshotFetch(sid, core.snapshots.create(sid))
+    elif resp.records and not _append_fetched(core, resp.records):
+        core.backoff_fetch(now_ms)
+        return
+    core.set_high_watermark(min(resp.high_watermark, log.end_offset))
+
+
+def _append_fetched(core: RaftCore, records: bytes) -> bool:
+    """Append what the leader sent, from our log end offset (skipping an already-held batch
+    that straddles it is not needed: the leader reads from our end offset)."""
+    log = core.log
+    try:
+        if read_header(records).base_offset != log.end_offset:
+            return False
+        log.append(records)
+    except (CorruptRecordError, ValueError):
+        return False  # refetch; never crash on bad input (I4)
+    core.request_flush()
+    return True
+
+
+def handle_fetch_snapshot_response(
+    core: RaftCore, src: int, resp: FetchSnapshotResponse, now_ms: int
+) -> None:
+    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+        return
+    sf = core.snapshot_fetch
+    if resp.error in (ErrorCode.snapshot_not_found, ErrorCode.position_out_of_range) and sf:
+        sf.writer.abort()  # start over with a plain Fetch
+        core.snapshot_fetch = None
+    if _accept_from_leader(core, src, resp.error, now_ms) is None or sf is None:
+        return
+    if resp.snapshot_id != sf.snapshot_id or resp.position != sf.position:
+        return  # not the chunk we asked for: ask again
+    sf.writer.append(resp.chunk)
+    sf.position += len(resp.chunk)
+    if sf.position < resp.size:
+        return
+    core.snapshot_fetch = None
+    try:
+        sf.writer.freeze()  # validates the batches before publishing (I4)
+    except ValueError:
+        sf.writer.abort()
+        return
+    sid = sf.snapshot_id
+    core.log.reset_to_snapshot(sid)
+    core.snapshots.delete_before(sid)
+    core.set_high_watermark(sid.offset)
+    core.snapshot_installed(sid)

@@ -1,0 +1,185 @@
+"""One class per role (Kafka's ``*State.java``): the data a replica holds while in that role.
+
+Roles hold data and answer questions about it (``election``, ``can_grant_vote``); they never
+change role themselves. Only ``QuorumState`` creates them and switches between them.
+Timers are absolute deadlines in the caller's clock (``*_ms``); ``FOREVER`` means none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykraft.raft.types import NO_LEADER, ElectionState, Endpoint, ReplicaKey
+
+FOREVER = 2**62
+
+
+@dataclass(slots=True)
+class Unattached:
+    """No leader known in ``epoch``; maybe voted. Voters start an election on timeout."""
+
+    epoch: int
+    voted_key: ReplicaKey | None
+    election_deadline_ms: int  # FOREVER for observers (they never campaign)
+    name = "unattached"
+
+    def election(self, local: ReplicaKey) -> ElectionState:
+        return ElectionState(self.epoch, NO_LEADER, self.voted_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_ok: bool, pre_vote: bool) -> bool:
+        if pre_vote:
+            return log_ok
+        if self.voted_key is not None:
+            return _same_replica(self.voted_key, candidate)
+        return log_ok
+
+
+@dataclass(slots=True)
+class Prospective:
+    """Canvassing with pre-votes in ``epoch`` (not bumped). ``leader_id`` is the leader last
+    known in this epoch, to go back to if the pre-vote is lost.
+
+    Invariant: ``granted`` and ``rejected`` are disjoint voter ids; ``granted`` holds the local id.
+    """
+
+    epoch: int
+    voted_key: ReplicaKey | None
+    leader_id: int
+    leader_endpoints: tuple[Endpoint, ...]
+    election_deadline_ms: int
+    retries: int  # elections lost in a row (candidate backoff), carried to Candidate
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    name = "prospective"
+
+    def election(self, local: ReplicaKey) -> ElectionState:
+        return ElectionState(self.epoch, self.leader_id, self.voted_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_ok: bool, pre_vote: bool) -> bool:
+        if pre_vote:
+            return log_ok
+        if self.voted_key is not None:
+            return _same_replica(self.voted_key, candidate)
+        if self.leader_id != NO_LEADER:
+            return False  # like a follower: a leader is known in this epoch
+        return log_ok
+
+
+@dataclass(slots=True)
+class Candidate:
+    """Asking for standard votes in ``epoch`` (bumped on entry); voted for itself.
+
+    Invariant: ``granted`` and ``rejected`` are disjoint; ``granted`` holds the local id.
+    ``backoff_until_ms`` is set only after the election was lost.
+    """
+
+    epoch: int
+    election_deadline_ms: int
+    retries: int
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    backoff_until_ms: int | None = None
+    name = "candidate"
+
+    def election(self, local: ReplicaKey) -> ElectionState:
+        return ElectionState(self.epoch, NO_LEADER, local)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_ok: bool, pre_vote: bool) -> bool:
+        return log_ok if pre_vote else False  # our standard vote went to ourselves
+
+
+@dataclass(slots=True)
+class ReplicaProgress:
+    """What the leader knows of one fetching replica.
+
+    Invariant: ``end_offset`` only moves through validated fetches (no divergence), so it is
+    a prefix of the leader's log.
+    """
+
+    key: ReplicaKey
+    end_offset: int = -1  # last validated fetch offset; -1 until the first fetch
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+
+
+@dataclass(slots=True)
+class Leader:
+    """Leader of ``epoch``; its epoch started at ``epoch_start_offset`` (the LeaderChange
+    record). The high watermark may only advance past that offset (B4)."""
+
+    epoch: int
+    epoch_start_offset: int
+    granting_voters: frozenset[int]
+    check_quorum_deadline_ms: int
+    begin_quorum_deadline_ms: int
+    voters: dict[int, ReplicaProgress] = field(default_factory=dict)  # other voters only
+    observers: dict[ReplicaKey, ReplicaProgress] = field(default_factory=dict)
+    fetched_since_check: set[int] = field(default_factory=set)  # voters heard in this window
+    name = "leader"
+
+    def election(self, local: ReplicaKey) -> ElectionState:
+        return ElectionState(self.epoch, local.id, local)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_ok: bool, pre_vote: bool) -> bool:
+        return False
+
+    def successors_by_progress(self) -> tuple[ReplicaKey, ...]:
+        """Other voters, most caught up first (EndQuorumEpoch's preferred successors, B8)."""
+        ranked = sorted(self.voters.values(), key=lambda p: (-p.end_offset, p.key.id))
+        return tuple(p.key for p in ranked)
+
+
+@dataclass(slots=True)
+class Follower:
+    """Following ``leader_id`` in ``epoch``; keeps the standard vote cast in the epoch.
+
+    ``fetched_from_leader``: a fetch from the leader succeeded in this epoch; from then on
+    pre-votes are rejected (KIP-996) until the leader resigns (EndQuorumEpoch).
+    """
+
+    epoch: int
+    leader_id: int
+    leader_endpoints: tuple[Endpoint, ...]
+    voted_key: ReplicaKey | None
+    fetch_deadline_ms: int
+    fetched_from_leader: bool = False
+    # Observers whose fetch timed out look for the leader through the voters (bootstrap).
+    bootstrap_fetching: bool = False
+    name = "follower"
+
+    def election(self, local: ReplicaKey) -> ElectionState:
+        return ElectionState(self.epoch, self.leader_id, self.voted_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_ok: bool, pre_vote: bool) -> bool:
+        if pre_vote:
+            return log_ok and not self.fetched_from_leader
+        return False
+
+
+@dataclass(slots=True)
+class Resigned:
+    """Former leader of ``epoch`` that stepped down (graceful shutdown, check quorum, or a
+    restart). Sends EndQuorumEpoch; after its election timeout moves to Unattached at
+    ``epoch + 1`` (KIP-996)."""
+
+    epoch: int
+    election_deadline_ms: int
+    preferred_successors: tuple[ReplicaKey, ...]
+    unacked: set[int] = field(default_factory=set)  # voters yet to ack EndQuorumEpoch
+    name = "resigned"
+
+    def election(self, local: ReplicaKey) -> ElectionState:
+        return ElectionState(self.epoch, local.id, local)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_ok: bool, pre_vote: bool) -> bool:
+        return log_ok if pre_vote else False
+
+
+Role = Unattached | Prospective | Candidate | Leader | Follower | Resigned
+
+
+def _same_replica(voted: ReplicaKey, candidate: ReplicaKey) -> bool:
+    """Kafka's rule: same id, and same directory id unless the vote did not record one."""
+    return voted.id == candidate.id and (
+        voted.directory_id is None or voted.directory_id == candidate.directory_id
+    )

@@ -1,0 +1,64 @@
+"""The application's side of a snapshot (B11, A3).
+
+``RaftCore.create_snapshot`` hands out a ``RaftSnapshotWriter``: it frames the application's
+records with a SnapshotHeader batch (offset 0) and, on ``freeze``, a SnapshotFooter batch, then
+publishes the snapshot through the store and tells the core, whose retention policy decides
+whether the log start offset advances (``ReplicatedLog.delete_before``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pykraft.raft.interfaces import SnapshotWriter
+from pykraft.raft.types import OffsetAndEpoch
+from pykraft.records import build_batch, snapshot_footer_batch, snapshot_header_batch
+
+
+class RaftSnapshotWriter:
+    """Writes one snapshot. Invariant: ``_next_offset`` is the offset of the next record in
+    the snapshot file (the header batch holds offset 0)."""
+
+    __slots__ = ("_closed", "_next_offset", "_on_frozen", "_writer", "snapshot_id")
+
+    def __init__(
+        self,
+        writer: SnapshotWriter,
+        snapshot_id: OffsetAndEpoch,
+        now_ms: int,
+        on_frozen: Callable[[OffsetAndEpoch], None],
+    ) -> None:
+        self.snapshot_id = snapshot_id
+        self._writer = writer
+        self._on_frozen = on_frozen
+        self._closed = False
+        # last_contained_log_timestamp: the core does not track record timestamps; now_ms
+        # is an upper bound of it.
+        writer.append(snapshot_header_batch(0, snapshot_id.epoch, now_ms, now_ms))
+        self._next_offset = 1
+
+    def append(self, values: Sequence[bytes], now_ms: int = 0) -> None:
+        """Append one batch of application records."""
+        if self._closed:
+            raise ValueError("snapshot writer is closed")
+        if not values:
+            return
+        self._writer.append(build_batch(self._next_offset, self.snapshot_id.epoch, values, now_ms))
+        self._next_offset += len(values)
+
+    def freeze(self, now_ms: int = 0) -> None:
+        """Write the footer, make the snapshot durable and visible, then let the core apply
+        its retention policy (advance the log start)."""
+        if self._closed:
+            raise ValueError("snapshot writer is closed")
+        self._writer.append(
+            snapshot_footer_batch(self._next_offset, self.snapshot_id.epoch, now_ms)
+        )
+        self._writer.freeze()
+        self._closed = True
+        self._on_frozen(self.snapshot_id)
+
+    def abort(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._writer.abort()

@@ -1,0 +1,72 @@
+"""The voter set, keyed by replica key.
+
+At kraft.version 0 the voter set is static (``controller.quorum.voters``); KIP-853 will load it
+from VotersRecords in the log with a history by offset. Everything in the core asks this type
+(never a raw list of ids), so that change plugs in here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pykraft.raft.types import Endpoint, ReplicaKey
+
+
+@dataclass(frozen=True, slots=True)
+class VoterInfo:
+    """One voter: its replica key, its listeners and the kraft.version range it supports."""
+
+    key: ReplicaKey
+    endpoints: tuple[Endpoint, ...] = ()
+    min_kraft_version: int = 0
+    max_kraft_version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class VoterSet:
+    """An immutable voter set.
+
+    Invariant: at most one voter per replica id (DUPLICATE_VOTER is refused upstream); the
+    mapping is keyed by id, and ``is_voter`` also compares directory ids when both are known.
+    """
+
+    voters: Mapping[int, VoterInfo]
+    ids: frozenset[int] = field(init=False)
+    majority_size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        assert self.voters, "a voter set is never empty"
+        for vid, info in self.voters.items():
+            assert vid == info.key.id, (vid, info)
+        object.__setattr__(self, "ids", frozenset(self.voters))
+        object.__setattr__(self, "majority_size", len(self.voters) // 2 + 1)
+
+    @classmethod
+    def from_ids(
+        cls, ids: Iterable[int], endpoints: Mapping[int, tuple[Endpoint, ...]] | None = None
+    ) -> VoterSet:
+        eps = endpoints or {}
+        return cls({i: VoterInfo(ReplicaKey(i), eps.get(i, ())) for i in sorted(set(ids))})
+
+    @property
+    def keys(self) -> tuple[ReplicaKey, ...]:
+        return tuple(info.key for info in self.voters.values())
+
+    def __len__(self) -> int:
+        return len(self.voters)
+
+    def is_voter(self, key: ReplicaKey) -> bool:
+        info = self.voters.get(key.id)
+        if info is None:
+            return False
+        known = info.key.directory_id
+        return known is None or key.directory_id is None or known == key.directory_id
+
+    def endpoints(self, voter_id: int) -> tuple[Endpoint, ...]:
+        info = self.voters.get(voter_id)
+        return () if info is None else info.endpoints
+
+    def others(self, local_id: int) -> tuple[int, ...]:
+        """Voter ids other than ``local_id``, sorted (deterministic send order)."""
+        return tuple(i for i in self.voters if i != local_id)
