@@ -1,0 +1,258 @@
+"""Safety invariants, checked after every event on the node(s) the event touched.
+
+Checked incrementally (each check looks only at what changed since the node's last
+observation, so the cost per event is a few attribute reads):
+
+* ``one-leader-per-epoch``: at most one node is ever leader of a given epoch (across all
+  incarnations of all nodes).
+* ``epoch-monotonic``: a node's epoch never decreases, also across restarts (it is in the
+  durable quorum-state); only a disk wipe (a new replica) starts over.
+* ``hwm-monotonic``: a node's high watermark never decreases within one incarnation. The
+  high watermark is not persisted (as in Kafka), so a restarted node starts over; but
+  ``hwm-above-log-start`` holds always: once a node reports a high watermark above 0 it is at
+  least its log start offset, i.e. never below what its durable snapshot proves committed.
+  ``hwm-below-leo``: a high watermark never exceeds the node's log end offset.
+* ``leader-hwm-current-epoch`` (B4): when a leader's high watermark advances, the batch just
+  below it was written in the leader's epoch.
+* ``hwm-majority``: every batch newly below a leader's high watermark is held *durably* by a
+  majority of the voters (same epoch at that offset, below the voter's flushed offset, or
+  covered by the voter's snapshot). Wiped voters are new replicas and hold nothing.
+* ``committed-unchanged`` / ``committed-dense`` / ``hwm-beyond-committed``: batches below a
+  leader's high watermark are recorded in the global ``CommittedHistory``; every node's
+  application checks every batch it applies against it (``app.StateMachine.apply``), and
+  ``snapshot-committed`` checks snapshots against it.
+* ``leader-completeness``: a node that becomes leader holds the last committed batch (in its
+  log or under its snapshot), hence, by log matching, the whole committed prefix.
+* ``log-start-snapshot``: a node's log start offset, when above 0, is covered by a snapshot it
+  holds.
+
+``audit`` does the full, non-incremental comparison of every node's log with the history; the
+simulator runs it at the end of a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pykraft.records import iter_batches
+from pykraft.sim.history import CommittedHistory, InvariantViolation
+from pykraft.sim.node import LEADER, SimNode
+
+_READ_BYTES = 1024 * 1024
+
+
+class Observer(Protocol):
+    """What the checker tells the simulator about (for stats and the trace)."""
+
+    def role_changed(self, node: SimNode, old_role: str, now_ms: int) -> None: ...
+
+    def hwm_changed(self, node: SimNode, old: int, now_ms: int) -> None: ...
+
+    def committed(self, node: SimNode, base_offset: int, next_offset: int, now_ms: int) -> None:
+        """A batch was newly recorded as committed by leader ``node``."""
+        ...
+
+
+class InvariantChecker:
+    """Invariant: ``leaders_by_epoch[e]`` is the only node id ever seen leading epoch ``e``."""
+
+    __slots__ = ("_observer", "checks", "history", "leaders_by_epoch", "majority", "nodes")
+
+    def __init__(
+        self,
+        nodes: Sequence[SimNode],
+        history: CommittedHistory,
+        observer: Observer,
+    ) -> None:
+        self.nodes = nodes
+        self.history = history
+        self._observer = observer
+        voters = sum(1 for n in nodes if n.is_voter_slot)
+        self.majority = voters // 2 + 1
+        self.leaders_by_epoch: dict[int, int] = {}
+        self.checks = 0
+
+    def observe(self, node: SimNode, now_ms: int) -> None:
+        """Compare the node's state with its last observation; raise on a violation."""
+        core = node.core
+        if core is None:
+            return
+        role = core.role
+        epoch = core.epoch
+        hwm = core.high_watermark
+        self.checks += 3
+        if epoch != node.obs_epoch or role != node.obs_role:
+            if epoch < node.max_epoch:
+                raise InvariantViolation(
+                    "epoch-monotonic",
+                    f"node {node.id} is at epoch {epoch} after reaching {node.max_epoch}",
+                    node.id,
+                )
+            node.max_epoch = epoch
+            old_role = node.obs_role
+            node.obs_role = role
+            node.obs_epoch = epoch
+            node.obs_leader = core.leader_id
+            if role == LEADER:
+                self._new_leader(node, epoch)
+            self._observer.role_changed(node, old_role, now_ms)
+        elif core.leader_id != node.obs_leader:
+            node.obs_leader = core.leader_id
+            self._observer.role_changed(node, role, now_ms)
+        if hwm != node.obs_hwm:
+            self._hwm_changed(node, hwm, role, epoch, now_ms)
+        start = node.log.start_offset
+        if start != node.obs_start_offset:
+            self.checks += 1
+            latest = node.snapshots.latest()
+            if start > 0 and (latest is None or latest.offset < start):
+                raise InvariantViolation(
+                    "log-start-snapshot",
+                    f"node {node.id}'s log starts at {start} but its latest snapshot is "
+                    f"{latest}",
+                    node.id,
+                )
+            node.obs_start_offset = start
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _new_leader(self, node: SimNode, epoch: int) -> None:
+        self.checks += 2
+        previous = self.leaders_by_epoch.setdefault(epoch, node.id)
+        if previous != node.id:
+            raise InvariantViolation(
+                "one-leader-per-epoch",
+                f"node {node.id} became leader of epoch {epoch}, already led by node {previous}",
+                node.id,
+            )
+        history = self.history
+        if history.end_offset == 0:
+            return
+        last = history.by_end[history.end_offset]
+        log = node.log
+        if log.start_offset > last.base_offset:
+            return  # under the leader's snapshot
+        if log.epoch_at(last.base_offset) != last.epoch:
+            raise InvariantViolation(
+                "leader-completeness",
+                f"node {node.id} became leader of epoch {epoch} without the last committed "
+                f"batch [{last.base_offset}, {last.next_offset}) of epoch {last.epoch} (its "
+                f"log is [{log.start_offset}, {log.end_offset}), epoch there "
+                f"{log.epoch_at(last.base_offset)})",
+                node.id,
+            )
+
+    def _hwm_changed(self, node: SimNode, hwm: int, role: str, epoch: int, now_ms: int) -> None:
+        self.checks += 3
+        old = node.obs_hwm
+        log = node.log
+        if hwm < old:
+            raise InvariantViolation(
+                "hwm-monotonic",
+                f"node {node.id}'s high watermark went from {old} back to {hwm}",
+                node.id,
+            )
+        if hwm > log.end_offset:
+            raise InvariantViolation(
+                "hwm-below-leo",
+                f"node {node.id}'s high watermark {hwm} is above its log end offset "
+                f"{log.end_offset}",
+                node.id,
+            )
+        if 0 < hwm < log.start_offset:
+            raise InvariantViolation(
+                "hwm-above-log-start",
+                f"node {node.id}'s high watermark {hwm} is below its log start offset "
+                f"{log.start_offset}",
+                node.id,
+            )
+        node.obs_hwm = hwm
+        self._observer.hwm_changed(node, old, now_ms)
+        if role == LEADER:
+            if log.epoch_at(hwm - 1) not in (epoch, None):
+                raise InvariantViolation(
+                    "leader-hwm-current-epoch",
+                    f"leader {node.id} of epoch {epoch} advanced its high watermark to {hwm} "
+                    f"over a batch of epoch {log.epoch_at(hwm - 1)}",
+                    node.id,
+                )
+            self._record_committed(node, old, hwm, now_ms)
+
+    def _record_committed(self, node: SimNode, old: int, hwm: int, now_ms: int) -> None:
+        """Record the leader's batches in [old, hwm) as committed; check each is held by a
+        majority of voters."""
+        log = node.log
+        history = self.history
+        offset = max(old, log.start_offset)
+        if offset > history.end_offset:
+            raise InvariantViolation(
+                "committed-dense",
+                f"leader {node.id}'s log starts at {log.start_offset} (snapshot) but the "
+                f"committed log ends at {history.end_offset}",
+                node.id,
+            )
+        # Bound: each read yields at least one batch (>= 1 offset) or stops the loop.
+        for _ in range(hwm - offset + 1):
+            if offset >= hwm:
+                return
+            data = log.read(offset, _READ_BYTES)
+            if not data:
+                raise InvariantViolation(
+                    "hwm-below-leo",
+                    f"leader {node.id} cannot read offset {offset} below its high watermark "
+                    f"{hwm}",
+                    node.id,
+                )
+            for header, _pos in iter_batches(data, verify_crc=False):
+                if header.base_offset >= hwm:
+                    return
+                base, nxt, epoch = header.base_offset, header.next_offset, header.epoch
+                data_records = 0 if header.is_control else header.record_count
+                if history.record(base, nxt, epoch, header.crc, data_records, now_ms, node.id):
+                    self._check_majority(node, base, nxt, epoch)
+                    self._observer.committed(node, base, nxt, now_ms)
+                offset = nxt
+        raise AssertionError("unreachable: the loop bound covers every offset")
+
+    def _check_majority(self, leader: SimNode, base: int, nxt: int, epoch: int) -> None:
+        self.checks += 1
+        held = 0
+        holders = []
+        for voter in self.nodes:
+            if not voter.is_voter:
+                continue
+            log = voter.log
+            if log.start_offset > base or (
+                base < log.flushed_offset and log.epoch_at(base) == epoch
+            ):
+                held += 1
+                holders.append(voter.id)
+        if held < self.majority:
+            raise InvariantViolation(
+                "hwm-majority",
+                f"leader {leader.id} committed [{base}, {nxt}) of epoch {epoch} but only "
+                f"voters {holders} hold it durably (majority is {self.majority})",
+                leader.id,
+            )
+
+    # -- full audit ------------------------------------------------------------------------
+
+    def audit(self) -> int:
+        """Every batch below each live node's high watermark equals the committed one.
+        Returns the number of batches compared."""
+        compared = 0
+        history = self.history
+        for node in self.nodes:
+            core = node.core
+            if core is None:
+                continue
+            hwm = core.high_watermark
+            for base, nxt, epoch, raw in node.log.batches():
+                if nxt > hwm:
+                    break
+                header, _pos = next(iter_batches(raw, verify_crc=True))
+                history.check(base, nxt, epoch, header.crc, node.id, "audit")
+                compared += 1
+        self.checks += compared
+        return compared

@@ -1,0 +1,185 @@
+"""The nemesis: injects the faults of a ``FaultProfile`` and heals each after a while.
+
+Every ``nemesis_interval_ms`` (on average) it picks a fault kind by weight and a target with
+its own random sub-stream. A fault that cannot be injected right now (its bound is reached,
+no eligible target) is skipped and counted as ``skipped_<kind>``.
+
+Bounds (kept so that a run tests safety under faults the protocol must tolerate):
+
+* Stopped nodes: crash, shutdown and wipe stop a node; at most ``profile.max_down`` nodes, or
+  by default a minority of the voters ((voters - 1) // 2), are down at once. Observers are
+  never limited (they do not count toward any majority).
+* **The disk-wipe rule.** A wiped node comes back as a *new replica* with a new directory id
+  (KIP-853, SPEC D1): the voter set names every voter by replica key *with* its directory
+  id, so the new replica is not a voter: it cannot vote (INVALID_VOTER_KEY, D7) and its empty
+  log is never counted toward a high watermark. Raft tolerates the permanent loss of a
+  minority of voters, so over a whole run at most (voters - 1) // 2 voters are wiped, counting
+  the wiped ones against ``max_down`` for good (the simulator does not re-add them with
+  AddRaftVoter). Observers may be wiped any number of times. Wiping a voter in place as the
+  *same* replica (kraft.version 0 without directory ids) is not injected: its lost vote and
+  log could legitimately elect two leaders in one epoch or lose committed data.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pykraft.sim.profiles import FaultProfile
+
+if TYPE_CHECKING:
+    from pykraft.sim.node import SimNode
+    from pykraft.sim.simulator import Simulation
+
+
+@dataclass(slots=True)
+class ActiveFault:
+    """A fault in force until ``undo`` runs (at its heal time or the heal phase)."""
+
+    fault_id: int
+    kind: str
+    targets: list[object]
+    undo: Callable[[], None] = field(repr=False)
+
+
+class Nemesis:
+    """Invariant: ``active`` holds exactly the faults injected and not yet healed."""
+
+    __slots__ = ("_kinds", "_rng", "_sim", "_total_weight", "active", "next_fault_id", "profile")
+
+    def __init__(self, sim: Simulation, profile: FaultProfile, rng: random.Random) -> None:
+        self._sim = sim
+        self.profile = profile
+        self._rng = rng
+        self._kinds = profile.nemesis_weights()
+        self._total_weight = sum(w for _k, w in self._kinds)
+        self.active: dict[int, ActiveFault] = {}
+        self.next_fault_id = 1
+
+    @property
+    def enabled(self) -> bool:
+        return self.profile.nemesis_interval_ms > 0 and bool(self._kinds)
+
+    def next_interval_ms(self) -> int:
+        return int(self.profile.nemesis_interval_ms * (0.5 + self._rng.random()))
+
+    def _pick_kind(self) -> str:
+        x = self._rng.random() * self._total_weight
+        for kind, weight in self._kinds:
+            x -= weight
+            if x < 0:
+                return kind
+        return self._kinds[-1][0]
+
+    def _duration_ms(self) -> int:
+        p = self.profile
+        return p.fault_min_ms + int(self._rng.random() * (p.fault_max_ms - p.fault_min_ms))
+
+    # -- injection ---------------------------------------------------------------------------
+
+    def strike(self) -> None:
+        """Inject one fault (or skip it when not allowed now)."""
+        kind = self._pick_kind()
+        inject = {
+            "link_loss": self._link_loss,
+            "partition": self._partition,
+            "one_way": self._one_way,
+            "crash": self._stop,
+            "shutdown": self._stop,
+            "wipe": self._stop,
+        }[kind]
+        fault = inject(kind)
+        sim = self._sim
+        if fault is None:
+            sim.count_fault(f"skipped_{kind}")
+            return
+        duration_ms = self._duration_ms()
+        self.active[fault.fault_id] = fault
+        sim.count_fault(kind)
+        sim.schedule_heal(sim.now_ms + duration_ms, fault.fault_id)
+        sim.trace_event(None, "fault", fault=kind, targets=fault.targets, duration_ms=duration_ms)
+
+    def heal(self, fault_id: int) -> None:
+        fault = self.active.pop(fault_id, None)
+        if fault is None:
+            return  # already healed by the heal phase
+        fault.undo()
+        self._sim.trace_event(None, "heal", fault=fault.kind, targets=fault.targets)
+
+    def heal_all(self) -> None:
+        for fault_id in sorted(self.active):
+            self.heal(fault_id)
+
+    def _new(self, kind: str, targets: list[object], undo: Callable[[], None]) -> ActiveFault:
+        fault = ActiveFault(self.next_fault_id, kind, targets, undo)
+        self.next_fault_id += 1
+        return fault
+
+    def _link_loss(self, kind: str) -> ActiveFault | None:
+        sim = self._sim
+        ids = list(sim.network.node_ids)
+        src, dst = self._rng.sample(ids, 2)
+        net = sim.network
+        if net.link_drop[src][dst]:
+            return None
+        net.link_drop[src][dst] = self.profile.link_loss_rate
+
+        def undo() -> None:
+            net.link_drop[src][dst] = 0.0
+
+        return self._new(kind, [[src, dst]], undo)
+
+    def _partition(self, kind: str) -> ActiveFault | None:
+        net = self._sim.network
+        ids = list(net.node_ids)
+        size = 1 + int(self._rng.random() * (len(ids) - 1))
+        side = sorted(self._rng.sample(ids, size))
+        links = net.partition_links(side)
+        net.block(links)
+        return self._new(kind, list(side), lambda: net.unblock(links))
+
+    def _one_way(self, kind: str) -> ActiveFault | None:
+        net = self._sim.network
+        ids = list(net.node_ids)
+        node = ids[int(self._rng.random() * len(ids))]
+        outbound = self._rng.random() < 0.5
+        links = [(node, o) if outbound else (o, node) for o in ids if o != node]
+        net.block(links)
+        label = f"{node}->*" if outbound else f"*->{node}"
+        return self._new(kind, [label], lambda: net.unblock(links))
+
+    def _stop(self, kind: str) -> ActiveFault | None:
+        sim = self._sim
+        voters = sum(1 for n in sim.nodes if n.is_voter_slot)
+        minority = (voters - 1) // 2
+        limit = minority if self.profile.max_down is None else self.profile.max_down
+        # Voters not available: down now, or wiped (gone from the voter set for good).
+        unavailable = sum(1 for n in sim.nodes if n.is_voter_slot and (not n.up or n.replaced))
+        wiped_voters = sum(1 for n in sim.nodes if n.is_voter_slot and n.replaced)
+        candidates: list[SimNode] = []
+        for n in sim.nodes:
+            if not n.up:
+                continue
+            if n.is_voter:
+                if unavailable >= limit:
+                    continue
+                if kind == "wipe" and wiped_voters >= minority:
+                    continue
+            candidates.append(n)
+        if not candidates:
+            return None
+        node = candidates[int(self._rng.random() * len(candidates))]
+        if kind == "shutdown":
+            sim.shutdown_node(node)
+        else:
+            sim.crash_node(node)
+        if kind == "wipe":
+            node.wipe()
+
+        def undo() -> None:
+            if not node.up:
+                sim.restart_node(node)
+
+        return self._new(kind, [node.id], undo)

@@ -1,0 +1,189 @@
+"""One simulated node: its storage, its current ``RaftCore`` incarnation and its application,
+plus the driver that performs the core's ``Ready`` exactly as its docstring says.
+
+Lifecycle: ``start`` builds a new ``RaftCore`` over the surviving storage (first start and
+every restart); ``crash`` drops the core and what the storage had not made durable;
+``wipe`` (after a crash) loses the whole disk and gives the node a new directory id, so it
+comes back as a *different replica* with the same id (KIP-853), which the voter set (keyed by
+replica key with directory ids) does not count as a voter.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+
+from pykraft.raft.core import RaftCore
+from pykraft.raft.messages import Outbound
+from pykraft.raft.types import ReplicaKey
+from pykraft.sim.app import StateMachine
+from pykraft.sim.history import CommittedHistory
+from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
+
+# A Ready whose flush produced more output is followed by another Ready; each on_flushed can
+# only move the core forward once, so a handful of rounds always suffices.
+READY_ROUNDS_MAX = 16
+
+# Observed roles, as ``RaftCore.role`` spells them.
+LEADER = "leader"
+
+Sender = Callable[["SimNode", Outbound, int], None]
+Observe = Callable[["SimNode"], None]
+
+
+def new_directory_id(rng: random.Random) -> uuid.UUID:
+    return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+class SimNode:
+    """Invariants: ``core is None`` exactly when the node is down; ``incarnation`` grows by
+    one per stop, so messages addressed to an older incarnation are dropped; ``max_epoch``
+    is the largest epoch any incarnation over this disk reported (reset by ``wipe``)."""
+
+    __slots__ = (
+        "app",
+        "core",
+        "deadline_ms",
+        "history",
+        "id",
+        "incarnation",
+        "is_voter_slot",
+        "key",
+        "log",
+        "max_epoch",
+        "obs_epoch",
+        "obs_hwm",
+        "obs_leader",
+        "obs_role",
+        "obs_start_offset",
+        "poll_at_ms",
+        "quorum_state",
+        "replaced",
+        "rng",
+        "snapshots",
+        "snapshots_created",
+        "snapshots_installed",
+        "wiped_epoch",
+    )
+
+    def __init__(
+        self,
+        node_id: int,
+        is_voter_slot: bool,
+        rng: random.Random,
+        history: CommittedHistory,
+        snapshot_every_records: int,
+    ) -> None:
+        self.id = node_id
+        self.is_voter_slot = is_voter_slot  # configured as a voter (before any wipe)
+        self.rng = rng
+        self.key = ReplicaKey(node_id, new_directory_id(rng))
+        self.replaced = False  # wiped at least once: a new replica key, no longer a voter
+        self.history = history
+        self.log = MemoryLog()
+        self.quorum_state = MemoryQuorumStateStore()
+        self.snapshots = MemorySnapshotStore()
+        self.app = StateMachine(node_id, history, snapshot_every_records)
+        self.core: RaftCore | None = None
+        self.incarnation = 0
+        self.deadline_ms = 0
+        self.poll_at_ms = -1  # time of the earliest pending poll event, -1 when none
+        self.snapshots_created = 0
+        self.snapshots_installed = 0
+        self.max_epoch = 0
+        self.wiped_epoch = -1
+        self.obs_role = "down"
+        self.obs_epoch = 0
+        self.obs_hwm = 0
+        self.obs_leader = -1
+        self.obs_start_offset = 0
+
+    @property
+    def up(self) -> bool:
+        return self.core is not None
+
+    @property
+    def is_voter(self) -> bool:
+        """A voter of the (static) voter set: configured as one and never wiped."""
+        return self.is_voter_slot and not self.replaced
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self, core_factory: Callable[[SimNode], RaftCore]) -> None:
+        assert self.core is None
+        self.app.reset()
+        latest = self.snapshots.latest()
+        if latest is not None:
+            self.app.load_snapshot(self.snapshots, latest)
+        core = core_factory(self)
+        self.core = core
+        self.obs_role = core.role
+        self.obs_epoch = core.epoch
+        self.obs_hwm = core.high_watermark
+        self.obs_leader = core.leader_id
+        self.obs_start_offset = self.log.start_offset
+
+    def crash(self) -> None:
+        assert self.core is not None
+        self.core = None
+        self.incarnation += 1
+        self.poll_at_ms = -1
+        self.obs_role = "down"
+        self.log.crash()
+        self.quorum_state.crash()
+        self.snapshots.crash()
+
+    def wipe(self) -> None:
+        """The disk was replaced (the node is down): a new, empty replica with a new
+        directory id."""
+        assert self.core is None
+        self.log.wipe()
+        self.quorum_state.wipe()
+        self.snapshots.wipe()
+        self.key = ReplicaKey(self.id, new_directory_id(self.rng))
+        self.replaced = True
+        self.wiped_epoch = self.max_epoch
+        self.max_epoch = 0
+        self.obs_epoch = 0
+
+    # -- the driver ------------------------------------------------------------------------
+
+    def drive(self, now_ms: int, send: Sender, observe: Observe) -> None:
+        """Perform the core's pending ``Ready`` in its documented order: flush ->
+        on_flushed -> send -> load snapshot -> apply committed -> leader change ->
+        remember the next deadline. A flush is an input (``on_flushed``), so it is followed
+        by another ``Ready``.
+
+        ``observe`` (the invariant checker) runs once the flush is done and before anything
+        leaves the node or is applied, so a leader's newly committed batches are recorded in
+        the history before any follower can learn of them."""
+        core = self.core
+        assert core is not None
+        for _ in range(READY_ROUNDS_MAX):
+            ready = core.ready(now_ms)
+            if ready.must_flush:
+                self.log.flush()
+                core.on_flushed(now_ms)
+            observe(self)
+            for out in ready.messages:
+                send(self, out, now_ms)
+            if ready.snapshot_loaded is not None:
+                self.snapshots_installed += 1
+                self.app.load_snapshot(self.snapshots, ready.snapshot_loaded)
+            if ready.high_watermark is not None:
+                self.app.apply(self.log, ready.high_watermark)
+                if self.app.wants_snapshot():
+                    self._snapshot(core, now_ms)
+            self.deadline_ms = ready.next_deadline_ms
+            if not ready.must_flush:
+                return
+        raise AssertionError(f"node {self.id}: Ready still flushing after {READY_ROUNDS_MAX}")
+
+    def _snapshot(self, core: RaftCore, now_ms: int) -> None:
+        """The application snapshots its state at its applied offset (<= the high
+        watermark); the core may then advance the log start and delete old batches."""
+        writer = core.create_snapshot(self.app.applied_end, now_ms)
+        writer.append([self.app.snapshot_value(writer.snapshot_id)], now_ms)
+        writer.freeze(now_ms)
+        self.snapshots_created += 1

@@ -1,0 +1,145 @@
+"""Fault profiles: named sets of fault rates for the simulator.
+
+A profile has two halves:
+
+* **Per-message network faults** applied to every message on every link: ``drop_rate``,
+  ``duplicate_rate`` and ``reorder_rate`` (a reordered message skips the link's FIFO order),
+  plus the latency range every message pays.
+* **A nemesis**: every ``nemesis_interval_ms`` on average (uniform in [0.5, 1.5) of it) it
+  injects one fault chosen by weight. Each fault heals by itself after a duration drawn
+  uniformly from [``fault_min_ms``, ``fault_max_ms``), so the cluster keeps coming back; the
+  final heal phase of a run (see ``pykraft.sim.simulator``) heals whatever is left.
+
+Faults a nemesis can inject (weights are relative):
+
+* ``link_loss``: one directed link drops ``link_loss_rate`` of its messages.
+* ``partition``: a random non-empty proper subset of nodes is cut from the rest, both ways.
+* ``one_way``: one node can send but not receive, or receive but not send.
+* ``crash``: a node stops at once; what it had not flushed is lost; restarts later as a new
+  ``RaftCore`` over the surviving storage.
+* ``shutdown``: graceful stop (``RaftCore.shutdown``: a leader resigns with EndQuorumEpoch),
+  then as ``crash``.
+* ``wipe``: crash, the disk is replaced (all storage lost), the node restarts with a new
+  directory id. See ``pykraft.sim.nemesis`` for the rule that keeps this within what the
+  protocol tolerates.
+
+``max_down`` bounds how many nodes may be stopped (crashed, shut down, wiped) at once. The
+profiles ``crashes`` and ``disk`` keep a majority of voters up; ``chaos`` does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True)
+class FaultProfile:
+    name: str
+    # -- per message -------------------------------------------------------------------
+    drop_rate: float = 0.0
+    duplicate_rate: float = 0.0
+    reorder_rate: float = 0.0
+    latency_min_ms: int = 1
+    latency_max_ms: int = 5
+    # -- nemesis -------------------------------------------------------------------------
+    nemesis_interval_ms: int = 0  # 0: no nemesis
+    fault_min_ms: int = 1_000
+    fault_max_ms: int = 6_000
+    link_loss_weight: float = 0.0
+    link_loss_rate: float = 0.5
+    partition_weight: float = 0.0
+    one_way_weight: float = 0.0
+    crash_weight: float = 0.0
+    shutdown_weight: float = 0.0
+    wipe_weight: float = 0.0
+    # None: a minority of the voters (the quorum stays available); else an absolute bound.
+    max_down: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("drop_rate", "duplicate_rate", "reorder_rate", "link_loss_rate"):
+            value = getattr(self, name)
+            assert 0.0 <= value <= 1.0, (name, value)
+        assert 0 <= self.latency_min_ms <= self.latency_max_ms, self
+        assert 0 < self.fault_min_ms <= self.fault_max_ms, self
+        assert self.nemesis_interval_ms >= 0, self
+
+    def nemesis_weights(self) -> tuple[tuple[str, float], ...]:
+        """(fault kind, weight) for every fault with a positive weight, in a fixed order."""
+        pairs = (
+            ("link_loss", self.link_loss_weight),
+            ("partition", self.partition_weight),
+            ("one_way", self.one_way_weight),
+            ("crash", self.crash_weight),
+            ("shutdown", self.shutdown_weight),
+            ("wipe", self.wipe_weight),
+        )
+        return tuple((kind, w) for kind, w in pairs if w > 0)
+
+    def describe(self) -> str:
+        default = FaultProfile(name=self.name)
+        changed = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name != "name" and getattr(self, f.name) != getattr(default, f.name)
+        ]
+        return f"{self.name}({', '.join(changed)})"
+
+
+PROFILES: dict[str, FaultProfile] = {
+    p.name: p
+    for p in (
+        FaultProfile(name="none"),
+        FaultProfile(
+            name="lossy",
+            drop_rate=0.05,
+            duplicate_rate=0.02,
+            reorder_rate=0.05,
+            latency_max_ms=20,
+            nemesis_interval_ms=3_000,
+            link_loss_weight=1.0,
+        ),
+        FaultProfile(
+            name="partitions",
+            latency_max_ms=10,
+            nemesis_interval_ms=2_500,
+            partition_weight=2.0,
+            one_way_weight=1.0,
+        ),
+        FaultProfile(
+            name="crashes",
+            latency_max_ms=10,
+            nemesis_interval_ms=2_500,
+            crash_weight=2.0,
+            shutdown_weight=1.0,
+        ),
+        FaultProfile(
+            name="disk",
+            latency_max_ms=10,
+            nemesis_interval_ms=2_500,
+            crash_weight=1.0,
+            wipe_weight=1.0,
+        ),
+        FaultProfile(
+            name="chaos",
+            drop_rate=0.03,
+            duplicate_rate=0.02,
+            reorder_rate=0.05,
+            latency_max_ms=30,
+            nemesis_interval_ms=1_500,
+            link_loss_weight=1.0,
+            partition_weight=1.0,
+            one_way_weight=1.0,
+            crash_weight=1.0,
+            shutdown_weight=0.5,
+            wipe_weight=0.5,
+            max_down=99,
+        ),
+    )
+}
+
+
+def get_profile(name: str) -> FaultProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown fault profile {name!r}; known: {', '.join(PROFILES)}") from None

@@ -1,0 +1,577 @@
+"""The deterministic simulator: N voters and M observers, each running the real ``RaftCore``
+over in-memory storage, driven by one virtual clock and one event queue.
+
+Theory of operation.
+
+* **Determinism.** Time is a virtual clock in ms. Events sit in one heap keyed by
+  ``(time_ms, sequence)``; the sequence number breaks ties in insertion order. All randomness
+  comes from ``random.Random(config.seed)``: at setup it draws, in a fixed order, the seeds of
+  the sub-streams (network, nemesis, workload, then one per node; each core incarnation gets
+  its own stream drawn from its node's). Nothing reads the wall clock, global randomness or
+  iterates an unordered collection. The same config therefore gives the same event sequence
+  (``SimResult.fingerprint``) and byte-identical traces.
+* **Events.** A request or response arriving, a node's timer (``poll`` at the deadline its
+  last ``Ready`` asked for), a connection refused (``RequestFailed``), a workload append on
+  the leader, a nemesis strike, a fault healing. After each event on a node the driver
+  performs the node's ``Ready`` (``SimNode.drive``) and the invariants are checked
+  (``InvariantChecker.observe``) before anything else happens.
+* **Transport.** Each request gets a fresh transport id (like a TCP correlation id), so a
+  response reaches exactly the incarnation that sent the request and at most once; a response
+  is dropped when its request is older than ``request_timeout_ms`` (the connection would have
+  been cut), and anything addressed to a previous incarnation of a node is dropped. The core
+  times its own requests out; the transport only adds a fast ``RequestFailed`` for a
+  destination that is down (connection refused).
+* **Phases.** The fault phase processes ``config.events`` events with the nemesis active.
+  Then the heal phase: every fault heals, every stopped node restarts, the network stops
+  losing messages, and within ``config.liveness_bound_ms`` a leader must be elected, a
+  record appended after the heal must commit and every node must apply it. Finally every
+  node's log is audited against the committed history.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+
+from pykraft.raft.config import NotLeaderError, RaftConfig
+from pykraft.raft.core import RaftCore
+from pykraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    Inbound,
+    Outbound,
+    RequestFailed,
+    VoteRequest,
+)
+from pykraft.raft.voters import VoterInfo, VoterSet
+from pykraft.sim.config import SimConfig, SimResult, Violation
+from pykraft.sim.history import CommittedHistory, InvariantViolation
+from pykraft.sim.invariants import InvariantChecker
+from pykraft.sim.nemesis import Nemesis
+from pykraft.sim.network import Network
+from pykraft.sim.node import LEADER, SimNode
+from pykraft.sim.trace import TraceWriter, describe_message
+
+# Event kinds (small ints: compared on the hot path).
+EV_REQUEST = 0  # payload: (destination incarnation, Inbound with the transport id)
+EV_RESPONSE = 1  # payload: (transport id, responder id, response body)
+EV_POLL = 2  # payload: incarnation
+EV_REFUSED = 3  # payload: transport id (destination was down: connection refused)
+EV_APPEND = 4
+EV_NEMESIS = 5
+EV_HEAL = 6  # payload: fault id
+EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "heal")
+
+_REQUEST_TYPES = frozenset(
+    {
+        VoteRequest,
+        BeginQuorumEpochRequest,
+        EndQuorumEpochRequest,
+        FetchRequest,
+        FetchSnapshotRequest,
+    }
+)
+_FP_MASK = (1 << 64) - 1
+# The heal phase ends by the liveness bound in simulated time; this bounds its events too,
+# in case a bug makes time stand still.
+HEAL_PHASE_EVENTS_MAX = 5_000_000
+
+Event = tuple[int, int, int, int, object]  # (time_ms, sequence, kind, node id, payload)
+
+
+class Simulation:
+    """One run. Invariant: ``now_ms`` never decreases; ``queue`` is a heap of ``Event``."""
+
+    def __init__(self, config: SimConfig, trace: TraceWriter | None = None) -> None:
+        self.config = config
+        self.trace = trace
+        master = random.Random(config.seed)
+        net_rng = random.Random(master.getrandbits(64))
+        nemesis_rng = random.Random(master.getrandbits(64))
+        self._workload_rng = random.Random(master.getrandbits(64))
+        n_nodes = config.voters + config.observers
+        self.history = CommittedHistory()
+        self.nodes: list[SimNode] = []
+        for node_id in range(1, n_nodes + 1):
+            rng = random.Random(master.getrandbits(64))
+            every = int(config.snapshot_interval_records * (0.5 + rng.random()))
+            self.nodes.append(
+                SimNode(node_id, node_id <= config.voters, rng, self.history, max(2, every))
+            )
+        self.by_id: list[SimNode | None] = [None, *self.nodes]
+        # Voters named by replica key *with* directory id: a wiped disk is a new replica.
+        self.voter_set = VoterSet({n.id: VoterInfo(n.key) for n in self.nodes if n.is_voter_slot})
+        self.raft_config = RaftConfig(
+            election_timeout_ms=config.election_timeout_ms,
+            fetch_timeout_ms=config.fetch_timeout_ms,
+            election_backoff_max_ms=config.election_backoff_max_ms,
+            request_timeout_ms=config.request_timeout_ms,
+            fetch_max_wait_ms=config.fetch_max_wait_ms,
+            fetch_max_bytes=config.fetch_max_bytes,
+            fetch_snapshot_max_bytes=config.fetch_snapshot_max_bytes,
+            pre_vote=config.pre_vote,
+        )
+        self.network = Network(range(1, n_nodes + 1), config.profile, net_rng)
+        self.nemesis = Nemesis(self, config.profile, nemesis_rng)
+        self.checker = InvariantChecker(self.nodes, self.history, self)
+        self.queue: list[Event] = []
+        self._seq = 0
+        self.now_ms = 0
+        self.event_index = 0
+        self.healing = False
+        # Transport: transport id -> (requester id, requester incarnation, core request id,
+        # destination id); expiry order in ``_expiry`` (FIFO: constant timeout).
+        self._outstanding: dict[int, tuple[int, int, int, int]] = {}
+        self._expiry: deque[tuple[int, int]] = deque()
+        self._next_tid = 1
+        self._fingerprint = 0
+        self._recent: deque[tuple[int, int, int, int, object]] = deque(maxlen=config.last_events)
+        self._leaders_seen: set[tuple[int, int]] = set()
+        self._leaderless_since_ms: int | None = 0
+        self._post_heal_appends: dict[int, int] = {}  # last offset -> epoch
+        self._probe_next_offset: int | None = None
+        self._heal_started_ms = 0
+        self.result = SimResult(
+            seed=config.seed,
+            profile=config.profile.name,
+            voters=config.voters,
+            observers=config.observers,
+            pre_vote=config.pre_vote,
+            fault_phase_events=config.events,
+        )
+
+    # -- scheduling --------------------------------------------------------------------------
+
+    def _push(self, at_ms: int, kind: int, node_id: int, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self.queue, (at_ms, self._seq, kind, node_id, payload))
+
+    def schedule_heal(self, at_ms: int, fault_id: int) -> None:
+        self._push(at_ms, EV_HEAL, 0, fault_id)
+
+    def count_fault(self, kind: str) -> None:
+        faults = self.result.faults
+        faults[kind] = faults.get(kind, 0) + 1
+
+    def trace_event(self, node: int | None, kind: str, **details: object) -> None:
+        if self.trace is not None:
+            self.trace.emit(self.now_ms, self.event_index, node, kind, **details)
+
+    # -- node lifecycle ------------------------------------------------------------------------
+
+    def _make_core(self, node: SimNode) -> RaftCore:
+        return RaftCore(
+            config=self.raft_config,
+            local_key=node.key,
+            voters=self.voter_set,
+            log=node.log,
+            quorum_state=node.quorum_state,
+            snapshots=node.snapshots,
+            rng=random.Random(node.rng.getrandbits(64)),
+            now_ms=self.now_ms,
+        )
+
+    def start_node(self, node: SimNode) -> None:
+        node.start(self._make_core)
+        core = node.core
+        assert core is not None
+        self.trace_event(
+            node.id,
+            "start",
+            incarnation=node.incarnation,
+            role=core.role,
+            epoch=core.epoch,
+            voter=node.is_voter,
+            directory_id=str(node.key.directory_id),
+        )
+        self._after(node)
+
+    def restart_node(self, node: SimNode) -> None:
+        self.start_node(node)
+
+    def crash_node(self, node: SimNode) -> None:
+        was_leader = node.obs_role == LEADER
+        node.crash()
+        if was_leader:
+            self._update_leaderless()
+
+    def shutdown_node(self, node: SimNode) -> None:
+        """Graceful: the core resigns (a leader sends EndQuorumEpoch), its Ready is
+        performed (flush, send), then the process stops."""
+        core = node.core
+        assert core is not None
+        core.shutdown(self.now_ms)
+        self._after(node)
+        self.crash_node(node)
+
+    # -- the driver ----------------------------------------------------------------------------
+
+    def _after(self, node: SimNode) -> None:
+        """Perform the node's Ready, check invariants, and make sure its timer is set."""
+        if node.core is None:
+            return
+        node.drive(self.now_ms, self._send, self._observe)
+        self._arm(node)
+
+    def _arm(self, node: SimNode) -> None:
+        """Make sure a poll event is pending no later than the node's deadline."""
+        deadline = node.deadline_ms
+        if node.poll_at_ms < 0 or deadline < node.poll_at_ms:
+            node.poll_at_ms = deadline
+            self._push(deadline, EV_POLL, node.id, node.incarnation)
+
+    def _observe(self, node: SimNode) -> None:
+        self.checker.observe(node, self.now_ms)
+
+    def _send(self, node: SimNode, out: Outbound, now_ms: int) -> None:
+        result = self.result
+        result.messages_sent += 1
+        body = out.body
+        dst = out.dst
+        if type(body) in _REQUEST_TYPES:
+            tid = self._next_tid
+            self._next_tid = tid + 1
+            self._expire_outstanding(now_ms)
+            self._outstanding[tid] = (node.id, node.incarnation, out.request_id, dst)
+            self._expiry.append((now_ms + self.config.request_timeout_ms, tid))
+            target = self.by_id[dst] if 0 < dst < len(self.by_id) else None
+            if target is None or target.core is None:
+                result.messages_dropped += 1
+                self._push(now_ms + 2 * self.network.latency_ms(), EV_REFUSED, node.id, tid)
+                if self.trace is not None:
+                    self._trace_drop(node.id, dst, body, "refused")
+                return
+            times = self.network.route(node.id, dst, now_ms)
+            if times:
+                inbound = Inbound(node.id, tid, body)
+                for at_ms in times:
+                    self._push(at_ms, EV_REQUEST, dst, (target.incarnation, inbound))
+                if len(times) > 1:
+                    result.messages_duplicated += 1
+                return
+        else:
+            entry = self._outstanding.get(out.request_id)
+            if entry is None or entry[0] != dst:
+                result.messages_dropped += 1
+                if self.trace is not None:
+                    self._trace_drop(node.id, dst, body, "stale")
+                return
+            times = self.network.route(node.id, dst, now_ms)
+            if times:
+                for at_ms in times:
+                    self._push(at_ms, EV_RESPONSE, dst, (out.request_id, node.id, body))
+                if len(times) > 1:
+                    result.messages_duplicated += 1
+                return
+        result.messages_dropped += 1
+        if self.trace is not None:
+            self._trace_drop(node.id, dst, body, self.network.drop_reason)
+
+    def _expire_outstanding(self, now_ms: int) -> None:
+        expiry = self._expiry
+        outstanding = self._outstanding
+        while expiry and expiry[0][0] <= now_ms:
+            _at, tid = expiry.popleft()
+            outstanding.pop(tid, None)
+
+    def _trace_deliver(self, node_id: int, src: int, request_id: int, body: object) -> None:
+        self.trace_event(
+            node_id, "deliver", src=src, request_id=request_id, **describe_message(body)
+        )
+
+    def _trace_drop(self, src: int, dst: int, body: object, reason: str) -> None:
+        self.trace_event(
+            None, "drop", src=src, dst=dst, msg=type(body).__name__, reason=reason
+        )
+
+    # -- observer callbacks (InvariantChecker) -------------------------------------------------
+
+    def role_changed(self, node: SimNode, old_role: str, now_ms: int) -> None:
+        core = node.core
+        assert core is not None
+        role = node.obs_role
+        if role == LEADER:
+            key = (node.obs_epoch, node.id)
+            if key not in self._leaders_seen:
+                self._leaders_seen.add(key)
+                self.result.elections += 1
+        if role == LEADER or old_role == LEADER:
+            self._update_leaderless()
+        if node.obs_epoch > self.result.max_epoch:
+            self.result.max_epoch = node.obs_epoch
+        if self.trace is not None:
+            self.trace_event(
+                node.id,
+                "role",
+                role=role,
+                old_role=old_role,
+                epoch=node.obs_epoch,
+                leader_id=node.obs_leader,
+            )
+
+    def hwm_changed(self, node: SimNode, old: int, now_ms: int) -> None:
+        if self.trace is not None:
+            self.trace_event(node.id, "hwm", old=old, new=node.obs_hwm)
+
+    def committed(self, node: SimNode, base_offset: int, next_offset: int, now_ms: int) -> None:
+        entry = self.history.by_base[base_offset]
+        if self.trace is not None:
+            self.trace_event(
+                node.id, "commit", base_offset=base_offset, next_offset=next_offset,
+                epoch=entry.epoch,
+            )
+        if (
+            self._probe_next_offset is None
+            and self._post_heal_appends.get(next_offset - 1) == entry.epoch
+        ):
+            self._probe_next_offset = next_offset
+
+    def _update_leaderless(self) -> None:
+        has_leader = any(n.core is not None and n.obs_role == LEADER for n in self.nodes)
+        result = self.result
+        now = self.now_ms
+        if has_leader and self._leaderless_since_ms is not None:
+            window = now - self._leaderless_since_ms
+            result.leaderless_ms += window
+            result.unavailability_windows += 1
+            result.max_unavailability_ms = max(result.max_unavailability_ms, window)
+            self._leaderless_since_ms = None
+            if result.time_to_first_leader_ms is None:
+                result.time_to_first_leader_ms = now
+        elif not has_leader and self._leaderless_since_ms is None:
+            self._leaderless_since_ms = now
+
+    # -- the event loop ------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        """Run both phases; never raises for an invariant violation (it is in the result)."""
+        config = self.config
+        result = self.result
+        try:
+            self.trace_event(None, "phase", phase="faults")
+            for node in self.nodes:
+                self.start_node(node)
+            self._push(self._next_append_ms(), EV_APPEND, 0, None)
+            if self.nemesis.enabled:
+                self._push(self.nemesis.next_interval_ms(), EV_NEMESIS, 0, None)
+            self._loop(config.events, until_ms=None)
+            self._heal()
+            self._loop(HEAL_PHASE_EVENTS_MAX, until_ms=self.now_ms + config.liveness_bound_ms)
+            if result.recovery_ms is None:
+                self._liveness_failure()
+            self.checker.audit()
+            self.trace_event(None, "phase", phase="end")
+        except InvariantViolation as v:
+            result.violation = Violation(
+                invariant=v.invariant,
+                message=v.message,
+                time_ms=self.now_ms,
+                event_index=self.event_index,
+                node=v.node,
+                last_events=tuple(self._format_recent()),
+            )
+            self.trace_event(v.node, "violation", invariant=v.invariant, message=v.message)
+        self._finish()
+        return result
+
+    def _loop(self, max_events: int, until_ms: int | None) -> None:
+        """Process up to ``max_events`` events (in the heal phase: until recovery or
+        ``until_ms``)."""
+        queue = self.queue
+        pop = heapq.heappop
+        by_id = self.by_id
+        recent = self._recent
+        hook = self.config.hook
+        fingerprint = self._fingerprint
+        processed = 0
+        try:
+            while processed < max_events and queue:
+                at_ms, _seq, kind, node_id, payload = pop(queue)
+                if until_ms is not None and at_ms > until_ms:
+                    heapq.heappush(queue, (at_ms, _seq, kind, node_id, payload))
+                    self.now_ms = until_ms
+                    return
+                self.now_ms = at_ms
+                if kind <= EV_REFUSED:
+                    node = by_id[node_id]
+                    assert node is not None
+                    core = node.core
+                    if core is None:
+                        continue
+                    if kind == EV_REQUEST:
+                        incarnation, inbound = payload  # type: ignore[misc]
+                        if incarnation != node.incarnation:
+                            continue
+                        self.event_index += 1
+                        if self.trace is not None:
+                            self._trace_deliver(node_id, inbound.src, inbound.request_id, inbound.body)
+                        core.step(inbound, at_ms)
+                    elif kind == EV_RESPONSE:
+                        tid, responder, body = payload  # type: ignore[misc]
+                        entry = self._outstanding.pop(tid, None)
+                        if entry is None or entry[1] != node.incarnation:
+                            continue
+                        self.event_index += 1
+                        if self.trace is not None:
+                            self._trace_deliver(node_id, responder, entry[2], body)
+                        core.step(Inbound(responder, entry[2], body), at_ms)
+                    elif kind == EV_POLL:
+                        if payload != node.incarnation:
+                            continue
+                        if node.poll_at_ms == at_ms:
+                            node.poll_at_ms = -1
+                        if node.deadline_ms > at_ms:
+                            self._arm(node)
+                            continue
+                        self.event_index += 1
+                        if self.trace is not None:
+                            self.trace_event(node_id, "poll")
+                        core.poll(at_ms)
+                    else:  # EV_REFUSED
+                        entry = self._outstanding.pop(payload, None)  # type: ignore[arg-type]
+                        if entry is None or entry[1] != node.incarnation:
+                            continue
+                        self.event_index += 1
+                        self.result.requests_failed += 1
+                        if self.trace is not None:
+                            self.trace_event(
+                                node_id, "request_failed", dst=entry[3], request_id=entry[2]
+                            )
+                        core.step(RequestFailed(entry[3], entry[2]), at_ms)
+                    self._after(node)
+                else:
+                    self.event_index += 1
+                    self._global_event(kind, payload)
+                processed += 1
+                fingerprint = ((fingerprint * 1_000_003) ^ (at_ms * 16 + kind) ^ node_id) & _FP_MASK
+                recent.append((at_ms, self.event_index, kind, node_id, payload))
+                if hook is not None:
+                    hook(self, self.event_index)
+                if self.healing and self._recovered():
+                    return
+        finally:
+            self._fingerprint = fingerprint
+            self.result.events += processed
+
+    def _global_event(self, kind: int, payload: object) -> None:
+        if kind == EV_APPEND:
+            self._append()
+            self._push(self.now_ms + self._next_append_ms(), EV_APPEND, 0, None)
+        elif kind == EV_NEMESIS:
+            if not self.healing:
+                self.nemesis.strike()
+                self._push(self.now_ms + self.nemesis.next_interval_ms(), EV_NEMESIS, 0, None)
+        else:  # EV_HEAL
+            assert isinstance(payload, int)
+            self.nemesis.heal(payload)
+
+    # -- workload ------------------------------------------------------------------------------
+
+    def _next_append_ms(self) -> int:
+        return max(1, int(self.config.append_interval_ms * (0.5 + self._workload_rng.random())))
+
+    def _append(self) -> None:
+        """The application appends 1..append_records_max records on a leader (a client may
+        reach a stale leader in a minority partition: its records are then lost, legally)."""
+        rng = self._workload_rng
+        leaders = [n for n in self.nodes if n.core is not None and n.obs_role == LEADER]
+        if not leaders:
+            return
+        node = leaders[int(rng.random() * len(leaders))]
+        core = node.core
+        assert core is not None
+        count = 1 + int(rng.random() * self.config.append_records_max)
+        base = self.result.appends
+        values = [b"n%d-a%d-r%d" % (node.id, base, i) for i in range(count)]
+        try:
+            last_offset = core.append(values, self.now_ms)
+        except NotLeaderError:
+            return
+        self.result.appends += 1
+        if self.healing:
+            self._post_heal_appends[last_offset] = core.epoch
+        self.trace_event(
+            node.id, "append", epoch=core.epoch, last_offset=last_offset, records=count
+        )
+        self._after(node)
+
+    # -- heal phase and validation ---------------------------------------------------------------
+
+    def _heal(self) -> None:
+        self.healing = True
+        self.trace_event(None, "phase", phase="heal")
+        self._heal_started_ms = self.now_ms
+        self.nemesis.heal_all()
+        self.network.heal_all()
+        for node in self.nodes:
+            if node.core is None:
+                self.restart_node(node)
+
+    def _recovered(self) -> bool:
+        """A record appended after the heal committed and every node applied it."""
+        target = self._probe_next_offset
+        if target is None:
+            return False
+        for node in self.nodes:
+            if node.core is None or node.app.applied_end < target:
+                return False
+        self.result.recovery_ms = self.now_ms - self._heal_started_ms
+        return True
+
+    def _liveness_failure(self) -> None:
+        target = self._probe_next_offset
+        states = ", ".join(
+            f"{n.id}:{n.obs_role}@{n.obs_epoch} hwm {n.obs_hwm} applied {n.app.applied_end} "
+            f"leo {n.log.end_offset}"
+            for n in self.nodes
+        )
+        what = (
+            "no record appended after the heal committed"
+            if target is None
+            else f"the probe record committed (end {target}) but not every node applied it"
+        )
+        raise InvariantViolation(
+            "liveness",
+            f"{what} within {self.config.liveness_bound_ms} ms of the heal; nodes: {states}",
+        )
+
+    def _finish(self) -> None:
+        result = self.result
+        result.sim_time_ms = self.now_ms
+        if self._leaderless_since_ms is not None:
+            window = self.now_ms - self._leaderless_since_ms
+            result.leaderless_ms += window
+            result.unavailability_windows += 1
+            result.max_unavailability_ms = max(result.max_unavailability_ms, window)
+        result.committed_offset = self.history.end_offset
+        result.committed_records = self.history.records
+        result.invariants_checked = self.checker.checks
+        result.snapshots = sum(n.snapshots_created for n in self.nodes)
+        result.snapshots_installed = sum(n.snapshots_installed for n in self.nodes)
+        result.max_epoch = max([result.max_epoch, *(n.max_epoch for n in self.nodes)])
+        fp = (self._fingerprint ^ (self.history.end_offset << 20) ^ result.max_epoch) & _FP_MASK
+        result.fingerprint = f"{fp:016x}"
+
+    def _format_recent(self) -> list[str]:
+        lines = []
+        for at_ms, index, kind, node_id, payload in self._recent:
+            detail = ""
+            if kind == EV_REQUEST:
+                _inc, inbound = payload  # type: ignore[misc]
+                detail = f"from {inbound.src}: {describe_message(inbound.body)}"
+            elif kind == EV_RESPONSE:
+                _tid, responder, body = payload  # type: ignore[misc]
+                detail = f"from {responder}: {describe_message(body)}"
+            elif kind == EV_HEAL:
+                detail = f"fault {payload}"
+            where = f"node {node_id}" if node_id else "cluster"
+            lines.append(f"t={at_ms} #{index} {EVENT_NAMES[kind]} {where} {detail}".rstrip())
+        return lines
+
+
+def run(config: SimConfig, trace: TraceWriter | None = None) -> SimResult:
+    """Run one simulation; see ``SimResult`` for what it reports."""
+    return Simulation(config, trace).run()
