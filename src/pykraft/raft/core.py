@@ -125,6 +125,7 @@ class RaftCore:
         rng: RandomSource,
         now_ms: int,
         endpoints: tuple[Endpoint, ...] = (),
+        on_transition: Callable[[Role, Role], None] | None = None,
     ) -> None:
         self.config = config
         self.local_key = local_key
@@ -162,7 +163,8 @@ class RaftCore:
         self.snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], bool] = (
             lambda _sid, _log: True
         )
-        self.on_transition: Callable[[Role, Role], None] | None = None
+        # Optional observer of every role change (simulator traces, tests, metrics).
+        self.on_transition = on_transition
         self._drive(now_ms)
 
     # -- read-only observation ------------------------------------------------------------
@@ -383,9 +385,14 @@ class RaftCore:
             else:
                 qs.to_unattached(epoch, now_ms)
             return True
-        if leader_id not in (NO_LEADER, local) and isinstance(
-            qs.role, Unattached | Prospective | Candidate
-        ):
+        # Same epoch: only a leader we did not know is news. A Prospective that remembers
+        # the leader of its epoch keeps counting pre-votes whose answer still names that
+        # leader (else two followers that lost the leader ping-pong forever, seed 001).
+        role = qs.role
+        unknown = isinstance(role, Unattached | Candidate) or (
+            isinstance(role, Prospective) and role.leader_id == NO_LEADER
+        )
+        if leader_id not in (NO_LEADER, local) and unknown:
             self.follow(epoch, leader_id, endpoints, now_ms)
             return True
         return False

@@ -1,0 +1,400 @@
+"""A deterministic in-process cluster of RaftCores for scenario scripts (etcd datadriven style).
+
+Time is a manual clock; the network is a FIFO queue with zero latency that delivers messages
+whenever a command lets the cluster run, subject to per-link rules (cut = silently dropped,
+hold = queued until released). A request to a crashed node fails at once (connection refused).
+
+Commands (one per block in ``testdata/*.txt``; see ``run``):
+
+    init voters=1,2,3 [observers=4] [election=1000] [fetch=2000] [prevote=true]
+         [cluster=ID] [seed=N] [fast=N]   create the cluster (node ``fast`` has a quarter
+                                           of the election timeout: it wins the first election)
+    tick MS                                let MS milliseconds pass (timers fire, messages flow)
+    deliver                                deliver queued messages without moving time
+    cut A B | isolate A | heal             drop traffic between A and B / around A / nowhere
+    hold A B | release A B                 queue A->B messages / deliver them now (in order)
+    crash N | restart N | wipe N           process dies (unflushed log lost) / comes back /
+                                           its disk is replaced
+    append N v1 v2 ...                     the application appends on N
+    snapshot N OFFSET                      N snapshots everything below OFFSET (empty payload)
+    shutdown N                             graceful shutdown (a leader resigns)
+    noflush N | flush N                    N stops auto-flushing its log / flushes it now
+    oldpeer N                              N predates KIP-996: it answers pre-votes with
+                                           UNSUPPORTED_VERSION
+    cluster-id N ID                        requests from N carry ClusterId ID
+    status | log N | notes                 print per-node state / N's batches / app callbacks
+    vote N FROM EPOCH [pre]                inject a Vote request from FROM to N, print answer
+
+Transitions print as they happen (``2: follower(e1 l1) -> prospective(e1)``), as do leader
+change notifications handed to the application. After every command the cluster's safety
+invariants are checked (one leader per epoch, monotonic high watermarks, committed prefixes
+identical).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft.config import NotLeaderError, RaftConfig
+from pykraft.raft.core import RaftCore
+from pykraft.raft.messages import (
+    FetchRequest,
+    Inbound,
+    Outbound,
+    RaftRequest,
+    RaftResponse,
+    RequestFailed,
+    VoteRequest,
+    VoteResponse,
+)
+from pykraft.raft.roles import Follower, Prospective, Role, Unattached
+from pykraft.raft.types import NO_LEADER, ReplicaKey
+from pykraft.raft.voters import VoterSet
+from pykraft.records import decode_records, iter_batches
+from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
+
+_REQUESTS = (VoteRequest, FetchRequest)
+
+
+def describe(role: Role) -> str:
+    """``follower(e1 l3)``: role, epoch, leader (l) or standard vote cast (v) if any."""
+    if isinstance(role, Follower):
+        return f"follower(e{role.epoch} l{role.leader_id})"
+    if isinstance(role, Unattached | Prospective) and role.voted_key is not None:
+        return f"{role.name}(e{role.epoch} v{role.voted_key.id})"
+    return f"{role.name}(e{role.epoch})"
+
+
+@dataclass
+class Node:
+    id: int
+    log: MemoryLog = field(default_factory=MemoryLog)
+    qstore: MemoryQuorumStateStore = field(default_factory=MemoryQuorumStateStore)
+    snaps: MemorySnapshotStore = field(default_factory=MemorySnapshotStore)
+    core: RaftCore | None = None
+    deadline_ms: int = 0
+    autoflush: bool = True
+    old_peer: bool = False
+    cluster_id: str | None = None
+    max_hwm: int = 0
+
+
+class Cluster:
+    def __init__(self, args: dict[str, str]) -> None:
+        self.voters = [int(x) for x in args["voters"].split(",")]
+        self.observers = [int(x) for x in args.get("observers", "").split(",") if x]
+        self.config = RaftConfig(
+            election_timeout_ms=int(args.get("election", 1000)),
+            fetch_timeout_ms=int(args.get("fetch", 2000)),
+            pre_vote=args.get("prevote", "true") == "true",
+            cluster_id=args.get("cluster"),
+        )
+        self.seed = int(args.get("seed", 0))
+        self.fast = int(args.get("fast", 0))  # this node's election timeout is a quarter
+        self.voter_set = VoterSet.from_ids(self.voters)
+        self.now = 0
+        self.out: list[str] = []
+        self.queue: list[tuple[int, Outbound]] = []
+        self.held: list[tuple[int, Outbound]] = []
+        self.cut: set[tuple[int, int]] = set()
+        self.hold: set[tuple[int, int]] = set()
+        self.leaders: dict[int, int] = {}  # epoch -> leader id ever seen
+        self.committed: dict[int, bytes] = {}  # offset -> batch bytes seen committed
+        self.notes: list[str] = []
+        self.nodes = {i: Node(i) for i in sorted(self.voters + self.observers)}
+        self.restarts = 0
+        for i in self.nodes:
+            self.start(i)
+
+    # -- node lifecycle -----------------------------------------------------------------
+
+    def start(self, i: int) -> None:
+        node = self.nodes[i]
+        self.restarts += 1
+        config = self.config
+        if i == self.fast:
+            config = replace(config, election_timeout_ms=config.election_timeout_ms // 4)
+        core = RaftCore(
+            config=config,
+            local_key=ReplicaKey(i),
+            voters=self.voter_set,
+            log=node.log,
+            quorum_state=node.qstore,
+            snapshots=node.snaps,
+            rng=random.Random(self.seed * 1000 + i * 31 + self.restarts),
+            now_ms=self.now,
+            on_transition=lambda old, new: self.out.append(
+                f"{i}: {describe(old)} -> {describe(new)}"
+            ),
+        )
+        node.core = core
+        node.max_hwm = core.high_watermark
+        self.drain(i)
+
+    def crash(self, i: int) -> None:
+        node = self.nodes[i]
+        node.core = None
+        node.log.crash()
+        node.snaps.crash()
+        node.qstore.crash()
+
+    # -- running ------------------------------------------------------------------------
+
+    def drain(self, i: int) -> None:
+        node = self.nodes[i]
+        core = node.core
+        assert core is not None
+        while True:
+            ready = core.ready(self.now)
+            for m in ready.messages:
+                self.queue.append((i, m))
+            # Only known leaders are printed (an unknown leader is also reported to the app).
+            if ready.leader_change is not None and ready.leader_change.leader_id != NO_LEADER:
+                lc = ready.leader_change
+                self.out.append(f"{i}: notify leader={lc.leader_id} epoch={lc.epoch}")
+            if ready.snapshot_loaded is not None:
+                sid = ready.snapshot_loaded
+                self.out.append(f"{i}: snapshot loaded end={sid.offset} epoch={sid.epoch}")
+            node.deadline_ms = ready.next_deadline_ms
+            if ready.must_flush and node.autoflush:
+                node.log.flush()
+                core.on_flushed(self.now)
+                continue
+            return
+
+    def deliver(self) -> None:
+        for _ in range(200_000):
+            if not self.queue:
+                return
+            src, m = self.queue.pop(0)
+            self.deliver_one(src, m)
+        raise AssertionError("livelock: the network never went quiet")
+
+    def deliver_one(self, src: int, m: Outbound) -> None:
+        dst = self.nodes[m.dst]
+        is_request = isinstance(m.body, _REQUESTS) or type(m.body).__name__.endswith("Request")
+        if (src, m.dst) in self.cut:
+            return
+        if (src, m.dst) in self.hold:
+            self.held.append((src, m))
+            return
+        if dst.core is None:
+            sender = self.nodes[src].core
+            if is_request and sender is not None:
+                sender.step(RequestFailed(m.dst, m.request_id), self.now)
+                self.drain(src)
+            return
+        if dst.old_peer and isinstance(m.body, VoteRequest) and m.body.pre_vote:
+            answer = VoteResponse(ErrorCode.unsupported_version, -1, NO_LEADER, False)
+            self.queue.append((m.dst, Outbound(src, m.request_id, answer)))
+            return
+        body: RaftRequest | RaftResponse = m.body
+        if dst.cluster_id is not None and hasattr(body, "cluster_id"):
+            body = type(body)(**{**_fields(body), "cluster_id": dst.cluster_id})  # type: ignore[arg-type]
+        if self.nodes[src].cluster_id is not None and hasattr(body, "cluster_id"):
+            body = type(body)(**{**_fields(body), "cluster_id": self.nodes[src].cluster_id})  # type: ignore[arg-type]
+        dst.core.step(Inbound(src, m.request_id, body), self.now)
+        self.drain(m.dst)
+
+    def run_until(self, target: int) -> None:
+        spins = 0
+        while True:
+            self.deliver()
+            live = [n for n in self.nodes.values() if n.core is not None]
+            nxt = min((n.deadline_ms for n in live), default=target + 1)
+            if nxt > target:
+                break
+            if nxt <= self.now:
+                spins += 1
+                assert spins < 10_000, "a node keeps asking to be polled at the same instant"
+            else:
+                spins = 0
+            self.now = max(self.now, nxt)
+            for n in live:
+                if n.core is not None and n.deadline_ms <= self.now:
+                    n.core.poll(self.now)
+                    self.drain(n.id)
+            self.check()
+        self.now = target
+
+    # -- invariants ---------------------------------------------------------------------
+
+    def check(self) -> None:
+        for n in self.nodes.values():
+            core = n.core
+            if core is None:
+                continue
+            core.check_invariants()
+            if core.role == "leader":
+                prev = self.leaders.setdefault(core.epoch, n.id)
+                assert prev == n.id, f"two leaders in epoch {core.epoch}: {prev} and {n.id}"
+            assert core.high_watermark >= n.max_hwm, f"hwm went backwards on {n.id}"
+            n.max_hwm = max(n.max_hwm, core.high_watermark)
+            # Committed batches never change (B7): compare with what was seen before.
+            for base, nxt, _epoch, raw in n.log.batches():
+                if nxt <= core.high_watermark:
+                    seen = self.committed.setdefault(base, raw)
+                    assert seen == raw, f"committed batch at {base} differs on node {n.id}"
+
+    # -- output -------------------------------------------------------------------------
+
+    def status(self) -> list[str]:
+        lines = []
+        for n in self.nodes.values():
+            core = n.core
+            if core is None:
+                lines.append(f"{n.id}: down")
+                continue
+            voted = core.voted_key.id if core.voted_key is not None else "-"
+            leader = core.leader_id if core.leader_id != NO_LEADER else "-"
+            obs = " observer" if core.is_observer else ""
+            lines.append(
+                f"{n.id}: {core.role}{obs} epoch={core.epoch} leader={leader} voted={voted} "
+                f"hwm={core.high_watermark} leo={n.log.end_offset} start={n.log.start_offset}"
+            )
+        return lines
+
+    def log_lines(self, i: int) -> list[str]:
+        lines = []
+        for base, nxt, epoch, raw in self.nodes[i].log.batches():
+            header = next(iter_batches(raw))[0]
+            if header.is_control:
+                what = "control"
+            else:
+                what = " ".join((r.value or b"").decode() for r in decode_records(raw))
+            lines.append(f"[{base},{nxt}) e{epoch} {what}")
+        return lines or ["(empty)"]
+
+
+def _fields(obj: object) -> dict[str, object]:
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+def run(cluster: Cluster | None, line: str) -> tuple[Cluster | None, list[str]]:
+    """Run one command; returns the (possibly new) cluster and the output lines."""
+    words = line.split()
+    cmd, rest = words[0], words[1:]
+    if cmd == "init":
+        cluster = Cluster(dict(w.split("=", 1) for w in rest))
+        out = list(cluster.out)
+        cluster.out.clear()
+        return cluster, out + cluster.status()
+    assert cluster is not None, "init first"
+    c = cluster
+    extra: list[str] = []
+    nums = [int(w) for w in rest if w.lstrip("-").isdigit()]
+    if cmd == "tick":
+        c.run_until(c.now + nums[0])
+    elif cmd == "deliver":
+        c.deliver()
+    elif cmd == "cut":
+        c.cut |= {(nums[0], nums[1]), (nums[1], nums[0])}
+    elif cmd == "isolate":
+        c.cut |= {(nums[0], j) for j in c.nodes} | {(j, nums[0]) for j in c.nodes}
+    elif cmd == "heal":
+        c.cut.clear()
+    elif cmd == "hold":
+        c.hold.add((nums[0], nums[1]))
+    elif cmd == "release":
+        c.hold.discard((nums[0], nums[1]))
+        mine = [(s, m) for s, m in c.held if (s, m.dst) == (nums[0], nums[1])]
+        c.held = [(s, m) for s, m in c.held if (s, m.dst) != (nums[0], nums[1])]
+        for s, m in mine:
+            c.deliver_one(s, m)
+        c.deliver()
+    elif cmd == "crash":
+        c.crash(nums[0])
+    elif cmd == "restart":
+        c.start(nums[0])
+    elif cmd == "wipe":
+        n = c.nodes[nums[0]]
+        n.log.wipe()
+        n.qstore.wipe()
+        n.snaps.wipe()
+    elif cmd == "append":
+        core = c.nodes[nums[0]].core
+        assert core is not None
+        try:
+            last = core.append([w.encode() for w in rest[1:]], c.now)
+            extra.append(f"appended up to offset {last}")
+        except NotLeaderError as e:
+            extra.append(f"NotLeaderError: {e}")
+        c.drain(nums[0])
+        c.deliver()
+    elif cmd == "snapshot":
+        core = c.nodes[nums[0]].core
+        assert core is not None
+        writer = core.create_snapshot(nums[1], c.now)
+        writer.freeze(c.now)
+        sid = writer.snapshot_id
+        extra.append(f"snapshot end={sid.offset} epoch={sid.epoch}")
+        c.drain(nums[0])
+    elif cmd == "shutdown":
+        core = c.nodes[nums[0]].core
+        assert core is not None
+        core.shutdown(c.now)
+        c.drain(nums[0])
+        c.deliver()
+    elif cmd == "noflush":
+        c.nodes[nums[0]].autoflush = False
+    elif cmd == "flush":
+        n = c.nodes[nums[0]]
+        n.autoflush = True
+        n.log.flush()
+        assert n.core is not None
+        n.core.on_flushed(c.now)
+        c.drain(nums[0])
+        c.deliver()
+    elif cmd == "oldpeer":
+        c.nodes[nums[0]].old_peer = True
+    elif cmd == "cluster-id":
+        c.nodes[nums[0]].cluster_id = rest[1]
+    elif cmd == "status":
+        extra = c.status()
+    elif cmd == "log":
+        extra = c.log_lines(nums[0])
+    elif cmd == "vote":
+        extra = _inject_vote(c, nums[0], nums[1], nums[2], "pre" in rest)
+    else:
+        raise ValueError(f"unknown command {cmd!r}")
+    c.check()
+    out = list(c.out) + extra
+    c.out.clear()
+    return c, out
+
+
+def _inject_vote(c: Cluster, dst: int, src: int, epoch: int, pre: bool) -> list[str]:
+    core = c.nodes[dst].core
+    assert core is not None
+    log = c.nodes[src].log
+    req = VoteRequest(
+        c.nodes[src].cluster_id,
+        epoch,
+        ReplicaKey(src),
+        ReplicaKey(dst),
+        log.last_fetched_epoch(),
+        log.end_offset,
+        pre,
+    )
+    core.step(Inbound(src, 10**9, req), c.now)
+    lines = list(c.out)
+    c.out.clear()
+    ready = core.ready(c.now)
+    for m in ready.messages:
+        if m.request_id == 10**9 and isinstance(m.body, VoteResponse):
+            r = m.body
+            lines.append(
+                f"vote response: error={r.error.name} epoch={r.epoch} "
+                f"leader={r.leader_id} granted={r.vote_granted} pre_vote={r.pre_vote}"
+            )
+        else:
+            c.queue.append((dst, m))
+    c.nodes[dst].deadline_ms = ready.next_deadline_ms
+    if ready.must_flush:
+        c.nodes[dst].log.flush()
+        core.on_flushed(c.now)
+    c.drain(dst)
+    return lines
