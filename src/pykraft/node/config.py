@@ -99,6 +99,9 @@ class NodeConfig:
     metadata_log_segment_bytes: int = 1 * GIB
     socket_request_max_bytes: int = 100 * MIB
     metrics_port: int | None = None  # pykraft's own: the Prometheus endpoint, off when None
+    # pykraft's own ``pykraft.debug.append.interval.ms``: the leader appends a small record
+    # this often (0 = never); see ``pykraft.node.server``.
+    debug_append_interval_ms: int = 0
     unknown_keys: tuple[str, ...] = ()
 
     @property
@@ -211,6 +214,7 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     # Kafka's minimum for the metadata log's segments is 8 MiB; tests use smaller ones.
     "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1024),
     "socket.request.max.bytes": ("socket_request_max_bytes", 1),
+    "pykraft.debug.append.interval.ms": ("debug_append_interval_ms", 0),
 }
 
 _KNOWN: Final = frozenset(

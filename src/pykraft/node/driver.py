@@ -1,0 +1,578 @@
+"""The node: one ``RaftCore`` driven by real files, sockets and timers on an asyncio loop.
+
+Theory of operation. Every input to the core -- a decoded request, a response or a failed
+request from a peer channel, a timer, an application append -- ends in :meth:`RaftNode._pump`,
+which performs the core's ``Ready`` exactly as its docstring orders:
+
+1. ``must_flush``: one ``FileLog.flush`` (one fsync for everything appended since the last
+   one, which is how appends are batched), then ``RaftCore.on_flushed``, *before* anything
+   is sent, so that no peer learns of an offset a crash could lose;
+2. ``messages``: responses complete the pending inbound request they answer (matched by the
+   request id this driver gave it); requests go to the peer's channel;
+3. ``snapshot_loaded`` / ``high_watermark`` / ``leader_change``: told to the application
+   (commit futures, the optional ``on_commit`` callback, a log line);
+4. ``next_deadline_ms``: one loop timer calls ``poll`` then.
+
+After a flush the core may have more to say (``on_flushed`` can commit and answer parked
+fetches), so the pump asks again, at most ``READY_ROUNDS_MAX`` times per input.
+
+The clock is the loop's monotonic clock in milliseconds; the core never reads it itself.
+Request ids: the core numbers the requests it sends; this driver numbers the requests it
+receives (separately: a response body answers an inbound id, a request body uses the core's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kio.static.protocol import ResponsePayload
+
+from pykraft.net.client import PeerChannel
+from pykraft.net.convert import RejectedRequest, request_from_kio, response_to_kio
+from pykraft.net.server import KafkaServer
+from pykraft.node.config import NodeConfig
+from pykraft.node.describe import describe_quorum_response
+from pykraft.protocol import (
+    KRAFT_APIS,
+    ApiKey,
+    ApiTable,
+    DecodedRequest,
+    ErrorCode,
+    error_response,
+)
+from pykraft.raft.config import NotLeaderError, RaftConfig
+from pykraft.raft.core import RaftCore
+from pykraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    Inbound,
+    Outbound,
+    RaftRequest,
+    RaftResponse,
+    RequestFailed,
+    VoteRequest,
+)
+from pykraft.raft.roles import Role
+from pykraft.raft.types import Endpoint, ReplicaKey
+from pykraft.raft.voters import VoterSet
+from pykraft.storage import (
+    PARTITION_DIR_NAME,
+    FileLog,
+    FileQuorumStateStore,
+    FileSnapshotStore,
+    StorageError,
+    read_meta_properties,
+)
+
+__all__ = ["AppendLostError", "NodeStartError", "RaftNode"]
+
+log = logging.getLogger("pykraft.node")
+
+READY_ROUNDS_MAX: Final = 16
+APPEND_BATCH_RECORDS_MAX: Final = 10_000  # records per linger batch before appending at once
+COMMIT_WAITERS_MAX: Final = 100_000
+INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we give up
+
+_RAFT_APIS: Final = frozenset(
+    {
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
+        ApiKey.FETCH,
+        ApiKey.FETCH_SNAPSHOT,
+    }
+)
+# Voter changes (KIP-853) are not wired yet: advertise only what is answered.
+SERVED_APIS: Final = ApiTable(
+    r
+    for r in KRAFT_APIS
+    if r.api_key not in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_RAFT_VOTER)
+)
+
+
+_REQUEST_TYPES: Final = (
+    VoteRequest,
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+)
+
+
+class NodeStartError(Exception):
+    """The node cannot start (unformatted or mismatched storage, unsupported setup)."""
+
+
+class AppendLostError(Exception):
+    """Records were appended but truncated by a new leader before they committed."""
+
+
+@dataclass(slots=True)
+class _Inbound:
+    answer: asyncio.Future[ResponsePayload]
+    api_version: int
+    listener_name: str
+
+
+@dataclass(slots=True)
+class _PendingAppend:
+    values: Sequence[bytes]
+    done: asyncio.Future[int]
+
+
+def _source_of(body: RaftRequest) -> int:
+    if isinstance(body, VoteRequest):
+        return body.candidate_key.id
+    if isinstance(body, BeginQuorumEpochRequest | EndQuorumEpochRequest):
+        return body.leader_id
+    assert isinstance(body, FetchRequest | FetchSnapshotRequest)
+    return body.replica_key.id
+
+
+def transition_reason(old: Role, new: Role) -> str:
+    """A short reason for a role change, read off the (old, new) pair and their epochs."""
+    pair = (old.name, new.name)
+    if new.epoch > old.epoch and pair[1] in ("unattached", "follower"):
+        return "higher epoch seen" if pair[0] != "resigned" else "resignation done"
+    return {
+        ("follower", "prospective"): "fetch timeout",
+        ("unattached", "prospective"): "election timeout",
+        ("prospective", "candidate"): "pre-vote won",
+        ("prospective", "follower"): "pre-vote lost, leader known",
+        ("prospective", "unattached"): "pre-vote lost",
+        ("candidate", "prospective"): "election lost or timed out",
+        ("candidate", "leader"): "election won",
+        ("candidate", "follower"): "leader discovered",
+        ("unattached", "follower"): "leader discovered",
+        ("unattached", "unattached"): "voted",
+        ("leader", "resigned"): "resigned (shutdown or check quorum)",
+    }.get(pair, "state change")
+
+
+class RaftNode:
+    """A KRaft controller process's quorum machinery. Create, ``await start()``, then use
+    :meth:`append` / :meth:`wait_committed`; ``await shutdown()`` resigns gracefully."""
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        *,
+        rng: random.Random | None = None,
+        on_commit: Callable[[int], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.on_commit = on_commit
+        self._rng = rng or random.Random()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.core: RaftCore | None = None
+        self._log: FileLog | None = None
+        self._server: KafkaServer | None = None
+        self._channels: dict[tuple[str, int], PeerChannel] = {}
+        self._request_dst: dict[int, int] = {}  # core request id -> destination node id
+        self._inbound: dict[int, _Inbound] = {}  # our inbound request id -> pending answer
+        self._next_inbound_id = 1
+        self._timer: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None
+        self._appends: list[_PendingAppend] = []
+        self._appended_records = 0
+        # offset -> (epoch it was appended in, futures); resolved once HWM > offset.
+        self._commit_waiters: dict[int, tuple[int, list[asyncio.Future[None]]]] = {}
+        self._stopping = False
+        self.stopped = asyncio.Event()
+        self.cluster_id = ""
+        self.directory_id: Any = None
+        self.listener = config.controller_listener
+        self._voter_endpoints = {
+            v.id: (v.host, v.port) for v in config.quorum_voters
+        }  # static voters (kraft.version 0)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        assert self._loop is not None
+        return int(self._loop.time() * 1000)
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.port
+
+    def _open_storage(self) -> tuple[FileLog, FileSnapshotStore, FileQuorumStateStore]:
+        cfg = self.config
+        try:
+            meta = read_meta_properties(cfg.metadata_log_dir)
+        except StorageError as e:
+            raise NodeStartError(str(e)) from None
+        if meta is None:
+            raise NodeStartError(
+                f"{cfg.metadata_log_dir} is not formatted: run `pykraft storage format`"
+            )
+        if meta.node_id != cfg.node_id:
+            raise NodeStartError(
+                f"{cfg.metadata_log_dir} belongs to node.id {meta.node_id}, config says "
+                f"{cfg.node_id}"
+            )
+        self.cluster_id = meta.cluster_id
+        self.directory_id = meta.directory_id
+        partition_dir = cfg.metadata_log_dir / PARTITION_DIR_NAME
+        try:
+            log_ = FileLog.open(partition_dir, segment_bytes=cfg.metadata_log_segment_bytes)
+            snapshots = FileSnapshotStore.open(partition_dir)
+        except (StorageError, ValueError) as e:
+            raise NodeStartError(f"cannot open {partition_dir}: {e}") from None
+        return log_, snapshots, FileQuorumStateStore(partition_dir)
+
+    async def start(self) -> None:
+        """Open storage, build the core, start listening. Raises NodeStartError."""
+        self._loop = asyncio.get_running_loop()
+        cfg = self.config
+        if not cfg.quorum_voters:
+            raise NodeStartError(
+                "controller.quorum.voters is empty: dynamic voter sets (kraft.version 1, "
+                "controller.quorum.bootstrap.servers only) are not supported by this node yet"
+            )
+        log_, snapshots, quorum_state = self._open_storage()
+        self._log = log_
+        name = self.listener.name
+        voters = VoterSet.from_ids(
+            cfg.voter_ids,
+            endpoints={v.id: (Endpoint(name, v.host, v.port),) for v in cfg.quorum_voters},
+        )
+        raft_config = RaftConfig(
+            election_timeout_ms=cfg.quorum_election_timeout_ms,
+            fetch_timeout_ms=cfg.quorum_fetch_timeout_ms,
+            election_backoff_max_ms=cfg.quorum_election_backoff_max_ms,
+            request_timeout_ms=cfg.quorum_request_timeout_ms,
+            retry_backoff_ms=cfg.quorum_retry_backoff_ms,
+            fetch_max_wait_ms=min(500, cfg.quorum_request_timeout_ms // 2),
+            cluster_id=self.cluster_id,
+        )
+        own = voters.endpoints(cfg.node_id) or (
+            Endpoint(name, self.listener.host or "localhost", self.listener.port),
+        )
+        self._server = KafkaServer(
+            self._handle,
+            listener_name=name,
+            host=self.listener.host,
+            port=self.listener.port,
+            apis=SERVED_APIS,
+            frame_max_bytes=cfg.socket_request_max_bytes,
+        )
+        await self._server.start()
+        core = RaftCore(
+            config=raft_config,
+            local_key=ReplicaKey(cfg.node_id, self.directory_id),
+            voters=voters,
+            log=log_,
+            quorum_state=quorum_state,
+            snapshots=snapshots,
+            rng=self._rng,
+            now_ms=self.now_ms(),
+            endpoints=own,
+        )
+        core.on_transition = self._on_transition
+        self.core = core
+        log.info(
+            "node started node.id=%d directory.id=%s cluster.id=%s listener=%s:%d role=%s "
+            "epoch=%d log_end_offset=%d",
+            cfg.node_id,
+            self.directory_id,
+            self.cluster_id,
+            self.listener.host,
+            self.port,
+            core.role,
+            core.epoch,
+            log_.end_offset,
+        )
+        self._pump()
+
+    async def shutdown(self) -> None:
+        """Graceful: a leader resigns (EndQuorumEpoch), the log is flushed, sockets close."""
+        if self._stopping:
+            return
+        core = self.core
+        if core is not None:
+            core.shutdown(self.now_ms())
+            self._pump()
+            # Give EndQuorumEpoch a moment to leave before the channels close.
+            await asyncio.sleep(0.05)
+        self._stopping = True
+        for handle in (self._timer, self._linger):
+            if handle is not None:
+                handle.cancel()
+        self._fail_appends(ConnectionError("node shutting down"))
+        for _, waiters in self._commit_waiters.values():
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(ConnectionError("node shutting down"))
+        self._commit_waiters.clear()
+        if self._server is not None:
+            await self._server.close()
+        for channel in self._channels.values():
+            await channel.close()
+        if self._log is not None:
+            self._log.flush()
+            self._log.close()
+        log.info("node stopped node.id=%d", self.config.node_id)
+        self.stopped.set()
+
+    # -- the pump -------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        core = self.core
+        if core is None or self._stopping:
+            return
+        assert self._log is not None
+        for _ in range(READY_ROUNDS_MAX):
+            now = self.now_ms()
+            ready = core.ready(now)
+            if ready.must_flush:
+                self._log.flush()
+                core.on_flushed(now)
+            for message in ready.messages:
+                self._send(message)
+            if ready.snapshot_loaded is not None:
+                log.info("snapshot loaded snapshot_id=%s", ready.snapshot_loaded)
+            if ready.high_watermark is not None:
+                self._committed(ready.high_watermark)
+            if ready.leader_change is not None:
+                log.info(
+                    "leader change leader=%d epoch=%d",
+                    ready.leader_change.leader_id,
+                    ready.leader_change.epoch,
+                )
+            self._schedule_poll(ready.next_deadline_ms)
+            if not ready.must_flush:
+                return
+        # Still flushing after the bound: poll again at once rather than loop here.
+        self._schedule_poll(self.now_ms())
+
+    def _schedule_poll(self, deadline_ms: int) -> None:
+        assert self._loop is not None
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._loop.call_at(deadline_ms / 1000, self._poll)
+
+    def _poll(self) -> None:
+        self._timer = None
+        if self.core is None or self._stopping:
+            return
+        self.core.poll(self.now_ms())
+        self._pump()
+
+    def _on_transition(self, old: Role, new: Role) -> None:
+        log.info(
+            'role transition node.id=%d from=%s to=%s from_epoch=%d epoch=%d leader=%d reason="%s"',
+            self.config.node_id,
+            old.name,
+            new.name,
+            old.epoch,
+            new.epoch,
+            getattr(new, "leader_id", self.config.node_id if new.name == "leader" else -1),
+            transition_reason(old, new),
+        )
+
+    # -- outbound -------------------------------------------------------------------------
+
+    def _send(self, message: Outbound) -> None:
+        body = message.body
+        if isinstance(body, _REQUEST_TYPES):
+            self._send_request(message.dst, message.request_id, body, message.endpoint)
+            return
+        pending = self._inbound.pop(message.request_id, None)
+        if pending is None or pending.answer.done():
+            return  # the connection went away, or the answer timed out
+        pending.answer.set_result(
+            response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
+        )
+
+    def _send_request(
+        self, dst: int, request_id: int, body: RaftRequest, endpoint: Endpoint | None
+    ) -> None:
+        address = (
+            (endpoint.host, endpoint.port)
+            if endpoint is not None
+            else self._voter_endpoints.get(dst)
+        )
+        if address is None:
+            log.warning("no address for node %d; failing request %d", dst, request_id)
+            assert self._loop is not None
+            self._loop.call_soon(self._on_peer_result, request_id, None, dst)
+            return
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = PeerChannel(
+                address[0],
+                address[1],
+                listener_name=self.listener.name,
+                on_result=self._on_channel_result,
+                request_timeout_ms=self.config.quorum_request_timeout_ms,
+                retry_backoff_ms=self.config.quorum_retry_backoff_ms,
+                frame_max_bytes=self.config.socket_request_max_bytes,
+            )
+            self._channels[address] = channel
+        self._request_dst[request_id] = dst
+        channel.send(request_id, body)
+
+    def _on_channel_result(self, request_id: int, response: RaftResponse | None) -> None:
+        dst = self._request_dst.pop(request_id, None)
+        if dst is not None:
+            self._on_peer_result(request_id, response, dst)
+
+    def _on_peer_result(self, request_id: int, response: RaftResponse | None, dst: int) -> None:
+        core = self.core
+        if core is None or self._stopping:
+            return
+        if response is None:
+            core.step(RequestFailed(dst, request_id), self.now_ms())
+        else:
+            core.step(Inbound(dst, request_id, response), self.now_ms())
+        self._pump()
+
+    # -- inbound --------------------------------------------------------------------------
+
+    async def _handle(self, request: DecodedRequest, listener_name: str) -> ResponsePayload:
+        core = self.core
+        if request.api_key == ApiKey.DESCRIBE_QUORUM:
+            assert core is not None
+            return describe_quorum_response(
+                core,
+                request.message,
+                request.api_version,
+                now_ms=self.now_ms(),
+                wall_ms=int(time.time() * 1000),
+                voter_endpoints=self._voter_endpoints,
+                listener_name=self.listener.name,
+            )
+        if request.api_key not in _RAFT_APIS or core is None or self._stopping:
+            code = (
+                ErrorCode.broker_not_available
+                if request.api_key in _RAFT_APIS
+                else ErrorCode.unsupported_version
+            )
+            return error_response(request.api_key, request.api_version, code)
+        try:
+            body = request_from_kio(request.message, local_id=self.config.node_id)
+        except RejectedRequest as e:
+            return e.response
+        assert self._loop is not None
+        rid = self._next_inbound_id
+        self._next_inbound_id += 1
+        pending = _Inbound(self._loop.create_future(), request.api_version, listener_name)
+        self._inbound[rid] = pending
+        core.step(Inbound(_source_of(body), rid, body), self.now_ms())
+        self._pump()
+        wait_ms = INBOUND_ANSWER_GRACE_MS + (
+            body.max_wait_ms if isinstance(body, FetchRequest) else 0
+        )
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending.answer), wait_ms / 1000)
+        except TimeoutError:
+            log.warning("no answer from the core to %s after %d ms", type(body).__name__, wait_ms)
+            return error_response(request.api_key, request.api_version, ErrorCode.request_timed_out)
+        finally:
+            self._inbound.pop(rid, None)
+
+    # -- the embedding application's API (A3) -----------------------------------------------
+
+    async def append(self, values: Sequence[bytes]) -> int:
+        """Append records as the leader, batched for ``controller.quorum.append.linger.ms``;
+        returns the offset of the last of ``values`` once appended (not yet committed: see
+        :meth:`wait_committed`). Raises ``NotLeaderError`` on a non-leader."""
+        core = self.core
+        if core is None or self._stopping:
+            raise ConnectionError("node is not running")
+        if not values:
+            raise ValueError("append needs at least one record")
+        if core.role != "leader":
+            raise NotLeaderError(core.leader_id, core.epoch)
+        assert self._loop is not None
+        done: asyncio.Future[int] = self._loop.create_future()
+        self._appends.append(_PendingAppend(list(values), done))
+        self._appended_records += len(values)
+        if self._appended_records >= APPEND_BATCH_RECORDS_MAX:
+            self._flush_appends()
+        elif self._linger is None:
+            self._linger = self._loop.call_later(
+                self.config.quorum_append_linger_ms / 1000, self._flush_appends
+            )
+        return await done
+
+    def _fail_appends(self, error: BaseException) -> None:
+        appends, self._appends, self._appended_records = self._appends, [], 0
+        for item in appends:
+            if not item.done.done():
+                item.done.set_exception(error)
+
+    def _flush_appends(self) -> None:
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
+        core = self.core
+        if not self._appends or core is None or self._stopping:
+            return
+        appends, self._appends, self._appended_records = self._appends, [], 0
+        values = [v for item in appends for v in item.values]
+        try:
+            last = core.append(values, self.now_ms())
+        except NotLeaderError as e:
+            self._appends = appends
+            self._fail_appends(e)
+            return
+        offset = last - len(values)
+        for item in appends:
+            offset += len(item.values)
+            item.done.set_result(offset)
+        self._pump()
+
+    async def wait_committed(self, offset: int, epoch: int | None = None) -> None:
+        """Wait until ``offset`` is below the high watermark. With ``epoch`` (the epoch the
+        record was appended in), raise :class:`AppendLostError` if the committed log holds
+        another epoch's record at that offset (it was truncated by a new leader)."""
+        core = self.core
+        assert core is not None and self._loop is not None
+        if epoch is None:
+            epoch = core.epoch
+        if offset < core.high_watermark:
+            self._check_epoch(offset, epoch)
+            return
+        if len(self._commit_waiters) >= COMMIT_WAITERS_MAX:
+            raise RuntimeError(f"more than {COMMIT_WAITERS_MAX} offsets awaited")
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._commit_waiters.setdefault(offset, (epoch, []))[1].append(waiter)
+        await waiter
+
+    def _check_epoch(self, offset: int, epoch: int) -> None:
+        assert self._log is not None
+        held = self._log.epoch_at(offset)
+        if held is not None and held != epoch:
+            raise AppendLostError(f"offset {offset} holds epoch {held}, not {epoch}")
+
+    def _committed(self, high_watermark: int) -> None:
+        for offset in [o for o in self._commit_waiters if o < high_watermark]:
+            epoch, waiters = self._commit_waiters.pop(offset)
+            try:
+                self._check_epoch(offset, epoch)
+                error: BaseException | None = None
+            except AppendLostError as e:
+                error = e
+            for waiter in waiters:
+                if waiter.done():
+                    continue
+                if error is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(error)
+        if self.on_commit is not None:
+            self.on_commit(high_watermark)
+
+    async def run_until_stopped(self) -> None:
+        await self.stopped.wait()

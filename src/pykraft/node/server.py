@@ -1,0 +1,105 @@
+"""``pykraft server start``: run one node until SIGTERM/SIGINT, then shut down gracefully.
+
+Log lines go to stderr, one per event, ``key=value`` structured (role transitions name
+from, to, epoch and reason).
+
+``pykraft.debug.append.interval.ms`` (pykraft's own, off by default) makes the leader append
+one small record ``node-<id>-<n>`` every interval and log ``committed offset=... value=...``
+once it commits: a stand-in for the controller's metadata records until that layer exists,
+used by the end-to-end tests and ``pykraft local up``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from pykraft.node.config import ConfigError, NodeConfig, load_config
+from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
+from pykraft.raft.config import NotLeaderError
+
+__all__ = ["run_server", "serve"]
+
+log = logging.getLogger("pykraft.node")
+
+
+def _setup_logging(node_id: int) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s %(levelname)s [node {node_id}] %(name)s: %(message)s",
+    )
+
+
+async def _debug_appender(node: RaftNode, interval_ms: int) -> None:
+    """Append a numbered record every interval while leader; log each commit."""
+    sequence = 0
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        core = node.core
+        if core is None or core.role != "leader":
+            continue
+        value = f"node-{node.config.node_id}-{sequence}".encode()
+        sequence += 1
+        epoch = core.epoch
+        try:
+            offset = await node.append([value])
+            await node.wait_committed(offset, epoch)
+        except (NotLeaderError, AppendLostError, ConnectionError) as e:
+            log.info("debug append not committed value=%s: %s", value.decode(), e)
+            continue
+        log.info("committed offset=%d epoch=%d value=%s", offset, epoch, value.decode())
+
+
+async def serve(config: NodeConfig) -> int:
+    node = RaftNode(config)
+    try:
+        await node.start()
+    except NodeStartError as e:
+        log.error("cannot start: %s", e)
+        return 1
+    except OSError as e:
+        log.error("cannot listen on %s: %s", config.controller_listener, e)
+        return 1
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    interval_ms = config.debug_append_interval_ms
+    appender = asyncio.ensure_future(_debug_appender(node, interval_ms)) if interval_ms else None
+    await stop.wait()
+    log.info("shutdown requested")
+    if appender is not None:
+        appender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await appender
+    await node.shutdown()
+    return 0
+
+
+def _run(main: Coroutine[Any, Any, int]) -> int:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency, but optional here
+        return asyncio.run(main)
+    result: int = uvloop.run(main)
+    return result
+
+
+def run_server(path: Path) -> int:
+    """Load the config (a one-line error naming the key if bad), then serve."""
+    try:
+        config = load_config(path)
+    except ConfigError as e:
+        print(f"pykraft server: {e}", file=sys.stderr)
+        return 1
+    _setup_logging(config.node_id)
+    for key in config.unknown_keys:
+        log.warning("config %s is not used by pykraft", key)
+    return _run(serve(config))
