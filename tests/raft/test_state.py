@@ -1,0 +1,137 @@
+"""QuorumState: the KIP-996 transition table, persistence before switching, startup rules."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from pykraft.raft.config import IllegalStateError, RaftConfig
+from pykraft.raft.roles import (
+    Candidate,
+    Follower,
+    Leader,
+    Prospective,
+    Resigned,
+    Role,
+    Unattached,
+)
+from pykraft.raft.state import TRANSITIONS, QuorumState, is_allowed
+from pykraft.raft.types import ElectionState, ReplicaKey
+from pykraft.raft.voters import VoterSet
+from pykraft.records import build_batch
+from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore
+
+K1, K2 = ReplicaKey(1), ReplicaKey(2)
+
+
+def role(name: str, epoch: int, voted: ReplicaKey | None = None) -> Role:
+    return {
+        "unattached": lambda: Unattached(epoch, voted, 0),
+        "prospective": lambda: Prospective(epoch, voted, -1, (), 0, 0),
+        "candidate": lambda: Candidate(epoch, 0, 1),
+        "leader": lambda: Leader(epoch, 0, frozenset(), 0, 0),
+        "follower": lambda: Follower(epoch, 2, (), voted, 0),
+        "resigned": lambda: Resigned(epoch, 0, ()),
+    }[name]()
+
+
+NAMES = ["unattached", "prospective", "candidate", "leader", "follower", "resigned"]
+LEGAL = {  # (from, to) -> epoch deltas allowed; "v" = same epoch adding a vote
+    ("resigned", "unattached"): {1, 2},
+    ("resigned", "follower"): {1, 2},
+    ("unattached", "unattached"): {1, 2, "v"},
+    ("unattached", "prospective"): {0},
+    ("unattached", "follower"): {0, 1, 2},
+    ("prospective", "unattached"): {0, 1, 2},
+    ("prospective", "prospective"): {"v"},
+    ("prospective", "candidate"): {1},
+    ("prospective", "follower"): {0, 1, 2},
+    ("candidate", "unattached"): {1, 2},
+    ("candidate", "prospective"): {0},
+    ("candidate", "leader"): {0},
+    ("candidate", "follower"): {0, 1, 2},
+    ("leader", "unattached"): {1, 2},
+    ("leader", "resigned"): {0},
+    ("follower", "unattached"): {1, 2},
+    ("follower", "prospective"): {0},
+    ("follower", "follower"): {1, 2},
+}
+
+
+@pytest.mark.parametrize(("old", "new"), list(itertools.product(NAMES, NAMES)))
+def test_every_transition_against_the_table(old: str, new: str) -> None:
+    allowed = LEGAL.get((old, new), set())
+    for delta in (-1, 0, 1, 2):
+        got = is_allowed(role(old, 5), role(new, 5 + delta))
+        assert got == (delta in allowed), (old, new, delta)
+    if old == new and old in ("unattached", "prospective"):
+        assert is_allowed(role(old, 5), role(new, 5, K2)) == ("v" in allowed)
+    assert set(TRANSITIONS.get(old, {})) == {t for (f, t) in LEGAL if f == old}
+
+
+def make(stored: ElectionState | None = None, log_epoch: int = 0, voters=(1, 2, 3), local=1):
+    store = MemoryQuorumStateStore()
+    if stored is not None:
+        store.write(stored)
+    log = MemoryLog()
+    if log_epoch:
+        log.append(build_batch(0, log_epoch, [b"x"], 0))
+    qs = QuorumState(
+        config=RaftConfig(),
+        local_key=ReplicaKey(local),
+        voters=VoterSet.from_ids(voters),
+        store=store,
+        log=log,
+        rng=random.Random(0),
+        now_ms=0,
+    )
+    return qs, store
+
+
+def test_startup_rules() -> None:
+    assert make()[0].role.name == "unattached"
+    qs, store = make(ElectionState(2), log_epoch=4)
+    assert (qs.role.name, qs.epoch, store.read()) == ("unattached", 4, ElectionState(4))
+    assert make(ElectionState(3, 1, K1))[0].role.name == "resigned"
+    qs = make(ElectionState(3, voted_key=K1))[0]
+    assert (qs.role.name, qs.epoch) == ("candidate", 3)
+    qs = make(ElectionState(3, 2, K1))[0]
+    assert (qs.role.name, qs.leader_id, qs.voted_key) == ("follower", 2, K1)
+    qs = make(ElectionState(3, voted_key=K2))[0]
+    assert (qs.role.name, qs.voted_key) == ("unattached", K2)
+    qs = make(ElectionState(3, voted_key=ReplicaKey(4)), local=4)  # observer
+    assert qs[0].role.name == "unattached" and qs[0].is_observer
+
+
+def test_persists_before_switching() -> None:
+    qs, store = make()
+    seen: list[tuple[str, ElectionState | None]] = []
+    qs.on_transition = lambda old, new: seen.append((new.name, store.read()))
+    qs.to_unattached(3, 0)
+    qs.add_vote(K2, 0)
+    assert seen[-1] == ("unattached", ElectionState(3, voted_key=K2))
+    with pytest.raises(IllegalStateError):  # one vote per epoch
+        qs.add_vote(ReplicaKey(3), 0)
+
+
+def test_illegal_and_observer_transitions_refused() -> None:
+    qs, _ = make()
+    with pytest.raises(IllegalStateError):
+        qs.to_candidate(0)  # only Prospective becomes Candidate
+    with pytest.raises(IllegalStateError):
+        qs.to_leader(0, 0, 10)
+    obs, _ = make(local=4)
+    with pytest.raises(IllegalStateError):
+        obs.to_prospective(0)
+    obs.to_follower(0, 1, (), 0)
+    assert obs.role.name == "follower"
+
+
+def test_generation_counts_transitions() -> None:
+    qs, _ = make()
+    g = qs.generation
+    qs.to_prospective(0)
+    qs.to_candidate(0)
+    assert qs.generation == g + 2 and qs.epoch == 1 and qs.voted_key == K1
