@@ -1,11 +1,134 @@
-"""`pykraft sim` (placeholder until its issue lands)."""
+"""`pykraft sim`: run the deterministic simulator.
+
+    pykraft sim run --seed N [--voters 3] [--observers 1] [--profile NAME] [--events K]
+                    [--no-pre-vote] [--trace FILE.jsonl]
+    pykraft sim sweep --seeds A..B [--profile P[,P2...]] [--jobs 2] [--events K] ...
+    pykraft sim profiles
+
+``run`` prints a summary; on a violated invariant it prints the seed, the invariant and the
+last events, and exits 1. ``sweep`` runs every seed of ``A..B`` (B excluded) with every
+profile, reports failures with their seeds and a per-profile table, and exits 1 if any run
+failed. The trace format is documented in ``pykraft.sim.trace``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
+
+_DEFAULT_PROFILES = "none,lossy,partitions,crashes,disk,chaos"
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("sim", help="(not yet available)")
-    parser.set_defaults(func=lambda args: 2)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "sim", help="deterministic simulation of a KRaft quorum under faults"
+    )
+
+    def usage(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=usage)
+    cmds = parser.add_subparsers(dest="sim_command", metavar="SIM_COMMAND")
+
+    run_p = cmds.add_parser("run", help="run one seed and print a summary")
+    run_p.add_argument("--seed", type=int, required=True)
+    run_p.add_argument("--profile", default="none", help="fault profile (see `sim profiles`)")
+    _common(run_p, events_default=20_000)
+    run_p.add_argument("--trace", metavar="FILE.jsonl", help="write every event as JSONL")
+    run_p.set_defaults(func=_cmd_run)
+
+    sweep_p = cmds.add_parser("sweep", help="run many seeds on several cores")
+    sweep_p.add_argument("--seeds", required=True, help="A..B (B excluded) or N")
+    sweep_p.add_argument(
+        "--profile", default=_DEFAULT_PROFILES, help="comma-separated fault profiles"
+    )
+    sweep_p.add_argument("--jobs", type=int, default=2, help="worker processes")
+    sweep_p.add_argument("--quiet", action="store_true", help="no progress line per failure")
+    _common(sweep_p, events_default=5_000)
+    sweep_p.set_defaults(func=_cmd_sweep)
+
+    prof_p = cmds.add_parser("profiles", help="list the fault profiles")
+    prof_p.set_defaults(func=_cmd_profiles)
+
+
+def _common(p: argparse.ArgumentParser, events_default: int) -> None:
+    p.add_argument("--voters", type=int, default=3)
+    p.add_argument("--observers", type=int, default=1)
+    p.add_argument(
+        "--events",
+        type=int,
+        default=events_default,
+        help="events of the fault phase (the heal phase follows)",
+    )
+    p.add_argument("--no-pre-vote", dest="pre_vote", action="store_false")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pykraft.sim import SimConfig, TraceWriter, get_profile, run
+
+    try:
+        profile = get_profile(args.profile)
+    except ValueError as e:
+        print(f"pykraft sim: {e}", file=sys.stderr)
+        return 2
+    config = SimConfig(
+        seed=args.seed,
+        voters=args.voters,
+        observers=args.observers,
+        profile=profile,
+        events=args.events,
+        pre_vote=args.pre_vote,
+    )
+    if args.trace:
+        with open(args.trace, "w", encoding="utf-8") as f:
+            result = run(config, TraceWriter(f))
+    else:
+        result = run(config)
+    print(result.summary())
+    return 0 if result.violation is None else 1
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from pykraft.sim import SimResult, get_profile, sweep
+    from pykraft.sim.sweep import parse_seeds
+
+    try:
+        seeds = parse_seeds(args.seeds)
+        profiles = [p.strip() for p in args.profile.split(",") if p.strip()]
+        for name in profiles:
+            get_profile(name)
+    except ValueError as e:
+        print(f"pykraft sim: {e}", file=sys.stderr)
+        return 2
+
+    def progress(result: SimResult) -> None:
+        if result.violation is not None and not args.quiet:
+            v = result.violation
+            print(
+                f"FAIL seed {result.seed} profile {result.profile}: {v.invariant}: "
+                f"{v.message[:200]}",
+                flush=True,
+            )
+
+    report = sweep(
+        seeds,
+        profiles,
+        events=args.events,
+        voters=args.voters,
+        observers=args.observers,
+        pre_vote=args.pre_vote,
+        jobs=args.jobs,
+        on_result=progress,
+    )
+    print(report.format())
+    return 0 if report.ok else 1
+
+
+def _cmd_profiles(args: argparse.Namespace) -> int:
+    from pykraft.sim import PROFILES
+
+    for profile in PROFILES.values():
+        print(profile.describe())
+    return 0

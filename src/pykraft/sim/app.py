@@ -17,7 +17,13 @@ from __future__ import annotations
 from pykraft.raft.interfaces import ReplicatedLog, SnapshotStore
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.records import decode_records, iter_batches
-from pykraft.sim.history import CommittedHistory, InvariantViolation, mix_digest
+from pykraft.sim.history import (
+    BATCH_FIELDS,
+    BATCH_LENGTH_OVERHEAD,
+    CommittedHistory,
+    InvariantViolation,
+    mix_digest,
+)
 
 SNAPSHOT_PREFIX = b"pykraft-sim-state:"
 _READ_BYTES = 64 * 1024
@@ -53,6 +59,8 @@ class StateMachine:
         """Apply every whole batch below ``high_watermark``; returns batches applied."""
         applied = 0
         history = self._history
+        by_base = history.by_base
+        unpack_from = BATCH_FIELDS.unpack_from
         node = self.node_id
         # Bound: every pass applies at least one batch (>= 1 offset) or raises.
         for _ in range(max(0, high_watermark - self.applied_end)):
@@ -66,28 +74,35 @@ class StateMachine:
                     f"[{log.start_offset}, {log.end_offset}), high watermark {high_watermark})",
                     node,
                 )
-            for header, _pos in iter_batches(data, verify_crc=False):
-                if header.next_offset > high_watermark:
+            pos = 0
+            size = len(data)
+            while pos < size:
+                base, length, epoch, _magic, crc, _attrs, delta = unpack_from(data, pos)
+                pos += BATCH_LENGTH_OVERHEAD + length
+                nxt = base + delta + 1
+                if nxt > high_watermark:
                     return applied
-                if header.base_offset != self.applied_end:
+                if base != self.applied_end:
                     raise InvariantViolation(
                         "committed-unchanged",
                         f"node {node} applied up to {self.applied_end} but its log has a batch "
-                        f"[{header.base_offset}, {header.next_offset}) there",
+                        f"[{base}, {nxt}) there",
                         node,
                     )
-                entry = history.check(
-                    header.base_offset,
-                    header.next_offset,
-                    header.partition_leader_epoch,
-                    header.crc,
-                    node,
-                    "application",
-                )
+                entry = by_base.get(base)
+                if (
+                    entry is None
+                    or entry.next_offset != nxt
+                    or entry.epoch != epoch
+                    or (entry.crc != crc)
+                ):
+                    history.check(base, nxt, epoch, crc, node, "application")  # raises
+                    raise AssertionError("unreachable")
+                assert entry is not None
                 self.records += entry.data_records
                 self.records_since_snapshot += entry.data_records
-                self.digest = mix_digest(self.digest, header.crc)
-                self.applied_end = header.next_offset
+                self.digest = mix_digest(self.digest, crc)
+                self.applied_end = nxt
                 applied += 1
         return applied
 

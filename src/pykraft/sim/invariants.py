@@ -36,7 +36,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from pykraft.records import iter_batches
-from pykraft.sim.history import CommittedHistory, InvariantViolation
+from pykraft.sim.history import (
+    BATCH_FIELDS,
+    BATCH_LENGTH_OVERHEAD,
+    CONTROL_FLAG,
+    CommittedHistory,
+    InvariantViolation,
+)
 from pykraft.sim.node import LEADER, SimNode
 
 _READ_BYTES = 1024 * 1024
@@ -102,15 +108,23 @@ class InvariantChecker:
             self._observer.role_changed(node, role, now_ms)
         if hwm != node.obs_hwm:
             self._hwm_changed(node, hwm, role, epoch, now_ms)
-        start = node.log.start_offset
+        log = node.log
+        if hwm > log.end_offset:
+            # Also after the fact: a truncation below the high watermark.
+            raise InvariantViolation(
+                "hwm-below-leo",
+                f"node {node.id}'s high watermark {hwm} is above its log end offset "
+                f"{log.end_offset} (committed data truncated?)",
+                node.id,
+            )
+        start = log.start_offset
         if start != node.obs_start_offset:
             self.checks += 1
             latest = node.snapshots.latest()
             if start > 0 and (latest is None or latest.offset < start):
                 raise InvariantViolation(
                     "log-start-snapshot",
-                    f"node {node.id}'s log starts at {start} but its latest snapshot is "
-                    f"{latest}",
+                    f"node {node.id}'s log starts at {start} but its latest snapshot is {latest}",
                     node.id,
                 )
             node.obs_start_offset = start
@@ -184,6 +198,7 @@ class InvariantChecker:
         majority of voters."""
         log = node.log
         history = self.history
+        unpack_from = BATCH_FIELDS.unpack_from
         offset = max(old, log.start_offset)
         if offset > history.end_offset:
             raise InvariantViolation(
@@ -200,16 +215,19 @@ class InvariantChecker:
             if not data:
                 raise InvariantViolation(
                     "hwm-below-leo",
-                    f"leader {node.id} cannot read offset {offset} below its high watermark "
-                    f"{hwm}",
+                    f"leader {node.id} cannot read offset {offset} below its high watermark {hwm}",
                     node.id,
                 )
-            for header, _pos in iter_batches(data, verify_crc=False):
-                if header.base_offset >= hwm:
+            pos = 0
+            size = len(data)
+            while pos < size:
+                base, length, epoch, _magic, crc, attrs, delta = unpack_from(data, pos)
+                pos += BATCH_LENGTH_OVERHEAD + length
+                if base >= hwm:
                     return
-                base, nxt, epoch = header.base_offset, header.next_offset, header.epoch
-                data_records = 0 if header.is_control else header.record_count
-                if history.record(base, nxt, epoch, header.crc, data_records, now_ms, node.id):
+                nxt = base + delta + 1
+                data_records = 0 if attrs & CONTROL_FLAG else delta + 1
+                if history.record(base, nxt, epoch, crc, data_records, now_ms, node.id):
                     self._check_majority(node, base, nxt, epoch)
                     self._observer.committed(node, base, nxt, now_ms)
                 offset = nxt

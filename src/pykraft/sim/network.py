@@ -28,8 +28,8 @@ class Network:
     the last in-order message on ``s -> d`` (FIFO is kept by never scheduling before it)."""
 
     __slots__ = (
-        "_dup_rate",
         "_drop_rate",
+        "_dup_rate",
         "_last_delivery_ms",
         "_latency_min_ms",
         "_latency_span",

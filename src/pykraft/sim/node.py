@@ -155,9 +155,10 @@ class SimNode:
         remember the next deadline. A flush is an input (``on_flushed``), so it is followed
         by another ``Ready``.
 
-        ``observe`` (the invariant checker) runs once the flush is done and before anything
-        leaves the node or is applied, so a leader's newly committed batches are recorded in
-        the history before any follower can learn of them."""
+        ``observe`` (the invariant checker) runs before the application applies anything
+        and once more at the end, so a leader's newly committed batches are recorded in the
+        global history before its own application or any follower (a later event) can apply
+        them."""
         core = self.core
         assert core is not None
         for _ in range(READY_ROUNDS_MAX):
@@ -165,18 +166,19 @@ class SimNode:
             if ready.must_flush:
                 self.log.flush()
                 core.on_flushed(now_ms)
-            observe(self)
             for out in ready.messages:
                 send(self, out, now_ms)
             if ready.snapshot_loaded is not None:
                 self.snapshots_installed += 1
                 self.app.load_snapshot(self.snapshots, ready.snapshot_loaded)
             if ready.high_watermark is not None:
+                observe(self)
                 self.app.apply(self.log, ready.high_watermark)
                 if self.app.wants_snapshot():
                     self._snapshot(core, now_ms)
             self.deadline_ms = ready.next_deadline_ms
             if not ready.must_flush:
+                observe(self)
                 return
         raise AssertionError(f"node {self.id}: Ready still flushing after {READY_ROUNDS_MAX}")
 

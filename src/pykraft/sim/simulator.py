@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import heapq
 import random
+import traceback
 from collections import deque
+from typing import Any
 
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
@@ -79,7 +81,9 @@ _FP_MASK = (1 << 64) - 1
 # in case a bug makes time stand still.
 HEAL_PHASE_EVENTS_MAX = 5_000_000
 
-Event = tuple[int, int, int, int, object]  # (time_ms, sequence, kind, node id, payload)
+# (time_ms, sequence, kind, node id, payload). The payload's type depends on the kind (see
+# EV_*); it is ``Any`` so that the hot loop unpacks it without casts.
+Event = tuple[int, int, int, int, Any]
 
 
 class Simulation:
@@ -128,7 +132,7 @@ class Simulation:
         self._expiry: deque[tuple[int, int]] = deque()
         self._next_tid = 1
         self._fingerprint = 0
-        self._recent: deque[tuple[int, int, int, int, object]] = deque(maxlen=config.last_events)
+        self._recent: deque[tuple[int, int, int, int, Any]] = deque(maxlen=config.last_events)
         self._leaders_seen: set[tuple[int, int]] = set()
         self._leaderless_since_ms: int | None = 0
         self._post_heal_appends: dict[int, int] = {}  # last offset -> epoch
@@ -145,7 +149,7 @@ class Simulation:
 
     # -- scheduling --------------------------------------------------------------------------
 
-    def _push(self, at_ms: int, kind: int, node_id: int, payload: object) -> None:
+    def _push(self, at_ms: int, kind: int, node_id: int, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self.queue, (at_ms, self._seq, kind, node_id, payload))
 
@@ -234,7 +238,8 @@ class Simulation:
         if type(body) in _REQUEST_TYPES:
             tid = self._next_tid
             self._next_tid = tid + 1
-            self._expire_outstanding(now_ms)
+            if self._expiry and self._expiry[0][0] <= now_ms:
+                self._expire_outstanding(now_ms)
             self._outstanding[tid] = (node.id, node.incarnation, out.request_id, dst)
             self._expiry.append((now_ms + self.config.request_timeout_ms, tid))
             target = self.by_id[dst] if 0 < dst < len(self.by_id) else None
@@ -283,9 +288,7 @@ class Simulation:
         )
 
     def _trace_drop(self, src: int, dst: int, body: object, reason: str) -> None:
-        self.trace_event(
-            None, "drop", src=src, dst=dst, msg=type(body).__name__, reason=reason
-        )
+        self.trace_event(None, "drop", src=src, dst=dst, msg=type(body).__name__, reason=reason)
 
     # -- observer callbacks (InvariantChecker) -------------------------------------------------
 
@@ -320,7 +323,10 @@ class Simulation:
         entry = self.history.by_base[base_offset]
         if self.trace is not None:
             self.trace_event(
-                node.id, "commit", base_offset=base_offset, next_offset=next_offset,
+                node.id,
+                "commit",
+                base_offset=base_offset,
+                next_offset=next_offset,
                 epoch=entry.epoch,
             )
         if (
@@ -374,6 +380,21 @@ class Simulation:
                 last_events=tuple(self._format_recent()),
             )
             self.trace_event(v.node, "violation", invariant=v.invariant, message=v.message)
+        except Exception as e:  # a crash of the core (or of ours) is a finding too
+            frames = traceback.extract_tb(e.__traceback__)[-3:]
+            where = " <- ".join(
+                f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in reversed(frames)
+            )
+            message = f"{type(e).__name__}: {e} at {where}"
+            result.violation = Violation(
+                invariant="exception",
+                message=message,
+                time_ms=self.now_ms,
+                event_index=self.event_index,
+                node=None,
+                last_events=tuple(self._format_recent()),
+            )
+            self.trace_event(None, "violation", invariant="exception", message=message)
         self._finish()
         return result
 
@@ -385,6 +406,7 @@ class Simulation:
         by_id = self.by_id
         recent = self._recent
         hook = self.config.hook
+        audit_every = self.config.audit_every_events
         fingerprint = self._fingerprint
         processed = 0
         try:
@@ -402,15 +424,17 @@ class Simulation:
                     if core is None:
                         continue
                     if kind == EV_REQUEST:
-                        incarnation, inbound = payload  # type: ignore[misc]
+                        incarnation, inbound = payload
                         if incarnation != node.incarnation:
                             continue
                         self.event_index += 1
                         if self.trace is not None:
-                            self._trace_deliver(node_id, inbound.src, inbound.request_id, inbound.body)
+                            self._trace_deliver(
+                                node_id, inbound.src, inbound.request_id, inbound.body
+                            )
                         core.step(inbound, at_ms)
                     elif kind == EV_RESPONSE:
-                        tid, responder, body = payload  # type: ignore[misc]
+                        tid, responder, body = payload
                         entry = self._outstanding.pop(tid, None)
                         if entry is None or entry[1] != node.incarnation:
                             continue
@@ -431,7 +455,7 @@ class Simulation:
                             self.trace_event(node_id, "poll")
                         core.poll(at_ms)
                     else:  # EV_REFUSED
-                        entry = self._outstanding.pop(payload, None)  # type: ignore[arg-type]
+                        entry = self._outstanding.pop(payload, None)
                         if entry is None or entry[1] != node.incarnation:
                             continue
                         self.event_index += 1
@@ -450,6 +474,8 @@ class Simulation:
                 recent.append((at_ms, self.event_index, kind, node_id, payload))
                 if hook is not None:
                     hook(self, self.event_index)
+                if audit_every and self.event_index % audit_every == 0:
+                    self.checker.audit()
                 if self.healing and self._recovered():
                     return
         finally:
@@ -560,10 +586,10 @@ class Simulation:
         for at_ms, index, kind, node_id, payload in self._recent:
             detail = ""
             if kind == EV_REQUEST:
-                _inc, inbound = payload  # type: ignore[misc]
+                _inc, inbound = payload
                 detail = f"from {inbound.src}: {describe_message(inbound.body)}"
             elif kind == EV_RESPONSE:
-                _tid, responder, body = payload  # type: ignore[misc]
+                _tid, responder, body = payload
                 detail = f"from {responder}: {describe_message(body)}"
             elif kind == EV_HEAL:
                 detail = f"fault {payload}"
