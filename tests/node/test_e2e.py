@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kio.schema.describe_quorum.v2.request as dq
 import pytest
 
 from pykraft.net.client import Connection
+from pykraft.node.describe import describe_quorum_request
 from pykraft.protocol import ErrorCode
 from pykraft.records import decode_records, iter_batches
 
@@ -133,14 +133,7 @@ def quorum(tmp_path: Path) -> Iterator[list[Node]]:
 async def describe(port: int) -> Any:
     conn = await Connection.open("127.0.0.1", port, timeout_ms=1000)
     try:
-        request = dq.DescribeQuorumRequest(
-            topics=(
-                dq.TopicData(
-                    topic_name="__cluster_metadata",
-                    partitions=(dq.PartitionData(partition_index=0),),
-                ),
-            )
-        )
+        request = describe_quorum_request()
         response: Any = await conn.request(request, timeout_ms=1000)
         return response.topics[0].partitions[0]
     finally:

@@ -20,7 +20,7 @@ from pykraft.raft.core import RaftCore
 from pykraft.raft.roles import Leader, ReplicaProgress
 from pykraft.raft.types import ReplicaKey
 
-__all__ = ["describe_quorum_response"]
+__all__ = ["describe_quorum_request", "describe_quorum_response"]
 
 _API_KEY = 55
 
@@ -105,3 +105,20 @@ def describe_quorum_response(
         )
     response: ResponsePayload = mod.DescribeQuorumResponse(**top)
     return response
+
+
+def describe_quorum_request() -> RequestPayload:
+    """DescribeQuorum v2 for ``__cluster_metadata-0`` (what an operator's tool sends)."""
+    import kio.schema.describe_quorum.v2.request as dq
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32
+
+    request: RequestPayload = dq.DescribeQuorumRequest(
+        topics=(
+            dq.TopicData(
+                topic_name=TopicName(METADATA_TOPIC),
+                partitions=(dq.PartitionData(partition_index=i32(METADATA_PARTITION)),),
+            ),
+        )
+    )
+    return request
