@@ -109,7 +109,7 @@ def send_begin_quorum(core: RaftCore, leader: Leader, now_ms: int) -> None:
     for vid, progress in leader.voters.items():
         if progress.last_fetch_ms >= 0 and progress.last_fetch_ms > now_ms - period:
             continue
-        if core._can_send(vid, "begin", now_ms):
+        if core.can_send(vid, "begin", now_ms):
             core.send(
                 vid,
                 BeginQuorumEpochRequest(

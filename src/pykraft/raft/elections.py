@@ -1,0 +1,331 @@
+"""Elections: Vote (with KIP-996 pre-votes), BeginQuorumEpoch, EndQuorumEpoch, and the timers
+of every role (B2, B3, B8-B10, C1-C5, D7).
+
+Functions of the ``RaftCore`` they are handed, like ``replication.py``; roles change only
+through ``core.quorum`` (QuorumState owns the transition table).
+
+Invariants kept here:
+* a standard vote is granted at most once per epoch and made durable before the answer leaves;
+* only voters' answers count toward an election, against the *current* voter set (which may
+  change between two answers at kraft.version 1);
+* Vote and BeginQuorumEpoch are handled whether or not the sender or the receiver is in the
+  receiver's voter set (D7): the voter set may not have replicated yet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft import replication
+from pykraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from pykraft.raft.quorum import VoteResult, vote_result
+from pykraft.raft.roles import (
+    FOREVER,
+    Candidate,
+    Follower,
+    Leader,
+    Prospective,
+    Resigned,
+    Role,
+    Unattached,
+)
+from pykraft.raft.types import NO_LEADER, ReplicaKey
+
+if TYPE_CHECKING:
+    from pykraft.raft.core import RaftCore, SentRequest
+
+RETRY_BACKOFF_BASE_MS = 100  # Kafka's base for the candidate's exponential backoff
+
+
+# -- Vote (B3, C2-C4) ---------------------------------------------------------------------
+
+
+def _vote_response(core: RaftCore, error: ErrorCode, granted: bool, pre_vote: bool) -> VoteResponse:
+    qs = core.quorum
+    return VoteResponse(error, qs.epoch, qs.leader_id, granted, core.leader_endpoints(), pre_vote)
+
+
+def handle_vote(core: RaftCore, req: VoteRequest, now_ms: int) -> VoteResponse:
+    if not core.cluster_ok(req.cluster_id):
+        return _vote_response(core, ErrorCode.inconsistent_cluster_id, False, req.pre_vote)
+    if not core.addressed_to_us(req.voter_key):
+        return _vote_response(core, ErrorCode.invalid_voter_key, False, req.pre_vote)
+    qs = core.quorum
+    if req.candidate_epoch < qs.epoch:
+        return _vote_response(core, ErrorCode.fenced_leader_epoch, False, req.pre_vote)
+    if req.candidate_epoch > qs.epoch:
+        # A higher epoch, standard vote or pre-vote, moves us to Unattached first (B3, C3).
+        qs.to_unattached(req.candidate_epoch, now_ms)
+    log = core.log
+    log_ok = (req.last_offset_epoch, req.last_offset) >= (
+        log.last_fetched_epoch(),
+        log.end_offset,
+    )
+    role = qs.role
+    # D7: neither the candidate nor this replica needs to be in our voter set: it may not
+    # have replicated yet. Pre-vote is what keeps a removed voter from disrupting (C).
+    granted = req.candidate_key.id != core.local_key.id and role.can_grant_vote(
+        req.candidate_key, log_ok, req.pre_vote
+    )
+    if granted and not req.pre_vote and qs.voted_key is None:
+        qs.add_vote(req.candidate_key, now_ms)  # durable before the answer leaves (B2)
+    return _vote_response(core, ErrorCode.none, granted, req.pre_vote)
+
+
+def handle_vote_response(
+    core: RaftCore, src: int, req: SentRequest, resp: VoteResponse, now_ms: int
+) -> None:
+    qs = core.quorum
+    role = qs.role
+    if (
+        req.pre_vote
+        and isinstance(role, Prospective)
+        and (
+            resp.error == ErrorCode.unsupported_version
+            or (resp.error == ErrorCode.none and not resp.pre_vote)
+        )
+    ):
+        qs.to_candidate(now_ms)  # the peer predates KIP-996: old behaviour (C4)
+        check_election(core, now_ms)
+        return
+    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+        return
+    if resp.error != ErrorCode.none:
+        core.backoff(src, "vote", now_ms)
+        return
+    if (isinstance(role, Prospective) and req.pre_vote) or (
+        isinstance(role, Candidate) and not req.pre_vote
+    ):
+        (role.granted if resp.vote_granted else role.rejected).add(src)
+    else:
+        return  # e.g. a pre-vote answer reaching a Candidate: ignored (C4)
+    check_election(core, now_ms)
+
+
+def _tally(role: Prospective | Candidate, voter_ids: frozenset[int]) -> VoteResult:
+    """Only current voters count: the voter set may have changed since the requests left."""
+    return vote_result(role.granted & voter_ids, role.rejected & voter_ids, len(voter_ids))
+
+
+def check_election(core: RaftCore, now_ms: int) -> None:
+    """Act on a decided (pre-)vote: Prospective -> Candidate or back; Candidate -> Leader or
+    backoff."""
+    qs = core.quorum
+    role = qs.role
+    if isinstance(role, Prospective):
+        result = _tally(role, qs.voters.ids)
+        if result is VoteResult.WON:
+            qs.to_candidate(now_ms)
+            check_election(core, now_ms)
+        elif result is VoteResult.LOST:
+            prospective_lost(core, role, now_ms)
+    elif isinstance(role, Candidate) and role.backoff_until_ms is None:
+        result = _tally(role, qs.voters.ids)
+        if result is VoteResult.WON:
+            replication.become_leader(core, now_ms)
+        elif result is VoteResult.LOST:
+            role.backoff_until_ms = now_ms + _election_backoff_ms(core, role.retries)
+
+
+def prospective_lost(core: RaftCore, role: Prospective, now_ms: int) -> None:
+    """C2: pre-vote lost or timed out -> Follower of the known leader, else Unattached."""
+    qs = core.quorum
+    if role.leader_id != NO_LEADER and (role.leader_endpoints or role.leader_id in qs.voters.ids):
+        qs.to_follower(role.epoch, role.leader_id, role.leader_endpoints, now_ms)
+    else:
+        qs.to_unattached(role.epoch, now_ms)
+
+
+def _election_backoff_ms(core: RaftCore, retries: int) -> int:
+    """Kafka's binary exponential backoff after a lost election, capped (B10)."""
+    spread = 2 << min(20, max(retries, 1) - 1)
+    return min(
+        RETRY_BACKOFF_BASE_MS * core.rng.randrange(0, spread),
+        core.config.election_backoff_max_ms,
+    )
+
+
+def start_prospective(core: RaftCore, now_ms: int) -> None:
+    qs = core.quorum
+    qs.to_prospective(now_ms)
+    if not core.config.pre_vote:
+        qs.to_candidate(now_ms)  # measuring KIP-996: skip the canvassing
+    check_election(core, now_ms)
+
+
+def send_votes(core: RaftCore, role: Prospective | Candidate, now_ms: int) -> None:
+    pre_vote = isinstance(role, Prospective)
+    log = core.log
+    voters = core.quorum.voters
+    for dst in voters.others(core.local_key.id):
+        if dst in role.granted or dst in role.rejected or not core.can_send(dst, "vote", now_ms):
+            continue
+        core.send(
+            dst,
+            VoteRequest(
+                core.config.cluster_id,
+                role.epoch,
+                core.local_key,
+                voters.voters[dst].key,
+                log.last_fetched_epoch(),
+                log.end_offset,
+                pre_vote,
+            ),
+            "vote",
+            now_ms,
+        )
+
+
+# -- BeginQuorumEpoch / EndQuorumEpoch (B8) -----------------------------------------------
+
+
+def _begin_end_error(core: RaftCore, cluster_id: str | None, epoch: int) -> ErrorCode | None:
+    if not core.cluster_ok(cluster_id):
+        return ErrorCode.inconsistent_cluster_id
+    if epoch < core.quorum.epoch:
+        return ErrorCode.fenced_leader_epoch
+    return None
+
+
+def handle_begin(
+    core: RaftCore, req: BeginQuorumEpochRequest, now_ms: int
+) -> BeginQuorumEpochResponse:
+    error = _begin_end_error(core, req.cluster_id, req.leader_epoch)
+    if error is None and not core.addressed_to_us(req.voter_key):
+        error = ErrorCode.invalid_voter_key
+    if error is None and req.leader_id == core.local_key.id:
+        error = ErrorCode.invalid_request
+    if error is None:
+        # D7: accepted even when we are not (yet) a voter in our own copy of the voter set.
+        core.follow(req.leader_epoch, req.leader_id, req.leader_endpoints, now_ms)
+    qs = core.quorum
+    return BeginQuorumEpochResponse(
+        error or ErrorCode.none, qs.epoch, qs.leader_id, core.leader_endpoints()
+    )
+
+
+def handle_end(core: RaftCore, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
+    error = _begin_end_error(core, req.cluster_id, req.leader_epoch)
+    qs = core.quorum
+    if error is None and req.leader_id != core.local_key.id:
+        core.follow(req.leader_epoch, req.leader_id, req.leader_endpoints, now_ms)
+        role = qs.role
+        if isinstance(role, Follower) and role.leader_id == req.leader_id and not qs.is_observer:
+            # The leader is gone: elect a successor after a delay by rank (B8), and stop
+            # refusing pre-votes on its behalf.
+            role.fetch_deadline_ms = now_ms + _successor_delay_ms(core, req.preferred_successors)
+            role.fetched_from_leader = False
+    return EndQuorumEpochResponse(
+        error or ErrorCode.none, qs.epoch, qs.leader_id, core.leader_endpoints()
+    )
+
+
+def _successor_delay_ms(core: RaftCore, successors: tuple[ReplicaKey, ...]) -> int:
+    """Kafka's strict exponential delay by position: first 0, then 100, 200, 400... ms;
+    not listed -> the maximum backoff."""
+    position = next(
+        (i for i, k in enumerate(successors) if core.addressed_to_us(k)), len(successors)
+    )
+    backoff_max_ms = core.config.election_backoff_max_ms
+    if position == 0:
+        return 0
+    if position >= len(successors):
+        return backoff_max_ms
+    return min(backoff_max_ms, RETRY_BACKOFF_BASE_MS * (1 << (position - 1)))
+
+
+def handle_begin_end_response(
+    core: RaftCore,
+    src: int,
+    req: SentRequest,
+    resp: BeginQuorumEpochResponse | EndQuorumEpochResponse,
+    now_ms: int,
+) -> None:
+    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+        return
+    if resp.error != ErrorCode.none:
+        core.backoff(src, req.kind, now_ms)
+        return
+    role = core.quorum.role
+    if isinstance(role, Resigned) and req.kind == "end":
+        role.unacked.discard(src)
+
+
+def send_end_quorum(core: RaftCore, role: Resigned, now_ms: int) -> None:
+    for dst in sorted(role.unacked):
+        if core.can_send(dst, "end", now_ms):
+            core.send(
+                dst,
+                EndQuorumEpochRequest(
+                    core.config.cluster_id,
+                    role.epoch,
+                    core.local_key.id,
+                    role.preferred_successors,
+                    core.endpoints,
+                ),
+                "end",
+                now_ms,
+            )
+
+
+# -- timers ---------------------------------------------------------------------------------
+
+
+def fire_timers(core: RaftCore, now_ms: int) -> bool:
+    """Fire the current role's expired timer; True when that changed the role."""
+    qs = core.quorum
+    role = qs.role
+    generation = qs.generation
+    if isinstance(role, Unattached):
+        # A single voter needs nobody: it campaigns at once (Kafka does the same).
+        if (role.election_deadline_ms <= now_ms or qs.is_only_voter) and not qs.is_observer:
+            start_prospective(core, now_ms)
+    elif isinstance(role, Prospective):
+        if role.election_deadline_ms <= now_ms:
+            prospective_lost(core, role, now_ms)
+    elif isinstance(role, Candidate):
+        due = (
+            role.backoff_until_ms
+            if role.backoff_until_ms is not None
+            else role.election_deadline_ms
+        )
+        if due <= now_ms:  # no exponential backoff on a timeout (C5)
+            start_prospective(core, now_ms)
+    elif isinstance(role, Follower):
+        if role.fetch_deadline_ms <= now_ms:
+            if qs.is_observer:
+                role.bootstrap_fetching = True
+                role.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
+            else:
+                start_prospective(core, now_ms)
+    elif isinstance(role, Leader):
+        if role.check_quorum_deadline_ms <= now_ms:
+            qs.to_resigned(now_ms, role.successors_by_progress())  # check quorum (B9)
+    elif role.election_deadline_ms <= now_ms:  # Resigned: Unattached at epoch + 1 (C5)
+        qs.to_unattached(role.epoch + 1, now_ms, deadline_ms=now_ms)
+    return qs.generation != generation
+
+
+def role_deadline(role: Role) -> int:
+    if isinstance(role, Unattached | Prospective | Resigned):
+        return role.election_deadline_ms
+    if isinstance(role, Candidate):
+        return (
+            role.backoff_until_ms
+            if role.backoff_until_ms is not None
+            else role.election_deadline_ms
+        )
+    if isinstance(role, Follower):
+        return role.fetch_deadline_ms
+    if isinstance(role, Leader):
+        return min(role.check_quorum_deadline_ms, role.begin_quorum_deadline_ms)
+    return FOREVER
