@@ -189,7 +189,9 @@ def _validate_position(core: RaftCore, req: FetchRequest) -> FetchResponse | Non
         return _fetch_response(core, ErrorCode.none, snapshot_id=latest)
     end = log.end_offset_for_epoch(last_epoch)
     if end.epoch != last_epoch or offset > end.offset:
-        if end.offset < log.start_offset and latest is not None:
+        # An epoch older than everything the log holds resolves to the log start: there is
+        # no batch boundary to truncate to there, so send the snapshot (Kafka does the same).
+        if end.offset <= log.start_offset and latest is not None and log.start_offset > 0:
             return _fetch_response(core, ErrorCode.none, snapshot_id=latest)
         return _fetch_response(core, ErrorCode.none, diverging=end)
     return None
@@ -372,7 +374,10 @@ def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms:
     elif resp.records and not _append_fetched(core, resp.records):
         core.backoff_fetch(now_ms)
         return
-    core.set_high_watermark(min(resp.high_watermark, log.end_offset))
+    else:
+        # Only a plain records answer says our log is a prefix of the leader's: after a
+        # DivergingEpoch or SnapshotId answer our tail may still differ (Kafka's rule).
+        core.set_high_watermark(min(resp.high_watermark, log.end_offset))
 
 
 def _append_fetched(core: RaftCore, records: bytes) -> bool:
