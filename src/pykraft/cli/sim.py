@@ -2,7 +2,7 @@
 
     pykraft sim run --seed N [--voters 3] [--observers 1] [--profile NAME] [--events K]
                     [--no-pre-vote] [--trace FILE.jsonl]
-    pykraft sim sweep --seeds A..B [--profile P[,P2...]] [--jobs 2] [--events K] ...
+    pykraft sim sweep --seeds A..B [--profile P[,P2...]] [--jobs 2] [--spread] [--events K] ...
     pykraft sim profiles
 
 ``run`` prints a summary; on a violated invariant it prints the seed, the invariant and the
@@ -45,6 +45,12 @@ def register(sub: Any) -> None:
         "--profile", default=_DEFAULT_PROFILES, help="comma-separated fault profiles"
     )
     sweep_p.add_argument("--jobs", type=int, default=2, help="worker processes")
+    sweep_p.add_argument(
+        "--spread",
+        action="store_true",
+        help="run each seed once, with profile number seed %% len(profiles) (default: every "
+        "seed with every profile)",
+    )
     sweep_p.add_argument("--quiet", action="store_true", help="no progress line per failure")
     _common(sweep_p, events_default=5_000)
     sweep_p.set_defaults(func=_cmd_sweep)
@@ -119,6 +125,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         voters=args.voters,
         observers=args.observers,
         pre_vote=args.pre_vote,
+        spread=args.spread,
         jobs=args.jobs,
         on_result=progress,
     )

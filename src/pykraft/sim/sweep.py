@@ -146,12 +146,17 @@ class SweepReport:
 def _specs(
     seeds: Sequence[int],
     profiles: Sequence[str],
+    spread: bool,
     events: int,
     voters: int,
     observers: int,
     pre_vote: bool,
 ) -> Iterator[RunSpec]:
     for seed in seeds:
+        if spread:
+            profile = profiles[seed % len(profiles)]
+            yield RunSpec(seed, profile, events, voters, observers, pre_vote)
+            continue
         for profile in profiles:
             yield RunSpec(seed, profile, events, voters, observers, pre_vote)
 
@@ -164,15 +169,17 @@ def sweep(
     voters: int = 3,
     observers: int = 1,
     pre_vote: bool = True,
+    spread: bool = False,
     jobs: int = 2,
     on_result: Callable[[SimResult], None] | None = None,
 ) -> SweepReport:
-    """Run every (seed, profile) pair; ``jobs`` <= 1 runs in this process."""
+    """Run every (seed, profile) pair, or with ``spread`` each seed once with profile
+    ``profiles[seed % len(profiles)]``; ``jobs`` <= 1 runs in this process."""
     for name in profiles:
         get_profile(name)  # fail fast on a typo
     report = SweepReport()
     started = time.perf_counter()
-    specs = _specs(seeds, profiles, events, voters, observers, pre_vote)
+    specs = _specs(seeds, profiles, spread, events, voters, observers, pre_vote)
     if jobs <= 1:
         for spec in specs:
             result = run_spec(spec)

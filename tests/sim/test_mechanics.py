@@ -1,0 +1,97 @@
+"""The simulator's own parts: network, nemesis bounds, phases, stats."""
+
+from __future__ import annotations
+
+import random
+
+from pykraft.sim import PROFILES, SimConfig, Simulation, get_profile
+from pykraft.sim.config import LIVENESS_BOUND_MS, liveness_bound_ms
+from pykraft.sim.network import DROP_BLOCKED, Network
+from pykraft.sim.sweep import parse_seeds
+
+
+def test_network_fifo_unless_reordered() -> None:
+    net = Network(range(1, 4), get_profile("none"), random.Random(1))
+    times = [net.route(1, 2, now)[0] for now in range(0, 100, 1)]
+    assert times == sorted(times)
+    lossy = Network(range(1, 4), get_profile("lossy"), random.Random(1))
+    copies = [lossy.route(1, 2, now) for now in range(2000)]
+    assert any(len(c) == 0 for c in copies) and any(len(c) == 2 for c in copies)
+
+
+def test_network_partitions_block_both_ways_and_heal() -> None:
+    net = Network(range(1, 5), get_profile("none"), random.Random(1))
+    links = net.partition_links([1, 2])
+    assert sorted(links) == sorted([(1, 3), (1, 4), (2, 3), (2, 4), (3, 1), (4, 1), (3, 2), (4, 2)])
+    net.block(links)
+    net.block(links)  # overlapping partitions
+    assert net.route(1, 3, 0) == () and net.drop_reason == DROP_BLOCKED
+    assert net.route(1, 2, 0) != ()
+    net.unblock(links)
+    assert net.route(3, 1, 0) == ()
+    net.unblock(links)
+    assert net.route(3, 1, 0) != ()
+
+
+def test_disk_profile_never_wipes_more_than_a_minority_of_voters() -> None:
+    for seed in range(3):
+        sim = Simulation(SimConfig.make(seed, "disk", voters=5, observers=1, events=6000))
+        result = sim.run()
+        assert result.faults.get("wipe", 0) > 0
+        wiped_voters = [n.id for n in sim.nodes if n.is_voter_slot and n.replaced]
+        assert len(wiped_voters) <= 2, wiped_voters
+        assert result.violation is None, result.summary()
+
+
+def test_crashes_profile_keeps_a_majority_up() -> None:
+    seen_down: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        down = sum(1 for n in sim.nodes if n.is_voter_slot and not n.up)
+        seen_down.append(down)
+
+    result = Simulation(SimConfig.make(1, "crashes", voters=3, events=5000, hook=hook)).run()
+    assert result.faults.get("crash", 0) > 0
+    assert max(seen_down) == 1
+
+
+def test_every_node_restarts_and_applies_after_the_heal() -> None:
+    sim = Simulation(SimConfig.make(2, "crashes", observers=2, events=4000))
+    result = sim.run()
+    assert result.violation is None, result.summary()
+    assert result.recovery_ms is not None and result.recovery_ms <= LIVENESS_BOUND_MS
+    assert all(n.up for n in sim.nodes)
+    ends = {n.app.applied_end for n in sim.nodes}
+    assert min(ends) > 0
+    assert result.elections >= 1 and result.committed_records > 0
+    assert result.invariants_checked > result.events
+
+
+def test_snapshots_are_taken_and_installed() -> None:
+    result = Simulation(
+        SimConfig.make(3, "crashes", observers=1, events=8000, snapshot_interval_records=20)
+    ).run()
+    assert result.violation is None, result.summary()
+    assert result.snapshots > 10
+
+
+def test_liveness_bound_follows_the_timeouts() -> None:
+    assert LIVENESS_BOUND_MS == 41_000
+    assert SimConfig(seed=1).liveness_bound_ms == LIVENESS_BOUND_MS
+    assert (
+        liveness_bound_ms(
+            election_timeout_ms=100,
+            fetch_timeout_ms=200,
+            election_backoff_max_ms=100,
+            request_timeout_ms=200,
+        )
+        == 200 + 300 + 200 + 10 * 300 + 400
+    )
+
+
+def test_parse_seeds_and_profiles() -> None:
+    assert parse_seeds("3..7") == range(3, 7)
+    assert parse_seeds("5") == range(5, 6)
+    assert set(PROFILES) == {"none", "lossy", "partitions", "crashes", "disk", "chaos"}
+    for profile in PROFILES.values():
+        assert profile.describe().startswith(profile.name)
