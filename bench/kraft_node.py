@@ -108,6 +108,21 @@ async def steady_appender(node: RaftNode, committed: Committed, interval_ms: int
                 emit({"type": "first_commit", "epoch": epoch, "t": time.time(), "offset": offset})
 
 
+async def profiled(load: AsyncLoad, spec: LoadSpec, out: Path) -> dict[str, Any]:
+    """The load under pyinstrument (the whole process: node, network, appenders)."""
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=0.001, async_mode="disabled")
+    profiler.start()
+    try:
+        result = await load.run(spec)
+    finally:
+        profiler.stop()
+    out.write_text(profiler.output_text(unicode=False, color=False, show_all=False))
+    result["profile"] = str(out)
+    return result
+
+
 def status(node: RaftNode) -> dict[str, Any]:
     core = node.core
     if core is None:
@@ -155,7 +170,10 @@ async def serve(args: argparse.Namespace) -> None:
         elif cmd["cmd"] == "load":
             spec = LoadSpec.from_dict(cmd["spec"])
             t0 = time.perf_counter()
-            result = await load.run(spec)
+            if cmd.get("profile"):
+                result = await profiled(load, spec, Path(cmd["profile"]))
+            else:
+                result = await load.run(spec)
             result["wall_s"] = time.perf_counter() - t0
             emit({"type": "load", "result": result})
         elif cmd["cmd"] == "quit":

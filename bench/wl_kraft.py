@@ -89,17 +89,26 @@ class KraftCluster:
 
 
 def run_throughput(
-    workdir: Path, specs: Sequence[LoadSpec], *, linger_ms: int = 25, log: Any = print
+    workdir: Path,
+    specs: Sequence[LoadSpec],
+    *,
+    linger_ms: int = 25,
+    profile_last: Path | None = None,
+    log: Any = print,
 ) -> list[dict[str, Any]]:
+    """Each spec on the leader's process; ``profile_last``: run the last under pyinstrument."""
     system = f"pykraft-linger{linger_ms}"
     results: list[dict[str, Any]] = []
     with Cluster(workdir / system) as cluster:
         kc = KraftCluster(cluster, timeouts=KAFKA_DEFAULTS, linger_ms=linger_ms)
         kc.start_all()
         leader = kc.nodes[kc.wait_leader()]
-        for spec in specs:
-            timeout = spec.warmup_s + spec.measure_s + 30
-            reply = leader.request({"cmd": "load", "spec": spec.as_dict()}, "load", timeout)
+        for n, spec in enumerate(specs):
+            timeout = spec.warmup_s + spec.measure_s + 60
+            cmd: dict[str, Any] = {"cmd": "load", "spec": spec.as_dict()}
+            if profile_last is not None and n == len(specs) - 1:
+                cmd["profile"] = str(profile_last)
+            reply = leader.request(cmd, "load", timeout)
             result = reply["result"]
             result["system"] = system
             results.append(result)

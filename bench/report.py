@@ -1,0 +1,481 @@
+"""Turn ``results.json`` into ``REPORT.md`` and PNG plots (matplotlib, Agg backend).
+
+    .venv/bin/python bench/report.py [bench/out/results.json]    # re-render only
+
+Every target of issue 6 gets a row: the measured figure, met or missed by how much. Plots
+are referenced as ``./name.png`` so the report reads beside them (``--publish`` rewrites the
+links to ``plots/``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+Row = dict[str, Any]
+
+
+def _fmt(v: float | None, unit: str = "", digits: int = 0) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:,.{digits}f}{unit}"
+
+
+def _closed(rows: Iterable[Row]) -> list[Row]:
+    return [r for r in rows if r.get("rate_rps") is None]
+
+
+def _best(rows: Iterable[Row], key: str = "records_per_s") -> Row | None:
+    rows = list(rows)
+    return max(rows, key=lambda r: r[key]) if rows else None
+
+
+def _systems(rows: Iterable[Row]) -> list[str]:
+    return sorted({r["system"] for r in rows})
+
+
+# ------------------------------------------------------------------ plots
+
+
+def plot_throughput(rows: list[Row], size: int, out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for system in _systems(rows):
+        pts = sorted(
+            (r["appenders"], r["records_per_s"])
+            for r in _closed(rows)
+            if r["system"] == system and r["record_bytes"] == size
+        )
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker="o", label=system)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("concurrent appenders K (closed loop: offered load grows with K)")
+    ax.set_ylabel("committed records/s")
+    ax.set_title(f"Throughput vs offered load, {size}-byte records, 3 voters")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    name = f"throughput-{size}B.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_latency(rows: list[Row], size: int, out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for system in _systems(rows):
+        pts = sorted(
+            (r["appenders"], r["p50_ms"], r["p99_ms"], r["p999_ms"])
+            for r in _closed(rows)
+            if r["system"] == system and r["record_bytes"] == size and r["p50_ms"] is not None
+        )
+        if not pts:
+            continue
+        ks = [p[0] for p in pts]
+        (line,) = ax.plot(ks, [p[1] for p in pts], marker="o", label=f"{system} p50")
+        ax.plot(ks, [p[2] for p in pts], ls="--", color=line.get_color(), label=f"{system} p99")
+        ax.plot(ks, [p[3] for p in pts], ls=":", color=line.get_color())
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("concurrent appenders K")
+    ax.set_ylabel("commit latency, ms (solid p50, dashed p99, dotted p99.9)")
+    ax.set_title(f"Commit latency (append call to commit callback), {size}-byte records")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    name = f"latency-{size}B.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_ratio(ratios: list[tuple[str, float]], out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    labels = [r[0] for r in ratios]
+    ax.bar(range(len(ratios)), [r[1] for r in ratios], color="tab:blue")
+    ax.axhline(4.0, color="tab:red", ls="--", label="target 4x")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(ratios)), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("pykraft / best PySyncObj (records/s)")
+    ax.set_title("Throughput ratio at equal record size and concurrency")
+    ax.legend()
+    name = "ratio.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_failover(failovers: list[Row], out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    data = [f["samples_ms"] for f in failovers]
+    ax.boxplot(data, showfliers=True)
+    for i, samples in enumerate(data, start=1):
+        ax.scatter([i] * len(samples), samples, s=10, alpha=0.6)
+    ax.set_xticks(range(1, len(failovers) + 1), [f["name"] for f in failovers])
+    ax.set_ylabel("SIGKILL of leader -> first commit in new epoch, ms")
+    ax.set_title("Failover")
+    ax.grid(True, axis="y", alpha=0.3)
+    name = "failover.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+# ------------------------------------------------------------------ report
+
+
+class Report:
+    def __init__(self, results: dict[str, Any], out: Path):
+        self.r = results
+        self.out = out
+        self.lines: list[str] = []
+        self.targets: list[tuple[str, str, str, str]] = []  # target, measured, verdict, note
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def target(
+        self, name: str, value: float | None, goal: float, unit: str, *, higher: bool, note: str
+    ) -> None:
+        if value is None:
+            self.targets.append((name, "not measured", "n/a", note))
+            return
+        met = value >= goal if higher else value <= goal
+        if met:
+            verdict = "met"
+        elif higher:
+            verdict = f"missed by {goal - value:,.1f}{unit} ({value / goal:.0%} of target)"
+        else:
+            verdict = f"missed by {value - goal:,.1f}{unit} ({value / goal:.1f}x the bound)"
+        self.targets.append((name, f"{value:,.1f}{unit}", verdict, note))
+
+    def table(self, head: list[str], rows: list[list[str]]) -> None:
+        self.add("| " + " | ".join(head) + " |", "|" + "---|" * len(head))
+        for row in rows:
+            self.add("| " + " | ".join(row) + " |")
+        self.add("")
+
+
+def _throughput_table(rep: Report, rows: list[Row]) -> None:
+    head = ["system", "record", "K", "offered", "records/s", "MB/s", "p50 ms", "p99 ms"]
+    head += ["p99.9 ms", "errors"]
+    body = []
+    for r in sorted(
+        rows, key=lambda r: (r["record_bytes"], r["system"], r["appenders"], r["rate_rps"] or 0)
+    ):
+        offered = "closed loop" if r["rate_rps"] is None else f"{r['rate_rps']:,.0f}/s paced"
+        body.append(
+            [
+                r["system"],
+                f"{r['record_bytes']} B",
+                str(r["appenders"]),
+                offered,
+                _fmt(r["records_per_s"]),
+                _fmt(r["mb_per_s"], digits=2),
+                _fmt(r["p50_ms"], digits=2),
+                _fmt(r["p99_ms"], digits=2),
+                _fmt(r["p999_ms"], digits=2),
+                str(r["errors"]),
+            ]
+        )
+    rep.table(head, body)
+
+
+def _ratios(kraft: list[Row], sync: list[Row]) -> list[tuple[str, float, Row, Row]]:
+    out = []
+    for size in sorted({r["record_bytes"] for r in kraft}):
+        for k in sorted({r["appenders"] for r in kraft}):
+            kr = _best(
+                r for r in _closed(kraft) if r["record_bytes"] == size and r["appenders"] == k
+            )
+            so = _best(
+                r for r in _closed(sync) if r["record_bytes"] == size and r["appenders"] == k
+            )
+            if kr and so and so["records_per_s"] > 0:
+                ratio = kr["records_per_s"] / so["records_per_s"]
+                out.append((f"{size} B K={k}", ratio, kr, so))
+    return out
+
+
+def _machine(rep: Report) -> None:
+    m = rep.r.get("machine", {})
+    load = m.get("loadavg_at_start")
+    rep.add(
+        "## Machine",
+        "",
+        f"- CPU: {m.get('cpu_model')} x {m.get('nproc')} (nproc)",
+        f"- memory: {m.get('mem_gib')} GiB; Python: {m.get('python')}; {m.get('platform')}",
+        f"- disk: {m.get('disk')}; 4 KiB write+fsync median {m.get('fsync_4k_median_ms')} ms",
+        f"- load average at start: {load}",
+        f"- run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(rep.r.get('started', 0)))}, "
+        f"{rep.r.get('elapsed_s')} s, {'QUICK smoke run' if rep.r.get('quick') else 'full run'}",
+        "",
+    )
+
+
+def _section_throughput(rep: Report) -> None:
+    kraft = rep.r.get("kraft") or []
+    sync = rep.r.get("syncobj") or []
+    rows = kraft + sync
+    rep.add(
+        "## 1-2. Throughput and commit latency (pykraft vs PySyncObj)",
+        "",
+        "Three voters, separate processes, 127.0.0.1. The appenders run in the leader's process "
+        "(pykraft: `RaftNode.append` through the embedding API, latency until the `on_commit` "
+        "callback covers the record; PySyncObj: a `@replicated` method called with a callback). "
+        "Each appender keeps one call outstanding (closed loop); K grows the offered load until "
+        "the system saturates. 'paced' rows offer half the saturating rate.",
+        "",
+        "**pykraft fsyncs every batch before it counts toward the high watermark. PySyncObj "
+        "never fsyncs**: its journal (`journalFile`) is an mmap that is not flushed per write, "
+        "and without it the log is in memory only. `batch`/`nobatch` is PySyncObj's "
+        "`appendEntriesUseBatch` (default on: entries leave every `appendEntriesPeriod`, "
+        "100 ms; off: at once). pykraft runs with `controller.quorum.append.linger.ms` 25 "
+        "(Kafka's default) and 0.",
+        "",
+    )
+    if not rows:
+        rep.add("_no throughput results (see errors)_", "")
+        return
+    for size in sorted({r["record_bytes"] for r in rows}):
+        t = plot_throughput(rows, size, rep.out)
+        lat = plot_latency(rows, size, rep.out)
+        rep.add(f"![throughput {size} B](./{t})", f"![latency {size} B](./{lat})", "")
+    _throughput_table(rep, rows)
+    ratios = _ratios(kraft, sync)
+    if ratios:
+        rep.add("### Ratio pykraft / PySyncObj (best configuration of each at that point)", "")
+        name = plot_ratio([(n, v) for n, v, _, _ in ratios], rep.out)
+        rep.add(f"![ratio](./{name})", "")
+        rep.table(
+            ["point", "pykraft records/s", "PySyncObj records/s", "ratio"],
+            [
+                [
+                    n,
+                    f"{_fmt(kr['records_per_s'])} ({kr['system']})",
+                    f"{_fmt(so['records_per_s'])} ({so['system']})",
+                    f"{v:.2f}x",
+                ]
+                for n, v, kr, so in ratios
+            ],
+        )
+    k100 = [r for r in _closed(kraft) if r["record_bytes"] == 100]
+    s100 = [r for r in _closed(sync) if r["record_bytes"] == 100]
+    best_k, best_s = _best(k100), _best(s100)
+    rep.target(
+        "committed 100-byte records/s, fsync on",
+        best_k["records_per_s"] if best_k else None,
+        100_000,
+        " rec/s",
+        higher=True,
+        note=f"best point: {best_k['system']} K={best_k['appenders']}" if best_k else "",
+    )
+    rep.target(
+        "pykraft / PySyncObj throughput (100 B, peaks in this run)",
+        best_k["records_per_s"] / best_s["records_per_s"] if best_k and best_s else None,
+        4.0,
+        "x",
+        higher=True,
+        note=f"PySyncObj peak {best_s['system']} K={best_s['appenders']}, no fsync"
+        if best_s
+        else "",
+    )
+    halves = [r for r in kraft if r.get("half_load_of")]
+    best_half = min(halves, key=lambda r: r["p99_ms"] or 1e9) if halves else None
+    rep.target(
+        "commit latency p99 at half the saturating load",
+        best_half["p99_ms"] if best_half else None,
+        10.0,
+        " ms",
+        higher=False,
+        note=f"{best_half['system']}, {best_half['rate_rps']:,.0f} rec/s offered"
+        if best_half
+        else "",
+    )
+    singles = [r for r in k100 if r["appenders"] == 1 and r["p50_ms"] is not None]
+    best_single = min(singles, key=lambda r: r["p50_ms"]) if singles else None
+    rep.target(
+        "commit latency p50, single appender",
+        best_single["p50_ms"] if best_single else None,
+        2.0,
+        " ms",
+        higher=False,
+        note=best_single["system"] if best_single else "",
+    )
+
+
+def _section_failover(rep: Report) -> None:
+    fos = rep.r.get("failover") or []
+    rep.add(
+        "## 3. Failover",
+        "",
+        "Steady load (one 100-byte record every 5 ms on the leader); SIGKILL the leader's "
+        "process; the time from the kill to the first record committed in the new epoch, as "
+        "seen by the new leader (wall clock, same machine). The victim restarts on its own log "
+        "before the next repetition.",
+        "",
+    )
+    if not fos:
+        rep.add("_no failover results_", "")
+        return
+    rep.add(f"![failover](./{plot_failover(fos, rep.out)})", "")
+    rep.table(
+        ["timeouts", "repetitions", "p50 ms", "max ms", "no commit in 60 s"],
+        [
+            [
+                f"{f['name']} (fetch {f['timeouts']['fetch_timeout_ms']} ms, election "
+                f"{f['timeouts']['election_timeout_ms']} ms)",
+                str(len(f["samples_ms"])),
+                _fmt(f["p50_ms"]),
+                _fmt(f["max_ms"]),
+                str(f["failures"]),
+            ]
+            for f in fos
+        ],
+    )
+    goals = {"kafka-defaults": 2500.0, "tuned": 500.0}
+    for f in fos:
+        rep.target(
+            f"failover p50, {f['name']}",
+            f["p50_ms"],
+            goals.get(f["name"], 0),
+            " ms",
+            higher=False,
+            note=f"max {_fmt(f['max_ms'])} ms over {len(f['samples_ms'])}",
+        )
+
+
+def _section_catchup(rep: Report) -> None:
+    cus = rep.r.get("catchup") or []
+    rep.add(
+        "## 4. Catch-up",
+        "",
+        "A follower is SIGKILLed, the leader takes 1 KiB records from 256 appenders while it is "
+        "down, then it restarts; timed from the restart (process start included) until its log "
+        "end offset reaches the leader's. The new-voter case (1 GiB log plus a snapshot, "
+        "AddRaftVoter) is not measured: the node does not serve KIP-853 voter changes yet.",
+        "",
+    )
+    rows = []
+    for c in cus:
+        if "error" in c:
+            rows.append([c["name"], "-", "-", c["error"]])
+            continue
+        rows.append(
+            [
+                c["name"],
+                f"{c['records_behind']:,} ({c['bytes_behind'] / 1e6:.1f} MB)",
+                f"{c['seconds']:.2f}",
+                f"{c['mb_per_s']:.1f}",
+            ]
+        )
+    rep.table(["case", "behind", "seconds", "MB/s"], rows)
+    good = [c for c in cus if "mb_per_s" in c]
+    rep.target(
+        "catch-up MB/s (follower down)",
+        good[0]["mb_per_s"] if good else None,
+        100.0,
+        " MB/s",
+        higher=True,
+        note="includes process start; small backlogs understate the rate",
+    )
+    rep.targets.append(("catch-up MB/s (new voter, 1 GiB + snapshot)", "not measured", "n/a", ""))
+
+
+def _section_profile(rep: Report) -> None:
+    prof = rep.r.get("profile")
+    rep.add("## Where the time goes (pyinstrument, leader process at saturation)", "")
+    if not prof:
+        rep.add("_no profile_", "")
+        return
+    path = Path(prof["path"])
+    text = path.read_text() if path.exists() else ""
+    r = prof["result"]
+    rep.add(
+        f"100-byte records, K={r['appenders']}, {r['system']}: {_fmt(r['records_per_s'])} "
+        f"records/s under the profiler. Top of the call tree (full: `{path.name}`):",
+        "",
+        "```",
+        *text.splitlines()[:60],
+        "```",
+        "",
+    )
+
+
+def _section_single(rep: Report) -> None:
+    single = rep.r.get("single") or {}
+    rep.add("## 5. Simulator speed and single-area benches", "")
+    sim = single.get("bench_sim", {})
+    rates = [
+        float(m.replace(",", ""))
+        for m in re.findall(r"=\s*([\d,]+) events/s", sim.get("stdout", ""))
+    ]
+    for name in ("bench_sim", "bench_log", "bench_protocol"):
+        entry = single.get(name, {})
+        body = entry.get("stdout") or entry.get("error") or "(not run)"
+        rep.add(f"`bench/{name}.py`:", "", "```", body.strip(), "```", "")
+    rep.target(
+        "simulator events/s (`pykraft sim` engine, no-fault profile)",
+        rates[0] if rates else None,
+        50_000,
+        " ev/s",
+        higher=True,
+        note="target from bench_sim.py; the issue sets none",
+    )
+
+
+def write(results: dict[str, Any], out: Path) -> Path:
+    rep = Report(results, out)
+    sections: list[Callable[[Report], None]] = [
+        _section_throughput,
+        _section_failover,
+        _section_catchup,
+        _section_profile,
+        _section_single,
+    ]
+    body = Report(results, out)
+    for section in sections:
+        section(body)
+    rep.targets = body.targets
+    quick = results.get("quick")
+    rep.add(
+        "# pykraft benchmark report",
+        "",
+        "Generated by `bench/run_all.py`"
+        + (" --quick (smoke run: short windows)" if quick else ""),
+        "",
+    )
+    _machine(rep)
+    rep.add("## Targets", "")
+    rep.table(
+        ["target", "measured", "verdict", "note"],
+        [list(t) for t in rep.targets],
+    )
+    errors = results.get("errors") or {}
+    if errors:
+        rep.add("## Errors", "", *[f"- {k}: `{v}`" for k, v in errors.items()], "")
+    rep.lines += body.lines
+    path = out / "REPORT.md"
+    path.write_text("\n".join(rep.lines) + "\n")
+    return path
+
+
+def main() -> None:
+    src = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "out/results.json"
+    print(write(json.loads(src.read_text()), src.parent))
+
+
+if __name__ == "__main__":
+    main()

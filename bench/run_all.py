@@ -1,0 +1,243 @@
+"""Run every benchmark and write the report: the one command.
+
+    .venv/bin/python bench/run_all.py [--quick] [--publish] [--only PHASES] [--out DIR]
+
+Phases (in order): machine facts, pykraft throughput/latency (linger 25 ms = Kafka's default,
+and linger 0), the same load on PySyncObj (4 configurations), pykraft failover (Kafka's
+default timeouts and tuned ones), follower catch-up, a profile of pykraft at saturation, the
+simulator's speed and the single-area benches (``bench_log.py``, ``bench_protocol.py``,
+``bench_sim.py``). A phase that fails is recorded as an error in the report; the others
+still run. Results go to ``<out>/results.json``, the report to ``<out>/REPORT.md`` with its
+PNGs beside it; ``--publish`` copies them to ``bench/REPORT.md`` and ``bench/plots/``.
+
+``--quick`` is a 2-3 minute smoke run (short windows, few points, 2 failovers each): its
+figures show the harness works, not what the code can do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import report
+from _common import BENCH_DIR, REPO_DIR, fsync_probe_ms, install_reaper, machine_info
+from _load import LoadSpec
+from wl_kraft import KAFKA_DEFAULTS, TUNED, run_catchup, run_failover, run_throughput
+from wl_syncobj import run_syncobj
+
+SYNCOBJ_VARIANTS = ((False, True), (False, False), (True, True), (True, False))  # journal, batch
+PHASES = ("kraft", "syncobj", "failover", "catchup", "profile", "single")
+
+
+@dataclass(frozen=True)
+class Plan:
+    grid: dict[int, tuple[int, ...]]  # record bytes -> appender counts
+    warmup_s: float
+    measure_s: float
+    failover_reps: int
+    catchup_down_s: float
+    sim_events: int
+    log_records: int
+    syncobj_sizes: tuple[int, ...]
+
+    def specs(self, sizes: tuple[int, ...] | None = None) -> list[LoadSpec]:
+        return [
+            LoadSpec(size, k, warmup_s=self.warmup_s, measure_s=self.measure_s)
+            for size, ks in self.grid.items()
+            if sizes is None or size in sizes
+            for k in ks
+        ]
+
+
+FULL = Plan(
+    grid={100: (1, 4, 16, 64, 256, 1024), 1024: (1, 16, 256, 1024), 10240: (1, 16, 256)},
+    warmup_s=2.0,
+    measure_s=10.0,
+    failover_reps=20,
+    catchup_down_s=30.0,
+    sim_events=200_000,
+    log_records=1_000_000,
+    syncobj_sizes=(100, 1024, 10240),
+)
+QUICK = Plan(
+    grid={100: (1, 64, 1024), 1024: (64,), 10240: (64,)},
+    warmup_s=0.5,
+    measure_s=1.5,
+    failover_reps=2,
+    catchup_down_s=5.0,
+    sim_events=20_000,
+    log_records=50_000,
+    syncobj_sizes=(100,),
+)
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def phase(results: dict[str, Any], name: str, fn: Callable[[], Any]) -> None:
+    say(f"== {name}")
+    t0 = time.monotonic()
+    try:
+        results[name] = fn()
+    except Exception as exc:
+        results.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+        say(f"   {name} FAILED: {exc}")
+        traceback.print_exc()
+    results.setdefault("phase_seconds", {})[name] = round(time.monotonic() - t0, 1)
+    say(f"   ({time.monotonic() - t0:.0f} s)")
+
+
+def kraft_throughput(plan: Plan, work: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for linger_ms in (25, 0):
+        rows = run_throughput(work, plan.specs(), linger_ms=linger_ms, log=say)
+        out += rows
+        # Latency at half of the saturating 100-byte load, paced, at the saturating K.
+        sat = max((r for r in rows if r["record_bytes"] == 100), key=lambda r: r["records_per_s"])
+        half = LoadSpec(
+            100,
+            sat["appenders"],
+            rate_rps=sat["records_per_s"] / 2,
+            warmup_s=plan.warmup_s,
+            measure_s=plan.measure_s,
+        )
+        for row in run_throughput(work / "half", [half], linger_ms=linger_ms, log=say):
+            row["half_load_of"] = sat["records_per_s"]
+            out.append(row)
+    return out
+
+
+def syncobj_throughput(plan: Plan, work: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for journal, batch in SYNCOBJ_VARIANTS:
+        specs = plan.specs(plan.syncobj_sizes)
+        out += run_syncobj(work, specs, journal=journal, batch=batch, log=say)
+    return out
+
+
+def failover(plan: Plan, work: Path) -> list[dict[str, Any]]:
+    return [
+        run_failover(
+            work, name="kafka-defaults", timeouts=KAFKA_DEFAULTS, repetitions=plan.failover_reps
+        ),
+        run_failover(work, name="tuned", timeouts=TUNED, repetitions=plan.failover_reps),
+    ]
+
+
+def catchup(plan: Plan, work: Path) -> list[dict[str, Any]]:
+    spec = LoadSpec(1024, 256, warmup_s=0.0, measure_s=plan.catchup_down_s)
+    return [run_catchup(work, down_s=plan.catchup_down_s, spec=spec, log=say)]
+
+
+def profile(plan: Plan, work: Path, out_dir: Path) -> dict[str, Any]:
+    k = max(plan.grid[100])
+    spec = LoadSpec(100, k, warmup_s=plan.warmup_s, measure_s=min(plan.measure_s, 5.0))
+    path = out_dir / "profile-pykraft-leader.txt"
+    rows = run_throughput(work / "profile", [spec], linger_ms=0, profile_last=path, log=say)
+    return {"result": rows[0], "path": str(path)}
+
+
+def single_area(plan: Plan) -> dict[str, Any]:
+    """The other engineers' single-area benches, run as they are; stdout kept verbatim."""
+    runs = {
+        "bench_sim": ["--events", str(plan.sim_events), "--profiles", "none,chaos"],
+        "bench_log": ["--records", str(plan.log_records)],
+        "bench_protocol": [],
+    }
+    out: dict[str, Any] = {}
+    for name, extra in runs.items():
+        script = BENCH_DIR / f"{name}.py"
+        if not script.exists():
+            out[name] = {"error": f"{script.name} not found"}
+            continue
+        say(f"   {name} {' '.join(extra)}")
+        try:
+            proc = subprocess.run(
+                [sys.executable, str(script), *extra],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                cwd=REPO_DIR,
+            )
+            out[name] = {
+                "rc": proc.returncode,
+                "stdout": proc.stdout,
+                "stderr": proc.stderr[-2000:],
+            }
+        except subprocess.TimeoutExpired:
+            out[name] = {"error": "timed out after 900 s"}
+        say(
+            "   "
+            + out[name].get("stdout", out[name].get("error", "")).strip().replace("\n", "\n   ")
+        )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="1-3 minute smoke run")
+    parser.add_argument("--publish", action="store_true", help="copy to bench/REPORT.md, plots/")
+    parser.add_argument("--only", default=",".join(PHASES), help=f"subset of {','.join(PHASES)}")
+    parser.add_argument("--out", type=Path, default=BENCH_DIR / "out")
+    parser.add_argument("--workdir", type=Path, default=None, help="scratch (default: tmp)")
+    args = parser.parse_args()
+    install_reaper()
+    plan = QUICK if args.quick else FULL
+    only = set(args.only.split(","))
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    work = Path(tempfile.mkdtemp(prefix="pykraft-bench-", dir=args.workdir))
+    results: dict[str, Any] = {"quick": args.quick, "started": started}
+    try:
+        results["machine"] = machine_info(work)
+        results["machine"]["fsync_4k_median_ms"] = round(fsync_probe_ms(work), 3)
+        say(f"machine: {json.dumps(results['machine'])}")
+        if "kraft" in only:
+            phase(results, "kraft", lambda: kraft_throughput(plan, work))
+        if "syncobj" in only:
+            phase(results, "syncobj", lambda: syncobj_throughput(plan, work))
+        if "failover" in only:
+            phase(results, "failover", lambda: failover(plan, work))
+        if "catchup" in only:
+            phase(results, "catchup", lambda: catchup(plan, work))
+        if "profile" in only:
+            phase(results, "profile", lambda: profile(plan, work, args.out))
+        if "single" in only:
+            phase(results, "single", lambda: single_area(plan))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        results["elapsed_s"] = round(time.time() - started, 1)
+        (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    report_path = report.write(results, args.out)
+    say(f"report: {report_path}")
+    if args.publish:
+        publish(args.out)
+    return 1 if results.get("errors") else 0
+
+
+def publish(out: Path) -> None:
+    plots = BENCH_DIR / "plots"
+    plots.mkdir(exist_ok=True)
+    for png in out.glob("*.png"):
+        shutil.copy2(png, plots / png.name)
+    text = (out / "REPORT.md").read_text().replace("](./", "](plots/")
+    (BENCH_DIR / "REPORT.md").write_text(text)
+    profile = out / "profile-pykraft-leader.txt"
+    if profile.exists():
+        shutil.copy2(profile, plots / profile.name)
+    say(f"published: {BENCH_DIR / 'REPORT.md'} and {plots}/")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
