@@ -47,6 +47,8 @@ _DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
+    # The sweep's runs table has ~30 columns; Spark warns when printing plans past 25.
+    "spark.sql.debug.maxToStringFields": "100",
 }
 
 
