@@ -2,7 +2,11 @@
 
 * :class:`Connection` -- one TCP connection; requests are pipelined and answered in order by the
   server; each ``request`` has a timeout, and a timed-out request closes the connection (as
-  Kafka's NetworkClient does: a late answer could not be matched any more).
+  Kafka's NetworkClient does: the server answers in order, so everything behind a stuck
+  request is stuck too). A request the server may hold on purpose (a long-poll Fetch's
+  ``max_wait_ms``, passed as ``server_wait_ms``) gets that wait added to its timeout, and so
+  does every request pipelined behind it on the same connection (its answer cannot overtake
+  the held one): a long poll never times out a connection by itself.
 * :class:`PeerChannel` -- what the node uses to talk to one peer: a bounded send queue of the
   core's requests, one connection opened on demand (ApiVersions first, to learn which versions
   the peer speaks), reconnect with exponential backoff from ``retry_backoff_ms``. Every request
@@ -38,7 +42,7 @@ from pykraft.protocol import (
     ProtocolError,
     ResponseReader,
 )
-from pykraft.raft.messages import RaftRequest, RaftResponse
+from pykraft.raft.messages import FetchRequest, RaftRequest, RaftResponse
 
 __all__ = ["Connection", "PeerChannel", "ResultCallback"]
 
@@ -71,6 +75,9 @@ class Connection:
             client_id=client_id, frame_max_bytes=frame_max_bytes, in_flight_max=in_flight_max
         )
         self._waiting: dict[int, asyncio.Future[ResponsePayload]] = {}
+        # Loop time until which the server may hold an answer on purpose (long polls sent
+        # so far); answers behind it are delayed as long. Never decreases.
+        self._held_until_s = 0.0
         self._closed: BaseException | None = None
         self._read_task = asyncio.ensure_future(self._read_loop())
         self.peer_versions: dict[int, tuple[int, int]] = {}
@@ -128,18 +135,29 @@ class Connection:
         high = min(row.max_version, theirs[1])
         return high if high >= max(row.min_version, theirs[0]) else None
 
-    async def request(self, message: RequestPayload, *, timeout_ms: int) -> ResponsePayload:
-        """Send and wait for the answer; raises ConnectionError or TimeoutError."""
+    async def request(
+        self, message: RequestPayload, *, timeout_ms: int, server_wait_ms: int = 0
+    ) -> ResponsePayload:
+        """Send and wait for the answer; raises ConnectionError or TimeoutError.
+
+        ``server_wait_ms``: how long the server may hold this request on purpose (a Fetch's
+        MaxWaitMs); the effective timeout is ``timeout_ms`` past the end of every such hold
+        on this connection, this one included.
+        """
         if self._closed is not None:
             raise ConnectionError(f"connection closed: {self._closed}")
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self._held_until_s = max(self._held_until_s, now + server_wait_ms / 1000)
+        effective_ms = timeout_ms + max(0, round((self._held_until_s - now) * 1000))
         correlation_id, data = self._responses.send(message)
-        answer: asyncio.Future[ResponsePayload] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[ResponsePayload] = loop.create_future()
         self._waiting[correlation_id] = answer
         self._writer.write(data)
         try:
-            return await asyncio.wait_for(asyncio.shield(answer), timeout_ms / 1000)
+            return await asyncio.wait_for(asyncio.shield(answer), effective_ms / 1000)
         except TimeoutError:
-            self._fail(TimeoutError(f"request {correlation_id} timed out after {timeout_ms} ms"))
+            self._fail(TimeoutError(f"request {correlation_id} timed out after {effective_ms} ms"))
             raise
         finally:
             self._waiting.pop(correlation_id, None)
@@ -286,7 +304,11 @@ class PeerChannel:
             except VersionTooOld:
                 response = error_response_for(request, ErrorCode.unsupported_version)
                 return
-            answer = await conn.request(message, timeout_ms=self._request_timeout_ms)
+            answer = await conn.request(
+                message,
+                timeout_ms=self._request_timeout_ms,
+                server_wait_ms=request.max_wait_ms if isinstance(request, FetchRequest) else 0,
+            )
             response = response_from_kio(answer, request=request, listener_name=self._listener_name)
         except (ConnectionError, TimeoutError, OSError, InvalidResponse) as e:
             log.debug("request %d to %s:%d failed: %s", request_id, self.host, self.port, e)

@@ -5,16 +5,28 @@ request from a peer channel, a timer, an application append -- ends in :meth:`Ra
 which performs the core's ``Ready`` exactly as its docstring orders:
 
 1. ``must_flush``: one ``FileLog.flush`` (one fsync for everything appended since the last
-   one, which is how appends are batched), then ``RaftCore.on_flushed``, *before* anything
-   is sent, so that no peer learns of an offset a crash could lose;
+   one, which is how appends are batched) on the single ``pykraft-fsync`` thread, then
+   ``RaftCore.on_flushed``, *before* anything of that ``Ready`` is sent, so that no peer
+   learns of an offset a crash could lose;
 2. ``messages``: responses complete the pending inbound request they answer (matched by the
    request id this driver gave it); requests go to the peer's channel;
 3. ``snapshot_loaded`` / ``high_watermark`` / ``leader_change``: told to the application
    (commit futures, the optional ``on_commit`` callback, a log line);
 4. ``next_deadline_ms``: one loop timer calls ``poll`` then.
 
+The fsync runs off the loop so that the loop keeps accepting connections, decoding requests,
+answering DescribeQuorum and scrapes while the disk works. While a flush is running the core
+is *frozen*: every input (request, response, timer, append) is queued in ``_deferred`` and
+stepped into the core when the flush completes, and ``ready()`` is not called. So the log is
+never written while it is being flushed (FileLog is not thread-safe, and ``flushed_offset``
+must mean exactly what reached the disk), and no message computed after the flush started
+can reveal an unflushed offset. The inputs that arrived during one flush are then stepped
+together, and their appends share the next fsync: group commit. ``_deferred`` is bounded by
+its producers: each connection has at most ``in_flight_max`` requests, each peer channel a
+bounded queue, there is one poll timer and one linger timer.
+
 After a flush the core may have more to say (``on_flushed`` can commit and answer parked
-fetches), so the pump asks again, at most ``READY_ROUNDS_MAX`` times per input.
+fetches), so the pump asks again.
 
 The clock is the loop's monotonic clock in milliseconds; the core never reads it itself.
 Request ids: the core numbers the requests it sends; this driver numbers the requests it
@@ -24,6 +36,8 @@ receives (separately: a response body answers an inbound id, a request body uses
 from __future__ import annotations
 
 import asyncio
+import collections
+import concurrent.futures
 import logging
 import random
 import time
@@ -36,8 +50,10 @@ from kio.static.protocol import ResponsePayload
 from pykraft.net.client import PeerChannel
 from pykraft.net.convert import RejectedRequest, request_from_kio, response_to_kio
 from pykraft.net.server import KafkaServer
+from pykraft.node.cluster import CLUSTER_APIS, describe_cluster_response, metadata_response
 from pykraft.node.config import NodeConfig
 from pykraft.node.describe import describe_quorum_response
+from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, snapshot_of
 from pykraft.protocol import (
     KRAFT_APIS,
     ApiKey,
@@ -48,21 +64,28 @@ from pykraft.protocol import (
 )
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
+from pykraft.raft.interfaces import Ready
 from pykraft.raft.messages import (
     BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
     FetchRequest,
+    FetchResponse,
     FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Inbound,
     Outbound,
     RaftRequest,
     RaftResponse,
     RequestFailed,
     VoteRequest,
+    VoteResponse,
 )
 from pykraft.raft.roles import Role
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterSet
+from pykraft.records import CorruptRecordError, iter_batches
 from pykraft.storage import (
     PARTITION_DIR_NAME,
     FileLog,
@@ -76,7 +99,7 @@ __all__ = ["AppendLostError", "NodeStartError", "RaftNode"]
 
 log = logging.getLogger("pykraft.node")
 
-READY_ROUNDS_MAX: Final = 16
+COMMIT_MARKS_MAX: Final = 100_000  # appended batches awaiting commit, for commit-latency
 APPEND_BATCH_RECORDS_MAX: Final = 10_000  # records per linger batch before appending at once
 COMMIT_WAITERS_MAX: Final = 100_000
 INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we give up
@@ -90,12 +113,13 @@ _RAFT_APIS: Final = frozenset(
         ApiKey.FETCH_SNAPSHOT,
     }
 )
-# Voter changes (KIP-853) are not wired yet: advertise only what is answered.
+# Voter changes (KIP-853) are not wired yet: advertise only what is answered. Metadata and
+# DescribeCluster let clients find the leader (pykraft.node.cluster).
 SERVED_APIS: Final = ApiTable(
     r
     for r in KRAFT_APIS
     if r.api_key not in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_RAFT_VOTER)
-)
+).with_apis(*CLUSTER_APIS)
 
 
 _REQUEST_TYPES: Final = (
@@ -104,6 +128,15 @@ _REQUEST_TYPES: Final = (
     EndQuorumEpochRequest,
     FetchRequest,
     FetchSnapshotRequest,
+)
+
+
+_RESPONSE_TYPES: Final = (
+    VoteResponse,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    FetchResponse,
+    FetchSnapshotResponse,
 )
 
 
@@ -186,6 +219,18 @@ class RaftNode:
         # offset -> (epoch it was appended in, futures); resolved once HWM > offset.
         self._commit_waiters: dict[int, tuple[int, list[asyncio.Future[None]]]] = {}
         self._stopping = False
+        self.failed: BaseException | None = None  # a fatal storage error stopped the node
+        # Flushes run here, one at a time (fsync off the loop thread).
+        self._fsync = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pykraft-fsync")
+        self._flushing: asyncio.Future[None] | None = None  # set while a flush runs
+        self._fatal_stop: asyncio.Future[None] | None = None
+        self._deferred: collections.deque[Callable[[], None]] = collections.deque()
+        # (last offset, appended at ms) of leader batches not yet committed, oldest first.
+        self._commit_marks: collections.deque[tuple[int, int]] = collections.deque(
+            maxlen=COMMIT_MARKS_MAX
+        )
+        self.metrics: RaftMetrics | None = None
+        self._metrics_server: MetricsServer | None = None
         self.stopped = asyncio.Event()
         self.cluster_id = ""
         self.directory_id: Any = None
@@ -252,7 +297,8 @@ class RaftNode:
             election_backoff_max_ms=cfg.quorum_election_backoff_max_ms,
             request_timeout_ms=cfg.quorum_request_timeout_ms,
             retry_backoff_ms=cfg.quorum_retry_backoff_ms,
-            fetch_max_wait_ms=min(500, cfg.quorum_request_timeout_ms // 2),
+            # Kafka's fixed 500 ms; the channel's timeout for a Fetch adds this wait.
+            fetch_max_wait_ms=500,
             cluster_id=self.cluster_id,
         )
         own = voters.endpoints(cfg.node_id) or (
@@ -280,6 +326,11 @@ class RaftNode:
         )
         core.on_transition = self._on_transition
         self.core = core
+        self.metrics = RaftMetrics(self.now_ms(), cfg.quorum_fetch_timeout_ms)
+        if cfg.metrics_port is not None:
+            self._metrics_server = MetricsServer(self._loop, self.metrics_snapshot)
+            self._metrics_server.start(self.listener.host, cfg.metrics_port)
+            log.info("metrics endpoint listening port=%d", self._metrics_server.port)
         log.info(
             "node started node.id=%d directory.id=%s cluster.id=%s listener=%s:%d role=%s "
             "epoch=%d log_end_offset=%d",
@@ -299,9 +350,11 @@ class RaftNode:
         if self._stopping:
             return
         core = self.core
-        if core is not None:
+        if core is not None and self.failed is None:
+            await self._flush_done()
             core.shutdown(self.now_ms())
             self._pump()
+            await self._flush_done()
             # Give EndQuorumEpoch a moment to leave before the channels close.
             await asyncio.sleep(0.05)
         self._stopping = True
@@ -318,42 +371,87 @@ class RaftNode:
             await self._server.close()
         for channel in self._channels.values():
             await channel.close()
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+        await self._flush_done()
         if self._log is not None:
-            self._log.flush()
+            if self.failed is None:
+                self._log.flush()
             self._log.close()
+        self._fsync.shutdown(wait=True)
         log.info("node stopped node.id=%d", self.config.node_id)
         self.stopped.set()
 
     # -- the pump -------------------------------------------------------------------------
 
+    def _input(self, step: Callable[[], None]) -> None:
+        """Step the core now, or after the running flush (see the module docstring)."""
+        if self.core is None or self._stopping:
+            return
+        if self._flushing is not None:
+            self._deferred.append(step)
+            return
+        step()
+        self._pump()
+
     def _pump(self) -> None:
         core = self.core
-        if core is None or self._stopping:
+        if core is None or self._stopping or self._flushing is not None:
             return
-        assert self._log is not None
-        for _ in range(READY_ROUNDS_MAX):
-            now = self.now_ms()
-            ready = core.ready(now)
-            if ready.must_flush:
-                self._log.flush()
-                core.on_flushed(now)
-            for message in ready.messages:
-                self._send(message)
-            if ready.snapshot_loaded is not None:
-                log.info("snapshot loaded snapshot_id=%s", ready.snapshot_loaded)
-            if ready.high_watermark is not None:
-                self._committed(ready.high_watermark)
-            if ready.leader_change is not None:
-                log.info(
-                    "leader change leader=%d epoch=%d",
-                    ready.leader_change.leader_id,
-                    ready.leader_change.epoch,
-                )
-            self._schedule_poll(ready.next_deadline_ms)
-            if not ready.must_flush:
-                return
-        # Still flushing after the bound: poll again at once rather than loop here.
-        self._schedule_poll(self.now_ms())
+        assert self._log is not None and self._loop is not None
+        ready = core.ready(self.now_ms())
+        if not ready.must_flush:
+            self._perform(ready)
+            return
+        # Invariant: while _flushing is set, nothing writes the log and ready() is not called.
+        flushing = self._loop.run_in_executor(self._fsync, self._log.flush)
+        self._flushing = flushing
+        flushing.add_done_callback(lambda f: self._flushed(f, ready))
+
+    def _flushed(self, flush: asyncio.Future[None], ready: Ready) -> None:
+        core = self.core
+        assert core is not None
+        self._flushing = None
+        error = flush.exception() if not flush.cancelled() else ConnectionError("cancelled")
+        if error is not None:
+            # As Kafka halts on a failed log flush: what reached the disk is unknown.
+            log.critical("log flush failed, stopping the node: %s", error)
+            self.failed = error
+            self._deferred.clear()
+            self._fatal_stop = asyncio.ensure_future(self.shutdown())
+            return
+        core.on_flushed(self.now_ms())
+        self._perform(ready)
+        deferred, self._deferred = self._deferred, collections.deque()
+        for step in deferred:
+            step()
+        self._pump()
+
+    async def _flush_done(self) -> None:
+        while self._flushing is not None:
+            await asyncio.shield(self._flushing)
+            await asyncio.sleep(0)  # let the done callback run
+
+    def _perform(self, ready: Ready) -> None:
+        for message in ready.messages:
+            self._send(message)
+        if ready.snapshot_loaded is not None:
+            log.info("snapshot loaded snapshot_id=%s", ready.snapshot_loaded)
+        if ready.high_watermark is not None:
+            self._committed(ready.high_watermark)
+        if ready.leader_change is not None:
+            log.info(
+                "leader change leader=%d epoch=%d",
+                ready.leader_change.leader_id,
+                ready.leader_change.epoch,
+            )
+        self._schedule_poll(ready.next_deadline_ms)
+
+    def metrics_snapshot(self) -> Snapshot | None:
+        """The raft-metrics group now (on the loop thread); None before start."""
+        if self.core is None or self.metrics is None:
+            return None
+        return snapshot_of(self.core, self.metrics, self.now_ms())
 
     def _schedule_poll(self, deadline_ms: int) -> None:
         assert self._loop is not None
@@ -363,12 +461,13 @@ class RaftNode:
 
     def _poll(self) -> None:
         self._timer = None
-        if self.core is None or self._stopping:
-            return
-        self.core.poll(self.now_ms())
-        self._pump()
+        core = self.core
+        if core is not None:
+            self._input(lambda: core.poll(self.now_ms()))
 
     def _on_transition(self, old: Role, new: Role) -> None:
+        if self.metrics is not None:
+            self.metrics.on_role(self.now_ms(), new.name, new.name in ("leader", "follower"))
         log.info(
             'role transition node.id=%d from=%s to=%s from_epoch=%d epoch=%d leader=%d reason="%s"',
             self.config.node_id,
@@ -390,6 +489,9 @@ class RaftNode:
         pending = self._inbound.pop(message.request_id, None)
         if pending is None or pending.answer.done():
             return  # the connection went away, or the answer timed out
+        if not isinstance(body, _RESPONSE_TYPES):
+            log.warning("no wire form for %s; dropped", type(body).__name__)
+            return
         pending.answer.set_result(
             response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
         )
@@ -431,26 +533,67 @@ class RaftNode:
         core = self.core
         if core is None or self._stopping:
             return
+        if isinstance(response, FetchResponse) and response.records and self.metrics:
+            self.metrics.on_fetch(self.now_ms(), _record_count(response.records))
         if response is None:
-            core.step(RequestFailed(dst, request_id), self.now_ms())
+            self._input(lambda: core.step(RequestFailed(dst, request_id), self.now_ms()))
         else:
-            core.step(Inbound(dst, request_id, response), self.now_ms())
-        self._pump()
+            self._input(lambda: core.step(Inbound(dst, request_id, response), self.now_ms()))
 
     # -- inbound --------------------------------------------------------------------------
 
+    def voter_addresses(self) -> dict[int, tuple[str, int]]:
+        """Each voter's address on the controller listener, from the voter set (falling back
+        to ``controller.quorum.voters``)."""
+        core = self.core
+        addresses = dict(self._voter_endpoints)
+        if core is not None:
+            for voter_id in core.voters.ids:
+                for e in core.voters.endpoints(voter_id):
+                    if e.name == self.listener.name:
+                        addresses[voter_id] = (e.host, e.port)
+                        break
+            addresses = {i: a for i, a in addresses.items() if i in core.voters.ids}
+        return addresses
+
+    def leader_address(self) -> tuple[str, int] | None:
+        core = self.core
+        if core is None or core.leader_id < 0:
+            return None
+        if core.leader_id == self.config.node_id:
+            return (self.listener.host or "localhost", self.port)
+        for e in getattr(core.state, "leader_endpoints", ()):
+            if e.name == self.listener.name:
+                return (e.host, e.port)
+        return self.voter_addresses().get(core.leader_id)
+
     async def _handle(self, request: DecodedRequest, listener_name: str) -> ResponsePayload:
         core = self.core
-        if request.api_key == ApiKey.DESCRIBE_QUORUM:
-            assert core is not None
+        if core is not None and request.api_key == ApiKey.DESCRIBE_QUORUM:
             return describe_quorum_response(
                 core,
                 request.message,
                 request.api_version,
                 now_ms=self.now_ms(),
                 wall_ms=int(time.time() * 1000),
-                voter_endpoints=self._voter_endpoints,
+                voter_endpoints=self.voter_addresses(),
                 listener_name=self.listener.name,
+            )
+        if core is not None and request.api_key == ApiKey.METADATA:
+            return metadata_response(
+                request.message,
+                request.api_version,
+                cluster_id=self.cluster_id,
+                leader_id=core.leader_id,
+                leader_address=self.leader_address(),
+            )
+        if core is not None and request.api_key == ApiKey.DESCRIBE_CLUSTER:
+            return describe_cluster_response(
+                request.message,
+                request.api_version,
+                cluster_id=self.cluster_id,
+                leader_id=core.leader_id,
+                controllers=self.voter_addresses(),
             )
         if request.api_key not in _RAFT_APIS or core is None or self._stopping:
             code = (
@@ -468,8 +611,7 @@ class RaftNode:
         self._next_inbound_id += 1
         pending = _Inbound(self._loop.create_future(), request.api_version, listener_name)
         self._inbound[rid] = pending
-        core.step(Inbound(_source_of(body), rid, body), self.now_ms())
-        self._pump()
+        self._input(lambda: core.step(Inbound(_source_of(body), rid, body), self.now_ms()))
         wait_ms = INBOUND_ANSWER_GRACE_MS + (
             body.max_wait_ms if isinstance(body, FetchRequest) else 0
         )
@@ -519,19 +661,33 @@ class RaftNode:
         core = self.core
         if not self._appends or core is None or self._stopping:
             return
+        if self._flushing is not None:
+            # Appended after the running flush, together with whatever else arrives.
+            self._deferred.append(self._append_pending)
+            return
+        self._append_pending()
+        self._pump()
+
+    def _append_pending(self) -> None:
+        core = self.core
+        if not self._appends or core is None or self._stopping:
+            return
         appends, self._appends, self._appended_records = self._appends, [], 0
         values = [v for item in appends for v in item.values]
+        now = self.now_ms()
         try:
-            last = core.append(values, self.now_ms())
+            last = core.append(values, now)
         except NotLeaderError as e:
             self._appends = appends
             self._fail_appends(e)
             return
+        if self.metrics is not None:
+            self.metrics.on_append(now, len(values))
+        self._commit_marks.append((last, now))
         offset = last - len(values)
         for item in appends:
             offset += len(item.values)
             item.done.set_result(offset)
-        self._pump()
 
     async def wait_committed(self, offset: int, epoch: int | None = None) -> None:
         """Wait until ``offset`` is below the high watermark. With ``epoch`` (the epoch the
@@ -557,6 +713,12 @@ class RaftNode:
             raise AppendLostError(f"offset {offset} holds epoch {held}, not {epoch}")
 
     def _committed(self, high_watermark: int) -> None:
+        now = self.now_ms()
+        marks = self._commit_marks
+        while marks and marks[0][0] < high_watermark:
+            _, appended_ms = marks.popleft()
+            if self.metrics is not None:
+                self.metrics.on_commit(now, appended_ms)
         for offset in [o for o in self._commit_waiters if o < high_watermark]:
             epoch, waiters = self._commit_waiters.pop(offset)
             try:
@@ -576,3 +738,14 @@ class RaftNode:
 
     async def run_until_stopped(self) -> None:
         await self.stopped.wait()
+
+
+def _record_count(records: bytes) -> int:
+    """Records in the batches of a Fetch response (for fetch-records-rate)."""
+    count = 0
+    try:
+        for header, _ in iter_batches(records, verify_crc=False):
+            count += header.record_count
+    except (CorruptRecordError, ValueError):
+        pass  # the core validates and rejects; the metric counts what it could read
+    return count

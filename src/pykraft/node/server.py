@@ -73,7 +73,15 @@ async def serve(config: NodeConfig) -> int:
         loop.add_signal_handler(signum, stop.set)
     interval_ms = config.debug_append_interval_ms
     appender = asyncio.ensure_future(_debug_appender(node, interval_ms)) if interval_ms else None
-    await stop.wait()
+    stopped = asyncio.ensure_future(node.stopped.wait())
+    requested = asyncio.ensure_future(stop.wait())
+    await asyncio.wait((stopped, requested), return_when=asyncio.FIRST_COMPLETED)
+    requested.cancel()
+    stopped.cancel()
+    if node.failed is not None:
+        if appender is not None:
+            appender.cancel()
+        return 1
     log.info("shutdown requested")
     if appender is not None:
         appender.cancel()

@@ -1,0 +1,334 @@
+"""Kafka's ``raft-metrics`` group (SPEC I3) on a Prometheus endpoint (``metrics.port``).
+
+Naming. Kafka publishes these as JMX attributes of ``kafka.server:type=raft-metrics`` (e.g.
+``current-state``, ``commit-latency-avg``). Here each becomes a Prometheus gauge named
+``kafka_raft_metrics_`` + the Kafka name with dashes turned into underscores; Kafka's string
+valued ``current-state`` becomes one gauge per state with a ``state`` label, 1 for the current
+state and 0 for the others (Prometheus values are numbers). Rates and latencies are, as in
+Kafka, averages over a sliding window (Kafka's ``metrics.sample.window.ms`` x
+``metrics.num.samples`` = 2 x 30 s); the monotonic totals behind the rates are exported too,
+as counters, because Prometheus users prefer ``rate()`` over a pre-averaged value.
+
+====================================  ====================================================
+Kafka ``raft-metrics`` name           Prometheus series
+====================================  ====================================================
+current-state                         ``kafka_raft_metrics_current_state{state="..."}``
+                                      (leader, candidate, prospective, prospective-voted,
+                                      unattached, unattached-voted, follower, observer,
+                                      resigned)
+current-leader                        ``kafka_raft_metrics_current_leader`` (-1: none)
+current-epoch                         ``kafka_raft_metrics_current_epoch``
+current-vote                          ``kafka_raft_metrics_current_vote`` (-1: none)
+high-watermark                        ``kafka_raft_metrics_high_watermark``
+log-end-offset                        ``kafka_raft_metrics_log_end_offset``
+commit-latency-avg / -max             ``kafka_raft_metrics_commit_latency_avg`` / ``_max`` (ms)
+election-latency-avg / -max           ``kafka_raft_metrics_election_latency_avg`` / ``_max``
+append-records-rate                   ``kafka_raft_metrics_append_records_rate`` (records/s)
+                                      and ``kafka_raft_metrics_append_records_total``
+fetch-records-rate                    ``kafka_raft_metrics_fetch_records_rate`` (records/s)
+                                      and ``kafka_raft_metrics_fetch_records_total``
+number-of-voters                      ``kafka_raft_metrics_number_of_voters``
+number-of-observers                   ``kafka_raft_metrics_number_of_observers`` (leader)
+uncommitted-voter-change              ``kafka_raft_metrics_uncommitted_voter_change`` (0/1)
+number-of-offline-voters              ``kafka_raft_metrics_number_of_offline_voters`` (leader)
+duplicate-voter-ids                   ``kafka_raft_metrics_duplicate_voter_ids``
+====================================  ====================================================
+
+Where the values come from: the gauges are read off the core when Prometheus scrapes;
+latencies and record counts are recorded by the driver (:class:`RaftMetrics`). Commit latency
+is measured at the leader from the moment a batch of application records is appended to the
+moment the high watermark passes it; election latency from the start of an election
+(entering Prospective or Candidate) to the moment a leader is known. A voter is *offline*
+when the leader has not had a Fetch from it within ``controller.quorum.fetch.timeout.ms``
+(only the leader knows; elsewhere 0). ``uncommitted-voter-change`` is read from the core's
+``has_uncommitted_voter_change`` (or ``uncommitted_voter_change``) once the KIP-853 core exposes
+it, and is 0 before.
+
+Threading: prometheus-client serves HTTP from its own thread; a scrape hops onto the node's
+event loop (``call_soon_threadsafe``) to take one consistent snapshot, so the core is only
+ever read from the loop's thread. The registry is node-local, never the global one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from pykraft.raft.core import RaftCore
+from pykraft.raft.roles import Leader
+
+__all__ = ["STATES", "MetricsServer", "RaftMetrics", "Snapshot", "snapshot_of"]
+
+PREFIX: Final = "kafka_raft_metrics_"
+WINDOW_MS: Final = 60_000  # Kafka: 2 samples x metrics.sample.window.ms (30 s)
+SAMPLES_MAX: Final = 10_000  # latency samples kept per window (bound)
+SCRAPE_TIMEOUT_S: Final = 2.0
+STATES: Final = (
+    "leader",
+    "candidate",
+    "prospective",
+    "prospective-voted",
+    "unattached",
+    "unattached-voted",
+    "follower",
+    "observer",
+    "resigned",
+)
+
+
+def current_state(core: RaftCore) -> str:
+    """Kafka's current-state string for the core's role."""
+    role = core.role
+    if role in ("unattached", "prospective") and core.voted_key is not None:
+        return f"{role}-voted"
+    if core.is_observer and role in ("follower", "unattached"):
+        return "observer"
+    return role
+
+
+class _Window:
+    """Timestamped samples kept for ``WINDOW_MS``. Invariant: at most ``SAMPLES_MAX``
+    samples, oldest first."""
+
+    def __init__(self) -> None:
+        self._samples: collections.deque[tuple[int, float]] = collections.deque(maxlen=SAMPLES_MAX)
+
+    def record(self, now_ms: int, value: float) -> None:
+        self._samples.append((now_ms, value))
+
+    def _trim(self, now_ms: int) -> None:
+        while self._samples and self._samples[0][0] <= now_ms - WINDOW_MS:
+            self._samples.popleft()
+
+    def avg_max(self, now_ms: int) -> tuple[float, float]:
+        """(average, maximum) over the window; NaN when empty (Kafka reports NaN too)."""
+        self._trim(now_ms)
+        if not self._samples:
+            return float("nan"), float("nan")
+        values = [v for _, v in self._samples]
+        return sum(values) / len(values), max(values)
+
+    def rate(self, now_ms: int, elapsed_ms: int) -> float:
+        """Sum of the window's values per second, over min(window, time since start)."""
+        self._trim(now_ms)
+        span_ms = max(1, min(WINDOW_MS, elapsed_ms))
+        return sum(v for _, v in self._samples) * 1000 / span_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Every value of the group at one instant."""
+
+    state: str
+    leader: int
+    epoch: int
+    vote: int
+    high_watermark: int
+    log_end_offset: int
+    commit_latency: tuple[float, float]
+    election_latency: tuple[float, float]
+    append_records_rate: float
+    append_records_total: int
+    fetch_records_rate: float
+    fetch_records_total: int
+    voters: int
+    observers: int
+    uncommitted_voter_change: int
+    offline_voters: int
+    duplicate_voter_ids: int
+
+
+class RaftMetrics:
+    """What the driver records (latencies, record counts); read by :func:`snapshot_of`."""
+
+    def __init__(self, now_ms: int, fetch_timeout_ms: int) -> None:
+        self.started_ms = now_ms
+        self.fetch_timeout_ms = fetch_timeout_ms
+        self.commit_latency = _Window()
+        self.election_latency = _Window()
+        self.append_records = _Window()
+        self.fetch_records = _Window()
+        self.append_records_total = 0
+        self.fetch_records_total = 0
+        self.election_started_ms: int | None = None  # None when no election is running
+
+    def on_append(self, now_ms: int, records: int) -> None:
+        self.append_records.record(now_ms, records)
+        self.append_records_total += records
+
+    def on_fetch(self, now_ms: int, records: int) -> None:
+        if records:
+            self.fetch_records.record(now_ms, records)
+            self.fetch_records_total += records
+
+    def on_commit(self, now_ms: int, appended_ms: int) -> None:
+        self.commit_latency.record(now_ms, now_ms - appended_ms)
+
+    def on_role(self, now_ms: int, new_role: str, leader_known: bool) -> None:
+        if new_role in ("prospective", "candidate"):
+            if self.election_started_ms is None:
+                self.election_started_ms = now_ms
+        elif leader_known and self.election_started_ms is not None:
+            self.election_latency.record(now_ms, now_ms - self.election_started_ms)
+            self.election_started_ms = None
+
+
+def _core_flag(core: RaftCore, *names: str) -> int:
+    """A value the KIP-853 core may expose under one of ``names``; 0 while it does not."""
+    for name in names:
+        value = getattr(core, name, None)
+        if value is not None:
+            return int(value() if callable(value) else value)
+    return 0
+
+
+def snapshot_of(core: RaftCore, metrics: RaftMetrics, now_ms: int) -> Snapshot:
+    """Read the group off the core (call on the loop thread)."""
+    role = core.state
+    observers = offline = 0
+    if isinstance(role, Leader):
+        observers = len(role.observers)
+        offline = sum(
+            1
+            for p in role.voters.values()
+            if p.last_fetch_ms < 0 or now_ms - p.last_fetch_ms > metrics.fetch_timeout_ms
+        )
+    ids = [key.id for key in core.voters.keys]
+    voted = core.voted_key
+    elapsed = now_ms - metrics.started_ms
+    return Snapshot(
+        state=current_state(core),
+        leader=core.leader_id,
+        epoch=core.epoch,
+        vote=voted.id if voted is not None else -1,
+        high_watermark=core.high_watermark,
+        log_end_offset=core.log.end_offset,
+        commit_latency=metrics.commit_latency.avg_max(now_ms),
+        election_latency=metrics.election_latency.avg_max(now_ms),
+        append_records_rate=metrics.append_records.rate(now_ms, elapsed),
+        append_records_total=metrics.append_records_total,
+        fetch_records_rate=metrics.fetch_records.rate(now_ms, elapsed),
+        fetch_records_total=metrics.fetch_records_total,
+        voters=len(ids),
+        observers=observers,
+        uncommitted_voter_change=_core_flag(
+            core, "has_uncommitted_voter_change", "uncommitted_voter_change"
+        ),
+        offline_voters=offline,
+        duplicate_voter_ids=len(ids) - len(set(ids)),
+    )
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(PREFIX + name, doc, value=value)
+
+
+def families(s: Snapshot) -> list[Metric]:
+    """The Prometheus metric families of one snapshot."""
+    state = GaugeMetricFamily(
+        PREFIX + "current_state", "current-state: 1 for the replica's state", labels=["state"]
+    )
+    for name in STATES:
+        state.add_metric([name], 1.0 if name == s.state else 0.0)
+    append_total = CounterMetricFamily(
+        PREFIX + "append_records", "records appended by the leader", value=s.append_records_total
+    )
+    fetch_total = CounterMetricFamily(
+        PREFIX + "fetch_records", "records fetched from the leader", value=s.fetch_records_total
+    )
+    return [
+        state,
+        _gauge("current_leader", "current-leader: the leader's id, -1 if unknown", s.leader),
+        _gauge("current_epoch", "current-epoch: the quorum's epoch", s.epoch),
+        _gauge("current_vote", "current-vote: the voted replica id, -1 if none", s.vote),
+        _gauge(
+            "high_watermark", "high-watermark: first offset not known committed", s.high_watermark
+        ),
+        _gauge("log_end_offset", "log-end-offset", s.log_end_offset),
+        _gauge("commit_latency_avg", "commit-latency-avg (ms)", s.commit_latency[0]),
+        _gauge("commit_latency_max", "commit-latency-max (ms)", s.commit_latency[1]),
+        _gauge("election_latency_avg", "election-latency-avg (ms)", s.election_latency[0]),
+        _gauge("election_latency_max", "election-latency-max (ms)", s.election_latency[1]),
+        _gauge("append_records_rate", "append-records-rate (records/s)", s.append_records_rate),
+        append_total,
+        _gauge("fetch_records_rate", "fetch-records-rate (records/s)", s.fetch_records_rate),
+        fetch_total,
+        _gauge("number_of_voters", "number-of-voters", s.voters),
+        _gauge("number_of_observers", "number-of-observers (known by the leader)", s.observers),
+        _gauge(
+            "uncommitted_voter_change",
+            "uncommitted-voter-change (0 or 1)",
+            s.uncommitted_voter_change,
+        ),
+        _gauge(
+            "number_of_offline_voters",
+            "number-of-offline-voters (known by the leader)",
+            s.offline_voters,
+        ),
+        _gauge("duplicate_voter_ids", "duplicate-voter-ids", s.duplicate_voter_ids),
+    ]
+
+
+class _Collector:
+    def __init__(self, loop: asyncio.AbstractEventLoop, take: Callable[[], Snapshot | None]):
+        self._loop = loop
+        self._take = take
+
+    def collect(self) -> Iterable[Metric]:
+        try:
+            on_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            snapshot = self._take()  # called on the loop's own thread (tests)
+        else:
+            done: concurrent.futures.Future[Snapshot | None] = concurrent.futures.Future()
+
+            def take() -> None:
+                try:
+                    done.set_result(self._take())
+                except BaseException as e:  # pragma: no cover - reported to the scraper
+                    done.set_exception(e)
+
+            try:
+                self._loop.call_soon_threadsafe(take)
+                snapshot = done.result(SCRAPE_TIMEOUT_S)
+            except (RuntimeError, concurrent.futures.TimeoutError):
+                return []  # the loop is gone or stuck: an empty scrape, not a hang
+        return families(snapshot) if snapshot is not None else []
+
+
+class MetricsServer:
+    """The HTTP endpoint (prometheus-client's server thread) over a node-local registry."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, take: Callable[[], Snapshot | None]
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(loop, take))
+        self._server: object | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    def start(self, host: str, port: int) -> None:
+        server, thread = start_http_server(port, addr=host or "0.0.0.0", registry=self.registry)
+        self._server, self._thread = server, thread
+        self.port = int(server.server_port)
+
+    def close(self) -> None:
+        server = self._server
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+            server.server_close()  # type: ignore[attr-defined]
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
