@@ -1,0 +1,217 @@
+"""`pykraft pipeline <job>`: the PySpark jobs of ``pykraft.pipeline``.
+
+Every job takes ``--master`` (default ``local[*]``) and repeated ``--conf key=value``, passed
+to Spark unchanged, so the same command runs on a cluster. Inputs and outputs are paths or
+Hadoop file system URIs. Answers go to stdout; Spark's logs (WARN and above) and progress
+lines go to stderr.
+
+    pykraft pipeline ingest --log-dir 1=/data/n1 --log-dir 2=/data/n2 --out /tables
+    pykraft pipeline audit --in /tables [--hwm 1=120 --hwm 2=118] [--out /audit]
+    pykraft pipeline sweep --seeds 0..1000 --profile none,crashes --pre-vote both --out /sweep
+    pykraft pipeline report --sweep /sweep --ingest /tables --out report/
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pykraft.pipeline.committed import parse_node_offsets
+
+_DIVERGENCES_SHOWN = 50
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "pipeline", help="Spark jobs: ingest logs, audit replicas, simulation sweeps, report"
+    )
+    jobs = parser.add_subparsers(dest="job", metavar="JOB")
+
+    def usage(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=usage)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    common.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting"
+    )
+    common.add_argument(
+        "--progress-interval", type=float, default=5.0, metavar="S", help="progress every S s"
+    )
+
+    ingest = jobs.add_parser("ingest", parents=[common], help="metadata log dirs -> Parquet tables")
+    ingest.add_argument(
+        "--log-dir",
+        action="append",
+        required=True,
+        metavar="[NODE=]DIR",
+        help="a node's metadata.log.dir (node id from meta.properties unless given); repeat",
+    )
+    ingest.add_argument("--out", required=True, help="output directory or URI")
+    ingest.add_argument(
+        "--hwm", action="append", default=[], metavar="NODE=OFFSET", help="known HWM of a node"
+    )
+    ingest.set_defaults(func=_ingest)
+
+    audit = jobs.add_parser(
+        "audit", parents=[common], help="check that replicas agree on the committed prefix"
+    )
+    audit.add_argument("--in", dest="ingested", required=True, help="ingest's output")
+    audit.add_argument(
+        "--hwm",
+        action="append",
+        default=[],
+        metavar="NODE=OFFSET",
+        help="a node's HWM; nodes without one use the majority estimate (see docs)",
+    )
+    audit.add_argument("--out", help="write the divergences table here")
+    audit.set_defaults(func=_audit)
+
+    sweep = jobs.add_parser("sweep", parents=[common], help="simulator seeds as Spark tasks")
+    sweep.add_argument("--seeds", required=True, help="A..B (B excluded) or N")
+    sweep.add_argument(
+        "--profile", action="append", default=[], help="fault profile(s), comma-separated"
+    )
+    sweep.add_argument("--pre-vote", default="on", choices=("on", "off", "both"))
+    sweep.add_argument("--events", type=int, default=5_000, help="fault-phase events per run")
+    sweep.add_argument("--voters", type=int, default=3)
+    sweep.add_argument("--observers", type=int, default=0)
+    sweep.add_argument("--partitions", type=int, help="seed slices (default 4 x cores)")
+    sweep.add_argument("--out", required=True, help="output directory or URI")
+    sweep.set_defaults(func=_sweep)
+
+    report = jobs.add_parser("report", parents=[common], help="markdown + PNG plots")
+    report.add_argument("--sweep", help="sweep's output")
+    report.add_argument("--ingest", help="ingest's output")
+    report.add_argument("--out", required=True, help="local directory for report.md and PNGs")
+    report.set_defaults(func=_report)
+
+
+def _session(args: argparse.Namespace, app: str) -> Any:
+    from pykraft.pipeline.session import build_session, parse_conf
+
+    return build_session(args.master, parse_conf(args.conf), app_name=f"pykraft-{app}")
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from pykraft.pipeline.ingest import LogDir, run_ingest
+
+    try:
+        hwm = parse_node_offsets(args.hwm)
+        dirs = [LogDir.parse(spec) for spec in args.log_dir]
+    except ValueError as exc:
+        return _fail(str(exc))
+    spark = _session(args, "ingest")
+    s = run_ingest(spark, dirs, args.out, hwm, progress_interval_s=args.progress_interval)
+    print(
+        f"ingested {s.nodes} nodes, {s.files} files, {s.bytes} bytes, {s.batches} batches, "
+        f"{s.records} records in {s.seconds:.1f} s ({s.mb_per_s:.2f} MB/s) -> {args.out}"
+    )
+    for p in s.prefixes:
+        print(
+            f"node {p.node}: log {p.log_start_offset}..{p.log_end_offset}, "
+            f"committed below {p.committed_offset} ({p.source})"
+        )
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from pykraft.pipeline.audit import run_audit
+
+    try:
+        hwm = parse_node_offsets(args.hwm)
+    except ValueError as exc:
+        return _fail(str(exc))
+    spark = _session(args, "audit")
+    result = run_audit(
+        spark, args.ingested, hwm, args.out, progress_interval_s=args.progress_interval
+    )
+    for p in result.prefixes:
+        print(
+            f"node {p.node}: checked offsets {p.log_start_offset}..{p.committed_offset} "
+            f"(committed prefix: {p.source}; log end {p.log_end_offset})"
+        )
+    print(f"{result.batches_checked} committed batches checked")
+    if result.ok:
+        print("OK: all replicas agree on the committed prefix")
+        return 0
+    print(f"DIVERGED: {result.divergence_count} divergences")
+    for row in result.divergences.limit(_DIVERGENCES_SHOWN).collect():
+        print(
+            f"  {row.kind:<16} node {row.node} offsets {row.base_offset}-{row.last_offset}: "
+            f"{row.detail}"
+        )
+    if result.divergence_count > _DIVERGENCES_SHOWN:
+        print(f"  ... {result.divergence_count - _DIVERGENCES_SHOWN} more (see --out)")
+    return 1
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from pykraft.pipeline.sweep import SweepSpec, parse_pre_vote, parse_profiles, run_sweep
+    from pykraft.sim.sweep import parse_seeds
+
+    try:
+        spec = SweepSpec(
+            seeds=parse_seeds(args.seeds),
+            profiles=parse_profiles(args.profile) or ("none",),
+            pre_vote=parse_pre_vote(args.pre_vote),
+            events=args.events,
+            voters=args.voters,
+            observers=args.observers,
+        )
+        from pykraft.sim import get_profile
+
+        for name in spec.profiles:
+            get_profile(name)
+    except (ValueError, KeyError) as exc:
+        return _fail(str(exc))
+    spark = _session(args, "sweep")
+    s = run_sweep(
+        spark,
+        spec,
+        args.out,
+        partitions=args.partitions,
+        progress_interval_s=args.progress_interval,
+    )
+    print(
+        f"{s.runs} runs ({len(spec.seeds)} seeds) in {s.seconds:.1f} s "
+        f"({s.runs_per_s:.1f} runs/s), {s.violations} violations -> {args.out}"
+    )
+    print(
+        f"{'profile':<11} {'pre-vote':>8} {'runs':>6} {'viol':>5} {'elect/h':>9} "
+        f"{'epochs/h':>9} {'leaderless p50':>14} {'p99 ms':>8} {'elect p50':>9} {'p99 ms':>8}"
+    )
+    for p in s.profiles:
+        print(
+            f"{p['profile']:<11} {'on' if p['pre_vote'] else 'off':>8} {p['runs']:>6} "
+            f"{p['violations']:>5} {p['elections_per_hour']:>9.1f} {p['epochs_per_hour']:>9.1f} "
+            f"{_ms(p['leaderless_ms_p50']):>14} {_ms(p['leaderless_ms_p99']):>8} "
+            f"{_ms(p['time_to_elect_ms_p50']):>9} {_ms(p['time_to_elect_ms_p99']):>8}"
+        )
+        for v in p["violation_seeds"] or []:  # type: ignore[attr-defined]
+            print(f"    violation {v['violation_invariant']} with seed {v['seed']}")
+    return 1 if s.violations else 0
+
+
+def _ms(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pykraft.pipeline.report import run_report
+
+    if not args.sweep and not args.ingest:
+        return _fail("give --sweep and/or --ingest")
+    spark = _session(args, "report")
+    path = run_report(spark, sweep=args.sweep, ingest=args.ingest, out=args.out)
+    print(f"report written to {path}")
+    return 0
