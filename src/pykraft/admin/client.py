@@ -1,0 +1,456 @@
+"""The admin client: Kafka's quorum admin calls over the project's own protocol stack.
+
+:class:`AdminClient` speaks through :class:`pykraft.net.client.Connection` (one codec: kio via
+``pykraft.protocol``) to a list of bootstrap addresses, as Kafka's ``Admin`` does with
+``bootstrap.controllers`` (the default here, Kafka's ``--bootstrap-controller``) or
+``bootstrap.servers``:
+
+* :meth:`AdminClient.describe_cluster` -- DescribeCluster with endpoint type *controller*
+  (KIP-919): the cluster id, the controllers and the active controller. With
+  ``bootstrap_controllers=False`` it asks for broker endpoints first, as Kafka's tools do
+  with ``--bootstrap-server``, and falls back to controller endpoints on
+  UNSUPPORTED_ENDPOINT_TYPE (a pykraft controller listener answers both ways then).
+* :meth:`AdminClient.describe_quorum` -- DescribeQuorum v2 for ``__cluster_metadata-0``
+  (SPEC D11), as :class:`QuorumInfo`.
+* :meth:`AdminClient.add_controller` / :meth:`AdminClient.remove_controller` -- AddRaftVoter /
+  RemoveRaftVoter (KIP-853).
+
+Leader routing: these requests must reach the quorum's leader. A non-leader answers
+NOT_LEADER_OR_FOLLOWER with the leader it knows (and, in DescribeQuorum v2, the voters'
+endpoints); the client then sends to that leader's address, learnt from the answer or from
+DescribeCluster. While no leader is known (an election), it retries with backoff until
+``timeout_ms``. Every request has ``request_timeout_ms``; the whole call is bounded by
+``timeout_ms`` (Kafka's ``default.api.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import importlib
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final
+
+import kio.schema.add_raft_voter.v0.request as add_v0
+import kio.schema.remove_raft_voter.v0.request as remove_v0
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from pykraft.net.client import Connection
+from pykraft.net.convert import METADATA_PARTITION, METADATA_TOPIC
+from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
+from pykraft.protocol import KRAFT_APIS, ApiKey, ErrorCode, ProtocolError
+
+__all__ = [
+    "AdminClient",
+    "AdminError",
+    "ClusterInfo",
+    "QuorumInfo",
+    "RaftVoterEndpoint",
+    "ReplicaState",
+]
+
+ADMIN_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS)
+RETRY_BACKOFF_MS: Final = 100
+RETRY_BACKOFF_MAX_MS: Final = 1000
+BROKER_ENDPOINT_TYPE: Final = 1
+
+_RETRIABLE: Final = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.not_controller,
+        ErrorCode.broker_not_available,
+        ErrorCode.leader_not_available,
+    }
+)
+
+
+class AdminError(Exception):
+    """A Kafka error answered to an admin call (``code``), or no answer in time."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        text = code.name.upper() if message is None else f"{code.name.upper()}: {message}"
+        super().__init__(text)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class RaftVoterEndpoint:
+    """One listener of a controller (Kafka's ``RaftVoterEndpoint``)."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """A voter or observer as the leader sees it (Kafka's ``QuorumInfo.ReplicaState``).
+    Timestamps are wall-clock ms, -1 when unknown; ``directory_id`` is None when unknown."""
+
+    replica_id: int
+    directory_id: uuid.UUID | None
+    log_end_offset: int
+    last_fetch_timestamp: int = -1
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumInfo:
+    """DescribeQuorum's answer (Kafka's ``QuorumInfo``). ``voters[0]`` is not necessarily the
+    leader: find it by ``leader_id``. ``nodes`` maps voter ids to their endpoints."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...]
+    nodes: dict[int, tuple[RaftVoterEndpoint, ...]]
+
+    @property
+    def leader(self) -> ReplicaState | None:
+        return next((v for v in self.voters if v.replica_id == self.leader_id), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """DescribeCluster's answer: cluster id, the active controller (-1 if unknown), and the
+    listed nodes' addresses."""
+
+    cluster_id: str
+    controller_id: int
+    nodes: dict[int, tuple[str, int]]
+
+
+def _parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"expected host:port, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def _replica(row: Any) -> ReplicaState:
+    directory = getattr(row, "replica_directory_id", None)
+    return ReplicaState(
+        replica_id=int(row.replica_id),
+        directory_id=directory if directory and directory.int else None,
+        log_end_offset=int(row.log_end_offset),
+        last_fetch_timestamp=int(getattr(row, "last_fetch_timestamp", -1)),
+        last_caught_up_timestamp=int(getattr(row, "last_caught_up_timestamp", -1)),
+    )
+
+
+class AdminClient:
+    """Quorum admin calls against ``bootstrap`` (``"host:port,host:port"`` or a list).
+
+    Use as ``async with AdminClient(...) as admin`` or call :meth:`close`. Not thread-safe;
+    one client per event loop.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str | Sequence[str],
+        *,
+        bootstrap_controllers: bool = True,
+        request_timeout_ms: int = 5_000,
+        timeout_ms: int = 30_000,
+        client_id: str = "pykraft-admin",
+    ) -> None:
+        items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
+        self.bootstrap = [_parse_address(item) for item in items if item.strip()]
+        if not self.bootstrap:
+            raise ValueError("no bootstrap address")
+        self.bootstrap_controllers = bootstrap_controllers
+        self.request_timeout_ms = request_timeout_ms
+        self.timeout_ms = timeout_ms
+        self.client_id = client_id
+        self._connections: dict[tuple[str, int], Connection] = {}
+        self._leader: tuple[str, int] | None = None  # last known leader address
+
+    async def __aenter__(self) -> AdminClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        connections, self._connections = self._connections, {}
+        for conn in connections.values():
+            conn.close()
+            await conn.wait_closed()
+
+    # -- transport ----------------------------------------------------------------------
+
+    async def _connection(self, address: tuple[str, int]) -> Connection:
+        conn = self._connections.get(address)
+        if conn is None or conn.closed:
+            conn = await Connection.open(
+                address[0],
+                address[1],
+                timeout_ms=self.request_timeout_ms,
+                client_id=self.client_id,
+            )
+            self._connections[address] = conn
+        return conn
+
+    async def _send(self, address: tuple[str, int], build: Any, api_key: ApiKey) -> Any:
+        """Send ``build(version)`` at the highest version both sides speak."""
+        conn = await self._connection(address)
+        version = conn.pick_version(api_key, ADMIN_APIS)
+        if version is None:
+            raise AdminError(
+                ErrorCode.unsupported_version,
+                f"{address[0]}:{address[1]} does not serve {api_key.name}",
+            )
+        message: RequestPayload = build(version)
+        response: ResponsePayload = await conn.request(message, timeout_ms=self.request_timeout_ms)
+        return response
+
+    def _candidates(self) -> list[tuple[str, int]]:
+        leader = [self._leader] if self._leader is not None else []
+        return leader + [a for a in self.bootstrap if a != self._leader]
+
+    async def _call_leader(self, call: Any, what: str) -> Any:
+        """Run ``call(address)`` against the leader. ``call`` returns ``(result, None)`` on
+        success or ``(None, (error, leader address or None))`` when the node is not the
+        leader; transport failures move on to the next address. Bounded by ``timeout_ms``."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        backoff_ms = RETRY_BACKOFF_MS
+        last: BaseException | None = None
+        while True:
+            redirect: tuple[str, int] | None = None
+            for address in self._candidates():
+                try:
+                    result, retry = await call(address)
+                except (OSError, TimeoutError, ConnectionError, ProtocolError) as e:
+                    last = e
+                    self._drop(address)
+                    continue
+                if retry is None:
+                    self._leader = address
+                    return result
+                error, redirect = retry
+                last = error
+                if redirect is not None:
+                    break
+            if redirect is not None and redirect != self._leader:
+                self._leader = redirect
+                continue  # try the named leader at once
+            if time.monotonic() + backoff_ms / 1000 > deadline:
+                if isinstance(last, AdminError):
+                    raise last
+                raise AdminError(
+                    ErrorCode.request_timed_out, f"{what}: no leader answered ({last})"
+                )
+            self._leader = None
+            await asyncio.sleep(backoff_ms / 1000)
+            backoff_ms = min(RETRY_BACKOFF_MAX_MS, backoff_ms * 2)
+
+    def _drop(self, address: tuple[str, int]) -> None:
+        conn = self._connections.pop(address, None)
+        if conn is not None:
+            conn.close()
+
+    # -- calls --------------------------------------------------------------------------
+
+    async def describe_cluster(self) -> ClusterInfo:
+        """DescribeCluster from the first bootstrap address that answers."""
+        endpoint_types = (
+            [CONTROLLER_ENDPOINT_TYPE]
+            if self.bootstrap_controllers
+            else [BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE]
+        )
+        last: BaseException | None = None
+        for address in self.bootstrap:
+            for endpoint_type in endpoint_types:
+                try:
+                    m = await self._send(
+                        address,
+                        lambda v, t=endpoint_type: _describe_cluster_request(v, t),
+                        ApiKey.DESCRIBE_CLUSTER,
+                    )
+                except (OSError, TimeoutError, ConnectionError, ProtocolError) as e:
+                    last = e
+                    self._drop(address)
+                    break
+                code = ErrorCode(m.error_code)
+                if code == ErrorCode.unsupported_endpoint_type:
+                    last = AdminError(code, m.error_message)
+                    continue
+                if code != ErrorCode.none:
+                    raise AdminError(code, m.error_message)
+                return ClusterInfo(
+                    cluster_id=str(m.cluster_id),
+                    controller_id=int(m.controller_id),
+                    nodes={int(b.broker_id): (str(b.host), int(b.port)) for b in m.brokers},
+                )
+        if isinstance(last, AdminError):
+            raise last
+        raise AdminError(ErrorCode.request_timed_out, f"no bootstrap address answered ({last})")
+
+    async def describe_quorum(self) -> QuorumInfo:
+        """DescribeQuorum of ``__cluster_metadata-0``, answered by the leader."""
+        from pykraft.node.describe import describe_quorum_request
+
+        async def call(address: tuple[str, int]) -> tuple[Any, Any]:
+            m = await self._send(
+                address, lambda v: _at_version(describe_quorum_request(), v), ApiKey.DESCRIBE_QUORUM
+            )
+            top = ErrorCode(m.error_code)
+            if top != ErrorCode.none:
+                if top in _RETRIABLE:
+                    return None, (AdminError(top, getattr(m, "error_message", None)), None)
+                raise AdminError(top, getattr(m, "error_message", None))
+            p = m.topics[0].partitions[0]
+            nodes = {
+                int(n.node_id): tuple(
+                    RaftVoterEndpoint(str(e.name), str(e.host), int(e.port)) for e in n.listeners
+                )
+                for n in getattr(m, "nodes", ())
+            }
+            code = ErrorCode(p.error_code)
+            if code == ErrorCode.none:
+                info = QuorumInfo(
+                    leader_id=int(p.leader_id),
+                    leader_epoch=int(p.leader_epoch),
+                    high_watermark=int(p.high_watermark),
+                    voters=tuple(_replica(r) for r in p.current_voters),
+                    observers=tuple(_replica(r) for r in p.observers),
+                    nodes=nodes,
+                )
+                return info, None
+            error = AdminError(code, getattr(p, "error_message", None))
+            if code not in _RETRIABLE:
+                raise error
+            return None, (error, await self._leader_address(int(p.leader_id), nodes))
+
+        result: QuorumInfo = await self._call_leader(call, "DescribeQuorum")
+        return result
+
+    async def _leader_address(
+        self, leader_id: int, nodes: dict[int, tuple[RaftVoterEndpoint, ...]]
+    ) -> tuple[str, int] | None:
+        """The address of ``leader_id`` from ``nodes``, else from DescribeCluster."""
+        if leader_id < 0:
+            return None
+        endpoints = nodes.get(leader_id, ())
+        if endpoints:
+            return endpoints[0].host, endpoints[0].port
+        with contextlib.suppress(AdminError):
+            cluster = await self.describe_cluster()
+            return cluster.nodes.get(leader_id)
+        return None
+
+    async def _voter_change(self, build: Any, api_key: ApiKey, what: str) -> None:
+        async def call(address: tuple[str, int]) -> tuple[Any, Any]:
+            m = await self._send(address, build, api_key)
+            code = ErrorCode(m.error_code)
+            if code == ErrorCode.none:
+                return True, None
+            error = AdminError(code, m.error_message)
+            if code not in _RETRIABLE:
+                raise error
+            info = await self.describe_quorum_leader_hint()
+            return None, (error, info)
+
+        await self._call_leader(call, what)
+
+    async def describe_quorum_leader_hint(self) -> tuple[str, int] | None:
+        """Where the leader is, by DescribeQuorum (which follows redirects itself)."""
+        with contextlib.suppress(AdminError):
+            await self.describe_quorum()
+            return self._leader
+        return None
+
+    async def add_controller(
+        self,
+        controller_id: int,
+        directory_id: uuid.UUID,
+        endpoints: Sequence[RaftVoterEndpoint],
+        *,
+        cluster_id: str | None = None,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """AddRaftVoter (KIP-853): make the observer (``controller_id``, ``directory_id``)
+        a voter, reachable at ``endpoints``. Returns once the leader answered success (it
+        answers after the new voter set committed); raises :class:`AdminError`."""
+        wait = timeout_ms if timeout_ms is not None else self.timeout_ms
+        listeners = tuple(endpoints)
+
+        def build(version: int) -> RequestPayload:
+            mod: Any = add_v0 if version == 0 else _module("add_raft_voter", version)
+            fields: dict[str, object] = {
+                "cluster_id": cluster_id,
+                "timeout": datetime.timedelta(milliseconds=wait),
+                "voter_id": controller_id,
+                "voter_directory_id": directory_id,
+                "listeners": tuple(
+                    mod.Listener(name=e.name, host=e.host, port=e.port) for e in listeners
+                ),
+            }
+            request: RequestPayload = mod.AddRaftVoterRequest(**fields)
+            return request
+
+        await self._voter_change(build, ApiKey.ADD_RAFT_VOTER, "AddRaftVoter")
+
+    async def remove_controller(
+        self, controller_id: int, directory_id: uuid.UUID, *, cluster_id: str | None = None
+    ) -> None:
+        """RemoveRaftVoter (KIP-853) of the replica key (``controller_id``, ``directory_id``);
+        raises :class:`AdminError` (VOTER_NOT_FOUND, REQUEST_TIMED_OUT, ...)."""
+
+        def build(version: int) -> RequestPayload:
+            mod: Any = remove_v0 if version == 0 else _module("remove_raft_voter", version)
+            request: RequestPayload = mod.RemoveRaftVoterRequest(
+                cluster_id=cluster_id, voter_id=controller_id, voter_directory_id=directory_id
+            )
+            return request
+
+        await self._voter_change(build, ApiKey.REMOVE_RAFT_VOTER, "RemoveRaftVoter")
+
+
+def _module(package: str, version: int) -> Any:
+    return importlib.import_module(f"kio.schema.{package}.v{version}.request")
+
+
+def _at_version(request: RequestPayload, version: int) -> RequestPayload:
+    """The DescribeQuorum v2 request re-expressed at ``version`` (same fields in 0-2)."""
+    if version == 2:
+        return request
+    mod = _module("describe_quorum", version)
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32
+
+    built: RequestPayload = mod.DescribeQuorumRequest(
+        topics=(
+            mod.TopicData(
+                topic_name=TopicName(METADATA_TOPIC),
+                partitions=(mod.PartitionData(partition_index=i32(METADATA_PARTITION)),),
+            ),
+        )
+    )
+    return built
+
+
+def _describe_cluster_request(version: int, endpoint_type: int) -> RequestPayload:
+    fields: dict[str, object] = {"include_cluster_authorized_operations": False}
+    if version >= 1:
+        fields["endpoint_type"] = endpoint_type
+    if version >= 2:
+        fields["include_fenced_brokers"] = False
+    built: RequestPayload = _module("describe_cluster", version).DescribeClusterRequest(**fields)
+    return built

@@ -1,0 +1,143 @@
+"""Helpers for end-to-end tests with real ``pykraft server start`` processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+CLUSTER_ID = "X5SvYNT7TJu0jYq2_o3_vg"
+STEP_TIMEOUT_S = 20
+TRANSITION = re.compile(
+    r"role transition node\.id=\d+ from=(\S+) to=(\S+) from_epoch=\d+ epoch=(\d+)"
+)
+
+# Short timeouts keep elections and failure detection fast on a loaded 2-core machine, but
+# not so short that a scheduling hiccup starts an election.
+FAST_QUORUM = (
+    "controller.quorum.election.timeout.ms=500\n"
+    "controller.quorum.fetch.timeout.ms=1000\n"
+    "controller.quorum.request.timeout.ms=1000\n"
+    "controller.quorum.append.linger.ms=5\n"
+)
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def cli(*args: str, timeout_s: float = STEP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pykraft.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+@dataclass
+class Proc:
+    """One server process: its config, data directory and combined output file."""
+
+    node_id: int
+    port: int
+    config: Path
+    data: Path
+    output: Path
+    metrics_port: int | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        with self.output.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(self.config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def send(self, signum: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(signum)
+
+    def stop(self, signum: int = signal.SIGTERM) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+        return self.process.wait(timeout=STEP_TIMEOUT_S)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def text(self) -> str:
+        return self.output.read_text() if self.output.exists() else ""
+
+    def transitions(self) -> list[tuple[str, str, int]]:
+        return [(a, b, int(e)) for a, b, e in TRANSITION.findall(self.text())]
+
+    def scrape(self) -> dict[str, float]:
+        """The metrics endpoint as {name or name{label=value}: value}."""
+        assert self.metrics_port is not None
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = response.read().decode()
+        values: dict[str, float] = {}
+        for family in text_string_to_metric_families(body):
+            for sample in family.samples:
+                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                values[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+        return values
+
+
+def make_config(
+    tmp: Path,
+    node_id: int,
+    port: int,
+    *,
+    voters: str | None,
+    extra: str = "",
+    metrics_port: int | None = None,
+) -> Proc:
+    config = tmp / f"n{node_id}.properties"
+    data = tmp / f"data{node_id}"
+    text = (
+        f"node.id={node_id}\n"
+        "process.roles=controller\n"
+        f"listeners=CONTROLLER://127.0.0.1:{port}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"metadata.log.dir={data}\n" + FAST_QUORUM + extra
+    )
+    if voters is not None:
+        text += f"controller.quorum.voters={voters}\n"
+    if metrics_port is not None:
+        text += f"metrics.port={metrics_port}\n"
+    config.write_text(text)
+    return Proc(node_id, port, config, data, tmp / f"n{node_id}.out", metrics_port)
+
+
+def wait_for(predicate: Callable[[], object], what: str, timeout_s: float = STEP_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)

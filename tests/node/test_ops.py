@@ -1,0 +1,250 @@
+"""Operations surface end to end, on one 3-voter quorum of real processes (module fixture):
+the Prometheus endpoint, ``pykraft metadata-quorum describe``, the admin client following
+NOT_LEADER_OR_FOLLOWER, kafka-python's ``describe_metadata_quorum``, and Pre-Vote over the
+real network (a follower SIGSTOPped past its fetch timeout changes no epoch). The SIGSTOP
+test runs last: it is the only one that perturbs the quorum."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import signal
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pykraft.admin import AdminClient, QuorumInfo
+from pykraft.storage import read_meta_properties, uuid_to_kafka
+
+from .procs import CLUSTER_ID, Proc, cli, free_ports, make_config, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Proc]]:
+    tmp = tmp_path_factory.mktemp("ops")
+    ports = free_ports(6)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports[:3]))
+    procs = [
+        make_config(
+            tmp,
+            i + 1,
+            ports[i],
+            voters=voters,
+            metrics_port=ports[3 + i],
+            extra="pykraft.debug.append.interval.ms=50\n",
+        )
+        for i in range(3)
+    ]
+    for p in procs:
+        result = cli(
+            "storage", "format", "--config", str(p.config), "--cluster-id", CLUSTER_ID, "-N"
+        )
+        assert result.returncode == 0, result.stderr
+    for p in procs:
+        p.start()
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+
+
+def describe(bootstrap: str) -> QuorumInfo:
+    async def go() -> QuorumInfo:
+        async with AdminClient(bootstrap, timeout_ms=15_000, request_timeout_ms=2_000) as admin:
+            return await admin.describe_quorum()
+
+    return asyncio.run(go())
+
+
+def leader_of(quorum: list[Proc]) -> tuple[Proc, QuorumInfo]:
+    """Ask through a single (possibly follower) address: the client follows the redirect."""
+    info = describe(quorum[0].address)
+    assert info.leader_id > 0
+    wait_for(lambda: describe(quorum[0].address).high_watermark > 5, "commits")
+    return next(p for p in quorum if p.node_id == info.leader_id), describe(quorum[2].address)
+
+
+def test_admin_client_follows_the_leader(quorum: list[Proc]) -> None:
+    leader, info = leader_of(quorum)
+    assert sorted(v.replica_id for v in info.voters) == [1, 2, 3]
+    assert info.leader is not None and info.leader.replica_id == leader.node_id
+    assert info.leader_epoch >= 1
+    # v2 reports directory ids and the voters' endpoints.
+    meta = read_meta_properties(leader.data)
+    assert meta is not None
+    assert info.leader.directory_id == meta.directory_id
+    assert {n: [str(e) for e in eps] for n, eps in info.nodes.items()} == {
+        p.node_id: [f"CONTROLLER://127.0.0.1:{p.port}"] for p in quorum
+    }
+
+
+def test_metrics_endpoint(quorum: list[Proc]) -> None:
+    leader, _ = leader_of(quorum)
+    wait_for(lambda: leader.scrape()["kafka_raft_metrics_commit_latency_avg"] >= 0, "a commit")
+    m = leader.scrape()
+    assert m["kafka_raft_metrics_current_state{state=leader}"] == 1
+    assert m["kafka_raft_metrics_current_state{state=follower}"] == 0
+    assert m["kafka_raft_metrics_current_leader"] == leader.node_id
+    assert m["kafka_raft_metrics_current_epoch"] >= 1
+    assert m["kafka_raft_metrics_number_of_voters"] == 3
+    assert m["kafka_raft_metrics_number_of_offline_voters"] == 0
+    assert m["kafka_raft_metrics_duplicate_voter_ids"] == 0
+    assert m["kafka_raft_metrics_uncommitted_voter_change"] == 0
+    assert 0 < m["kafka_raft_metrics_high_watermark"] <= m["kafka_raft_metrics_log_end_offset"]
+    assert m["kafka_raft_metrics_append_records_total"] > 0
+    assert m["kafka_raft_metrics_append_records_rate"] > 0
+    assert (
+        0
+        <= m["kafka_raft_metrics_commit_latency_avg"]
+        <= m["kafka_raft_metrics_commit_latency_max"]
+    )
+    for follower in (p for p in quorum if p is not leader):
+        wait_for(
+            lambda f=follower: f.scrape()["kafka_raft_metrics_fetch_records_total"] > 0, "fetches"
+        )
+        f = follower.scrape()
+        assert f["kafka_raft_metrics_current_state{state=follower}"] == 1
+        assert f["kafka_raft_metrics_current_leader"] == leader.node_id
+        assert f["kafka_raft_metrics_fetch_records_rate"] > 0
+        # Election latency is recorded by whoever took part in an election; NaN otherwise.
+        latency = f["kafka_raft_metrics_election_latency_max"]
+        assert math.isnan(latency) or latency >= 0
+
+
+def test_metadata_quorum_describe(quorum: list[Proc]) -> None:
+    leader, info = leader_of(quorum)
+    bootstrap = ",".join(p.address for p in quorum)
+    result = cli("metadata-quorum", "--bootstrap-controller", bootstrap, "describe", "--status")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    keys = [line.split(":", 1)[0] for line in lines]
+    assert keys == [
+        "ClusterId",
+        "LeaderId",
+        "LeaderEpoch",
+        "HighWatermark",
+        "MaxFollowerLag",
+        "MaxFollowerLagTimeMs",
+        "CurrentVoters",
+        "CurrentObservers",
+    ]
+    assert all(line[24] != " " and line[23] == " " for line in lines)  # values from column 25
+    status = {k: line[24:] for k, line in zip(keys, lines, strict=True)}
+    assert status["ClusterId"] == CLUSTER_ID
+    assert int(status["LeaderId"]) == leader.node_id
+    assert int(status["HighWatermark"]) >= info.high_watermark
+    assert int(status["MaxFollowerLag"]) >= 0
+    for p in quorum:
+        meta = read_meta_properties(p.data)
+        assert meta is not None
+        # Static voters (kraft.version 0): the leader may not know a voter's directory id
+        # (Kafka reports none then), else it is the one in the voter's meta.properties.
+        assert any(
+            f'{{"id": {p.node_id}, "directoryId": "{directory}", '
+            f'"endpoints": ["CONTROLLER://127.0.0.1:{p.port}"]}}' in status["CurrentVoters"]
+            for directory in (uuid_to_kafka(meta.directory_id), "null")
+        ), status["CurrentVoters"]
+    assert status["CurrentObservers"] == "[]"
+
+    result = cli(
+        "metadata-quorum",
+        "--bootstrap-controller",
+        quorum[1].address,
+        "describe",
+        "--replication",
+        "--human-readable",
+    )
+    assert result.returncode == 0, result.stderr
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == [
+        "NodeId",
+        "DirectoryId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "Status",
+    ]
+    assert len(rows) == 3
+    assert rows[0].split()[0] == str(leader.node_id) and rows[0].split()[-1] == "Leader"
+    assert [r.split()[-1] for r in rows[1:]] == ["Follower", "Follower"]
+    assert all(re.search(r"\d+ ms ago\s+\d+ ms ago", r) for r in rows)
+
+    result = cli(
+        "metadata-quorum", "--bootstrap-server", quorum[2].address, "describe", "--replication"
+    )
+    assert result.returncode == 0, result.stderr
+    assert all(re.search(r"\s\d{13}\s+\d{13}\s", r) for r in result.stdout.splitlines()[1:])
+
+
+def test_kafka_python_describe_metadata_quorum(quorum: list[Proc]) -> None:
+    leader, _ = leader_of(quorum)
+    follower = next(p for p in quorum if p is not leader)
+    with warnings.catch_warnings():
+        # kafka-python 3.0.12 loads its message schemas with importlib.resources.read_text /
+        # open_text, deprecated on Python 3.11 (also from its IO thread); pytest runs with
+        # warnings as errors.
+        warnings.filterwarnings(
+            "ignore", message=r"(read|open)_text is deprecated", category=DeprecationWarning
+        )
+        from kafka import KafkaAdminClient
+
+        # Bootstrapped from a follower: Metadata names the active controller only, so the
+        # client's "any broker" for DescribeQuorum is the leader.
+        admin: Any = KafkaAdminClient(
+            bootstrap_servers=follower.address,
+            request_timeout_ms=5_000,
+            bootstrap_timeout_ms=10_000,
+        )
+        try:
+            result = admin.describe_metadata_quorum()
+        finally:
+            admin.close()
+    (topic,) = result["topics"]
+    assert topic["topic_name"] == "__cluster_metadata"
+    (partition,) = topic["partitions"]
+    assert partition["error"] is None
+    assert partition["leader_id"] == leader.node_id
+    assert sorted(v["replica_id"] for v in partition["current_voters"]) == [1, 2, 3]
+    assert partition["high_watermark"] > 0
+    assert {n["node_id"] for n in result["nodes"]} == {1, 2, 3}
+
+
+def test_sigstop_follower_past_fetch_timeout_changes_no_epoch(quorum: list[Proc]) -> None:
+    """Pre-Vote over the real network (SPEC C6): the stopped follower times out, becomes
+    Prospective on SIGCONT, is refused pre-votes by voters that still hear the leader, and
+    goes back to following; no epoch moves anywhere."""
+    leader, info = leader_of(quorum)
+    follower = next(p for p in quorum if p is not leader)
+    epochs = {p.node_id: p.scrape()["kafka_raft_metrics_current_epoch"] for p in quorum}
+    assert set(epochs.values()) == {info.leader_epoch}
+    seen = len(follower.transitions())
+    follower.send(signal.SIGSTOP)
+    try:
+        time.sleep(2.5)  # > controller.quorum.fetch.timeout.ms (1000) and its check-quorum
+    finally:
+        follower.send(signal.SIGCONT)
+    # After SIGCONT the overdue fetch timer fires: Prospective, pre-vote lost, Follower.
+    wait_for(
+        lambda: any(t[1] == "prospective" for t in follower.transitions()[seen:]),
+        "the resumed follower's pre-vote",
+        timeout_s=10,
+    )
+    wait_for(
+        lambda: follower.scrape()["kafka_raft_metrics_current_state{state=follower}"] == 1,
+        "the follower to follow again",
+        timeout_s=10,
+    )
+    time.sleep(1.0)
+    assert {p.node_id: p.scrape()["kafka_raft_metrics_current_epoch"] for p in quorum} == epochs
+    assert all(
+        t[2] == info.leader_epoch for p in quorum for t in p.transitions()[-3:] if p is follower
+    )
+    assert describe(leader.address).leader_id == leader.node_id
