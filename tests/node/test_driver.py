@@ -1,0 +1,89 @@
+"""The driver's flush runs on its own thread: the loop keeps answering while the disk works,
+and nothing of a ``Ready`` that asked for a flush is acted on before the flush completed."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pykraft.net.client import Connection
+from pykraft.node.config import load_config
+from pykraft.node.describe import describe_quorum_request
+from pykraft.node.driver import RaftNode
+from pykraft.storage import ServerConfig, format_storage
+
+from .procs import CLUSTER_ID, free_ports
+
+FLUSH_S = 0.3
+
+
+def single_voter(tmp_path: Path) -> Path:
+    (port,) = free_ports(1)
+    path = tmp_path / "n.properties"
+    path.write_text(
+        "node.id=1\nprocess.roles=controller\n"
+        f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
+        f"metadata.log.dir={tmp_path / 'data'}\ncontroller.quorum.voters=1@127.0.0.1:{port}\n"
+        "controller.quorum.append.linger.ms=1\n"
+    )
+    format_storage(ServerConfig.load(path), CLUSTER_ID)
+    return path
+
+
+def test_slow_fsync_does_not_block_the_loop_and_gates_the_commit(tmp_path: Path) -> None:
+    config = load_config(single_voter(tmp_path))
+
+    async def go() -> None:
+        node = RaftNode(config)
+        await node.start()
+        loop = asyncio.get_running_loop()
+        try:
+            assert node.core is not None and node._log is not None
+            deadline = loop.time() + 10
+            while node.core.role != "leader":
+                assert loop.time() < deadline, "no election"
+                await asyncio.sleep(0.01)
+            await node.wait_committed(node.core.log.end_offset - 1)
+
+            real_flush = node._log.flush
+            threads: list[str] = []
+            durable: list[int] = []
+
+            def slow_flush() -> None:
+                threads.append(threading.current_thread().name)
+                time.sleep(FLUSH_S)
+                real_flush()
+                assert node._log is not None
+                durable.append(node._log.end_offset)
+
+            node._log.flush = slow_flush  # type: ignore[method-assign]
+            started = loop.time()
+            offset = await node.append([b"first"])
+            committed = asyncio.ensure_future(node.wait_committed(offset))
+            # While the disk works: the loop ticks on time and answers a client.
+            conn = await Connection.open("127.0.0.1", node.port, timeout_ms=1000)
+            try:
+                asked = loop.time()
+                answer: Any = await conn.request(describe_quorum_request(), timeout_ms=1000)
+                assert loop.time() - asked < FLUSH_S / 2
+                assert answer.topics[0].partitions[0].leader_id == 1
+            finally:
+                conn.close()
+                await conn.wait_closed()
+            # An append during the flush waits for it, then gets its own (group) flush.
+            second = asyncio.ensure_future(node.append([b"second"]))
+            assert not committed.done()
+            await committed
+            assert loop.time() - started >= FLUSH_S
+            assert durable and durable[0] > offset  # committed only once on disk
+            second_offset = await second
+            await node.wait_committed(second_offset)
+            assert durable[-1] > second_offset
+            assert threads and all(t.startswith("pykraft-fsync") for t in threads)
+        finally:
+            await node.shutdown()
+
+    asyncio.run(go())
