@@ -19,6 +19,9 @@ class RaftConfig:
     fetch_snapshot_max_bytes: int = 8 * 1024 * 1024
     pre_vote: bool = True  # False only in the simulator, to measure KIP-996's effect
     cluster_id: str | None = None
+    kraft_versions: tuple[int, int] = (0, 1)  # (min, max) kraft.version this replica supports
+    auto_join: bool = False  # controller.quorum.auto.join.enable (D9)
+    voter_change_timeout_ms: int = 30_000  # RemoveRaftVoter / UpdateFeatures / KIP-642 steps
 
     def __post_init__(self) -> None:
         assert self.election_timeout_ms > 0 and self.fetch_timeout_ms > 0

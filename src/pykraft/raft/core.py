@@ -21,15 +21,17 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.raft import elections, replication
+from pykraft.raft import describe, elections, kraft_version, membership, reassignment, replication
 from pykraft.raft.config import (
     IllegalStateError,
     InvalidSnapshotError,
     NotLeaderError,
     RaftConfig,
 )
+from pykraft.raft.control import ControlState, LogHistory
 from pykraft.raft.interfaces import (
     LeaderAndEpoch,
+    OperationResult,
     QuorumStateStore,
     RandomSource,
     Ready,
@@ -37,8 +39,16 @@ from pykraft.raft.interfaces import (
     SnapshotStore,
 )
 from pykraft.raft.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    AnyRequest,
+    AnyResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     FetchRequest,
@@ -47,11 +57,15 @@ from pykraft.raft.messages import (
     FetchSnapshotResponse,
     Inbound,
     Outbound,
-    RaftRequest,
-    RaftResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
     RequestFailed,
+    UpdateFeaturesRequest,
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse,
     VoteRequest,
     VoteResponse,
+    is_request,
 )
 from pykraft.raft.roles import (
     Candidate,
@@ -65,7 +79,7 @@ from pykraft.raft.roles import (
 from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.raft.state import QuorumState
 from pykraft.raft.types import NO_LEADER, Endpoint, OffsetAndEpoch, ReplicaKey
-from pykraft.raft.voters import VoterSet
+from pykraft.raft.voters import VoterInfo, VoterSet
 
 _MAX_TIMER_ROUNDS = 8  # bound on role changes fired by one input (each needs a new timer)
 
@@ -87,16 +101,20 @@ class RaftCore:
     __slots__ = (
         "_backoff",
         "_busy",
+        "_completed",
         "_hwm_dirty",
         "_inflight",
         "_must_flush",
+        "_next_op_id",
         "_next_request_id",
         "_notified",
         "_out",
         "_qs",
         "_snapshot_loaded",
         "bootstrap_cursor",
+        "bootstrap_servers",
         "config",
+        "control",
         "endpoints",
         "fetch_request_id",
         "fetch_retry_at_ms",
@@ -105,10 +123,14 @@ class RaftCore:
         "log",
         "on_transition",
         "purgatory",
+        "registered_observers",
+        "reported_voters",
         "rng",
         "snapshot_fetch",
         "snapshot_retention",
         "snapshots",
+        "target_waits",
+        "voter_change",
     )
 
     def __init__(
@@ -116,7 +138,7 @@ class RaftCore:
         *,
         config: RaftConfig,
         local_key: ReplicaKey,
-        voters: VoterSet,
+        voters: VoterSet | None,
         log: ReplicatedLog,
         quorum_state: QuorumStateStore,
         snapshots: SnapshotStore,
@@ -124,17 +146,34 @@ class RaftCore:
         now_ms: int,
         endpoints: tuple[Endpoint, ...] = (),
         on_transition: Callable[[Role, Role], None] | None = None,
+        bootstrap_servers: tuple[Endpoint, ...] = (),
     ) -> None:
         self.config = config
         self.local_key = local_key
         self.log = log
         self.snapshots = snapshots
         self.rng = rng
-        self.endpoints = endpoints or voters.endpoints(local_key.id)
+        # kraft.version, voter set and target voter set with their histories (D2); the
+        # static ``voters`` only count at kraft.version 0.
+        self.control = ControlState(voters if voters is not None else VoterSet({}))
+        self.control.load(log, snapshots)
+        current = self.control.voters
+        self.endpoints = endpoints or current.endpoints(local_key.id)
+        # D8: where to look for the leader when none is known (negative destination ids).
+        self.bootstrap_servers = bootstrap_servers
+        # Membership (leader only; emptied when leadership is lost). Invariant: at most one
+        # voter change in progress.
+        self.voter_change: membership.PendingChange | None = None
+        self.target_waits: list[reassignment.TargetWait] = []
+        self.reported_voters: dict[int, VoterInfo] = {}  # UpdateRaftVoter at kraft.version 0
+        # Observers' kraft.version ranges, registered by the application (D10).
+        self.registered_observers: dict[int, tuple[int, int]] = {}
+        self._completed: list[OperationResult] = []
+        self._next_op_id = 1
         self._qs = QuorumState(
             config=config,
             local_key=local_key,
-            voters=voters,
+            voters=current,
             store=quorum_state,
             log=log,
             rng=rng,
@@ -197,24 +236,46 @@ class RaftCore:
 
     @property
     def voters(self) -> VoterSet:
+        """The voter set in force: the latest VotersRecord, committed or not (D2)."""
         return self._qs.voters
+
+    @property
+    def kraft_version(self) -> int:
+        return self.control.kraft_version
+
+    @property
+    def voter_history(self) -> LogHistory[VoterSet]:
+        """(offset, voter set) per VotersRecord read; -1 is the bootstrap checkpoint."""
+        return self.control.voter_history
+
+    @property
+    def uncommitted_voter_change(self) -> bool:
+        """A VotersRecord at or above the high watermark is in force."""
+        offset = self.control.voters_offset
+        return offset is not None and offset >= self.high_watermark
+
+    @property
+    def target_voters(self) -> VoterSet | None:
+        """The KIP-642 target voter set in force (committed or not), if any."""
+        target = self.control.target
+        return None if target is None else target[1]
+
+    def reassignment_progress(self) -> reassignment.ReassignmentProgress | None:
+        return reassignment.progress(self)
+
+    def describe_quorum(self, now_ms: int) -> DescribeQuorumResponse:
+        """DescribeQuorum v2's data (D11); NOT_LEADER_OR_FOLLOWER away from the leader."""
+        return describe.describe_quorum(self, now_ms)
 
     # -- inputs ---------------------------------------------------------------------------
 
     def step(self, message: Inbound | RequestFailed, now_ms: int) -> None:
         if isinstance(message, RequestFailed):
             self._request_failed(message.request_id, now_ms)
-        elif isinstance(
-            message.body,
-            VoteResponse
-            | BeginQuorumEpochResponse
-            | EndQuorumEpochResponse
-            | FetchResponse
-            | FetchSnapshotResponse,
-        ):
-            self._on_response(message.src, message.request_id, message.body, now_ms)
-        else:
+        elif is_request(message.body):
             self._on_request(message.src, message.request_id, message.body, now_ms)
+        else:
+            self._on_response(message.src, message.request_id, message.body, now_ms)
         self._drive(now_ms)
 
     def poll(self, now_ms: int) -> None:
@@ -251,7 +312,71 @@ class RaftCore:
         epoch = log.epoch_at(end_offset - 1)
         assert epoch is not None, end_offset
         sid = OffsetAndEpoch(end_offset, epoch)
-        return RaftSnapshotWriter(self.snapshots.create(sid), sid, now_ms, self._snapshot_frozen)
+        control = self.control.snapshot_batches(end_offset, epoch, now_ms)
+        return RaftSnapshotWriter(
+            self.snapshots.create(sid), sid, now_ms, self._snapshot_frozen, control
+        )
+
+    # -- admin operations (KIP-853, KIP-642): answered in Ready.completed ---------------------
+
+    def add_voter(
+        self,
+        key: ReplicaKey,
+        endpoints: tuple[Endpoint, ...],
+        now_ms: int,
+        timeout_ms: int | None = None,
+    ) -> int:
+        """Start adding ``key`` (D4); returns the operation id reported in Ready.completed."""
+        self._admin()
+        reply = self._api_reply()
+        timeout = self.config.voter_change_timeout_ms if timeout_ms is None else timeout_ms
+        change = membership.PendingChange("add_voter", key, endpoints, now_ms + timeout, reply)
+        membership.start(self, change, now_ms)
+        self._drive(now_ms)
+        return reply.op_id
+
+    def remove_voter(self, key: ReplicaKey, now_ms: int) -> int:
+        """Start removing ``key`` (D5); the leader may remove itself."""
+        self._admin()
+        reply = self._api_reply()
+        deadline = now_ms + self.config.voter_change_timeout_ms
+        membership.start(
+            self, membership.PendingChange("remove_voter", key, (), deadline, reply), now_ms
+        )
+        self._drive(now_ms)
+        return reply.op_id
+
+    def update_kraft_version(self, version: int, now_ms: int, validate_only: bool = False) -> int:
+        """UpdateFeatures for kraft.version (D10): upgrade 0 -> 1; downgrades are refused."""
+        self._admin()
+        reply = self._api_reply()
+        timeout = self.config.voter_change_timeout_ms
+        kraft_version.start_update(self, version, reply, timeout, now_ms, validate_only)
+        self._drive(now_ms)
+        return reply.op_id
+
+    def set_target_voters(self, voters: Sequence[VoterInfo], now_ms: int) -> int:
+        """KIP-642: reach ``voters`` through single changes (E1-E3). Submitting the current
+        voter set cancels a running reassignment."""
+        self._admin()
+        reply = self._api_reply()
+        reassignment.submit(self, voters, reply, now_ms)
+        self._drive(now_ms)
+        return reply.op_id
+
+    def _admin(self) -> Leader:
+        role = self._qs.role
+        if not isinstance(role, Leader):
+            raise NotLeaderError(self._qs.leader_id, self._qs.epoch)
+        return role
+
+    def _api_reply(self) -> membership.Reply:
+        op_id = self._next_op_id
+        self._next_op_id += 1
+        return membership.Reply(op_id=op_id)
+
+    def complete(self, op_id: int, operation: str, error: ErrorCode, message: str | None) -> None:
+        self._completed.append(OperationResult(op_id, operation, error, message))
 
     def shutdown(self, now_ms: int) -> None:
         """Graceful shutdown: a leader resigns and sends EndQuorumEpoch (B8)."""
@@ -272,7 +397,9 @@ class RaftCore:
             high_watermark=self.high_watermark if self._hwm_dirty else None,
             leader_change=self._leader_change(),
             next_deadline_ms=self._next_deadline_ms(now_ms),
+            completed=self._completed,
         )
+        self._completed = []
         self._out = []
         self._must_flush = self._hwm_dirty = False
         self._snapshot_loaded = None
@@ -302,24 +429,32 @@ class RaftCore:
                 deadline = min(deadline, at)
         if self.fetch_retry_at_ms > now_ms:
             deadline = min(deadline, self.fetch_retry_at_ms)
+        if self.voter_change is not None:
+            deadline = min(deadline, self.voter_change.deadline_ms)
         return max(deadline, now_ms)
 
     # -- plumbing used by replication.py ----------------------------------------------------
 
     def send(
-        self, dst: int, body: RaftRequest, kind: str, now_ms: int, endpoint: Endpoint | None = None
+        self,
+        dst: int,
+        body: AnyRequest,
+        kind: str,
+        now_ms: int,
+        endpoint: Endpoint | None = None,
+        *,
+        timeout_ms: int | None = None,
     ) -> int:
         rid = self._next_request_id
         self._next_request_id += 1
         pre_vote = isinstance(body, VoteRequest) and body.pre_vote
-        self._inflight[rid] = SentRequest(
-            dst, kind, now_ms + self.config.request_timeout_ms, pre_vote
-        )
+        timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        self._inflight[rid] = SentRequest(dst, kind, now_ms + timeout, pre_vote)
         self._busy[(dst, kind)] = rid
         self._out.append(Outbound(dst, rid, body, endpoint))
         return rid
 
-    def respond(self, dst: int, request_id: int, body: RaftResponse) -> None:
+    def respond(self, dst: int, request_id: int, body: AnyResponse) -> None:
         self._out.append(Outbound(dst, request_id, body))
 
     def request_flush(self) -> None:
@@ -333,8 +468,41 @@ class RaftCore:
         self._hwm_dirty = True
         return True
 
-    def snapshot_installed(self, sid: OffsetAndEpoch) -> None:
+    def snapshot_installed(self, sid: OffsetAndEpoch, now_ms: int) -> None:
         self._snapshot_loaded = sid
+        self.control.load(self.log, self.snapshots)
+        self.voters_maybe_changed(now_ms)
+
+    # -- the log's control records (D2): every change of the log goes through here ----------
+
+    def append_own(self, batches: bytes, now_ms: int) -> int:
+        """Append batches this leader wrote; returns the new log end offset."""
+        end = self.log.append(batches)
+        self.control.apply_batches(batches)
+        self.request_flush()
+        self.voters_maybe_changed(now_ms)
+        replication.complete_purgatory(self, now_ms)  # answered after the flush: Ready's order
+        return end
+
+    def appended_fetched(self, batches: bytes, now_ms: int) -> None:
+        """A follower appended what its leader sent."""
+        self.control.apply_batches(batches)
+        self.request_flush()
+        self.voters_maybe_changed(now_ms)
+
+    def truncated(self, end_offset: int, now_ms: int) -> None:
+        """The log was truncated: revert the control records above ``end_offset``."""
+        self.control.truncate(end_offset)
+        self.voters_maybe_changed(now_ms)
+
+    def voters_maybe_changed(self, now_ms: int) -> None:
+        voters = self.control.voters
+        if voters is self._qs.voters:
+            return
+        self._qs.voters = voters
+        role = self._qs.role
+        if isinstance(role, Leader):
+            membership.sync_progress(self, role, now_ms)
 
     def leader_endpoints(self) -> tuple[Endpoint, ...]:
         role = self._qs.role
@@ -408,9 +576,7 @@ class RaftCore:
 
     # -- request dispatch -----------------------------------------------------------------
 
-    def _on_request(
-        self, src: int, rid: int, body: RaftResponse | RaftRequest, now_ms: int
-    ) -> None:
+    def _on_request(self, src: int, rid: int, body: AnyRequest, now_ms: int) -> None:
         if isinstance(body, FetchRequest):
             replication.handle_fetch_request(self, src, rid, body, now_ms)
         elif isinstance(body, FetchSnapshotRequest):
@@ -421,11 +587,60 @@ class RaftCore:
             self.respond(src, rid, elections.handle_begin(self, body, now_ms))
         elif isinstance(body, EndQuorumEpochRequest):
             self.respond(src, rid, elections.handle_end(self, body, now_ms))
+        elif isinstance(body, UpdateRaftVoterRequest):
+            self.respond(src, rid, membership.handle_update_voter(self, body, now_ms))
+        elif isinstance(body, ApiVersionsRequest):
+            self.respond(src, rid, ApiVersionsResponse(ErrorCode.none, self.config.kraft_versions))
+        elif isinstance(body, DescribeQuorumRequest):
+            self.respond(src, rid, describe.describe_quorum(self, now_ms))
+        elif isinstance(body, AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest):
+            self._on_admin_request(src, rid, body, now_ms)
 
-    def _on_response(self, src: int, rid: int, body: RaftResponse, now_ms: int) -> None:
-        req = self._inflight.pop(rid, None)
-        if req is None or req.dst != src:
-            return  # stale: sent before a transition, or never sent by us (B12)
+    def _on_admin_request(
+        self,
+        src: int,
+        rid: int,
+        body: AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest,
+        now_ms: int,
+    ) -> None:
+        reply = membership.Reply(src=src, request_id=rid, peer=True)
+        operation = (
+            "add_voter"
+            if isinstance(body, AddRaftVoterRequest)
+            else "remove_voter"
+            if isinstance(body, RemoveRaftVoterRequest)
+            else kraft_version.OPERATION
+        )
+        if not isinstance(self._qs.role, Leader):
+            error, message = ErrorCode.not_leader_or_follower, f"the leader is {self.leader_id}"
+            membership.refuse(self, operation, reply, error, message)
+            return
+        if not isinstance(body, UpdateFeaturesRequest) and not self.cluster_ok(body.cluster_id):
+            error, message = ErrorCode.inconsistent_cluster_id, "cluster id mismatch"
+            membership.refuse(self, operation, reply, error, message)
+            return
+        if isinstance(body, UpdateFeaturesRequest):
+            kraft_version.start_update(
+                self, body.kraft_version, reply, body.timeout_ms, now_ms, body.validate_only
+            )
+            return
+        if isinstance(body, AddRaftVoterRequest):
+            deadline = now_ms + body.timeout_ms
+            change = membership.PendingChange(
+                operation, body.voter_key, body.listeners, deadline, reply
+            )
+        else:
+            deadline = now_ms + self.config.voter_change_timeout_ms
+            change = membership.PendingChange(operation, body.voter_key, (), deadline, reply)
+        membership.start(self, change, now_ms)
+
+    def _on_response(self, src: int, rid: int, body: AnyResponse, now_ms: int) -> None:
+        req = self._inflight.get(rid)
+        # Stale: sent before a transition, never sent by us, or answered by another node than
+        # the one asked (B12). Bootstrap servers (negative ids, D8) may answer as any node.
+        if req is None or (req.dst >= 0 and req.dst != src):
+            return
+        del self._inflight[rid]
         self._release(rid, req)
         if isinstance(body, FetchResponse):
             replication.handle_fetch_response(self, src, body, now_ms)
@@ -435,6 +650,12 @@ class RaftCore:
             elections.handle_vote_response(self, src, req, body, now_ms)
         elif isinstance(body, BeginQuorumEpochResponse | EndQuorumEpochResponse):
             elections.handle_begin_end_response(self, src, req, body, now_ms)
+        elif isinstance(body, ApiVersionsResponse):
+            membership.handle_api_versions_response(self, rid, body, now_ms)
+        elif isinstance(
+            body, UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse
+        ):
+            membership.handle_follower_response(self, src, req.kind, body, now_ms)
 
     def _release(self, rid: int, req: SentRequest) -> None:
         if self._busy.get((req.dst, req.kind)) == rid:
@@ -447,6 +668,8 @@ class RaftCore:
         if req is None:
             return
         self._release(rid, req)
+        if req.kind == "api_versions":
+            membership.probe_failed(self, rid)
         retry_at = now_ms + self.config.retry_backoff_ms
         if req.kind in ("fetch", "snapshot"):
             self.fetch_retry_at_ms = retry_at
@@ -462,6 +685,12 @@ class RaftCore:
         for _ in range(_MAX_TIMER_ROUNDS):
             if not elections.fire_timers(self, now_ms):
                 break
+        role = self._qs.role
+        if isinstance(role, Leader):
+            reassignment.on_high_watermark(self)
+            membership.advance(self, role, now_ms)
+            if self._qs.role is role:
+                reassignment.step(self, role, now_ms)
         self._send_requests(now_ms)
 
     def _send_requests(self, now_ms: int) -> None:
@@ -476,13 +705,16 @@ class RaftCore:
             elections.send_end_quorum(self, role, now_ms)
         else:
             replication.send_fetch(self, role, now_ms)
+            if isinstance(role, Follower):
+                membership.send_follower_requests(self, role, now_ms)
 
     def can_send(self, dst: int, kind: str, now_ms: int) -> bool:
         return (dst, kind) not in self._busy and self._backoff.get((dst, kind), 0) <= now_ms
 
-    def backoff(self, dst: int, kind: str, now_ms: int) -> None:
-        """Do not send ``kind`` to ``dst`` again before the retry backoff."""
-        self._backoff[(dst, kind)] = now_ms + self.config.retry_backoff_ms
+    def backoff(self, dst: int, kind: str, now_ms: int, delay_ms: int | None = None) -> None:
+        """Do not send ``kind`` to ``dst`` again before the retry backoff (or ``delay_ms``)."""
+        delay = self.config.retry_backoff_ms if delay_ms is None else delay_ms
+        self._backoff[(dst, kind)] = now_ms + delay
 
     # -- transitions ------------------------------------------------------------------------
 
@@ -495,6 +727,8 @@ class RaftCore:
         self.fetch_retry_at_ms = 0
         if isinstance(old, Leader):
             replication.drain_purgatory(self, ErrorCode.not_leader_or_follower)
+            membership.leadership_lost(self)
+            reassignment.leadership_lost(self)
         if self.snapshot_fetch is not None and not isinstance(new, Follower):
             self.snapshot_fetch.writer.abort()
             self.snapshot_fetch = None
@@ -505,12 +739,25 @@ class RaftCore:
         if sid.offset > self.log.start_offset and self.snapshot_retention(sid, self.log):
             self.log.delete_before(sid)
             self.snapshots.delete_before(sid)
+            self.control.forget_before(sid.offset)
 
     def check_invariants(self) -> None:
         """Cheap self-checks for tests and the simulator."""
         log = self.log
         assert log.start_offset <= log.flushed_offset <= log.end_offset
-        if isinstance(self._qs.role, Leader):
+        assert self.control.next_offset == log.end_offset, (self.control.next_offset, log)
+        role = self._qs.role
+        if isinstance(role, Leader):
             assert self.high_watermark <= log.end_offset
-        if self._qs.is_observer and self._qs.role.name not in ("unattached", "follower"):
-            raise IllegalStateError(f"observer in role {self._qs.role.name}")
+            # One voter change at a time: at most one VotersRecord above the HWM.
+            pending = [o for o, _ in self.control.voter_history.entries if o >= self.high_watermark]
+            assert len(pending) <= 1, pending
+        # Observers are Unattached or Follower; a leader that removed itself (D5) is the
+        # exception, until it resigns.
+        if self._qs.is_observer and role.name not in (
+            "unattached",
+            "follower",
+            "leader",
+            "resigned",
+        ):
+            raise IllegalStateError(f"observer in role {role.name}")

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kio.schema.errors import ErrorCode
+
 from pykraft.raft.messages import Outbound
 from pykraft.raft.types import ElectionState, OffsetAndEpoch
 
@@ -159,6 +161,9 @@ class Ready:
        every batch below it (read them with ``ReplicatedLog.read``).
     5. ``leader_change``: tell the application (Kafka's ``handleLeaderChange``).
     6. ``next_deadline_ms``: call ``poll`` again no later than this.
+    7. ``completed``: admin operations started through ``RaftCore`` methods (``add_voter``,
+       ``remove_voter``, ``update_kraft_version``, ``set_target_voters``) that finished; each
+       is reported once, after the change it made committed (or with its error).
     """
 
     must_flush: bool = False
@@ -167,3 +172,14 @@ class Ready:
     high_watermark: int | None = None
     leader_change: LeaderAndEpoch | None = None
     next_deadline_ms: int = 0
+    completed: list[OperationResult] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class OperationResult:
+    """The outcome of an admin operation started through a ``RaftCore`` method."""
+
+    op_id: int  # what the method returned
+    operation: str  # "add_voter" | "remove_voter" | "update_kraft_version" | "set_target_voters"
+    error: ErrorCode
+    message: str | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
+from typing_extensions import TypeIs
 
 from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 
@@ -136,12 +137,141 @@ class FetchSnapshotResponse:
     leader_endpoints: tuple[Endpoint, ...] = ()
 
 
+# ---------------------------------------------------------------------------------------
+# KIP-853 membership: AddRaftVoter (80), RemoveRaftVoter (81), UpdateRaftVoter (82).
+# Errors carry a message (Kafka's ErrorMessage) where the schema has one.
+
+
+@dataclass(frozen=True, slots=True)
+class AddRaftVoterRequest:
+    cluster_id: str | None
+    timeout_ms: int
+    voter_key: ReplicaKey  # (VoterId, VoterDirectoryId)
+    listeners: tuple[Endpoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AddRaftVoterResponse:
+    error: ErrorCode
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveRaftVoterRequest:
+    cluster_id: str | None
+    voter_key: ReplicaKey
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveRaftVoterResponse:
+    error: ErrorCode
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateRaftVoterRequest:
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter_key: ReplicaKey
+    listeners: tuple[Endpoint, ...]
+    min_kraft_version: int  # KRaftVersionFeature.MinSupportedVersion
+    max_kraft_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateRaftVoterResponse:
+    error: ErrorCode
+    leader_id: int = -1  # CurrentLeader (tagged)
+    leader_epoch: int = -1
+    leader_endpoints: tuple[Endpoint, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------
+# ApiVersions (18), as the leader uses it: a probe of a new voter's supported kraft.version
+# range before adding it (D4). The driver sends a real ApiVersions request to ``endpoint`` and
+# converts the answer's SupportedFeatures["kraft.version"]; a core receiving this request
+# answers with its own range.
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsResponse:
+    error: ErrorCode
+    kraft_versions: tuple[int, int] | None  # (min, max) supported; None: feature absent
+
+
+# ---------------------------------------------------------------------------------------
+# DescribeQuorum (55) v2 for __cluster_metadata-0 (D11)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    replica_key: ReplicaKey
+    log_end_offset: int  # -1 when unknown
+    last_fetch_timestamp: int = -1
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumNode:
+    node_id: int
+    listeners: tuple[Endpoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumResponse:
+    error: ErrorCode
+    error_message: str | None
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int = -1
+    voters: tuple[ReplicaState, ...] = ()
+    observers: tuple[ReplicaState, ...] = ()
+    nodes: tuple[QuorumNode, ...] = ()  # the voters' endpoints
+
+
+# ---------------------------------------------------------------------------------------
+# UpdateFeatures (57), for the one feature the core owns: kraft.version (D10).
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateFeaturesRequest:
+    timeout_ms: int
+    kraft_version: int  # the requested finalized level
+    allow_downgrade: bool = False  # always refused for kraft.version (INVALID_UPDATE_VERSION)
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateFeaturesResponse:
+    error: ErrorCode
+    error_message: str | None = None
+
+
 RaftRequest = (
     VoteRequest
     | BeginQuorumEpochRequest
     | EndQuorumEpochRequest
     | FetchRequest
     | FetchSnapshotRequest
+)
+# KIP-853 / D10 / D11 additions (kept apart so that RaftRequest stays what it was).
+MembershipRequest = (
+    AddRaftVoterRequest
+    | RemoveRaftVoterRequest
+    | UpdateRaftVoterRequest
+    | ApiVersionsRequest
+    | DescribeQuorumRequest
+    | UpdateFeaturesRequest
 )
 RaftResponse = (
     VoteResponse
@@ -150,6 +280,34 @@ RaftResponse = (
     | FetchResponse
     | FetchSnapshotResponse
 )
+MembershipResponse = (
+    AddRaftVoterResponse
+    | RemoveRaftVoterResponse
+    | UpdateRaftVoterResponse
+    | ApiVersionsResponse
+    | DescribeQuorumResponse
+    | UpdateFeaturesResponse
+)
+AnyRequest = RaftRequest | MembershipRequest
+AnyResponse = RaftResponse | MembershipResponse
+# Every request type, for drivers that must tell requests from responses.
+REQUEST_TYPES: tuple[type, ...] = (
+    VoteRequest,
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    AddRaftVoterRequest,
+    RemoveRaftVoterRequest,
+    UpdateRaftVoterRequest,
+    ApiVersionsRequest,
+    DescribeQuorumRequest,
+    UpdateFeaturesRequest,
+)
+
+
+def is_request(body: AnyRequest | AnyResponse) -> TypeIs[AnyRequest]:
+    return isinstance(body, REQUEST_TYPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +316,7 @@ class Inbound:
 
     src: int
     request_id: int
-    body: RaftRequest | RaftResponse
+    body: AnyRequest | AnyResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +325,7 @@ class Outbound:
 
     dst: int
     request_id: int
-    body: RaftRequest | RaftResponse
+    body: AnyRequest | AnyResponse
     # Where to send it when the destination is not a known voter (bootstrap servers,
     # observers): the driver may use it instead of its own address book.
     endpoint: Endpoint | None = field(default=None, compare=False)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from pykraft.raft.control import bootstrap_batches, control_batch
 from pykraft.raft.interfaces import SnapshotWriter
 from pykraft.raft.messages import (
     BeginQuorumEpochRequest,
@@ -29,7 +30,7 @@ from pykraft.raft.messages import (
 )
 from pykraft.raft.quorum import majority_offset
 from pykraft.raft.roles import FOREVER, Follower, Leader, ReplicaProgress, Unattached
-from pykraft.raft.types import OffsetAndEpoch, ReplicaKey
+from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.records import CorruptRecordError, build_batch, leader_change_batch, read_header
 
 if TYPE_CHECKING:
@@ -71,21 +72,24 @@ def become_leader(core: RaftCore, now_ms: int) -> None:
     voters = qs.voters
     for vid in voters.others(core.local_key.id):
         leader.voters[vid] = ReplicaProgress(voters.voters[vid].key)
-    granting = [voters.voters[v].key for v in sorted(leader.granting_voters)]
-    log.append(
-        leader_change_batch(
-            log.end_offset, leader.epoch, now_ms, core.local_key.id, voters.keys, granting
-        )
+    granting = [voters.voters[v].key for v in sorted(leader.granting_voters) if v in voters.ids]
+    offset = log.end_offset
+    batch = leader_change_batch(
+        offset, leader.epoch, now_ms, core.local_key.id, voters.keys, granting
     )
-    core.request_flush()
+    control = core.control
+    if control.kraft_version >= 1 and (control.voters_offset or -1) < 0:
+        # D3: the voter set came from the bootstrap checkpoint only (each replica's own
+        # file): the first leader writes KRaftVersion and Voters into the log with its
+        # LeaderChange, in one batch, so that every replica learns them by replication.
+        parts = [batch, bootstrap_batches(0, leader.epoch, now_ms, control.kraft_version, voters)]
+        batch = control_batch(offset, leader.epoch, now_ms, parts)
+    core.append_own(batch, now_ms)
 
 
 def leader_append(core: RaftCore, leader: Leader, values: Sequence[bytes], now_ms: int) -> int:
     log = core.log
-    end = log.append(build_batch(log.end_offset, leader.epoch, values, now_ms))
-    core.request_flush()
-    complete_purgatory(core, now_ms)  # answered after the flush: Ready's order
-    return end - 1
+    return core.append_own(build_batch(log.end_offset, leader.epoch, values, now_ms), now_ms) - 1
 
 
 def update_high_watermark(core: RaftCore, leader: Leader, now_ms: int) -> None:
@@ -130,7 +134,9 @@ def _note_fetch(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) ->
     progress = leader.voters.get(key.id)
     if progress is not None and core.voters.is_voter(key):
         leader.fetched_since_check.add(key.id)
-        if len(leader.fetched_since_check) + 1 >= core.voters.majority_size:
+        # A leader outside the voter set (removing itself, D5) does not count itself.
+        me = 0 if core.is_observer else 1
+        if len(leader.fetched_since_check) + me >= core.voters.majority_size:
             leader.check_quorum_deadline_ms = now_ms + check_quorum_ms(core)
             leader.fetched_since_check.clear()
     else:
@@ -214,8 +220,13 @@ def handle_fetch_request(
         core.respond(src, rid, answer)
         return
     progress.end_offset = req.fetch_offset
-    if req.fetch_offset >= core.log.end_offset:
+    leo = core.log.end_offset
+    if req.fetch_offset >= leo:
         progress.last_caught_up_ms = now_ms
+    elif progress.prev_fetch_leo >= 0 and req.fetch_offset >= progress.prev_fetch_leo:
+        # Caught up to where the log ended at its previous fetch: it was caught up then.
+        progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.prev_fetch_ms)
+    progress.prev_fetch_leo, progress.prev_fetch_ms = leo, now_ms
     hwm_before = core.high_watermark
     update_high_watermark(core, leader, now_ms)
     if (
@@ -300,20 +311,33 @@ def handle_fetch_snapshot_request(
 # -- followers, observers and the unattached: fetching ------------------------------------
 
 
+def bootstrap_id(index: int) -> int:
+    """The destination id of bootstrap server ``index``: negative, never a node id (the
+    driver routes by ``Outbound.endpoint``; the answer may come back from any src)."""
+    return -2 - index
+
+
 def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
     """Keep exactly one Fetch (or FetchSnapshot) in flight: to the leader when following,
     else to the voters in turn (bootstrap discovery, D8 / KIP-996's Unattached)."""
     if core.fetch_request_id is not None or core.fetch_retry_at_ms > now_ms:
         return
     local = core.local_key.id
+    endpoint: Endpoint | None = None
     if isinstance(role, Follower) and not role.bootstrap_fetching:
         dst = role.leader_id
     elif isinstance(role, Follower | Unattached):
-        others = core.voters.others(local)
-        if not others:
+        # D8: ask the bootstrap servers in turn when configured, else the known voters.
+        servers = core.bootstrap_servers
+        count = len(servers) or len(core.voters.others(local))
+        if not count:
             return
-        dst = others[core.bootstrap_cursor % len(others)]
+        i = core.bootstrap_cursor % count
         core.bootstrap_cursor += 1
+        if servers:
+            dst, endpoint = bootstrap_id(i), servers[i]
+        else:
+            dst = core.voters.others(local)[i]
     else:
         return
     config = core.config
@@ -340,7 +364,7 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
             config.fetch_max_bytes,
         )
         kind = "fetch"
-    core.fetch_request_id = core.send(dst, body, kind, now_ms)
+    core.fetch_request_id = core.send(dst, body, kind, now_ms, endpoint)
 
 
 def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int) -> Follower | None:
@@ -368,10 +392,11 @@ def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms:
         # Invariant: the committed prefix is never truncated (B7).
         assert target >= min(core.high_watermark, log.end_offset), (target, core.high_watermark)
         log.truncate_to(target)
+        core.truncated(target, now_ms)
     elif resp.snapshot_id is not None:
         sid = resp.snapshot_id
         core.snapshot_fetch = SnapshotFetch(sid, core.snapshots.create(sid))
-    elif resp.records and not _append_fetched(core, resp.records):
+    elif resp.records and not _append_fetched(core, resp.records, now_ms):
         core.backoff_fetch(now_ms)
         return
     else:
@@ -380,7 +405,7 @@ def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms:
         core.set_high_watermark(min(resp.high_watermark, log.end_offset))
 
 
-def _append_fetched(core: RaftCore, records: bytes) -> bool:
+def _append_fetched(core: RaftCore, records: bytes, now_ms: int) -> bool:
     """Append what the leader sent, from our log end offset (skipping an already-held batch
     that straddles it is not needed: the leader reads from our end offset)."""
     log = core.log
@@ -390,7 +415,7 @@ def _append_fetched(core: RaftCore, records: bytes) -> bool:
         log.append(records)
     except (CorruptRecordError, ValueError):
         return False  # refetch; never crash on bad input (I4)
-    core.request_flush()
+    core.appended_fetched(records, now_ms)
     return True
 
 
@@ -421,4 +446,4 @@ def handle_fetch_snapshot_response(
     core.log.reset_to_snapshot(sid)
     core.snapshots.delete_before(sid)
     core.set_high_watermark(sid.offset)
-    core.snapshot_installed(sid)
+    core.snapshot_installed(sid, now_ms)

@@ -100,6 +100,10 @@ class ReplicaProgress:
     end_offset: int = -1  # last validated fetch offset; -1 until the first fetch
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
+    # Kafka's refinement of "caught up": a fetch at or past the leader's LEO as of the
+    # replica's previous fetch means it was caught up at that previous fetch's time.
+    prev_fetch_leo: int = -1
+    prev_fetch_ms: int = -1
 
 
 @dataclass(slots=True)
@@ -145,6 +149,8 @@ class Follower:
     fetched_from_leader: bool = False
     # Observers whose fetch timed out look for the leader through the voters (bootstrap).
     bootstrap_fetching: bool = False
+    # D6: this voter's UpdateRaftVoter was acknowledged by this leader in this epoch.
+    update_voter_acked: bool = False
     name = "follower"
 
     def election(self, local: ReplicaKey) -> ElectionState:

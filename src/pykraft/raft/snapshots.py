@@ -12,7 +12,13 @@ from collections.abc import Callable, Sequence
 
 from pykraft.raft.interfaces import SnapshotWriter
 from pykraft.raft.types import OffsetAndEpoch
-from pykraft.records import build_batch, snapshot_footer_batch, snapshot_header_batch
+from pykraft.records import (
+    build_batch,
+    read_header,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+    with_base_offset,
+)
 
 
 class RaftSnapshotWriter:
@@ -27,6 +33,7 @@ class RaftSnapshotWriter:
         snapshot_id: OffsetAndEpoch,
         now_ms: int,
         on_frozen: Callable[[OffsetAndEpoch], None],
+        control_batches: Sequence[bytes] = (),
     ) -> None:
         self.snapshot_id = snapshot_id
         self._writer = writer
@@ -36,6 +43,11 @@ class RaftSnapshotWriter:
         # is an upper bound of it.
         writer.append(snapshot_header_batch(0, snapshot_id.epoch, now_ms, now_ms))
         self._next_offset = 1
+        # KRaftVersion, Voters (kraft.version >= 1) and pykraft's target voter set follow
+        # the header (B11, E1), renumbered to their place in the file.
+        for batch in control_batches:
+            writer.append(with_base_offset(batch, self._next_offset))
+            self._next_offset = read_header(batch).record_count + self._next_offset
 
     def append(self, values: Sequence[bytes], now_ms: int = 0) -> None:
         """Append one batch of application records."""

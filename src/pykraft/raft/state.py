@@ -31,7 +31,8 @@ Transition table (KIP-996 "Proposed Changes"; "voted" = same epoch, a standard v
                 -> Prospective  fetch timeout (voters only)
                 -> Follower     a leader with a larger epoch
 
-Observers (not in the voter set) are only ever Unattached or Follower. Only Prospective
+Observers (not in the voter set) are only ever Unattached or Follower, except a leader that
+removed itself from the voter set (D5): it leads until the removal commits, then resigns. Only Prospective
 becomes Candidate. A standard vote, once cast in an epoch, is kept by every role of that epoch.
 
 Startup (B2), from the stored election state and the log: stored epoch below the log's last
@@ -298,7 +299,9 @@ class QuorumState:
             raise IllegalStateError(
                 f"illegal transition {old.name}(epoch {old.epoch}) -> {new.name}(epoch {new.epoch})"
             )
-        if self.is_observer and new.name not in OBSERVER_ROLES:
+        # A leader that removed itself (D5) is an observer still leading until it resigns.
+        removed_leader = old.name == "leader" and new.name == "resigned"
+        if self.is_observer and new.name not in OBSERVER_ROLES and not removed_leader:
             raise IllegalStateError(f"an observer cannot become {new.name}")
         old_vote, new_vote = (
             old.election(self.local_key).voted_key,

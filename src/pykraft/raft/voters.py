@@ -1,8 +1,8 @@
 """The voter set, keyed by replica key.
 
-At kraft.version 0 the voter set is static (``controller.quorum.voters``); KIP-853 will load it
-from VotersRecords in the log with a history by offset. Everything in the core asks this type
-(never a raw list of ids), so that change plugs in here.
+At kraft.version 0 the voter set is static (``controller.quorum.voters``); at kraft.version 1 it
+comes from the latest VotersRecord (``control.py`` keeps the history by offset). Everything in
+the core asks this type (never a raw list of ids).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ class VoterSet:
 
     Invariant: at most one voter per replica id (DUPLICATE_VOTER is refused upstream); the
     mapping is keyed by id, and ``is_voter`` also compares directory ids when both are known.
+    Empty only where the set is unknown (an observer formatted with --no-initial-controllers
+    that has not yet read a VotersRecord); a leader's voter set is never empty.
     """
 
     voters: Mapping[int, VoterInfo]
@@ -36,7 +38,6 @@ class VoterSet:
     majority_size: int = field(init=False)
 
     def __post_init__(self) -> None:
-        assert self.voters, "a voter set is never empty"
         for vid, info in self.voters.items():
             assert vid == info.key.id, (vid, info)
         object.__setattr__(self, "ids", frozenset(self.voters))
@@ -66,6 +67,13 @@ class VoterSet:
     def endpoints(self, voter_id: int) -> tuple[Endpoint, ...]:
         info = self.voters.get(voter_id)
         return () if info is None else info.endpoints
+
+    def with_voter(self, info: VoterInfo) -> VoterSet:
+        """This set plus (or with an updated) ``info``."""
+        return VoterSet(dict(sorted({**self.voters, info.key.id: info}.items())))
+
+    def without(self, voter_id: int) -> VoterSet:
+        return VoterSet({i: v for i, v in self.voters.items() if i != voter_id})
 
     def others(self, local_id: int) -> tuple[int, ...]:
         """Voter ids other than ``local_id``, sorted (deterministic send order)."""

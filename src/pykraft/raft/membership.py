@@ -1,0 +1,484 @@
+"""Voter changes (KIP-853): AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter at the leader; the
+voter's side of UpdateRaftVoter and an observer's auto-join (D4-D6, D9).
+
+Theory of operation. A leader runs at most one voter change at a time: ``core.voter_change``
+(a ``PendingChange``), used by operator requests, the kraft.version upgrade and the KIP-642
+reassignment steps alike. Another operation arriving meanwhile gets REQUEST_TIMED_OUT at once
+(Kafka does the same). A change goes through phases:
+
+    waiting     until the current epoch is committed (HWM past the epoch start), no
+                VotersRecord is uncommitted and, for an add, the new replica is caught up
+    probing     an add asks the new replica's ApiVersions for its kraft.version range
+    committing  the record is appended; done when the high watermark passes it
+
+Unlike Kafka (which answers REQUEST_TIMED_OUT at once when a condition does not hold yet,
+see KAFKA-17147), the conditions are *waited for* until the operation's deadline. Leaving
+the leader role answers NOT_LEADER_OR_FOLLOWER.
+
+Safety rules kept here (the 2015 single-server membership bug): no leader appends a voter
+change before a record of its own epoch is committed, and never while another VotersRecord is
+uncommitted, so two voter sets in competition differ by at most one voter. A leader outside
+the voter set (removing itself) counts neither toward the HWM nor toward check quorum (see
+``replication.py``); it resigns once its removal commits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft.control import bootstrap_batches, has_key
+from pykraft.raft.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+    UpdateFeaturesResponse,
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse,
+)
+from pykraft.raft.roles import FOREVER, Follower, Leader, ReplicaProgress
+from pykraft.raft.types import Endpoint, ReplicaKey
+from pykraft.raft.voters import VoterInfo, VoterSet
+from pykraft.records import voters_batch
+
+if TYPE_CHECKING:
+    from pykraft.raft.core import RaftCore
+
+from pykraft.raft.control import voter_entries
+
+AUTO_JOIN_TIMEOUT_MS = 30_000  # D9: the AddRaftVoter an auto-joining controller sends
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Where the answer of an operation goes: an API caller (``op_id`` > 0, reported in
+    ``Ready.completed``), a peer's request (``peer``: answered to ``src`` under
+    ``request_id``), or nobody (a reassignment step: neither)."""
+
+    op_id: int = 0
+    src: int = 0
+    request_id: int = 0
+    peer: bool = False
+
+    @property
+    def internal(self) -> bool:
+        return self.op_id == 0 and not self.peer
+
+
+@dataclass(slots=True)
+class PendingChange:
+    """The one voter change a leader runs. Invariant: ``record_offset >= 0`` iff phase is
+    "committing"; ``probe_request_id`` is set only while "probing"."""
+
+    operation: str  # "add_voter" | "remove_voter" | "update_kraft_version"
+    key: ReplicaKey
+    endpoints: tuple[Endpoint, ...]
+    deadline_ms: int
+    reply: Reply
+    phase: str = "waiting"
+    record_offset: int = -1
+    kraft_versions: tuple[int, int] | None = None  # the new voter's range (add)
+    probe_request_id: int | None = None
+    target_version: int = 0  # update_kraft_version
+
+
+# -- starting operations at the leader ------------------------------------------------------
+
+
+def refuse(
+    core: RaftCore, operation: str, reply: Reply, error: ErrorCode, message: str | None
+) -> None:
+    finish(core, PendingChange(operation, ReplicaKey(-1), (), 0, reply), error, message)
+
+
+def start(core: RaftCore, change: PendingChange, now_ms: int) -> None:
+    """Common checks, then make ``change`` the pending one (answers at once on an error)."""
+    leader = core.state
+    assert isinstance(leader, Leader)
+    if core.control.kraft_version < 1 and change.operation != "update_kraft_version":
+        version = core.control.kraft_version
+        refuse(
+            core,
+            change.operation,
+            change.reply,
+            ErrorCode.unsupported_version,
+            f"kraft.version is {version}: voter changes need kraft.version 1",
+        )
+        return
+    if core.voter_change is not None:
+        refuse(
+            core,
+            change.operation,
+            change.reply,
+            ErrorCode.request_timed_out,
+            "another voter change is in progress",
+        )
+        return
+    voters = core.voters
+    if change.operation == "add_voter" and change.key.id in voters.ids:
+        refuse(
+            core,
+            change.operation,
+            change.reply,
+            ErrorCode.duplicate_voter,
+            f"voter id {change.key.id} is already in the voter set",
+        )
+        return
+    if change.operation == "remove_voter":
+        if not voters.is_voter(change.key) or change.key.id not in voters.ids:
+            refuse(
+                core,
+                change.operation,
+                change.reply,
+                ErrorCode.voter_not_found,
+                f"{change.key} is not in the voter set",
+            )
+            return
+        if len(voters) == 1:
+            # Kafka's VoterSet.removeVoter refuses to empty the set: VOTER_NOT_FOUND.
+            refuse(
+                core,
+                change.operation,
+                change.reply,
+                ErrorCode.voter_not_found,
+                f"cannot remove {change.key}: the last voter",
+            )
+            return
+        change = PendingChange(
+            change.operation, voters.voters[change.key.id].key, (), change.deadline_ms, change.reply
+        )
+    core.voter_change = change
+    advance(core, leader, now_ms)
+
+
+def ready_to_change(core: RaftCore, leader: Leader) -> bool:
+    """The current epoch is committed and no VotersRecord is uncommitted (D4 steps 2, 3)."""
+    return core.high_watermark > leader.epoch_start_offset and not core.uncommitted_voter_change
+
+
+def caught_up(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
+    """The replica fetched at the leader's log end offset within the last fetch timeout."""
+    progress = find_progress(leader, key)
+    return (
+        progress is not None
+        and progress.last_caught_up_ms >= 0
+        and progress.last_caught_up_ms >= now_ms - core.config.fetch_timeout_ms
+    )
+
+
+def find_progress(leader: Leader, key: ReplicaKey) -> ReplicaProgress | None:
+    progress = leader.observers.get(key)
+    if progress is None:
+        voter = leader.voters.get(key.id)
+        if voter is not None and voter.key == key:
+            progress = voter
+    return progress
+
+
+def append_voters(core: RaftCore, leader: Leader, voters: VoterSet, now_ms: int) -> int:
+    """Append a VotersRecord; returns its offset. The two safety rules are asserted here."""
+    assert ready_to_change(core, leader), "voter change before the epoch or last change committed"
+    log = core.log
+    offset = log.end_offset
+    core.append_own(voters_batch(offset, leader.epoch, now_ms, voter_entries(voters)), now_ms)
+    return offset
+
+
+def advance(core: RaftCore, leader: Leader, now_ms: int) -> None:
+    """Move the pending change on as far as it can go now."""
+    change = core.voter_change
+    if change is None:
+        return
+    if change.phase == "committing":
+        if core.high_watermark > change.record_offset:
+            _committed(core, leader, change, now_ms)
+        elif change.deadline_ms <= now_ms:
+            finish(core, change, ErrorCode.request_timed_out, "the change did not commit in time")
+        return
+    if change.deadline_ms <= now_ms:
+        finish(
+            core, change, ErrorCode.request_timed_out, _waiting_for(core, leader, change, now_ms)
+        )
+        return
+    if not ready_to_change(core, leader):
+        return
+    voters = core.voters
+    if change.operation == "add_voter":
+        if change.key.id in voters.ids:  # another leader's change committed meanwhile
+            finish(core, change, ErrorCode.duplicate_voter, f"voter id {change.key.id} exists")
+            return
+        if not caught_up(core, leader, change.key, now_ms):
+            return
+        if change.kraft_versions is None:
+            _probe(core, change, now_ms)
+            return
+        low, high = change.kraft_versions
+        new = voters.with_voter(VoterInfo(change.key, change.endpoints, low, high))
+        change.record_offset = append_voters(core, leader, new, now_ms)
+    elif change.operation == "remove_voter":
+        if not has_key(voters, change.key):
+            finish(core, change, ErrorCode.voter_not_found, f"{change.key} is not a voter")
+            return
+        change.record_offset = append_voters(core, leader, voters.without(change.key.id), now_ms)
+    else:
+        change.record_offset = _append_kraft_upgrade(core, leader, change, now_ms)
+    change.phase = "committing"
+
+
+def _waiting_for(core: RaftCore, leader: Leader, change: PendingChange, now_ms: int) -> str:
+    if core.high_watermark <= leader.epoch_start_offset:
+        return "timed out waiting for the leader to commit its epoch"
+    if core.uncommitted_voter_change:
+        return "timed out waiting for the previous voter change to commit"
+    if change.operation == "add_voter" and not caught_up(core, leader, change.key, now_ms):
+        return f"timed out waiting for {change.key} to catch up to the log end offset"
+    return f"timed out waiting for ApiVersions from {change.key}"
+
+
+def _probe(core: RaftCore, change: PendingChange, now_ms: int) -> None:
+    change.phase = "probing"
+    if change.probe_request_id is None and core.can_send(change.key.id, "api_versions", now_ms):
+        endpoint = change.endpoints[0] if change.endpoints else None
+        change.probe_request_id = core.send(
+            change.key.id, ApiVersionsRequest(), "api_versions", now_ms, endpoint
+        )
+
+
+def handle_api_versions_response(
+    core: RaftCore, request_id: int, resp: ApiVersionsResponse, now_ms: int
+) -> None:
+    """D4 steps 4-5. The core already dropped answers from a node other than the one asked."""
+    change = core.voter_change
+    leader = core.state
+    if change is None or change.probe_request_id != request_id or not isinstance(leader, Leader):
+        return
+    change.probe_request_id = None
+    if resp.error != ErrorCode.none:
+        finish(
+            core,
+            change,
+            ErrorCode.request_timed_out,
+            f"ApiVersions of {change.key} answered {resp.error.name}",
+        )
+        return
+    version = core.control.kraft_version
+    versions = resp.kraft_versions
+    if versions is None or not versions[0] <= version <= versions[1]:
+        finish(
+            core,
+            change,
+            ErrorCode.invalid_request,
+            f"{change.key} supports kraft.version {versions}, not the finalized {version}",
+        )
+        return
+    change.kraft_versions = versions
+    change.phase = "waiting"
+    advance(core, leader, now_ms)
+
+
+def probe_failed(core: RaftCore, request_id: int) -> None:
+    """The ApiVersions probe was refused or timed out: ask again until the deadline."""
+    change = core.voter_change
+    if change is not None and change.probe_request_id == request_id:
+        change.probe_request_id = None
+
+
+def _committed(core: RaftCore, leader: Leader, change: PendingChange, now_ms: int) -> None:
+    finish(core, change, ErrorCode.none, None)
+    if change.operation == "remove_voter" and change.key.id == core.local_key.id:
+        # D5: the removed leader led until its removal committed; now it steps down.
+        core.quorum.to_resigned(now_ms, leader.successors_by_progress())
+
+
+def finish(core: RaftCore, change: PendingChange, error: ErrorCode, message: str | None) -> None:
+    if core.voter_change is change:
+        core.voter_change = None
+    reply = change.reply
+    if reply.internal:
+        return
+    if reply.op_id > 0:
+        core.complete(reply.op_id, change.operation, error, message)
+        return
+    body: AddRaftVoterResponse | RemoveRaftVoterResponse | UpdateFeaturesResponse
+    if change.operation == "add_voter":
+        body = AddRaftVoterResponse(error, message)
+    elif change.operation == "remove_voter":
+        body = RemoveRaftVoterResponse(error, message)
+    else:
+        body = UpdateFeaturesResponse(error, message)
+    core.respond(reply.src, reply.request_id, body)
+
+
+def leadership_lost(core: RaftCore) -> None:
+    change = core.voter_change
+    if change is not None:
+        finish(core, change, ErrorCode.not_leader_or_follower, "leadership changed")
+
+
+# -- kraft.version upgrade (D10): the append; the checks live in kraft_version.py ------------
+
+
+def _append_kraft_upgrade(
+    core: RaftCore, leader: Leader, change: PendingChange, now_ms: int
+) -> int:
+    """KRaftVersion and Voters in one batch: the voter set as the voters reported it."""
+    assert ready_to_change(core, leader)
+    voters = VoterSet(
+        {vid: core.reported_voters.get(vid, info) for vid, info in core.voters.voters.items()}
+    )
+    local = core.local_key
+    low, high = core.config.kraft_versions
+    voters = voters.with_voter(VoterInfo(local, core.endpoints, low, high))
+    offset = core.log.end_offset
+    core.append_own(
+        bootstrap_batches(offset, leader.epoch, now_ms, change.target_version, voters), now_ms
+    )
+    return offset + 1  # the VotersRecord; committed together with the KRaftVersion record
+
+
+# -- UpdateRaftVoter at the leader (D6) -------------------------------------------------------
+
+
+def handle_update_voter(
+    core: RaftCore, req: UpdateRaftVoterRequest, now_ms: int
+) -> UpdateRaftVoterResponse:
+    qs = core.quorum
+
+    def answer(error: ErrorCode) -> UpdateRaftVoterResponse:
+        return UpdateRaftVoterResponse(error, qs.leader_id, qs.epoch, core.leader_endpoints())
+
+    if not core.cluster_ok(req.cluster_id):
+        return answer(ErrorCode.inconsistent_cluster_id)
+    if req.current_leader_epoch < qs.epoch:
+        return answer(ErrorCode.fenced_leader_epoch)
+    if req.current_leader_epoch > qs.epoch:
+        return answer(ErrorCode.unknown_leader_epoch)
+    leader = qs.role
+    if not isinstance(leader, Leader):
+        return answer(ErrorCode.not_leader_or_follower)
+    if req.min_kraft_version > req.max_kraft_version or not req.listeners:
+        return answer(ErrorCode.invalid_request)
+    voters = core.voters
+    current = voters.voters.get(req.voter_key.id)
+    if current is None or not voters.is_voter(req.voter_key):
+        return answer(ErrorCode.voter_not_found)
+    # A directory id is only filled in where unset (D6).
+    key = ReplicaKey(current.key.id, current.key.directory_id or req.voter_key.directory_id)
+    info = VoterInfo(key, req.listeners, req.min_kraft_version, req.max_kraft_version)
+    version = core.control.kraft_version
+    if version < 1:
+        # KAFKA-16538: at kraft.version 0 nothing is written; the leader remembers the
+        # voter's range and endpoints for the upgrade check (D10).
+        core.reported_voters[key.id] = info
+        return answer(ErrorCode.none)
+    if core.voter_change is not None or not ready_to_change(core, leader):
+        return answer(ErrorCode.request_timed_out)
+    if not req.min_kraft_version <= version <= req.max_kraft_version:
+        return answer(ErrorCode.invalid_request)
+    if info != current:
+        append_voters(core, leader, voters.with_voter(info), now_ms)
+    return answer(ErrorCode.none)  # Kafka answers at once, without waiting for the commit
+
+
+# -- the voter's side of UpdateRaftVoter, and auto-join (D6, D9) ----------------------------
+
+
+def send_follower_requests(core: RaftCore, role: Follower, now_ms: int) -> None:
+    if not role.fetched_from_leader or not core.endpoints or role.bootstrap_fetching:
+        return
+    dst = role.leader_id
+    if not core.quorum.is_observer:
+        if not role.update_voter_acked and core.can_send(dst, "update_voter", now_ms):
+            low, high = core.config.kraft_versions
+            core.send(
+                dst,
+                UpdateRaftVoterRequest(
+                    core.config.cluster_id, role.epoch, core.local_key, core.endpoints, low, high
+                ),
+                "update_voter",
+                now_ms,
+            )
+        return
+    local = core.local_key
+    if (
+        not core.config.auto_join
+        or core.control.kraft_version < 1
+        or local.directory_id is None
+        or not core.can_send(dst, "join", now_ms)
+    ):
+        return
+    stale = core.voters.voters.get(local.id)
+    body: AddRaftVoterRequest | RemoveRaftVoterRequest
+    if stale is not None:
+        # D9/D12: our id with another directory id (a replaced disk): remove it first.
+        body = RemoveRaftVoterRequest(core.config.cluster_id, stale.key)
+    else:
+        body = AddRaftVoterRequest(
+            core.config.cluster_id, AUTO_JOIN_TIMEOUT_MS, local, core.endpoints
+        )
+    core.send(
+        dst, body, "join", now_ms, timeout_ms=AUTO_JOIN_TIMEOUT_MS + core.config.request_timeout_ms
+    )
+
+
+def handle_follower_response(
+    core: RaftCore,
+    src: int,
+    kind: str,
+    resp: UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse,
+    now_ms: int,
+) -> None:
+    role = core.state
+    if isinstance(resp, UpdateRaftVoterResponse):
+        if core.on_response_epoch(resp.leader_epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+            return
+        if isinstance(role, Follower) and resp.error in _FINAL_UPDATE_ERRORS:
+            role.update_voter_acked = True
+            return
+    elif resp.error == ErrorCode.none:
+        return  # joined, or the stale key removed: the next step follows at once
+    # Retry later: a pending change at the leader, a leader change, a slow catch-up.
+    core.backoff(src, kind, now_ms, core.config.request_timeout_ms)
+
+
+_FINAL_UPDATE_ERRORS = frozenset(
+    {
+        ErrorCode.none,
+        ErrorCode.voter_not_found,
+        ErrorCode.invalid_request,
+        ErrorCode.unsupported_version,
+    }
+)
+
+
+# -- the leader's bookkeeping when the voter set changes -------------------------------------
+
+
+def sync_progress(core: RaftCore, leader: Leader, now_ms: int) -> None:
+    """Move replicas between ``leader.voters`` and ``leader.observers`` after the voter set
+    changed (keeping what is known of their progress) and fix the check-quorum timer."""
+    voters = core.voters
+    local = core.local_key.id
+    old = leader.voters
+    new: dict[int, ReplicaProgress] = {}
+    for vid, info in voters.voters.items():
+        if vid == local:
+            continue
+        progress = old.get(vid)
+        if progress is None or progress.key != info.key:
+            progress = leader.observers.pop(info.key, None) or ReplicaProgress(info.key)
+        new[vid] = progress
+    for vid, progress in old.items():
+        if new.get(vid) is not progress:
+            leader.observers[progress.key] = progress  # demoted: still fetching, still shown
+    leader.voters = new
+    leader.fetched_since_check &= set(new)
+    if core.quorum.is_only_voter:
+        leader.check_quorum_deadline_ms = FOREVER
+    elif leader.check_quorum_deadline_ms == FOREVER:
+        leader.check_quorum_deadline_ms = now_ms + core.config.fetch_timeout_ms * 3 // 2

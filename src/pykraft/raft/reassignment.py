@@ -1,0 +1,231 @@
+"""Multi-voter quorum reassignment (KIP-642) on top of single voter changes (E1-E4).
+
+Theory of operation. An operator submits a target voter set (``RaftCore.set_target_voters``).
+The leader appends pykraft's target voter set record (``control.py``) and answers once it
+commits: from then on the target is durable, in the log and in later snapshots, so whichever
+leader comes next continues it. While a committed target differs from the voter set, the
+leader takes one step at a time through the single pending voter change of ``membership``
+(each committed before the next, so a majority of every intermediate set stays up, E4):
+
+* add one voter when |to add| >= |to remove|, the most caught-up first (a voter whose id is
+  still held by a voter to remove, e.g. (3, UUID3) -> (3, UUID3'), is added after that one
+  is removed: an id appears once in a voter set);
+* otherwise remove one, a non-leader first; when the leader is the last voter to remove it
+  resigns (EndQuorumEpoch naming the most caught-up voters) and the next leader removes it.
+
+When the voter set equals the target the leader clears the target (an empty target record).
+A new target replaces the old one at once; submitting the current voter set cancels the
+reassignment (the steps then lead back to it). A step still waiting for a new voter to catch
+up is dropped when a new target no longer wants it; a step already appended completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft import membership
+from pykraft.raft.control import has_key, same_members, target_voters_batch
+from pykraft.raft.membership import PendingChange, Reply
+from pykraft.raft.roles import Leader
+from pykraft.raft.types import ReplicaKey
+from pykraft.raft.voters import VoterInfo, VoterSet
+
+if TYPE_CHECKING:
+    from pykraft.raft.core import RaftCore
+
+OPERATION = "set_target_voters"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLag:
+    key: ReplicaKey
+    end_offset: int  # -1: never fetched from this leader
+    lag: int  # leader's log end offset - end_offset (the whole log when unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentProgress:
+    """What the operator sees (E3)."""
+
+    current: tuple[ReplicaKey, ...]
+    target: tuple[ReplicaKey, ...]
+    to_add: tuple[ReplicaKey, ...]
+    to_remove: tuple[ReplicaKey, ...]
+    committed: bool  # the target record is committed (steps may run)
+    lag: tuple[ReplicaLag, ...]  # every replica of current | target
+
+
+@dataclass(slots=True)
+class TargetWait:
+    offset: int
+    reply: Reply
+
+
+def submit(core: RaftCore, voters: Sequence[VoterInfo], reply: Reply, now_ms: int) -> None:
+    """E1: validate, append the target record, answer when it commits."""
+    leader = core.state
+    assert isinstance(leader, Leader)
+    if core.control.kraft_version < 1:
+        membership.refuse(
+            core,
+            OPERATION,
+            reply,
+            ErrorCode.unsupported_version,
+            "reassignment needs kraft.version 1",
+        )
+        return
+    ids = [v.key.id for v in voters]
+    if not voters:
+        membership.refuse(core, OPERATION, reply, ErrorCode.invalid_request, "empty target")
+        return
+    if len(set(ids)) != len(ids):
+        membership.refuse(
+            core,
+            OPERATION,
+            reply,
+            ErrorCode.duplicate_voter,
+            f"a replica id appears twice in {sorted(ids)}",
+        )
+        return
+    current = core.voters
+    for info in voters:
+        known = has_key(current, info.key) or info.key in leader.observers
+        if not known:
+            membership.refuse(
+                core,
+                OPERATION,
+                reply,
+                ErrorCode.invalid_request,
+                f"{info.key} is neither a voter nor an observer of this leader",
+            )
+            return
+    if core.high_watermark <= leader.epoch_start_offset:
+        membership.refuse(
+            core,
+            OPERATION,
+            reply,
+            ErrorCode.request_timed_out,
+            "the leader has not committed its epoch yet",
+        )
+        return
+    # Voters keep their recorded endpoints and ranges; new ones come as submitted.
+    target = VoterSet(
+        {v.key.id: (current.voters[v.key.id] if has_key(current, v.key) else v) for v in voters}
+    )
+    in_force = core.control.target
+    if (
+        in_force is not None
+        and same_members(in_force[1], target)
+        and in_force[0] < core.high_watermark
+    ):
+        membership.refuse(core, OPERATION, reply, ErrorCode.none, None)  # already durable
+        return
+    offset = core.log.end_offset
+    core.append_own(target_voters_batch(offset, leader.epoch, now_ms, target), now_ms)
+    if not reply.internal:
+        core.target_waits.append(TargetWait(offset, reply))
+    _drop_unwanted_step(core, target)
+
+
+def _drop_unwanted_step(core: RaftCore, target: VoterSet) -> None:
+    change = core.voter_change
+    if change is None or not change.reply.internal or change.phase == "committing":
+        return
+    wanted = (
+        has_key(target, change.key)
+        if change.operation == "add_voter"
+        else not has_key(target, change.key)
+    )
+    if not wanted:
+        membership.finish(core, change, ErrorCode.none, None)
+
+
+def on_high_watermark(core: RaftCore) -> None:
+    """Answer submitters whose target record committed."""
+    waits = core.target_waits
+    while waits and waits[0].offset < core.high_watermark:
+        wait = waits.pop(0)
+        membership.refuse(core, OPERATION, wait.reply, ErrorCode.none, None)
+
+
+def leadership_lost(core: RaftCore) -> None:
+    for wait in core.target_waits:
+        membership.refuse(
+            core, OPERATION, wait.reply, ErrorCode.not_leader_or_follower, "leadership changed"
+        )
+    core.target_waits.clear()
+
+
+def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
+    """E2: start the next single change toward a committed target, if any is due."""
+    in_force = core.control.target
+    if in_force is None or core.voter_change is not None:
+        return
+    offset, target = in_force
+    if offset >= core.high_watermark or not membership.ready_to_change(core, leader):
+        return
+    current = core.voters
+    if same_members(current, target):
+        core.append_own(
+            target_voters_batch(core.log.end_offset, leader.epoch, now_ms, None), now_ms
+        )
+        return
+    to_add = [i for i in target.voters.values() if not has_key(current, i.key)]
+    to_remove = [i for i in current.voters.values() if not has_key(target, i.key)]
+    addable = [i for i in to_add if i.key.id not in current.ids]
+    deadline_ms = now_ms + core.config.voter_change_timeout_ms
+    if to_add and len(to_add) >= len(to_remove) and addable:
+        ready = [i for i in addable if membership.caught_up(core, leader, i.key, now_ms)]
+        if ready:
+            best = max(ready, key=lambda i: (_end_offset(leader, i.key), -i.key.id))
+            change = PendingChange("add_voter", best.key, best.endpoints, deadline_ms, Reply())
+            membership.start(core, change, now_ms)
+        return  # wait for a new voter to catch up (the lag shows in the progress)
+    if not to_remove:
+        return
+    local = core.local_key.id
+    blocking = [i for i in to_remove if any(a.key.id == i.key.id for a in to_add)]
+    others = [i for i in to_remove if i.key.id != local]
+    candidates = blocking or others
+    if not candidates:
+        # The leader is the last voter to remove: it resigns; the next leader removes it.
+        core.quorum.to_resigned(now_ms, leader.successors_by_progress())
+        return
+    removal = PendingChange("remove_voter", candidates[0].key, (), deadline_ms, Reply())
+    membership.start(core, removal, now_ms)
+
+
+def _end_offset(leader: Leader, key: ReplicaKey) -> int:
+    progress = membership.find_progress(leader, key)
+    return -1 if progress is None else progress.end_offset
+
+
+def progress(core: RaftCore) -> ReassignmentProgress | None:
+    in_force = core.control.target
+    if in_force is None:
+        return None
+    offset, target = in_force
+    current = core.voters
+    leader = core.state
+    end = core.log.end_offset
+    lags = []
+    for key in sorted(set(current.keys) | set(target.keys)):
+        if key.id == core.local_key.id:
+            reached = end
+        elif isinstance(leader, Leader):
+            reached = _end_offset(leader, key)
+        else:
+            reached = -1
+        lags.append(ReplicaLag(key, reached, end - max(reached, 0)))
+    return ReassignmentProgress(
+        current.keys,
+        target.keys,
+        tuple(i.key for i in target.voters.values() if not has_key(current, i.key)),
+        tuple(i.key for i in current.voters.values() if not has_key(target, i.key)),
+        offset < core.high_watermark,
+        tuple(lags),
+    )
