@@ -1,0 +1,168 @@
+"""The pure half of ingest: one file's bytes -> table rows (no Spark)."""
+
+from __future__ import annotations
+
+import json
+
+from pykraft.pipeline import decode
+from pykraft.pipeline.committed import (
+    GIVEN,
+    MAJORITY,
+    SNAPSHOT,
+    NodeLog,
+    committed_prefixes,
+    parse_node_offsets,
+)
+from pykraft.records import build_batch
+
+from .logfiles import T0_MS, LogBuilder, write_node, write_snapshot
+
+SEGMENT_PATH = "file:/data/n1/__cluster_metadata-0/00000000000000000000.log"
+
+
+def rows_by_table(node: int, path: str, content: bytes) -> dict[str, list[decode.Row]]:
+    out: dict[str, list[decode.Row]] = {name: [] for name in decode.TABLES}
+    for table, row in decode.decode_file(node, path, content):
+        out[table].append(row)
+    return out
+
+
+def three_epoch_log() -> LogBuilder:
+    b = LogBuilder()
+    b.leader_change(1, 1)
+    b.voters(1)
+    b.data(1, count=3)
+    b.leader_change(2, 2)
+    b.data(2, count=2)
+    return b
+
+
+def test_file_names() -> None:
+    assert decode.parse_file_name(SEGMENT_PATH) == decode.FileName("segment", 0, None)
+    snap = decode.parse_file_name("/x/00000000000000000120-0000000007.checkpoint")
+    assert snap == decode.FileName("snapshot", 120, 7)
+    assert decode.parse_file_name("/x/00000000000000000120-0000000007.checkpoint.part") is None
+    assert decode.parse_file_name("/x/quorum-state") is None
+
+
+def test_segment_rows() -> None:
+    b = three_epoch_log()
+    rows = rows_by_table(1, SEGMENT_PATH, b"".join(b.batches))
+    batches = rows["batches"]
+    assert [(r[4], r[5], r[6], r[10], r[12]) for r in batches] == [
+        (0, 0, 1, True, True),
+        (1, 1, 1, True, True),
+        (2, 4, 1, False, True),
+        (5, 5, 2, True, True),
+        (6, 7, 2, False, True),
+    ]
+    records = rows["records"]
+    assert [r[3] for r in records] == list(range(8))
+    assert [r[7] for r in records][:3] == ["LEADER_CHANGE", "KRAFT_VOTERS", "DATA"]
+    assert json.loads(records[2][11]) == {"tag": "x", "i": 0}
+    assert json.loads(records[0][11])["leader_id"] == 1
+    changes = rows["leader_changes"]
+    assert [(r[2], r[3], r[5]) for r in changes] == [(0, 1, 1), (5, 2, 2)]
+    assert changes[0][6] == [(1, None), (2, None), (3, None)]
+    assert changes[0][7] == [(1, None), (2, None)]
+    (voters,) = rows["voter_sets"]
+    assert voters[2] == 1 and [v[0] for v in voters[4]] == [1, 2, 3]
+    assert voters[4][0][2] == [("CONTROLLER", "127.0.0.1", 9091)]
+    assert rows["files"] == [
+        (1, "segment", SEGMENT_PATH, len(b"".join(b.batches)), 0, 5, len(b"".join(b.batches)), None)
+    ]
+
+
+def test_bad_crc_is_flagged_and_not_decoded() -> None:
+    b = three_epoch_log()
+    data = bytearray(b"".join(b.batches))
+    third = sum(len(x) for x in b.batches[:2])
+    data[third + 70] ^= 0xFF  # inside the third batch's records
+    rows = rows_by_table(1, SEGMENT_PATH, bytes(data))
+    assert [r[12] for r in rows["batches"]] == [True, True, False, True, True]
+    assert [r[3] for r in rows["records"]] == [0, 1, 5, 6, 7]
+    assert rows["files"][0][7] is None
+
+
+def test_torn_tail_stops_reading_and_says_why() -> None:
+    b = three_epoch_log()
+    data = b"".join(b.batches)
+    rows = rows_by_table(1, SEGMENT_PATH, data[:-10])
+    assert len(rows["batches"]) == 4
+    (files,) = rows["files"]
+    assert files[6] == sum(len(x) for x in b.batches[:4])
+    assert files[7] is not None and "torn" in files[7]
+
+
+def test_garbage_stops_reading() -> None:
+    rows = rows_by_table(1, SEGMENT_PATH, b"\x00" * 100)
+    assert rows["batches"] == [] and rows["files"][0][7] is not None
+
+
+def test_snapshot_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    log_dir = write_node(tmp_path, 1, three_epoch_log().batches)
+    path = write_snapshot(log_dir, 8, 2, [b'{"k": 1}', b"\x01\x02"])
+    rows = rows_by_table(1, str(path), path.read_bytes())
+    (snap,) = rows["snapshots"]
+    # node, file, end, epoch, size, batches, records, crc_ok, header, footer, ts, kraft, voters
+    assert snap[2:4] == (8, 2)
+    assert snap[5:10] == (5, 2, True, True, True)
+    assert snap[10] == T0_MS and snap[11] == 1
+    assert [v[0] for v in snap[12]] == [1, 2, 3]
+    (voters,) = rows["voter_sets"]
+    assert voters[:4] == (1, "snapshot", 7, 2)  # in force at the snapshot's last offset
+    data = [r for r in rows["records"] if r[7] == "DATA"]
+    assert json.loads(data[1][11]) == {"size": 2, "hex": "0102"}
+
+
+def test_render_data_value() -> None:
+    assert decode.render_data_value(None) == "null"
+    assert decode.render_data_value(b'{"b":1,"a":2}') == '{"a": 2, "b": 1}'
+    big = decode.render_data_value(b"\xff" * (decode.VALUE_RENDER_MAX_BYTES + 1))
+    assert json.loads(big)["truncated"] is True
+
+
+def test_unknown_file() -> None:
+    rows = rows_by_table(1, "/x/notes.txt", b"hello")
+    assert rows["files"][0][1] == "unknown"
+
+
+def test_a_batch_with_many_records() -> None:
+    batch = build_batch(0, 1, [b"v"] * 300, T0_MS)
+    rows = rows_by_table(1, SEGMENT_PATH, batch)
+    assert len(rows["records"]) == 300 and rows["records"][299][3] == 299
+
+
+# -- committed prefixes -----------------------------------------------------------------
+
+
+def test_committed_given_wins() -> None:
+    logs = [NodeLog(1, 0, 10, 0), NodeLog(2, 0, 8, 0), NodeLog(3, 0, 4, 0)]
+    got = committed_prefixes(logs, 3, {1: 6})
+    assert [(p.node, p.committed_offset, p.source) for p in got] == [
+        (1, 6, GIVEN),
+        (2, 8, MAJORITY),  # majority end: 2nd largest of (10, 8, 4)
+        (3, 4, MAJORITY),  # capped at its own log end
+    ]
+
+
+def test_committed_snapshot_raises_the_majority_bound() -> None:
+    logs = [NodeLog(1, 0, 10, 0), NodeLog(2, 0, 3, 0), NodeLog(3, 9, 9, 9)]
+    got = {p.node: p for p in committed_prefixes(logs, 3, {})}
+    assert got[1].committed_offset == 9
+    assert got[3].committed_offset == 9
+
+
+def test_committed_too_few_nodes_for_a_majority() -> None:
+    got = committed_prefixes([NodeLog(1, 0, 10, 5)], 3, {})
+    assert [(p.committed_offset, p.source) for p in got] == [(5, SNAPSHOT)]
+
+
+def test_parse_node_offsets() -> None:
+    assert parse_node_offsets(["1=10", "2=0"]) == {1: 10, 2: 0}
+    for bad in ("1", "a=1", "1=x"):
+        try:
+            parse_node_offsets([bad])
+        except ValueError:
+            continue
+        raise AssertionError(bad)
