@@ -25,6 +25,23 @@ Commands (one per block in ``testdata/*.txt``; see ``run``):
     status | log N | notes                 print per-node state / N's batches / app callbacks
     vote N FROM EPOCH [pre]                inject a Vote request from FROM to N, print answer
 
+Membership (KIP-853 / KIP-642). ``init ... kraft=1`` formats every node with a bootstrap
+checkpoint holding kraft.version 1 and, for the nodes in ``bootstrap`` (default: ``voters``),
+the initial voter set (``--initial-controllers``; ``bootstrap=1`` is ``--standalone``); the
+others are formatted with ``--no-initial-controllers`` and find the leader through the
+bootstrap servers (the initial voters). ``kraft=0`` keeps static voters but gives every node
+listeners, so voters send UpdateRaftVoter. Node N's directory id is printed ``N`` and, after
+each ``wipe``, ``N'``, ``N''``... (a reformatted disk is a new replica). ``autojoin=true``
+turns on controller.quorum.auto.join.enable.
+
+    add-voter L N | remove-voter L N [old] the operator asks leader L (``old``: N's previous
+                                           directory id); results print when they complete
+    target L 4,5,6                         KIP-642: L reassigns the voters to 4, 5, 6
+    upgrade L V                            UpdateFeatures kraft.version=V on L
+    appendn N COUNT                        N appends COUNT records in one batch
+    kraft-range N MIN MAX                  N answers ApiVersions with this kraft.version range
+    voters N | describe N | progress N     N's voter set / DescribeQuorum / reassignment
+
 Transitions print as they happen (``2: follower(e1 l1) -> prospective(e1)``), as do leader
 change notifications handed to the application. After every command the cluster's safety
 invariants are checked (one leader per epoch, monotonic high watermarks, committed prefixes
@@ -34,13 +51,17 @@ identical).
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.raft.config import NotLeaderError, RaftConfig
+from pykraft.raft.control import voter_entries
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     FetchRequest,
     Inbound,
     Outbound,
@@ -49,11 +70,19 @@ from pykraft.raft.messages import (
     RequestFailed,
     VoteRequest,
     VoteResponse,
+    is_request,
 )
 from pykraft.raft.roles import Follower, Prospective, Role, Unattached
-from pykraft.raft.types import NO_LEADER, ReplicaKey
-from pykraft.raft.voters import VoterSet
-from pykraft.records import decode_records, iter_batches
+from pykraft.raft.types import NO_LEADER, Endpoint, OffsetAndEpoch, ReplicaKey
+from pykraft.raft.voters import VoterInfo, VoterSet
+from pykraft.records import (
+    decode_records,
+    iter_batches,
+    kraft_version_batch,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+    voters_batch,
+)
 from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
 
 _REQUESTS = (VoteRequest, FetchRequest)
@@ -80,6 +109,22 @@ class Node:
     old_peer: bool = False
     cluster_id: str | None = None
     max_hwm: int = 0
+    disk: int = 0  # incremented by wipe: the directory id changes
+    kraft_range: tuple[int, int] | None = None  # ApiVersions answer override
+
+
+def directory_id(node_id: int, disk: int) -> uuid.UUID:
+    return uuid.UUID(int=node_id * 1000 + disk + 1)
+
+
+def key_name(key: ReplicaKey) -> str:
+    if key.directory_id is None:
+        return str(key.id)
+    return str(key.id) + "'" * (key.directory_id.int - key.id * 1000 - 1)
+
+
+def endpoint_of(node_id: int) -> Endpoint:
+    return Endpoint("CONTROLLER", f"n{node_id}", 9000 + node_id)
 
 
 class Cluster:
@@ -95,6 +140,12 @@ class Cluster:
         self.seed = int(args.get("seed", 0))
         self.fast = int(args.get("fast", 0))  # this node's election timeout is a quarter
         self.voter_set = VoterSet.from_ids(self.voters)
+        self.kraft = int(args["kraft"]) if "kraft" in args else None
+        self.bootstrap = [int(x) for x in args.get("bootstrap", args["voters"]).split(",")]
+        self.auto_join = args.get("autojoin", "false") == "true"
+        if self.kraft is not None:
+            self.config = replace(self.config, auto_join=self.auto_join)
+        self.ops: dict[tuple[int, int], str] = {}  # (node, op id) -> what was asked
         self.now = 0
         self.out: list[str] = []
         self.queue: list[tuple[int, Outbound]] = []
@@ -107,7 +158,28 @@ class Cluster:
         self.nodes = {i: Node(i) for i in sorted(self.voters + self.observers)}
         self.restarts = 0
         for i in self.nodes:
+            if self.kraft == 1:
+                self.format(i, with_voters=i in self.bootstrap)
+        for i in self.nodes:
             self.start(i)
+
+    def key(self, i: int) -> ReplicaKey:
+        if self.kraft is None:
+            return ReplicaKey(i)
+        return ReplicaKey(i, directory_id(i, self.nodes[i].disk))
+
+    def format(self, i: int, *, with_voters: bool) -> None:
+        """``storage format``: the bootstrap checkpoint 0-0 (D3)."""
+        voters = VoterSet(
+            {v: VoterInfo(self.key(v), (endpoint_of(v),), 0, 1) for v in self.bootstrap}
+        )
+        parts = [snapshot_header_batch(0, 0, 0, -1), kraft_version_batch(1, 0, 0, 1)]
+        if with_voters:
+            parts.append(voters_batch(2, 0, 0, voter_entries(voters)))
+        parts.append(snapshot_footer_batch(len(parts), 0, 0))
+        writer = self.nodes[i].snaps.create(OffsetAndEpoch(0, 0))
+        writer.append(b"".join(parts))
+        writer.freeze()
 
     # -- node lifecycle -----------------------------------------------------------------
 
@@ -117,10 +189,15 @@ class Cluster:
         config = self.config
         if i == self.fast:
             config = replace(config, election_timeout_ms=config.election_timeout_ms // 4)
+        dynamic = self.kraft is not None
         core = RaftCore(
             config=config,
-            local_key=ReplicaKey(i),
-            voters=self.voter_set,
+            local_key=self.key(i),
+            voters=self.voter_set if self.kraft != 1 else None,
+            endpoints=(endpoint_of(i),) if dynamic else (),
+            bootstrap_servers=(
+                tuple(endpoint_of(b) for b in self.bootstrap) if self.kraft == 1 else ()
+            ),
             log=node.log,
             quorum_state=node.qstore,
             snapshots=node.snaps,
@@ -155,6 +232,10 @@ class Cluster:
             if ready.leader_change is not None and ready.leader_change.leader_id != NO_LEADER:
                 lc = ready.leader_change
                 self.out.append(f"{i}: notify leader={lc.leader_id} epoch={lc.epoch}")
+            for result in ready.completed:
+                what = self.ops.pop((i, result.op_id), result.operation)
+                message = f" ({result.message})" if result.message else ""
+                self.out.append(f"{i}: {what} -> {result.error.name.upper()}{message}")
             if ready.snapshot_loaded is not None:
                 sid = ready.snapshot_loaded
                 self.out.append(f"{i}: snapshot loaded end={sid.offset} epoch={sid.epoch}")
@@ -174,8 +255,11 @@ class Cluster:
         raise AssertionError("livelock: the network never went quiet")
 
     def deliver_one(self, src: int, m: Outbound) -> None:
+        if m.dst < 0:  # a bootstrap server, addressed by endpoint (D8)
+            assert m.endpoint is not None
+            m = replace(m, dst=m.endpoint.port - 9000)
         dst = self.nodes[m.dst]
-        is_request = isinstance(m.body, _REQUESTS) or type(m.body).__name__.endswith("Request")
+        is_request = is_request_body(m.body)
         if (src, m.dst) in self.cut:
             return
         if (src, m.dst) in self.hold:
@@ -186,6 +270,10 @@ class Cluster:
             if is_request and sender is not None:
                 sender.step(RequestFailed(m.dst, m.request_id), self.now)
                 self.drain(src)
+            return
+        if dst.kraft_range is not None and isinstance(m.body, ApiVersionsRequest):
+            answer = ApiVersionsResponse(ErrorCode.none, dst.kraft_range)
+            self.queue.append((m.dst, Outbound(src, m.request_id, answer)))
             return
         if dst.old_peer and isinstance(m.body, VoteRequest) and m.body.pre_vote:
             answer = VoteResponse(ErrorCode.unsupported_version, -1, NO_LEADER, False)
@@ -269,6 +357,10 @@ class Cluster:
         return lines or ["(empty)"]
 
 
+def is_request_body(body: object) -> bool:
+    return is_request(body)  # type: ignore[arg-type]
+
+
 def _fields(obj: object) -> dict[str, object]:
     return {name: getattr(obj, name) for name in obj.__dataclass_fields__}  # type: ignore[attr-defined]
 
@@ -314,6 +406,9 @@ def run(cluster: Cluster | None, line: str) -> tuple[Cluster | None, list[str]]:
         n.log.wipe()
         n.qstore.wipe()
         n.snaps.wipe()
+        if c.kraft == 1:  # reformatted with --no-initial-controllers: a new directory id
+            n.disk += 1
+            c.format(n.id, with_voters=False)
     elif cmd == "append":
         core = c.nodes[nums[0]].core
         assert core is not None
@@ -358,12 +453,109 @@ def run(cluster: Cluster | None, line: str) -> tuple[Cluster | None, list[str]]:
         extra = c.log_lines(nums[0])
     elif cmd == "vote":
         extra = _inject_vote(c, nums[0], nums[1], nums[2], "pre" in rest)
+    elif cmd in ("add-voter", "remove-voter", "target", "upgrade"):
+        extra = _admin(c, cmd, rest)
+    elif cmd == "appendn":
+        core = c.nodes[nums[0]].core
+        assert core is not None
+        last = core.append([f"r{k}".encode() for k in range(nums[1])], c.now)
+        extra.append(f"appended up to offset {last}")
+        c.drain(nums[0])
+        c.deliver()
+    elif cmd == "kraft-range":
+        c.nodes[nums[0]].kraft_range = (nums[1], nums[2])
+    elif cmd == "voters":
+        extra = [_voters_line(c, nums[0])]
+    elif cmd == "describe":
+        extra = _describe(c, nums[0])
+    elif cmd == "progress":
+        extra = _progress(c, nums[0])
     else:
         raise ValueError(f"unknown command {cmd!r}")
     c.check()
     out = list(c.out) + extra
     c.out.clear()
     return c, out
+
+
+def _admin(c: Cluster, cmd: str, rest: list[str]) -> list[str]:
+    leader = int(rest[0])
+    core = c.nodes[leader].core
+    assert core is not None
+    try:
+        if cmd == "add-voter":
+            n = int(rest[1])
+            op = core.add_voter(c.key(n), (endpoint_of(n),), c.now)
+            what = f"add-voter {key_name(c.key(n))}"
+        elif cmd == "remove-voter":
+            n = int(rest[1])
+            info = core.voters.voters.get(n)
+            key = info.key if info is not None and "old" in rest else c.key(n)
+            op = core.remove_voter(key, c.now)
+            what = f"remove-voter {key_name(key)}"
+        elif cmd == "target":
+            ids = [int(x) for x in rest[1].split(",")]
+            infos = [VoterInfo(c.key(n), (endpoint_of(n),), 0, 1) for n in ids]
+            op = core.set_target_voters(infos, c.now)
+            what = f"target {' '.join(key_name(i.key) for i in infos)}"
+        else:
+            op = core.update_kraft_version(int(rest[1]), c.now)
+            what = f"upgrade kraft.version={rest[1]}"
+    except NotLeaderError as e:
+        return [f"NotLeaderError: {e}"]
+    c.ops[(leader, op)] = what
+    c.drain(leader)
+    c.deliver()
+    out = list(c.out)
+    c.out.clear()
+    return out
+
+
+def _voters_line(c: Cluster, i: int) -> str:
+    core = c.nodes[i].core
+    if core is None:
+        return f"{i}: down"
+    voters = " ".join(key_name(k) for k in core.voters.keys) or "(unknown)"
+    target = core.target_voters
+    shown = " ".join(key_name(k) for k in target.keys) if target is not None else "-"
+    return (
+        f"{i}: kraft.version={core.kraft_version} voters={voters} "
+        f"uncommitted={str(core.uncommitted_voter_change).lower()} target={shown}"
+    )
+
+
+def _describe(c: Cluster, i: int) -> list[str]:
+    core = c.nodes[i].core
+    assert core is not None
+    d = core.describe_quorum(c.now)
+    lines = [
+        f"error={d.error.name.upper()} leader={d.leader_id} epoch={d.leader_epoch} hwm={d.high_watermark}"
+    ]
+    for title, states in (("voter", d.voters), ("observer", d.observers)):
+        for r in states:
+            lines.append(
+                f"{title} {key_name(r.replica_key)} leo={r.log_end_offset} "
+                f"fetch_age={c.now - r.last_fetch_timestamp if r.last_fetch_timestamp >= 0 else '-'} "
+                f"caught_up_age={c.now - r.last_caught_up_timestamp if r.last_caught_up_timestamp >= 0 else '-'}"
+            )
+    return lines
+
+
+def _progress(c: Cluster, i: int) -> list[str]:
+    core = c.nodes[i].core
+    assert core is not None
+    p = core.reassignment_progress()
+    if p is None:
+        return ["no reassignment"]
+
+    def names(keys: tuple[ReplicaKey, ...]) -> str:
+        return " ".join(key_name(k) for k in keys) or "-"
+
+    lags = " ".join(f"{key_name(lag.key)}:{lag.lag}" for lag in p.lag)
+    return [
+        f"current={names(p.current)} target={names(p.target)} add={names(p.to_add)} "
+        f"remove={names(p.to_remove)} committed={str(p.committed).lower()} lag {lags}"
+    ]
 
 
 def _inject_vote(c: Cluster, dst: int, src: int, epoch: int, pre: bool) -> list[str]:

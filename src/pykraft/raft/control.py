@@ -118,7 +118,7 @@ def voter_entries(voters: VoterSet) -> list[VoterRecordEntry]:
 def control_batch(base_offset: int, epoch: int, timestamp_ms: int, parts: Sequence[bytes]) -> bytes:
     """One control batch holding the records of several single-record control batches (so that
     e.g. KRaftVersion and Voters are written atomically, D10)."""
-    records = [decode_records(p)[0] for p in parts]
+    records = [r for p in parts for r in decode_records(p)]
     return build_batch(
         base_offset,
         epoch,
