@@ -72,7 +72,9 @@ def leader_of(quorum: list[Proc]) -> tuple[Proc, QuorumInfo]:
 
 
 def test_admin_client_follows_the_leader(quorum: list[Proc]) -> None:
-    leader, info = leader_of(quorum)
+    leader, _ = leader_of(quorum)
+    follower = next(p for p in quorum if p is not leader)
+    info = describe(follower.address)  # NOT_LEADER_OR_FOLLOWER, then the leader answers
     assert sorted(v.replica_id for v in info.voters) == [1, 2, 3]
     assert info.leader is not None and info.leader.replica_id == leader.node_id
     assert info.leader_epoch >= 1
