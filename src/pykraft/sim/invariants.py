@@ -16,7 +16,10 @@ observation, so the cost per event is a few attribute reads):
   below it was written in the leader's epoch.
 * ``hwm-majority``: every batch newly below a leader's high watermark is held *durably* by a
   majority of the voters (same epoch at that offset, below the voter's flushed offset, or
-  covered by the voter's snapshot). Wiped voters are new replicas and hold nothing.
+  covered by the voter's snapshot). A wiped voter is a new replica (not a voter) and holds
+  nothing new; but acknowledgements the lost voter sent before its disk was lost may still
+  arrive and count, so it is credited with what it held durably at that moment (its
+  ``ghost``), which is exactly Raft's model of a voter that failed for good.
 * ``committed-unchanged`` / ``committed-dense`` / ``hwm-beyond-committed``: batches below a
   leader's high watermark are recorded in the global ``CommittedHistory``; every node's
   application checks every batch it applies against it (``app.StateMachine.apply``), and
@@ -32,6 +35,7 @@ simulator runs it at the end of a run.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -239,6 +243,9 @@ class InvariantChecker:
         holders = []
         for voter in self.nodes:
             if not voter.is_voter:
+                if voter.ghost is not None and _ghost_holds(voter.ghost, base, epoch):
+                    held += 1
+                    holders.append(-voter.id)
                 continue
             log = voter.log
             if log.start_offset > base or (
@@ -274,3 +281,14 @@ class InvariantChecker:
                 compared += 1
         self.checks += compared
         return compared
+
+
+def _ghost_holds(ghost: tuple[int, int, list[int], list[int]], base: int, epoch: int) -> bool:
+    """Did the lost voter hold the batch at ``base`` of ``epoch`` when its disk was lost?"""
+    start, end, bases, epochs = ghost
+    if base < start:
+        return True  # under its snapshot
+    if base >= end:
+        return False
+    i = bisect_right(bases, base) - 1
+    return i >= 0 and epochs[i] == epoch

@@ -45,6 +45,7 @@ class SimNode:
         "app",
         "core",
         "deadline_ms",
+        "ghost",
         "history",
         "id",
         "incarnation",
@@ -93,6 +94,10 @@ class SimNode:
         self.snapshots_installed = 0
         self.max_epoch = 0
         self.wiped_epoch = -1
+        # What this voter held durably when its disk was lost: (log start offset, log end
+        # offset, batch bases, batch epochs). Acknowledgements it sent before the loss may still arrive and count
+        # toward a high watermark, so the majority check counts them (see invariants).
+        self.ghost: tuple[int, int, list[int], list[int]] | None = None
         self.obs_role = "down"
         self.obs_epoch = 0
         self.obs_hwm = 0
@@ -138,6 +143,15 @@ class SimNode:
         """The disk was replaced (the node is down): a new, empty replica with a new
         directory id."""
         assert self.core is None
+        if self.is_voter:
+            # Down, so everything still in the log is durable.
+            batches = self.log.batches()
+            self.ghost = (
+                self.log.start_offset,
+                self.log.end_offset,
+                [base for base, _n, _e, _r in batches],
+                [epoch for _b, _n, epoch, _r in batches],
+            )
         self.log.wipe()
         self.quorum_state.wipe()
         self.snapshots.wipe()
