@@ -60,13 +60,13 @@ from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.control import voter_entries
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
+    AnyRequest,
+    AnyResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     FetchRequest,
     Inbound,
     Outbound,
-    RaftRequest,
-    RaftResponse,
     RequestFailed,
     VoteRequest,
     VoteResponse,
@@ -272,14 +272,14 @@ class Cluster:
                 self.drain(src)
             return
         if dst.kraft_range is not None and isinstance(m.body, ApiVersionsRequest):
-            answer = ApiVersionsResponse(ErrorCode.none, dst.kraft_range)
-            self.queue.append((m.dst, Outbound(src, m.request_id, answer)))
+            probe = ApiVersionsResponse(ErrorCode.none, dst.kraft_range)
+            self.queue.append((m.dst, Outbound(src, m.request_id, probe)))
             return
         if dst.old_peer and isinstance(m.body, VoteRequest) and m.body.pre_vote:
             answer = VoteResponse(ErrorCode.unsupported_version, -1, NO_LEADER, False)
             self.queue.append((m.dst, Outbound(src, m.request_id, answer)))
             return
-        body: RaftRequest | RaftResponse = m.body
+        body: AnyRequest | AnyResponse = m.body
         if dst.cluster_id is not None and hasattr(body, "cluster_id"):
             body = type(body)(**{**_fields(body), "cluster_id": dst.cluster_id})  # type: ignore[arg-type]
         if self.nodes[src].cluster_id is not None and hasattr(body, "cluster_id"):
