@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.raft import describe, elections, kraft_version, membership, reassignment, replication
+from pykraft.raft import (
+    admin,
+    describe,
+    elections,
+    membership,
+    reassignment,
+    replication,
+)
 from pykraft.raft.config import (
     IllegalStateError,
     InvalidSnapshotError,
@@ -74,11 +81,10 @@ from pykraft.raft.roles import (
     Prospective,
     Resigned,
     Role,
-    Unattached,
 )
 from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.raft.state import QuorumState
-from pykraft.raft.types import NO_LEADER, Endpoint, OffsetAndEpoch, ReplicaKey
+from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 
 _MAX_TIMER_ROUNDS = 8  # bound on role changes fired by one input (each needs a new timer)
@@ -327,53 +333,28 @@ class RaftCore:
         timeout_ms: int | None = None,
     ) -> int:
         """Start adding ``key`` (D4); returns the operation id reported in Ready.completed."""
-        self._admin()
-        reply = self._api_reply()
-        timeout = self.config.voter_change_timeout_ms if timeout_ms is None else timeout_ms
-        change = membership.PendingChange("add_voter", key, endpoints, now_ms + timeout, reply)
-        membership.start(self, change, now_ms)
-        self._drive(now_ms)
-        return reply.op_id
+        return admin.add_voter(self, key, endpoints, now_ms, timeout_ms)
 
     def remove_voter(self, key: ReplicaKey, now_ms: int) -> int:
         """Start removing ``key`` (D5); the leader may remove itself."""
-        self._admin()
-        reply = self._api_reply()
-        deadline = now_ms + self.config.voter_change_timeout_ms
-        membership.start(
-            self, membership.PendingChange("remove_voter", key, (), deadline, reply), now_ms
-        )
-        self._drive(now_ms)
-        return reply.op_id
+        return admin.remove_voter(self, key, now_ms)
 
     def update_kraft_version(self, version: int, now_ms: int, validate_only: bool = False) -> int:
         """UpdateFeatures for kraft.version (D10): upgrade 0 -> 1; downgrades are refused."""
-        self._admin()
-        reply = self._api_reply()
-        timeout = self.config.voter_change_timeout_ms
-        kraft_version.start_update(self, version, reply, timeout, now_ms, validate_only)
-        self._drive(now_ms)
-        return reply.op_id
+        return admin.update_kraft_version(self, version, now_ms, validate_only)
 
     def set_target_voters(self, voters: Sequence[VoterInfo], now_ms: int) -> int:
         """KIP-642: reach ``voters`` through single changes (E1-E3). Submitting the current
         voter set cancels a running reassignment."""
-        self._admin()
-        reply = self._api_reply()
-        reassignment.submit(self, voters, reply, now_ms)
-        self._drive(now_ms)
-        return reply.op_id
+        return admin.set_target_voters(self, voters, now_ms)
 
-    def _admin(self) -> Leader:
-        role = self._qs.role
-        if not isinstance(role, Leader):
-            raise NotLeaderError(self._qs.leader_id, self._qs.epoch)
-        return role
-
-    def _api_reply(self) -> membership.Reply:
+    def new_op_id(self) -> int:
         op_id = self._next_op_id
         self._next_op_id += 1
-        return membership.Reply(op_id=op_id)
+        return op_id
+
+    def drive(self, now_ms: int) -> None:
+        self._drive(now_ms)
 
     def complete(self, op_id: int, operation: str, error: ErrorCode, message: str | None) -> None:
         self._completed.append(OperationResult(op_id, operation, error, message))
@@ -532,47 +513,14 @@ class RaftCore:
     def follow(
         self, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
     ) -> None:
-        """Follow ``leader_id`` in ``epoch`` (>= ours), going through Unattached where the
-        table has no direct edge (a leader learning of a newer leader)."""
-        qs = self._qs
-        role = qs.role
-        if isinstance(role, Follower) and role.epoch == epoch and role.leader_id == leader_id:
-            return
-        if isinstance(role, Leader | Resigned) and epoch == role.epoch:
-            return  # two leaders in one epoch cannot be: the sender is wrong, ignore it
-        if isinstance(role, Follower) and epoch == role.epoch:
-            return  # a different leader in our epoch: bad input, ignore it
-        if isinstance(role, Leader):
-            qs.to_unattached(epoch, now_ms)
-        qs.to_follower(epoch, leader_id, endpoints, now_ms)
+        """Follow ``leader_id`` in ``epoch`` (>= ours); see ``elections.follow``."""
+        elections.follow(self, epoch, leader_id, endpoints, now_ms)
 
     def on_response_epoch(
         self, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
     ) -> bool:
-        """Kafka's ``maybeHandleCommonResponse``: learn a newer epoch or the leader of ours
-        from any response. True when the role changed (or the response is from an older
-        epoch): the caller must ignore the rest of the response."""
-        qs = self._qs
-        if epoch < qs.epoch:
-            return True
-        local = self.local_key.id
-        if epoch > qs.epoch:
-            if leader_id not in (NO_LEADER, local):
-                self.follow(epoch, leader_id, endpoints, now_ms)
-            else:
-                qs.to_unattached(epoch, now_ms)
-            return True
-        # Same epoch: only a leader we did not know is news. A Prospective that remembers
-        # the leader of its epoch keeps counting pre-votes whose answer still names that
-        # leader (else two followers that lost the leader ping-pong forever, seed 001).
-        role = qs.role
-        unknown = isinstance(role, Unattached | Candidate) or (
-            isinstance(role, Prospective) and role.leader_id == NO_LEADER
-        )
-        if leader_id not in (NO_LEADER, local) and unknown:
-            self.follow(epoch, leader_id, endpoints, now_ms)
-            return True
-        return False
+        """True when the rest of a response must be ignored (``elections.on_response_epoch``)."""
+        return elections.on_response_epoch(self, epoch, leader_id, endpoints, now_ms)
 
     # -- request dispatch -----------------------------------------------------------------
 
@@ -594,45 +542,7 @@ class RaftCore:
         elif isinstance(body, DescribeQuorumRequest):
             self.respond(src, rid, describe.describe_quorum(self, now_ms))
         elif isinstance(body, AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest):
-            self._on_admin_request(src, rid, body, now_ms)
-
-    def _on_admin_request(
-        self,
-        src: int,
-        rid: int,
-        body: AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest,
-        now_ms: int,
-    ) -> None:
-        reply = membership.Reply(src=src, request_id=rid, peer=True)
-        operation = (
-            "add_voter"
-            if isinstance(body, AddRaftVoterRequest)
-            else "remove_voter"
-            if isinstance(body, RemoveRaftVoterRequest)
-            else kraft_version.OPERATION
-        )
-        if not isinstance(self._qs.role, Leader):
-            error, message = ErrorCode.not_leader_or_follower, f"the leader is {self.leader_id}"
-            membership.refuse(self, operation, reply, error, message)
-            return
-        if not isinstance(body, UpdateFeaturesRequest) and not self.cluster_ok(body.cluster_id):
-            error, message = ErrorCode.inconsistent_cluster_id, "cluster id mismatch"
-            membership.refuse(self, operation, reply, error, message)
-            return
-        if isinstance(body, UpdateFeaturesRequest):
-            kraft_version.start_update(
-                self, body.kraft_version, reply, body.timeout_ms, now_ms, body.validate_only
-            )
-            return
-        if isinstance(body, AddRaftVoterRequest):
-            deadline = now_ms + body.timeout_ms
-            change = membership.PendingChange(
-                operation, body.voter_key, body.listeners, deadline, reply
-            )
-        else:
-            deadline = now_ms + self.config.voter_change_timeout_ms
-            change = membership.PendingChange(operation, body.voter_key, (), deadline, reply)
-        membership.start(self, change, now_ms)
+            membership.handle_admin_request(self, src, rid, body, now_ms)
 
     def _on_response(self, src: int, rid: int, body: AnyResponse, now_ms: int) -> None:
         req = self._inflight.get(rid)

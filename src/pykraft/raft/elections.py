@@ -38,12 +38,62 @@ from pykraft.raft.roles import (
     Role,
     Unattached,
 )
-from pykraft.raft.types import NO_LEADER, ReplicaKey
+from pykraft.raft.types import NO_LEADER, Endpoint, ReplicaKey
 
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore, SentRequest
 
 RETRY_BACKOFF_BASE_MS = 100  # Kafka's base for the candidate's exponential backoff
+
+
+# -- learning of epochs and leaders -------------------------------------------------------
+
+
+def follow(
+    core: RaftCore, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
+) -> None:
+    """Follow ``leader_id`` in ``epoch`` (>= ours), going through Unattached where the
+    table has no direct edge (a leader learning of a newer leader)."""
+    qs = core.quorum
+    role = qs.role
+    if isinstance(role, Follower) and role.epoch == epoch and role.leader_id == leader_id:
+        return
+    if isinstance(role, Leader | Resigned) and epoch == role.epoch:
+        return  # two leaders in one epoch cannot be: the sender is wrong, ignore it
+    if isinstance(role, Follower) and epoch == role.epoch:
+        return  # a different leader in our epoch: bad input, ignore it
+    if isinstance(role, Leader):
+        qs.to_unattached(epoch, now_ms)
+    qs.to_follower(epoch, leader_id, endpoints, now_ms)
+
+
+def on_response_epoch(
+    core: RaftCore, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
+) -> bool:
+    """Kafka's ``maybeHandleCommonResponse``: learn a newer epoch or the leader of ours
+    from any response. True when the role changed (or the response is from an older
+    epoch): the caller must ignore the rest of the response."""
+    qs = core.quorum
+    if epoch < qs.epoch:
+        return True
+    local = core.local_key.id
+    if epoch > qs.epoch:
+        if leader_id not in (NO_LEADER, local):
+            follow(core, epoch, leader_id, endpoints, now_ms)
+        else:
+            qs.to_unattached(epoch, now_ms)
+        return True
+    # Same epoch: only a leader we did not know is news. A Prospective that remembers
+    # the leader of its epoch keeps counting pre-votes whose answer still names that
+    # leader (else two followers that lost the leader ping-pong forever, seed 001).
+    role = qs.role
+    unknown = isinstance(role, Unattached | Candidate) or (
+        isinstance(role, Prospective) and role.leader_id == NO_LEADER
+    )
+    if leader_id not in (NO_LEADER, local) and unknown:
+        follow(core, epoch, leader_id, endpoints, now_ms)
+        return True
+    return False
 
 
 # -- Vote (B3, C2-C4) ---------------------------------------------------------------------

@@ -37,6 +37,7 @@ from pykraft.raft.messages import (
     ApiVersionsResponse,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
+    UpdateFeaturesRequest,
     UpdateFeaturesResponse,
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
@@ -318,6 +319,45 @@ def leadership_lost(core: RaftCore) -> None:
     change = core.voter_change
     if change is not None:
         finish(core, change, ErrorCode.not_leader_or_follower, "leadership changed")
+
+
+def handle_admin_request(
+    core: RaftCore,
+    src: int,
+    rid: int,
+    body: AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest,
+    now_ms: int,
+) -> None:
+    reply = Reply(src=src, request_id=rid, peer=True)
+    operation = (
+        "add_voter"
+        if isinstance(body, AddRaftVoterRequest)
+        else "remove_voter"
+        if isinstance(body, RemoveRaftVoterRequest)
+        else "update_kraft_version"
+    )
+    if not isinstance(core.state, Leader):
+        error, message = ErrorCode.not_leader_or_follower, f"the leader is {core.leader_id}"
+        refuse(core, operation, reply, error, message)
+        return
+    if not isinstance(body, UpdateFeaturesRequest) and not core.cluster_ok(body.cluster_id):
+        error, message = ErrorCode.inconsistent_cluster_id, "cluster id mismatch"
+        refuse(core, operation, reply, error, message)
+        return
+    if isinstance(body, UpdateFeaturesRequest):
+        from pykraft.raft import kraft_version  # it builds on this module
+
+        kraft_version.start_update(
+            core, body.kraft_version, reply, body.timeout_ms, now_ms, body.validate_only
+        )
+        return
+    if isinstance(body, AddRaftVoterRequest):
+        deadline = now_ms + body.timeout_ms
+        change = PendingChange(operation, body.voter_key, body.listeners, deadline, reply)
+    else:
+        deadline = now_ms + core.config.voter_change_timeout_ms
+        change = PendingChange(operation, body.voter_key, (), deadline, reply)
+    start(core, change, now_ms)
 
 
 # -- kraft.version upgrade (D10): the append; the checks live in kraft_version.py ------------
