@@ -34,26 +34,45 @@ from pykraft.net.convert import (
     request_to_kio,
     response_from_kio,
 )
+from pykraft.net.convert_voters import voter_request_to_kio, voter_response_from_kio
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
     KRAFT_APIS,
+    ApiKey,
     ApiTable,
     ErrorCode,
     ProtocolError,
     ResponseReader,
 )
-from pykraft.raft.messages import FetchRequest, RaftRequest, RaftResponse
+from pykraft.raft.messages import (
+    AddRaftVoterRequest,
+    AnyRequest,
+    AnyResponse,
+    ApiVersionsRequest,
+    DescribeQuorumRequest,
+    FetchRequest,
+    RemoveRaftVoterRequest,
+    UpdateFeaturesRequest,
+    UpdateRaftVoterRequest,
+)
 
 __all__ = ["Connection", "PeerChannel", "ResultCallback"]
 
 log = logging.getLogger("pykraft.net.client")
 
 READ_CHUNK_BYTES: Final = 64 * 1024
+# Requests the core answers but never sends (admin requests, DescribeQuorum, UpdateFeatures).
+_NOT_SENT: Final = (
+    AddRaftVoterRequest,
+    RemoveRaftVoterRequest,
+    DescribeQuorumRequest,
+    UpdateFeaturesRequest,
+)
 IN_FLIGHT_MAX_DEFAULT: Final = 64
 SEND_QUEUE_MAX_DEFAULT: Final = 256
 RECONNECT_BACKOFF_MAX_MS: Final = 1000  # Kafka's reconnect.backoff.max.ms default
 
-ResultCallback = Callable[[int, RaftResponse | None], None]
+ResultCallback = Callable[[int, AnyResponse | None], None]
 
 
 class Connection:
@@ -228,20 +247,20 @@ class PeerChannel:
         self._retry_backoff_ms = max(1, retry_backoff_ms)
         self._frame_max_bytes = frame_max_bytes
         self._client_id = client_id
-        self._queue: asyncio.Queue[tuple[int, RaftRequest]] = asyncio.Queue(send_queue_max)
+        self._queue: asyncio.Queue[tuple[int, AnyRequest]] = asyncio.Queue(send_queue_max)
         self._conn: Connection | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
         self._backoff_ms = 0
         self._task = asyncio.ensure_future(self._run())
 
-    def send(self, request_id: int, request: RaftRequest) -> None:
+    def send(self, request_id: int, request: AnyRequest) -> None:
         try:
             self._queue.put_nowait((request_id, request))
         except asyncio.QueueFull:
             log.warning("send queue to %s:%d full; failing request", self.host, self.port)
             self._deliver(request_id, None)
 
-    def _deliver(self, request_id: int, response: RaftResponse | None) -> None:
+    def _deliver(self, request_id: int, response: AnyResponse | None) -> None:
         # Through the loop, never re-entrantly from inside the caller's send().
         asyncio.get_running_loop().call_soon(self._on_result, request_id, response)
 
@@ -292,9 +311,13 @@ class PeerChannel:
             self._in_flight.add(task)
             task.add_done_callback(self._in_flight.discard)
 
-    async def _exchange(self, conn: Connection, request_id: int, request: RaftRequest) -> None:
-        response: RaftResponse | None = None
+    async def _exchange(self, conn: Connection, request_id: int, request: AnyRequest) -> None:
+        response: AnyResponse | None = None
         try:
+            if isinstance(request, UpdateRaftVoterRequest | ApiVersionsRequest):
+                response = await self._exchange_voter(conn, request)
+                return
+            assert not isinstance(request, _NOT_SENT), request
             version = conn.pick_version(api_key_of(request))
             if version is None:
                 response = error_response_for(request, ErrorCode.unsupported_version)
@@ -314,3 +337,20 @@ class PeerChannel:
             log.debug("request %d to %s:%d failed: %s", request_id, self.host, self.port, e)
         finally:
             self._on_result(request_id, response)
+
+    async def _exchange_voter(
+        self, conn: Connection, request: UpdateRaftVoterRequest | ApiVersionsRequest
+    ) -> AnyResponse | None:
+        """UpdateRaftVoter to the leader, or the ApiVersions probe of a would-be voter."""
+        api_key = (
+            ApiKey.API_VERSIONS
+            if isinstance(request, ApiVersionsRequest)
+            else ApiKey.UPDATE_RAFT_VOTER
+        )
+        version = conn.pick_version(api_key)
+        if version is None:
+            return None  # the peer cannot take it: a failed request for the core
+        answer = await conn.request(
+            voter_request_to_kio(request, version), timeout_ms=self._request_timeout_ms
+        )
+        return voter_response_from_kio(answer, request=request, listener_name=self._listener_name)

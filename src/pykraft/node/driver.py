@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import dataclasses
 import logging
 import random
 import time
@@ -49,15 +50,18 @@ from kio.static.protocol import ResponsePayload
 
 from pykraft.net.client import PeerChannel
 from pykraft.net.convert import RejectedRequest, request_from_kio, response_to_kio
+from pykraft.net.convert_voters import (
+    VOTER_APIS,
+    voter_request_from_kio,
+    voter_response_to_kio,
+)
 from pykraft.net.server import KafkaServer
 from pykraft.node.cluster import CLUSTER_APIS, describe_cluster_response, metadata_response
 from pykraft.node.config import NodeConfig
-from pykraft.node.describe import describe_quorum_response
 from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, snapshot_of
 from pykraft.protocol import (
     KRAFT_APIS,
     ApiKey,
-    ApiTable,
     DecodedRequest,
     ErrorCode,
     error_response,
@@ -66,8 +70,13 @@ from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    AnyRequest,
+    AnyResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     FetchRequest,
@@ -76,11 +85,15 @@ from pykraft.raft.messages import (
     FetchSnapshotResponse,
     Inbound,
     Outbound,
-    RaftRequest,
-    RaftResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+    ReplicaState,
     RequestFailed,
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse,
     VoteRequest,
     VoteResponse,
+    is_request,
 )
 from pykraft.raft.roles import Role
 from pykraft.raft.types import Endpoint, ReplicaKey
@@ -113,22 +126,10 @@ _RAFT_APIS: Final = frozenset(
         ApiKey.FETCH_SNAPSHOT,
     }
 )
-# Voter changes (KIP-853) are not wired yet: advertise only what is answered. Metadata and
-# DescribeCluster let clients find the leader (pykraft.node.cluster).
-SERVED_APIS: Final = ApiTable(
-    r
-    for r in KRAFT_APIS
-    if r.api_key not in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_RAFT_VOTER)
-).with_apis(*CLUSTER_APIS)
-
-
-_REQUEST_TYPES: Final = (
-    VoteRequest,
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchSnapshotRequest,
-)
+# Every quorum RPC (KIP-595/630/853/996), plus Metadata and DescribeCluster, which let
+# clients find the leader (pykraft.node.cluster).
+SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS)
+ADMIN_SOURCE_ID: Final = -1  # the "source" of an admin client's request, for the core
 
 
 _RESPONSE_TYPES: Final = (
@@ -137,6 +138,12 @@ _RESPONSE_TYPES: Final = (
     EndQuorumEpochResponse,
     FetchResponse,
     FetchSnapshotResponse,
+)
+_VOTER_RESPONSE_TYPES: Final = (
+    AddRaftVoterResponse,
+    RemoveRaftVoterResponse,
+    UpdateRaftVoterResponse,
+    DescribeQuorumResponse,
 )
 
 
@@ -161,13 +168,29 @@ class _PendingAppend:
     done: asyncio.Future[int]
 
 
-def _source_of(body: RaftRequest) -> int:
+def _source_of(body: AnyRequest) -> int:
     if isinstance(body, VoteRequest):
         return body.candidate_key.id
     if isinstance(body, BeginQuorumEpochRequest | EndQuorumEpochRequest):
         return body.leader_id
-    assert isinstance(body, FetchRequest | FetchSnapshotRequest)
-    return body.replica_key.id
+    if isinstance(body, FetchRequest | FetchSnapshotRequest | UpdateRaftVoterRequest):
+        return (
+            body.replica_key.id
+            if not isinstance(body, UpdateRaftVoterRequest)
+            else (body.voter_key.id)
+        )
+    return ADMIN_SOURCE_ID
+
+
+def _answer_wait_ms(body: AnyRequest, voter_change_timeout_ms: int) -> int:
+    """How long the core may take to answer ``body`` on purpose (then a grace period)."""
+    if isinstance(body, FetchRequest):
+        return body.max_wait_ms
+    if isinstance(body, AddRaftVoterRequest):
+        return body.timeout_ms
+    if isinstance(body, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
+        return voter_change_timeout_ms
+    return 0
 
 
 def transition_reason(old: Role, new: Role) -> str:
@@ -230,6 +253,7 @@ class RaftNode:
             maxlen=COMMIT_MARKS_MAX
         )
         self.metrics: RaftMetrics | None = None
+        self._last_voters: VoterSet | None = None  # the voter set last logged
         self._metrics_server: MetricsServer | None = None
         self.stopped = asyncio.Event()
         self.cluster_id = ""
@@ -279,18 +303,21 @@ class RaftNode:
         """Open storage, build the core, start listening. Raises NodeStartError."""
         self._loop = asyncio.get_running_loop()
         cfg = self.config
-        if not cfg.quorum_voters:
-            raise NodeStartError(
-                "controller.quorum.voters is empty: dynamic voter sets (kraft.version 1, "
-                "controller.quorum.bootstrap.servers only) are not supported by this node yet"
-            )
         log_, snapshots, quorum_state = self._open_storage()
         self._log = log_
         name = self.listener.name
-        voters = VoterSet.from_ids(
-            cfg.voter_ids,
-            endpoints={v.id: (Endpoint(name, v.host, v.port),) for v in cfg.quorum_voters},
+        # Static voters (kraft.version 0) when controller.quorum.voters is set; otherwise the
+        # voter set comes from the log and its bootstrap checkpoint (D2, D3), and
+        # controller.quorum.bootstrap.servers is where to find the leader (D8).
+        voters = (
+            VoterSet.from_ids(
+                cfg.voter_ids,
+                endpoints={v.id: (Endpoint(name, v.host, v.port),) for v in cfg.quorum_voters},
+            )
+            if cfg.quorum_voters
+            else None
         )
+        bootstrap = tuple(Endpoint(name, b.host, b.port) for b in cfg.quorum_bootstrap_servers)
         raft_config = RaftConfig(
             election_timeout_ms=cfg.quorum_election_timeout_ms,
             fetch_timeout_ms=cfg.quorum_fetch_timeout_ms,
@@ -300,8 +327,9 @@ class RaftNode:
             # Kafka's fixed 500 ms; the channel's timeout for a Fetch adds this wait.
             fetch_max_wait_ms=500,
             cluster_id=self.cluster_id,
+            auto_join=cfg.quorum_auto_join_enable,
         )
-        own = voters.endpoints(cfg.node_id) or (
+        own = (voters.endpoints(cfg.node_id) if voters is not None else ()) or (
             Endpoint(name, self.listener.host or "localhost", self.listener.port),
         )
         self._server = KafkaServer(
@@ -323,6 +351,7 @@ class RaftNode:
             rng=self._rng,
             now_ms=self.now_ms(),
             endpoints=own,
+            bootstrap_servers=bootstrap,
         )
         core.on_transition = self._on_transition
         self.core = core
@@ -445,7 +474,31 @@ class RaftNode:
                 ready.leader_change.leader_id,
                 ready.leader_change.epoch,
             )
+        for done in ready.completed:
+            log.info("operation done op=%s error=%s", done.operation, done.error.name)
+        self._log_voter_change()
         self._schedule_poll(ready.next_deadline_ms)
+
+    def _log_voter_change(self) -> None:
+        """One structured line whenever the voter set in force changes (KIP-853)."""
+        core = self.core
+        assert core is not None
+        voters = core.voters
+        if voters is self._last_voters:
+            return
+        keys = sorted(str(k) for k in voters.keys)
+        if self._last_voters is not None and keys == sorted(str(k) for k in self._last_voters.keys):
+            self._last_voters = voters
+            return
+        self._last_voters = voters
+        log.info(
+            "voter set node.id=%d voters=%s epoch=%d high_watermark=%d uncommitted=%s",
+            self.config.node_id,
+            ",".join(keys),
+            core.epoch,
+            core.high_watermark,
+            str(bool(getattr(core, "uncommitted_voter_change", False))).lower(),
+        )
 
     def metrics_snapshot(self) -> Snapshot | None:
         """The raft-metrics group now (on the loop thread); None before start."""
@@ -483,21 +536,47 @@ class RaftNode:
 
     def _send(self, message: Outbound) -> None:
         body = message.body
-        if isinstance(body, _REQUEST_TYPES):
+        if is_request(body):
             self._send_request(message.dst, message.request_id, body, message.endpoint)
             return
         pending = self._inbound.pop(message.request_id, None)
         if pending is None or pending.answer.done():
             return  # the connection went away, or the answer timed out
-        if not isinstance(body, _RESPONSE_TYPES):
+        if isinstance(body, _RESPONSE_TYPES):
+            answer = response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
+        elif isinstance(body, _VOTER_RESPONSE_TYPES):
+            if isinstance(body, DescribeQuorumResponse):
+                body = self._wall_clock(body)
+            answer = voter_response_to_kio(
+                body, pending.api_version, listener_name=pending.listener_name
+            )
+        else:
             log.warning("no wire form for %s; dropped", type(body).__name__)
             return
-        pending.answer.set_result(
-            response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
+        pending.answer.set_result(answer)
+
+    def _wall_clock(self, response: DescribeQuorumResponse) -> DescribeQuorumResponse:
+        """Replica timestamps from the core's monotonic clock to wall-clock ms (D11)."""
+        now, wall = self.now_ms(), int(time.time() * 1000)
+
+        def convert(r: ReplicaState) -> ReplicaState:
+            def at(ts: int) -> int:
+                return -1 if ts < 0 else wall - (now - ts)
+
+            return dataclasses.replace(
+                r,
+                last_fetch_timestamp=at(r.last_fetch_timestamp),
+                last_caught_up_timestamp=at(r.last_caught_up_timestamp),
+            )
+
+        return dataclasses.replace(
+            response,
+            voters=tuple(convert(r) for r in response.voters),
+            observers=tuple(convert(r) for r in response.observers),
         )
 
     def _send_request(
-        self, dst: int, request_id: int, body: RaftRequest, endpoint: Endpoint | None
+        self, dst: int, request_id: int, body: AnyRequest, endpoint: Endpoint | None
     ) -> None:
         address = (
             (endpoint.host, endpoint.port)
@@ -524,12 +603,12 @@ class RaftNode:
         self._request_dst[request_id] = dst
         channel.send(request_id, body)
 
-    def _on_channel_result(self, request_id: int, response: RaftResponse | None) -> None:
+    def _on_channel_result(self, request_id: int, response: AnyResponse | None) -> None:
         dst = self._request_dst.pop(request_id, None)
         if dst is not None:
             self._on_peer_result(request_id, response, dst)
 
-    def _on_peer_result(self, request_id: int, response: RaftResponse | None, dst: int) -> None:
+    def _on_peer_result(self, request_id: int, response: AnyResponse | None, dst: int) -> None:
         core = self.core
         if core is None or self._stopping:
             return
@@ -570,14 +649,14 @@ class RaftNode:
     async def _handle(self, request: DecodedRequest, listener_name: str) -> ResponsePayload:
         core = self.core
         if core is not None and request.api_key == ApiKey.DESCRIBE_QUORUM:
-            return describe_quorum_response(
-                core,
-                request.message,
-                request.api_version,
-                now_ms=self.now_ms(),
-                wall_ms=int(time.time() * 1000),
-                voter_endpoints=self.voter_addresses(),
-                listener_name=self.listener.name,
+            # Read-only: answered at once from the core's state, even during a flush.
+            try:
+                voter_request_from_kio(request.message)
+            except RejectedRequest as e:
+                return e.response
+            described = self._wall_clock(core.describe_quorum(self.now_ms()))
+            return voter_response_to_kio(
+                described, request.api_version, listener_name=listener_name
             )
         if core is not None and request.api_key == ApiKey.METADATA:
             return metadata_response(
@@ -595,15 +674,16 @@ class RaftNode:
                 leader_id=core.leader_id,
                 controllers=self.voter_addresses(),
             )
-        if request.api_key not in _RAFT_APIS or core is None or self._stopping:
-            code = (
-                ErrorCode.broker_not_available
-                if request.api_key in _RAFT_APIS
-                else ErrorCode.unsupported_version
-            )
+        to_core = request.api_key in _RAFT_APIS or request.api_key in VOTER_APIS
+        if not to_core or core is None or self._stopping:
+            code = ErrorCode.broker_not_available if to_core else ErrorCode.unsupported_version
             return error_response(request.api_key, request.api_version, code)
+        body: AnyRequest
         try:
-            body = request_from_kio(request.message, local_id=self.config.node_id)
+            if request.api_key in _RAFT_APIS:
+                body = request_from_kio(request.message, local_id=self.config.node_id)
+            else:
+                body = voter_request_from_kio(request.message)
         except RejectedRequest as e:
             return e.response
         assert self._loop is not None
@@ -612,8 +692,8 @@ class RaftNode:
         pending = _Inbound(self._loop.create_future(), request.api_version, listener_name)
         self._inbound[rid] = pending
         self._input(lambda: core.step(Inbound(_source_of(body), rid, body), self.now_ms()))
-        wait_ms = INBOUND_ANSWER_GRACE_MS + (
-            body.max_wait_ms if isinstance(body, FetchRequest) else 0
+        wait_ms = INBOUND_ANSWER_GRACE_MS + _answer_wait_ms(
+            body, core.config.voter_change_timeout_ms
         )
         try:
             return await asyncio.wait_for(asyncio.shield(pending.answer), wait_ms / 1000)
