@@ -245,9 +245,11 @@ class AdminClient:
                     return result
                 error, redirect = retry
                 last = error
+                if redirect == address:
+                    redirect = None  # it names itself yet is not the leader: wait
                 if redirect is not None:
                     break
-            if redirect is not None and redirect != self._leader:
+            if redirect is not None:
                 self._leader = redirect
                 continue  # try the named leader at once
             if time.monotonic() + backoff_ms / 1000 > deadline:

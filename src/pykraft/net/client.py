@@ -34,11 +34,15 @@ from pykraft.net.convert import (
     request_to_kio,
     response_from_kio,
 )
-from pykraft.net.convert_voters import voter_request_to_kio, voter_response_from_kio
+from pykraft.net.convert_voters import (
+    OutboundVoterRequest,
+    voter_api_key,
+    voter_request_to_kio,
+    voter_response_from_kio,
+)
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
     KRAFT_APIS,
-    ApiKey,
     ApiTable,
     ErrorCode,
     ProtocolError,
@@ -61,13 +65,15 @@ __all__ = ["Connection", "PeerChannel", "ResultCallback"]
 log = logging.getLogger("pykraft.net.client")
 
 READ_CHUNK_BYTES: Final = 64 * 1024
-# Requests the core answers but never sends (admin requests, DescribeQuorum, UpdateFeatures).
-_NOT_SENT: Final = (
+# Requests the core answers but never sends.
+_NOT_SENT: Final = (DescribeQuorumRequest, UpdateFeaturesRequest)
+_VOTER_REQUESTS: Final = (
     AddRaftVoterRequest,
     RemoveRaftVoterRequest,
-    DescribeQuorumRequest,
-    UpdateFeaturesRequest,
+    UpdateRaftVoterRequest,
+    ApiVersionsRequest,
 )
+VOTER_CHANGE_WAIT_MS: Final = 30_000  # how long a leader may take to commit a voter change
 IN_FLIGHT_MAX_DEFAULT: Final = 64
 SEND_QUEUE_MAX_DEFAULT: Final = 256
 RECONNECT_BACKOFF_MAX_MS: Final = 1000  # Kafka's reconnect.backoff.max.ms default
@@ -314,7 +320,7 @@ class PeerChannel:
     async def _exchange(self, conn: Connection, request_id: int, request: AnyRequest) -> None:
         response: AnyResponse | None = None
         try:
-            if isinstance(request, UpdateRaftVoterRequest | ApiVersionsRequest):
+            if isinstance(request, _VOTER_REQUESTS):
                 response = await self._exchange_voter(conn, request)
                 return
             assert not isinstance(request, _NOT_SENT), request
@@ -339,18 +345,23 @@ class PeerChannel:
             self._on_result(request_id, response)
 
     async def _exchange_voter(
-        self, conn: Connection, request: UpdateRaftVoterRequest | ApiVersionsRequest
+        self, conn: Connection, request: OutboundVoterRequest
     ) -> AnyResponse | None:
-        """UpdateRaftVoter to the leader, or the ApiVersions probe of a would-be voter."""
-        api_key = (
-            ApiKey.API_VERSIONS
-            if isinstance(request, ApiVersionsRequest)
-            else ApiKey.UPDATE_RAFT_VOTER
-        )
-        version = conn.pick_version(api_key)
+        """Remove/AddRaftVoter (auto-join) and UpdateRaftVoter to the leader, or the
+        ApiVersions probe of a would-be voter. The leader answers a voter change only once
+        it committed (or timed out): that wait is the server's, added to the timeout."""
+        version = conn.pick_version(voter_api_key(request))
         if version is None:
             return None  # the peer cannot take it: a failed request for the core
+        if isinstance(request, AddRaftVoterRequest):
+            server_wait_ms = request.timeout_ms
+        elif isinstance(request, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
+            server_wait_ms = VOTER_CHANGE_WAIT_MS
+        else:
+            server_wait_ms = 0
         answer = await conn.request(
-            voter_request_to_kio(request, version), timeout_ms=self._request_timeout_ms
+            voter_request_to_kio(request, version),
+            timeout_ms=self._request_timeout_ms,
+            server_wait_ms=server_wait_ms,
         )
         return voter_response_from_kio(answer, request=request, listener_name=self._listener_name)

@@ -45,6 +45,8 @@ from pykraft.raft.types import Endpoint, ReplicaKey
 __all__ = [
     "KRAFT_VERSION_FEATURE",
     "VOTER_APIS",
+    "OutboundVoterRequest",
+    "voter_api_key",
     "voter_request_from_kio",
     "voter_request_to_kio",
     "voter_response_from_kio",
@@ -233,12 +235,46 @@ def _describe_quorum_to_kio(
 # Outbound requests (the core's) and their responses.
 
 
-def voter_request_to_kio(
-    request: UpdateRaftVoterRequest | ApiVersionsRequest, api_version: int
-) -> RequestPayload:
-    """The kio request for what the core sends: UpdateRaftVoter to the leader, or the
-    ApiVersions probe of a would-be voter."""
+OutboundVoterRequest = (
+    AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest | ApiVersionsRequest
+)
+"""What the core sends besides replication: auto-join's Remove/AddRaftVoter (D9) and
+UpdateRaftVoter to the leader, the ApiVersions probe of a would-be voter."""
+
+
+def voter_api_key(request: OutboundVoterRequest) -> ApiKey:
+    if isinstance(request, AddRaftVoterRequest):
+        return ApiKey.ADD_RAFT_VOTER
+    if isinstance(request, RemoveRaftVoterRequest):
+        return ApiKey.REMOVE_RAFT_VOTER
+    if isinstance(request, UpdateRaftVoterRequest):
+        return ApiKey.UPDATE_RAFT_VOTER
+    return ApiKey.API_VERSIONS
+
+
+def voter_request_to_kio(request: OutboundVoterRequest, api_version: int) -> RequestPayload:
+    """The kio request for what the core sends (:data:`OutboundVoterRequest`)."""
     result: RequestPayload
+    if isinstance(request, AddRaftVoterRequest):
+        mod = _mod(ApiKey.ADD_RAFT_VOTER, api_version, "request")
+        result = mod.AddRaftVoterRequest(
+            cluster_id=request.cluster_id,
+            timeout=datetime.timedelta(milliseconds=request.timeout_ms),
+            voter_id=request.voter_key.id,
+            voter_directory_id=request.voter_key.directory_id or uuid.UUID(int=0),
+            listeners=tuple(
+                mod.Listener(name=e.name, host=e.host, port=e.port) for e in request.listeners
+            ),
+        )
+        return result
+    if isinstance(request, RemoveRaftVoterRequest):
+        mod = _mod(ApiKey.REMOVE_RAFT_VOTER, api_version, "request")
+        result = mod.RemoveRaftVoterRequest(
+            cluster_id=request.cluster_id,
+            voter_id=request.voter_key.id,
+            voter_directory_id=request.voter_key.directory_id or uuid.UUID(int=0),
+        )
+        return result
     if isinstance(request, ApiVersionsRequest):
         from pykraft import __version__
 
@@ -271,11 +307,15 @@ def voter_request_to_kio(
 def voter_response_from_kio(
     message: ResponsePayload,
     *,
-    request: UpdateRaftVoterRequest | ApiVersionsRequest,
+    request: OutboundVoterRequest,
     listener_name: str,
-) -> UpdateRaftVoterResponse | ApiVersionsResponse:
+) -> AddRaftVoterResponse | RemoveRaftVoterResponse | UpdateRaftVoterResponse | ApiVersionsResponse:
     """The core's view of the answer to ``request``."""
     m: Any = message
+    if isinstance(request, AddRaftVoterRequest):
+        return AddRaftVoterResponse(ErrorCode(m.error_code), m.error_message)
+    if isinstance(request, RemoveRaftVoterRequest):
+        return RemoveRaftVoterResponse(ErrorCode(m.error_code), m.error_message)
     if isinstance(request, ApiVersionsRequest):
         versions = None
         for feature in getattr(m, "supported_features", ()):

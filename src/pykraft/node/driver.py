@@ -578,13 +578,9 @@ class RaftNode:
     def _send_request(
         self, dst: int, request_id: int, body: AnyRequest, endpoint: Endpoint | None
     ) -> None:
-        address = (
-            (endpoint.host, endpoint.port)
-            if endpoint is not None
-            else self._voter_endpoints.get(dst)
-        )
+        address = self._address_of(dst, endpoint)
         if address is None:
-            log.warning("no address for node %d; failing request %d", dst, request_id)
+            log.debug("no address for node %d; failing request %d", dst, request_id)
             assert self._loop is not None
             self._loop.call_soon(self._on_peer_result, request_id, None, dst)
             return
@@ -634,6 +630,16 @@ class RaftNode:
                         break
             addresses = {i: a for i, a in addresses.items() if i in core.voters.ids}
         return addresses
+
+    def _address_of(self, dst: int, endpoint: Endpoint | None) -> tuple[str, int] | None:
+        """Where to send to ``dst``: the endpoint the core named, else the voter set's (or
+        the static config's) address, else the leader's endpoint as learnt from responses."""
+        if endpoint is not None:
+            return endpoint.host, endpoint.port
+        address = self.voter_addresses().get(dst)
+        if address is None and self.core is not None and dst == self.core.leader_id:
+            address = self.leader_address()
+        return address
 
     def leader_address(self) -> tuple[str, int] | None:
         core = self.core
