@@ -55,6 +55,7 @@ from pykraft.sim.invariants import InvariantChecker
 from pykraft.sim.nemesis import Nemesis
 from pykraft.sim.network import Network
 from pykraft.sim.node import LEADER, SimNode
+from pykraft.sim.stats import RunStats
 from pykraft.sim.trace import TraceWriter, describe_message
 
 # Event kinds (small ints: compared on the hot path).
@@ -120,7 +121,6 @@ class Simulation:
         )
         self.network = Network(range(1, n_nodes + 1), config.profile, net_rng)
         self.nemesis = Nemesis(self, config.profile, nemesis_rng)
-        self.checker = InvariantChecker(self.nodes, self.history, self)
         self.queue: list[Event] = []
         self._seq = 0
         self.now_ms = 0
@@ -133,10 +133,6 @@ class Simulation:
         self._next_tid = 1
         self._fingerprint = 0
         self._recent: deque[tuple[int, int, int, int, Any]] = deque(maxlen=config.last_events)
-        self._leaders_seen: set[tuple[int, int]] = set()
-        self._leaderless_since_ms: int | None = 0
-        self._post_heal_appends: dict[int, int] = {}  # last offset -> epoch
-        self._probe_next_offset: int | None = None
         self._heal_started_ms = 0
         self.result = SimResult(
             seed=config.seed,
@@ -146,6 +142,10 @@ class Simulation:
             pre_vote=config.pre_vote,
             fault_phase_events=config.events,
         )
+        self.stats = RunStats(
+            self.result, self.history, self.nodes, None if trace is None else self.trace_event
+        )
+        self.checker = InvariantChecker(self.nodes, self.history, self.stats)
 
     # -- scheduling --------------------------------------------------------------------------
 
@@ -200,7 +200,7 @@ class Simulation:
         was_leader = node.obs_role == LEADER
         node.crash()
         if was_leader:
-            self._update_leaderless()
+            self.stats.update_leaderless(self.now_ms)
 
     def shutdown_node(self, node: SimNode) -> None:
         """Graceful: the core resigns (a leader sends EndQuorumEpoch), its Ready is
@@ -289,66 +289,6 @@ class Simulation:
 
     def _trace_drop(self, src: int, dst: int, body: object, reason: str) -> None:
         self.trace_event(None, "drop", src=src, dst=dst, msg=type(body).__name__, reason=reason)
-
-    # -- observer callbacks (InvariantChecker) -------------------------------------------------
-
-    def role_changed(self, node: SimNode, old_role: str, now_ms: int) -> None:
-        core = node.core
-        assert core is not None
-        role = node.obs_role
-        if role == LEADER:
-            key = (node.obs_epoch, node.id)
-            if key not in self._leaders_seen:
-                self._leaders_seen.add(key)
-                self.result.elections += 1
-        if role == LEADER or old_role == LEADER:
-            self._update_leaderless()
-        if node.obs_epoch > self.result.max_epoch:
-            self.result.max_epoch = node.obs_epoch
-        if self.trace is not None:
-            self.trace_event(
-                node.id,
-                "role",
-                role=role,
-                old_role=old_role,
-                epoch=node.obs_epoch,
-                leader_id=node.obs_leader,
-            )
-
-    def hwm_changed(self, node: SimNode, old: int, now_ms: int) -> None:
-        if self.trace is not None:
-            self.trace_event(node.id, "hwm", old=old, new=node.obs_hwm)
-
-    def committed(self, node: SimNode, base_offset: int, next_offset: int, now_ms: int) -> None:
-        entry = self.history.by_base[base_offset]
-        if self.trace is not None:
-            self.trace_event(
-                node.id,
-                "commit",
-                base_offset=base_offset,
-                next_offset=next_offset,
-                epoch=entry.epoch,
-            )
-        if (
-            self._probe_next_offset is None
-            and self._post_heal_appends.get(next_offset - 1) == entry.epoch
-        ):
-            self._probe_next_offset = next_offset
-
-    def _update_leaderless(self) -> None:
-        has_leader = any(n.core is not None and n.obs_role == LEADER for n in self.nodes)
-        result = self.result
-        now = self.now_ms
-        if has_leader and self._leaderless_since_ms is not None:
-            window = now - self._leaderless_since_ms
-            result.leaderless_ms += window
-            result.unavailability_windows += 1
-            result.max_unavailability_ms = max(result.max_unavailability_ms, window)
-            self._leaderless_since_ms = None
-            if result.time_to_first_leader_ms is None:
-                result.time_to_first_leader_ms = now
-        elif not has_leader and self._leaderless_since_ms is None:
-            self._leaderless_since_ms = now
 
     # -- the event loop ------------------------------------------------------------------------
 
@@ -518,7 +458,7 @@ class Simulation:
             return
         self.result.appends += 1
         if self.healing:
-            self._post_heal_appends[last_offset] = core.epoch
+            self.stats.post_heal_appends[last_offset] = core.epoch
         self.trace_event(
             node.id, "append", epoch=core.epoch, last_offset=last_offset, records=count
         )
@@ -538,7 +478,7 @@ class Simulation:
 
     def _recovered(self) -> bool:
         """A record appended after the heal committed and every node applied it."""
-        target = self._probe_next_offset
+        target = self.stats.probe_next_offset
         if target is None:
             return False
         for node in self.nodes:
@@ -548,7 +488,7 @@ class Simulation:
         return True
 
     def _liveness_failure(self) -> None:
-        target = self._probe_next_offset
+        target = self.stats.probe_next_offset
         states = ", ".join(
             f"{n.id}:{n.obs_role}@{n.obs_epoch} hwm {n.obs_hwm} applied {n.app.applied_end} "
             f"leo {n.log.end_offset}"
@@ -565,19 +505,8 @@ class Simulation:
         )
 
     def _finish(self) -> None:
+        self.stats.finish(self.now_ms, self.checker.checks)
         result = self.result
-        result.sim_time_ms = self.now_ms
-        if self._leaderless_since_ms is not None:
-            window = self.now_ms - self._leaderless_since_ms
-            result.leaderless_ms += window
-            result.unavailability_windows += 1
-            result.max_unavailability_ms = max(result.max_unavailability_ms, window)
-        result.committed_offset = self.history.end_offset
-        result.committed_records = self.history.records
-        result.invariants_checked = self.checker.checks
-        result.snapshots = sum(n.snapshots_created for n in self.nodes)
-        result.snapshots_installed = sum(n.snapshots_installed for n in self.nodes)
-        result.max_epoch = max([result.max_epoch, *(n.max_epoch for n in self.nodes)])
         fp = (self._fingerprint ^ (self.history.end_offset << 20) ^ result.max_epoch) & _FP_MASK
         result.fingerprint = f"{fp:016x}"
 
