@@ -197,3 +197,22 @@ def test_decode_control_refuses_data_records() -> None:
     (record,) = decode_records(build_batch(0, 0, [b"xx"], TS, keys=[b"abcd"]))
     with pytest.raises(CorruptRecordError):
         decode_control(record)
+
+
+def test_target_voters_control_record_decodes_like_a_voters_record() -> None:
+    # pykraft's KIP-642 target record (type 1000) must be readable by every reader
+    # (storage.inspect, read_snapshot, the pipeline), not only by the core.
+    from pykraft.raft.control import target_voters_batch, voter_set_from_entries
+    from pykraft.records import (
+        ControlRecordType,
+        VoterRecordEntry,
+        decode_control,
+        decode_records,
+    )
+
+    entries = [VoterRecordEntry(voter_id=i, directory_id=None, endpoints=()) for i in (4, 5, 6)]
+    batch = target_voters_batch(7, 3, 1_000, voter_set_from_entries(entries))
+    (record,) = decode_records(batch)
+    kind, entity = decode_control(record)
+    assert kind is ControlRecordType.TARGET_VOTERS
+    assert [int(v.voter_id) for v in entity.voters] == [4, 5, 6]  # type: ignore[attr-defined]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Generic, TypeVar
 
 from pykraft.raft.interfaces import ReplicatedLog, SnapshotStore
@@ -41,7 +40,6 @@ from pykraft.records import (
     Record,
     VoterRecordEntry,
     build_batch,
-    control_key,
     decode_control,
     decode_records,
     iter_batches,
@@ -52,7 +50,7 @@ from pykraft.records import (
 
 T = TypeVar("T")
 
-TARGET_VOTERS_TYPE = 1000
+TARGET_VOTERS_TYPE = int(ControlRecordType.TARGET_VOTERS)
 _KEY = struct.Struct(">hh")
 _TARGET_KEY = _KEY.pack(0, TARGET_VOTERS_TYPE)
 _READ_CHUNK_BYTES = 1 << 20
@@ -285,8 +283,7 @@ class ControlState:
         elif type_code == ControlRecordType.KRAFT_VOTERS:
             self.voter_history.add_at(offset, _decode_voters(record))
         elif type_code == TARGET_VOTERS_TYPE:
-            as_voters = replace(record, key=control_key(ControlRecordType.KRAFT_VOTERS))
-            target = _decode_voters(as_voters)
+            target = _decode_voters(record)
             self.target_history.add_at(offset, target if len(target) else None)
         # LeaderChange, snapshot header/footer and unknown types: nothing for us (Kafka
         # ignores unknown control types too).

@@ -36,6 +36,11 @@ class ControlRecordType(IntEnum):
     SNAPSHOT_FOOTER = 4
     KRAFT_VERSION = 5
     KRAFT_VOTERS = 6
+    # pykraft's own: the KIP-642 target voter set (Kafka has no record for it). Its value is
+    # encoded exactly like a VotersRecord v0; an empty voter list clears the target. Far from
+    # Kafka's numbers so that a future Kafka type never collides; readers that do not know it
+    # skip it, as Kafka does for unknown control types.
+    TARGET_VOTERS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +179,7 @@ _SCHEMAS: dict[tuple[int, int], type[Any]] = {
     (ControlRecordType.SNAPSHOT_FOOTER, 0): SnapshotFooterRecord,
     (ControlRecordType.KRAFT_VERSION, 0): KRaftVersionRecord,
     (ControlRecordType.KRAFT_VOTERS, 0): voters_v0.VotersRecord,
+    (ControlRecordType.TARGET_VOTERS, 0): voters_v0.VotersRecord,
 }
 
 
