@@ -38,16 +38,7 @@ from typing import Any
 
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
-from pykraft.raft.messages import (
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchSnapshotRequest,
-    Inbound,
-    Outbound,
-    RequestFailed,
-    VoteRequest,
-)
+from pykraft.raft.messages import REQUEST_TYPES, Inbound, Outbound, RequestFailed
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.sim.config import SimConfig, SimResult, Violation
 from pykraft.sim.history import CommittedHistory, InvariantViolation
@@ -68,15 +59,8 @@ EV_NEMESIS = 5
 EV_HEAL = 6  # payload: fault id
 EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "heal")
 
-_REQUEST_TYPES = frozenset(
-    {
-        VoteRequest,
-        BeginQuorumEpochRequest,
-        EndQuorumEpochRequest,
-        FetchRequest,
-        FetchSnapshotRequest,
-    }
-)
+# The core's own list (requests vs responses), as a set for a fast ``type(body) in``.
+_REQUEST_TYPES = frozenset(REQUEST_TYPES)
 _FP_MASK = (1 << 64) - 1
 # The heal phase ends by the liveness bound in simulated time; this bounds its events too,
 # in case a bug makes time stand still.
