@@ -20,9 +20,10 @@ class Case:
     events: int
     observers: int
     found: str  # the violation the bug caused
+    pre_vote: bool = True
 
     def __str__(self) -> str:
-        return f"seed{self.seed}-{self.profile}"
+        return f"seed{self.seed}-{self.profile}" + ("" if self.pre_vote else "-no-pre-vote")
 
 
 CASES = [
@@ -45,11 +46,31 @@ CASES = [
     # epoch and went straight back to following it, forever. Kafka's Prospective keeps the
     # leader it knew and only follows a leader it learns anew.
     Case(13, "chaos", 5000, 1, "liveness"),
+    # Bug 5: on DivergingEpoch(end offset 1290, epoch 8) a follower whose log has no epoch 8
+    # (epoch 7 up to 1296, then 9) truncated to min(1290, 1296) = 1290, inside one of its
+    # epoch-7 batches (AssertionError in truncate_to). Kafka's truncateToEndOffset: when the
+    # local end offset for the leader's epoch is of another epoch, truncate to that local end
+    # offset (a local epoch boundary) and let the next Fetch find the real divergence.
+    Case(2053, "lossy", 8000, 1, "exception"),
+    # Bug 4 (liveness, pre-vote off): a voter whose log is behind is refused every vote but
+    # campaigns again after each election backoff (<= election_backoff_max_ms); each new
+    # epoch moved the other voters to Unattached with a fresh election timeout (>= 1 s), so
+    # they never campaigned and no leader was ever elected. Kafka keeps the remaining
+    # election time when an Unattached/Prospective/Candidate replica learns a higher epoch
+    # (QuorumState.transitionToUnattached). Also tests/sim/test_scenarios.py.
+    Case(44, "partitions", 8000, 1, "liveness", pre_vote=False),
+    Case(127, "lossy", 8000, 1, "liveness", pre_vote=False),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_regression(case: Case) -> None:
-    config = SimConfig.make(case.seed, case.profile, events=case.events, observers=case.observers)
+    config = SimConfig.make(
+        case.seed,
+        case.profile,
+        events=case.events,
+        observers=case.observers,
+        pre_vote=case.pre_vote,
+    )
     result = run(config)
     assert result.violation is None, result.summary()
