@@ -82,7 +82,9 @@ def test_corrupted_committed_batch_is_detected() -> None:
         log.flush()
         done.append(index)
 
-    config = SimConfig.make(6, "none", events=3000, hook=hook, snapshot_interval_records=10**6)
+    config = SimConfig.make(
+        6, "none", events=3000, hook=hook, snapshot_interval_records=10**6, core_self_check=False
+    )
     result = run(config)
     assert done
     assert result.violation is not None
@@ -105,7 +107,7 @@ def test_truncation_below_high_watermark_is_detected() -> None:
         follower.log.truncate_to(batches[-3][0])
         done.append(index)
 
-    result = run(SimConfig.make(8, "none", events=3000, hook=hook))
+    result = run(SimConfig.make(8, "none", events=3000, hook=hook, core_self_check=False))
     assert done
     assert result.violation is not None
     assert result.violation.invariant == "hwm-below-leo", result.summary()
@@ -123,3 +125,19 @@ def test_no_progress_after_heal_is_a_liveness_violation() -> None:
     assert result.violation is not None
     assert result.violation.invariant == "liveness"
     assert "within 41000 ms" in result.violation.message
+
+
+def test_the_cores_own_asserts_run_after_every_event() -> None:
+    """The same truncation trips the core's check_invariants when it is on."""
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        pair = leader_and_follower(sim)
+        if done or pair is None or len(pair[1].log.batches()) < 3:
+            return
+        pair[1].log.truncate_to(pair[1].log.batches()[-3][0])
+        done.append(index)
+
+    result = run(SimConfig.make(8, "none", events=3000, hook=hook))
+    assert result.violation is not None and result.violation.invariant == "exception"
+    assert "core.py" in result.violation.message

@@ -87,6 +87,9 @@ class SimConfig:
     # below its high watermark with the committed history (logs are short: snapshots trim
     # them, so this costs well under a microsecond per event). 0: only at the end.
     audit_every_events: int = 1000
+    # Run the core's own ``check_invariants`` after every event (tests of the simulator's
+    # checker turn it off to see that the checker alone catches what they break).
+    core_self_check: bool = True
     # Ring of recent events reported with a violation.
     last_events: int = 40
     # Test hook, called after every event with the simulation and the event index; used by

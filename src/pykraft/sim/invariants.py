@@ -29,8 +29,10 @@ observation, so the cost per event is a few attribute reads):
 * ``log-start-snapshot``: a node's log start offset, when above 0, is covered by a snapshot it
   holds.
 
-``audit`` does the full, non-incremental comparison of every node's log with the history; the
-simulator runs it at the end of a run.
+Besides these, after every event the driver runs the core's own ``check_invariants``
+(reported as an ``exception`` violation when it fails), and every ``audit_every_events``
+``audit`` does the full, non-incremental comparison of every node's log with the history; it also
+runs at the end of a run.
 """
 
 from __future__ import annotations

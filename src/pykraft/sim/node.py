@@ -62,6 +62,7 @@ class SimNode:
         "quorum_state",
         "replaced",
         "rng",
+        "self_check",
         "snapshots",
         "snapshots_created",
         "snapshots_installed",
@@ -97,6 +98,7 @@ class SimNode:
         # What this voter held durably when its disk was lost: (log start offset, log end
         # offset, batch bases, batch epochs). Acknowledgements it sent before the loss may still arrive and count
         # toward a high watermark, so the majority check counts them (see invariants).
+        self.self_check = True  # run the core's check_invariants after every event
         self.ghost: tuple[int, int, list[int], list[int]] | None = None
         self.obs_role = "down"
         self.obs_epoch = 0
@@ -164,8 +166,8 @@ class SimNode:
     # -- the driver ------------------------------------------------------------------------
 
     def drive(self, now_ms: int, send: Sender, observe: Observe) -> None:
-        """Perform the core's pending ``Ready`` in its documented order: flush ->
-        on_flushed -> send -> load snapshot -> apply committed -> leader change ->
+        """Perform the core's pending ``Ready`` in its documented order: send -> flush ->
+        on_flushed -> send what waited for the flush -> load snapshot -> apply committed -> leader change ->
         remember the next deadline. A flush is an input (``on_flushed``), so it is followed
         by another ``Ready``.
 
@@ -177,10 +179,12 @@ class SimNode:
         assert core is not None
         for _ in range(READY_ROUNDS_MAX):
             ready = core.ready(now_ms)
+            for out in ready.messages:
+                send(self, out, now_ms)
             if ready.must_flush:
                 self.log.flush()
                 core.on_flushed(now_ms)
-            for out in ready.messages:
+            for out in ready.messages_after_flush:
                 send(self, out, now_ms)
             if ready.snapshot_loaded is not None:
                 self.snapshots_installed += 1
@@ -192,6 +196,8 @@ class SimNode:
                     self._snapshot(core, now_ms)
             self.deadline_ms = ready.next_deadline_ms
             if not ready.must_flush:
+                if self.self_check:
+                    core.check_invariants()  # the core's own cheap asserts, once per event
                 observe(self)
                 return
         raise AssertionError(f"node {self.id}: Ready still flushing after {READY_ROUNDS_MAX}")

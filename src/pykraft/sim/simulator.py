@@ -90,6 +90,8 @@ class Simulation:
             self.nodes.append(
                 SimNode(node_id, node_id <= config.voters, rng, self.history, max(2, every))
             )
+        for node in self.nodes:
+            node.self_check = config.core_self_check
         self.by_id: list[SimNode | None] = [None, *self.nodes]
         # Voters named by replica key *with* directory id: a wiped disk is a new replica.
         self.voter_set = VoterSet({n.id: VoterInfo(n.key) for n in self.nodes if n.is_voter_slot})
