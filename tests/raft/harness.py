@@ -111,6 +111,7 @@ class Node:
     max_hwm: int = 0
     disk: int = 0  # incremented by wipe: the directory id changes
     kraft_range: tuple[int, int] | None = None  # ApiVersions answer override
+    after_flush: list[Outbound] = field(default_factory=list)  # Ready.messages_after_flush
 
 
 def directory_id(node_id: int, disk: int) -> uuid.UUID:
@@ -214,6 +215,7 @@ class Cluster:
     def crash(self, i: int) -> None:
         node = self.nodes[i]
         node.core = None
+        node.after_flush.clear()
         node.log.crash()
         node.snaps.crash()
         node.qstore.crash()
@@ -228,6 +230,8 @@ class Cluster:
             ready = core.ready(self.now)
             for m in ready.messages:
                 self.queue.append((i, m))
+            # Held until this node flushes (a "noflush" node keeps them until "flush").
+            node.after_flush.extend(ready.messages_after_flush)
             # Only known leaders are printed (an unknown leader is also reported to the app).
             if ready.leader_change is not None and ready.leader_change.leader_id != NO_LEADER:
                 lc = ready.leader_change
@@ -243,8 +247,14 @@ class Cluster:
             if ready.must_flush and node.autoflush:
                 node.log.flush()
                 core.on_flushed(self.now)
+                self.release_after_flush(i)
                 continue
             return
+
+    def release_after_flush(self, i: int) -> None:
+        node = self.nodes[i]
+        self.queue.extend((i, m) for m in node.after_flush)
+        node.after_flush.clear()
 
     def deliver(self) -> None:
         for _ in range(200_000):
@@ -441,6 +451,7 @@ def run(cluster: Cluster | None, line: str) -> tuple[Cluster | None, list[str]]:
         n.log.flush()
         assert n.core is not None
         n.core.on_flushed(c.now)
+        c.release_after_flush(nums[0])
         c.drain(nums[0])
         c.deliver()
     elif cmd == "oldpeer":
@@ -585,8 +596,10 @@ def _inject_vote(c: Cluster, dst: int, src: int, epoch: int, pre: bool) -> list[
         else:
             c.queue.append((dst, m))
     c.nodes[dst].deadline_ms = ready.next_deadline_ms
+    c.nodes[dst].after_flush.extend(ready.messages_after_flush)
     if ready.must_flush:
         c.nodes[dst].log.flush()
         core.on_flushed(c.now)
+        c.release_after_flush(dst)
     c.drain(dst)
     return lines

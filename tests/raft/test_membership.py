@@ -57,9 +57,11 @@ def answers(c: Cluster, i: int, request_id: int) -> list[object]:
             found.append(m.body)
         else:
             c.queue.append((i, m))
+    c.nodes[i].after_flush.extend(ready.messages_after_flush)
     if ready.must_flush:
         c.nodes[i].log.flush()
         core.on_flushed(c.now)
+        c.release_after_flush(i)
     c.drain(i)
     return found
 

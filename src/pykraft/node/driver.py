@@ -4,12 +4,16 @@ Theory of operation. Every input to the core -- a decoded request, a response or
 request from a peer channel, a timer, an application append -- ends in :meth:`RaftNode._pump`,
 which performs the core's ``Ready`` exactly as its docstring orders:
 
-1. ``must_flush``: one ``FileLog.flush`` (one fsync for everything appended since the last
+1. ``messages``: sent at once, before the flush: responses complete the pending inbound
+   request they answer (matched by the request id this driver gave it); requests go to the
+   peer's channel. A leader's Fetch answers carrying records it has not flushed yet leave
+   here, so its followers' fsyncs overlap its own (it counts its own offset only once
+   flushed, B13);
+2. ``must_flush``: one ``FileLog.flush`` (one fsync for everything appended since the last
    one, which is how appends are batched) on the single ``pykraft-fsync`` thread, then
-   ``RaftCore.on_flushed``, *before* anything of that ``Ready`` is sent, so that no peer
-   learns of an offset a crash could lose;
-2. ``messages``: responses complete the pending inbound request they answer (matched by the
-   request id this driver gave it); requests go to the peer's channel;
+   ``RaftCore.on_flushed``, then ``messages_after_flush`` (a follower's next Fetch, a
+   candidate's votes: they state our log end offset, so no peer may see an offset a crash
+   could lose);
 3. ``snapshot_loaded`` / ``high_watermark`` / ``leader_change``: told to the application
    (commit futures, the optional ``on_commit`` callback, a log line);
 4. ``next_deadline_ms``: one loop timer calls ``poll`` then.
@@ -19,8 +23,7 @@ answering DescribeQuorum and scrapes while the disk works. While a flush is runn
 is *frozen*: every input (request, response, timer, append) is queued in ``_deferred`` and
 stepped into the core when the flush completes, and ``ready()`` is not called. So the log is
 never written while it is being flushed (FileLog is not thread-safe, and ``flushed_offset``
-must mean exactly what reached the disk), and no message computed after the flush started
-can reveal an unflushed offset. The inputs that arrived during one flush are then stepped
+must mean exactly what reached the disk). The inputs that arrived during one flush are then stepped
 together, and their appends share the next fsync: group commit. ``_deferred`` is bounded by
 its producers: each connection has at most ``in_flight_max`` requests, each peer channel a
 bounded queue, there is one poll timer and one linger timer.
@@ -429,6 +432,8 @@ class RaftNode:
             return
         assert self._log is not None and self._loop is not None
         ready = core.ready(self.now_ms())
+        for message in ready.messages:  # they never wait for our flush (Ready, step 1)
+            self._send(message)
         if not ready.must_flush:
             self._perform(ready)
             return
@@ -462,7 +467,8 @@ class RaftNode:
             await asyncio.sleep(0)  # let the done callback run
 
     def _perform(self, ready: Ready) -> None:
-        for message in ready.messages:
+        """Ready's steps after the flush (``messages`` were sent before it)."""
+        for message in ready.messages_after_flush:
             self._send(message)
         if ready.snapshot_loaded is not None:
             log.info("snapshot loaded snapshot_id=%s", ready.snapshot_loaded)

@@ -88,6 +88,27 @@ from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 
 _MAX_TIMER_ROUNDS = 8  # bound on role changes fired by one input (each needs a new timer)
+# Messages that tell a peer our log end offset as something it may count (a Fetch's fetch
+# offset toward the leader's high watermark, a Vote request's last offset): they wait for
+# the flush (``Ready.messages_after_flush``). Everything else may leave before it.
+_FLUSH_GATED = (FetchRequest, VoteRequest)
+
+
+def _split_at_flush(out: list[Outbound]) -> tuple[list[Outbound], list[Outbound]]:
+    """(may leave now, must wait for the flush). Order per destination is kept: whatever
+    follows a held message to the same destination is held too (a follower's auto-join
+    AddRaftVoter must not overtake its Fetch on the in-order connection to the leader, or
+    the answer to the Fetch would queue behind an answer that waits for that Fetch)."""
+    now: list[Outbound] = []
+    later: list[Outbound] = []
+    held: set[int] = set()
+    for m in out:
+        if m.dst in held or isinstance(m.body, _FLUSH_GATED):
+            held.add(m.dst)
+            later.append(m)
+        else:
+            now.append(m)
+    return now, later
 
 
 @dataclass(slots=True)
@@ -371,9 +392,16 @@ class RaftCore:
     def ready(self, now_ms: int) -> Ready:
         """Drain the pending outputs (see ``Ready`` for the order the driver follows). After
         ``on_flushed`` call ``ready`` again: flushing may commit and release more."""
+        # Also when a driver skipped an earlier flush (tests do): what depends on the flush
+        # never leaves while the log holds unflushed data.
+        must_flush = self._must_flush or self.log.flushed_offset < self.log.end_offset
+        out, after_flush = self._out, list[Outbound]()
+        if must_flush:
+            out, after_flush = _split_at_flush(self._out)
         ready = Ready(
-            must_flush=self._must_flush,
-            messages=self._out,
+            must_flush=must_flush,
+            messages=out,
+            messages_after_flush=after_flush,
             snapshot_loaded=self._snapshot_loaded,
             high_watermark=self.high_watermark if self._hwm_dirty else None,
             leader_change=self._leader_change(),
@@ -462,7 +490,9 @@ class RaftCore:
         self.control.apply_batches(batches)
         self.request_flush()
         self.voters_maybe_changed(now_ms)
-        replication.complete_purgatory(self, now_ms)  # answered after the flush: Ready's order
+        # Parked fetches are answered at once, before our own flush (Ready.messages): the
+        # followers' fsyncs overlap ours; our offset counts only once flushed (B13).
+        replication.complete_purgatory(self, now_ms)
         return end
 
     def appended_fetched(self, batches: bytes, now_ms: int) -> None:

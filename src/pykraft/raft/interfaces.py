@@ -6,7 +6,8 @@ The core does no I/O. It is handed these objects and calls them synchronously:
   once (readable immediately) but are *not durable* until ``flush``. The core never calls
   ``flush`` itself: it asks for it in ``Ready.must_flush`` and the driver flushes (one fsync
   per Ready, which is how appends are batched) and reports back with
-  ``RaftCore.on_flushed``. A crash loses everything after ``flushed_offset``.
+  ``RaftCore.on_flushed``. A crash loses everything after ``flushed_offset``. Messages that
+  depend on the flush are listed apart (``Ready.messages_after_flush``).
   Implementations: ``pykraft.storage.log.FileLog`` (segments + fsync) and
   ``pykraft.sim.memory.MemoryLog`` (simulator).
 * ``QuorumStateStore`` -- the ``quorum-state`` file. ``write`` is durable when it returns
@@ -152,22 +153,37 @@ class LeaderAndEpoch:
 class Ready:
     """What the driver must do after an input, in this order:
 
-    1. ``must_flush``: flush the log (one fsync), then call ``RaftCore.on_flushed(now_ms)``
-       *before* sending anything, so no peer learns of an offset we could lose.
-    2. ``messages``: send them (in order per destination).
-    3. ``snapshot_loaded``: the log was reset to this fetched snapshot; the application
+    1. ``messages``: send them at once (in order per destination), before or while the flush
+       of step 2 runs. None of them lets a peer count an offset this replica could lose: the
+       leader's Fetch responses carry records it may not have flushed yet, which is safe
+       because a leader counts its *own* offset toward the high watermark only once flushed
+       (B13); a leader that crashes and loses an unflushed tail comes back resigned, and its
+       log is reconciled by DivergingEpoch like any other divergent suffix.
+    2. ``must_flush``: flush the log (one fsync), then call ``RaftCore.on_flushed(now_ms)``.
+    3. ``messages_after_flush``: send them only once step 2 completed (empty when
+       ``must_flush`` is False). These tell a peer our log end offset as something it may
+       rely on: a follower's Fetch (its fetch offset counts toward the leader's high
+       watermark, so it must be durable) and a candidate's Vote requests (its last offset),
+       and whatever follows one of them to the same destination (order per destination is
+       kept across the two lists).
+    4. ``snapshot_loaded``: the log was reset to this fetched snapshot; the application
        must reload its state from it before applying later batches.
-    4. ``high_watermark``: when not None, the new high watermark; the application may apply
+    5. ``high_watermark``: when not None, the new high watermark; the application may apply
        every batch below it (read them with ``ReplicatedLog.read``).
-    5. ``leader_change``: tell the application (Kafka's ``handleLeaderChange``).
-    6. ``next_deadline_ms``: call ``poll`` again no later than this.
-    7. ``completed``: admin operations started through ``RaftCore`` methods (``add_voter``,
+    6. ``leader_change``: tell the application (Kafka's ``handleLeaderChange``).
+    7. ``next_deadline_ms``: call ``poll`` again no later than this.
+    8. ``completed``: admin operations started through ``RaftCore`` methods (``add_voter``,
        ``remove_voter``, ``update_kraft_version``, ``set_target_voters``) that finished; each
        is reported once, after the change it made committed (or with its error).
+
+    A driver that flushes first and then sends ``messages`` followed by
+    ``messages_after_flush`` is also correct, only slower: the leader's fsync and its
+    followers' then run in series instead of overlapping.
     """
 
     must_flush: bool = False
     messages: list[Outbound] = field(default_factory=list)
+    messages_after_flush: list[Outbound] = field(default_factory=list)
     snapshot_loaded: OffsetAndEpoch | None = None
     high_watermark: int | None = None
     leader_change: LeaderAndEpoch | None = None

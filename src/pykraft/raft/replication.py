@@ -387,8 +387,12 @@ def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms:
     log = core.log
     if resp.diverging_epoch is not None:
         d = resp.diverging_epoch
-        target = min(d.offset, log.end_offset_for_epoch(d.epoch).offset, log.end_offset)
-        target = max(target, log.start_offset)
+        # Kafka's truncateToEndOffset: when our log holds the leader's epoch, truncate to
+        # the lesser end offset; when it does not, to our own end of the epoch below it (a
+        # batch boundary of ours; the next Fetch finds the real divergence).
+        local = log.end_offset_for_epoch(d.epoch)
+        target = min(d.offset, local.offset) if local.epoch == d.epoch else local.offset
+        target = max(min(target, log.end_offset), log.start_offset)
         # Invariant: the committed prefix is never truncated (B7).
         assert target >= min(core.high_watermark, log.end_offset), (target, core.high_watermark)
         log.truncate_to(target)

@@ -189,10 +189,26 @@ class QuorumState:
     def to_unattached(self, epoch: int, now_ms: int, *, deadline_ms: int | None = None) -> None:
         """Unattached at ``epoch`` (a higher epoch, or Prospective's lost pre-vote). The vote
         is kept when the epoch does not change."""
-        voted = _voted(self.role) if epoch == self.epoch else None
+        role = self.role
+        voted = _voted(role) if epoch == self.epoch else None
+        if deadline_ms is None and epoch > self.epoch and self._keeps_election_time(role):
+            # Kafka's transitionToUnattached: a higher epoch does not restart a running
+            # election timer, or a voter that keeps campaigning (and losing) with ever higher
+            # epochs would keep everyone else from ever campaigning (a liveness bug without
+            # pre-vote, found by the simulator).
+            assert isinstance(role, Unattached | Prospective | Candidate)
+            deadline_ms = role.election_deadline_ms
         if deadline_ms is None:
             deadline_ms = self._election_deadline(now_ms)
         self._switch(Unattached(epoch, voted, deadline_ms))
+
+    def _keeps_election_time(self, role: Role) -> bool:
+        """Unattached, Candidate, and a Prospective whose pre-vote is not lost yet."""
+        if isinstance(role, Unattached | Candidate):
+            return True
+        if isinstance(role, Prospective):
+            return len(self.voters) - len(role.rejected) >= self.voters.majority_size
+        return False
 
     def add_vote(self, candidate: ReplicaKey, now_ms: int) -> None:
         """Record a standard vote granted in the current epoch (Unattached or Prospective)."""
