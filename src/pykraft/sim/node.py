@@ -166,10 +166,11 @@ class SimNode:
     # -- the driver ------------------------------------------------------------------------
 
     def drive(self, now_ms: int, send: Sender, observe: Observe) -> None:
-        """Perform the core's pending ``Ready`` in its documented order: send -> flush ->
-        on_flushed -> send what waited for the flush -> load snapshot -> apply committed -> leader change ->
-        remember the next deadline. A flush is an input (``on_flushed``), so it is followed
-        by another ``Ready``.
+        """Perform the core's pending ``Ready`` in its documented order: send ``messages``
+        -> flush -> ``on_flushed`` -> send ``messages_after_flush`` -> load snapshot ->
+        apply committed -> remember the next deadline (the simulated application ignores
+        ``leader_change``). A flush is an input (``on_flushed``), so it is followed by
+        another ``Ready``.
 
         ``observe`` (the invariant checker) runs before the application applies anything
         and once more at the end, so a leader's newly committed batches are recorded in the
