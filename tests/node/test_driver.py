@@ -87,3 +87,35 @@ def test_slow_fsync_does_not_block_the_loop_and_gates_the_commit(tmp_path: Path)
             await node.shutdown()
 
     asyncio.run(go())
+
+
+def test_api_versions_advertises_the_cores_kraft_versions_and_many_appends_share_a_batch(
+    tmp_path: Path,
+) -> None:
+    """ApiVersions names the kraft.version range of the core's RaftConfig (finalized: the
+    version in force); concurrent append calls land in one linger batch with dense offsets."""
+    config = load_config(single_voter(tmp_path))
+
+    async def go() -> None:
+        node = RaftNode(config)
+        await node.start()
+        loop = asyncio.get_running_loop()
+        try:
+            assert node.core is not None
+            deadline = loop.time() + 10
+            while node.core.role != "leader":
+                assert loop.time() < deadline, "no election"
+                await asyncio.sleep(0.01)
+            answer: Any = node._api_versions(4)  # v3 omits features whose minimum is 0
+            supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
+            assert supported == {"kraft.version": node.core.config.kraft_versions}
+            finalized = {f.name: f.max_version_level for f in answer.finalized_features}
+            assert finalized == {"kraft.version": node.core.kraft_version}
+
+            lasts = await asyncio.gather(*(node.append([b"x"] * n) for n in (1, 2, 3)))
+            assert lasts[1] - lasts[0] == 2 and lasts[2] - lasts[1] == 3
+            await node.wait_committed(lasts[2])
+        finally:
+            await node.shutdown()
+
+    asyncio.run(go())

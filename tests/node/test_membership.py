@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,7 +125,7 @@ def test_disk_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
     ]
     ids = [cli("storage", "random-uuid").stdout.strip() for _ in nodes]
     initial = ",".join(
-        f"{p.node_id}@127.0.0.1:{p.port}:{d}" for p, d in zip(nodes, ids, strict=True)
+        f"{p.node_id}@127.0.0.1:{p.port}:{d}" for p, d in zip(nodes[:3], ids, strict=True)
     )
     for p in nodes:
         fmt(p, "--initial-controllers", initial)
@@ -164,3 +165,116 @@ def test_disk_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
         ),
         "(3, UUID3') in the voter set",
     )
+
+
+def status_voters(bootstrap: str) -> dict[int, str]:
+    """``describe --status``'s CurrentVoters as {id: directoryId} (what an operator reads)."""
+    out = quorum_cli(bootstrap, "describe", "--status")
+    line = next(ln for ln in out.splitlines() if ln.startswith("CurrentVoters:"))
+    voters = json.loads(line.split(":", 1)[1])
+    return {int(v["id"]): str(v["directoryId"]) for v in voters}
+
+
+def test_node_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
+    """Seed 003: node 3 fails for good; a new node 4 (formatted with
+    --no-initial-controllers) joins as an observer, is added with add-controller, then the
+    failed node 3 is removed with remove-controller -- only storage format and
+    metadata-quorum commands."""
+    ports = free_ports(4)
+    servers = ",".join(f"127.0.0.1:{p}" for p in ports[:3])
+    nodes = [
+        make_config(
+            tmp_path,
+            i + 1,
+            ports[i],
+            voters=None,
+            extra=f"controller.quorum.bootstrap.servers={servers}\n",
+        )
+        for i in range(4)
+    ]
+    ids = [cli("storage", "random-uuid").stdout.strip() for _ in nodes[:3]]
+    initial = ",".join(
+        f"{p.node_id}@127.0.0.1:{p.port}:{d}" for p, d in zip(nodes[:3], ids, strict=True)
+    )
+    for p in nodes[:3]:
+        fmt(p, "--initial-controllers", initial)
+        p.start()
+        procs.append(p)
+    wait_for(lambda: len(status_voters(servers)) == 3, "three voters")
+
+    failed, new = nodes[2], nodes[3]
+    failed_directory = directory(failed)
+    failed.kill()  # node 3 is gone for good
+    fmt(new, "--no-initial-controllers")
+    new.start()
+    procs.append(new)
+    wait_for(
+        lambda: any(o.replica_id == 4 for o in describe(servers).observers),
+        "node 4 fetching as an observer",
+    )
+
+    out = quorum_cli(servers, "add-controller", "--command-config", str(new.config))
+    assert "Added controller 4" in out
+    out = quorum_cli(
+        servers,
+        "remove-controller",
+        "--controller-id",
+        "3",
+        "--controller-directory-id",
+        failed_directory,
+    )
+    assert "Removed KRaft controller 3" in out
+    expected = {1: directory(nodes[0]), 2: directory(nodes[1]), 4: directory(new)}
+    wait_for(lambda: status_voters(servers) == expected, "voters 1, 2, 4")
+
+
+def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> None:
+    """D10 over TCP: a static quorum (controller.quorum.voters, kraft.version 0) refuses
+    add-controller with UNSUPPORTED_VERSION; ``pykraft features upgrade --feature
+    kraft.version=1`` upgrades it; the voter set then comes from the log (directory ids
+    known) and add-controller works."""
+    ports = free_ports(4)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports[:3]))
+    servers = ",".join(f"127.0.0.1:{p}" for p in ports[:3])
+    nodes = [make_config(tmp_path, i + 1, ports[i], voters=voters) for i in range(4)]
+    for p in nodes:
+        fmt(p, "-N")
+    for p in nodes:
+        p.start()
+        procs.append(p)
+    wait_for(lambda: describe(servers).leader_id in (1, 2, 3), "a leader")
+    wait_for(
+        lambda: any(o.replica_id == 4 for o in describe(servers).observers),
+        "node 4 fetching as an observer",
+    )
+    assert set(status_voters(servers)) == {1, 2, 3}
+
+    refused = cli(
+        "metadata-quorum",
+        "--bootstrap-controller",
+        servers,
+        "add-controller",
+        "--command-config",
+        str(nodes[3].config),
+        timeout_s=40,
+    )
+    assert refused.returncode == 1
+    assert "UNSUPPORTED_VERSION" in refused.stderr.upper(), refused.stderr
+
+    upgraded = cli(
+        "features",
+        "upgrade",
+        "--bootstrap-controller",
+        servers,
+        "--feature",
+        "kraft.version=1",
+        timeout_s=40,
+    )
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "kraft.version was upgraded to 1." in upgraded.stdout
+    expected = {p.node_id: directory(p) for p in nodes[:3]}
+    wait_for(lambda: status_voters(servers) == expected, "the voter set from the log")
+
+    out = quorum_cli(servers, "add-controller", "--command-config", str(nodes[3].config))
+    assert "Added controller 4" in out
+    wait_for(lambda: 4 in status_voters(servers), "node 4 a voter")

@@ -42,6 +42,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.net.client import Connection
 from pykraft.net.convert import METADATA_PARTITION, METADATA_TOPIC
+from pykraft.net.convert_voters import FEATURE_APIS, KRAFT_VERSION_FEATURE
 from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol import KRAFT_APIS, ApiKey, ErrorCode, ProtocolError
 
@@ -54,7 +55,7 @@ __all__ = [
     "ReplicaState",
 ]
 
-ADMIN_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS)
+ADMIN_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS)
 RETRY_BACKOFF_MS: Final = 100
 RETRY_BACKOFF_MAX_MS: Final = 1000
 BROKER_ENDPOINT_TYPE: Final = 1
@@ -423,6 +424,34 @@ class AdminClient:
             return request
 
         await self._voter_change(build, ApiKey.REMOVE_RAFT_VOTER, "RemoveRaftVoter")
+
+    async def update_kraft_version(
+        self, version: int, *, validate_only: bool = False, timeout_ms: int | None = None
+    ) -> None:
+        """UpdateFeatures for ``kraft.version`` (D10, Kafka's ``kafka-features.sh upgrade
+        --feature kraft.version=N``): the leader answers once the new version committed;
+        raises :class:`AdminError` (UNSUPPORTED_VERSION when a voter or observer cannot run
+        it, INVALID_UPDATE_VERSION for a downgrade, ...)."""
+        wait = timeout_ms if timeout_ms is not None else self.timeout_ms
+
+        def build(api_version: int) -> RequestPayload:
+            mod = _module("update_features", api_version)
+            update: dict[str, object] = {"feature": KRAFT_VERSION_FEATURE}
+            update["max_version_level"] = version
+            if api_version == 0:
+                update["allow_downgrade"] = False
+            else:
+                update["upgrade_type"] = 1  # upgrade only
+            fields: dict[str, object] = {
+                "timeout": datetime.timedelta(milliseconds=wait),
+                "feature_updates": (mod.FeatureUpdateKey(**update),),
+            }
+            if api_version >= 1:
+                fields["validate_only"] = validate_only
+            request: RequestPayload = mod.UpdateFeaturesRequest(**fields)
+            return request
+
+        await self._voter_change(build, ApiKey.UPDATE_FEATURES, "UpdateFeatures")
 
 
 def _module(package: str, version: int) -> Any:

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 
 from pykraft import __version__
-from pykraft.cli import demo, local, metadata_quorum, pipeline, server, sim, storage
+from pykraft.cli import demo, features, local, metadata_quorum, pipeline, server, sim, storage
 
-_MODULES = (storage, server, metadata_quorum, local, sim, demo, pipeline)
+_MODULES = (storage, server, metadata_quorum, features, local, sim, demo, pipeline)
 
 
 def build_parser() -> argparse.ArgumentParser:

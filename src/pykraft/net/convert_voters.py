@@ -1,7 +1,7 @@
 """Conversion between kio's messages and the core's for KIP-853 voter changes and the
 requests the core makes or answers besides replication: AddRaftVoter (v0-1), RemoveRaftVoter
-(v0), UpdateRaftVoter (v0), DescribeQuorum (v0-2) and the ApiVersions probe of a new voter's
-kraft.version range (D4). The replication RPCs live in :mod:`pykraft.net.convert`.
+(v0), UpdateRaftVoter (v0), DescribeQuorum (v0-2), UpdateFeatures (v0-1, the kraft.version
+feature only, D10) and the ApiVersions probe of a new voter's kraft.version range (D4). The replication RPCs live in :mod:`pykraft.net.convert`.
 
 Directions:
 
@@ -26,7 +26,7 @@ from typing import Any, Final
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.net.convert import METADATA_PARTITION, METADATA_TOPIC, RejectedRequest
-from pykraft.protocol import ApiKey, ErrorCode, error_response
+from pykraft.protocol import ApiKey, ApiVersionRange, ErrorCode, error_response
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
     AddRaftVoterResponse,
@@ -37,12 +37,15 @@ from pykraft.raft.messages import (
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
     ReplicaState,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
 )
 from pykraft.raft.types import Endpoint, ReplicaKey
 
 __all__ = [
+    "FEATURE_APIS",
     "KRAFT_VERSION_FEATURE",
     "VOTER_APIS",
     "OutboundVoterRequest",
@@ -61,15 +64,21 @@ VOTER_APIS: Final = frozenset(
         ApiKey.REMOVE_RAFT_VOTER,
         ApiKey.UPDATE_RAFT_VOTER,
         ApiKey.DESCRIBE_QUORUM,
+        ApiKey.UPDATE_FEATURES,
     }
 )
 """Inbound APIs this module hands to the core."""
+
+FEATURE_APIS: Final = (ApiVersionRange(ApiKey.UPDATE_FEATURES, 0, 1),)
+"""UpdateFeatures, served by a node and spoken by the admin client (``ApiTable.with_apis``).
+v1 replaced AllowDowngrade with UpgradeType (1 = upgrade only)."""
 
 _PACKAGE: Final = {
     ApiKey.ADD_RAFT_VOTER: "add_raft_voter",
     ApiKey.REMOVE_RAFT_VOTER: "remove_raft_voter",
     ApiKey.UPDATE_RAFT_VOTER: "update_raft_voter",
     ApiKey.DESCRIBE_QUORUM: "describe_quorum",
+    ApiKey.UPDATE_FEATURES: "update_features",
     ApiKey.API_VERSIONS: "api_versions",
 }
 
@@ -92,12 +101,20 @@ def _listeners(rows: Any) -> tuple[Endpoint, ...]:
 
 def voter_request_from_kio(
     message: RequestPayload,
-) -> AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest | DescribeQuorumRequest:
-    """The core's view of an inbound KIP-853 or DescribeQuorum request; raises
-    :class:`RejectedRequest` with Kafka's answer for a malformed one."""
+) -> (
+    AddRaftVoterRequest
+    | RemoveRaftVoterRequest
+    | UpdateRaftVoterRequest
+    | DescribeQuorumRequest
+    | UpdateFeaturesRequest
+):
+    """The core's view of an inbound KIP-853, DescribeQuorum or UpdateFeatures request;
+    raises :class:`RejectedRequest` with Kafka's answer for a malformed one."""
     api_key = ApiKey(int(message.__api_key__))
     version = int(message.__version__)
     m: Any = message
+    if api_key == ApiKey.UPDATE_FEATURES:
+        return _update_features_from_kio(m, version)
     if api_key == ApiKey.ADD_RAFT_VOTER:
         return AddRaftVoterRequest(
             cluster_id=m.cluster_id,
@@ -140,6 +157,52 @@ def voter_request_from_kio(
     raise ValueError(f"api key {api_key} is not a voter request")
 
 
+def _update_features_from_kio(m: Any, version: int) -> UpdateFeaturesRequest:
+    """UpdateFeatures naming exactly the kraft.version feature (the only one the core owns)."""
+    updates = tuple(m.feature_updates)
+    if len(updates) != 1 or str(updates[0].feature) != KRAFT_VERSION_FEATURE:
+        names = ", ".join(str(u.feature) for u in updates) or "none"
+        answer = UpdateFeaturesResponse(
+            ErrorCode.invalid_request,
+            f"only the {KRAFT_VERSION_FEATURE} feature can be updated here (got {names})",
+        )
+        raise RejectedRequest(
+            "unsupported feature update", _update_features_to_kio(answer, version, updates)
+        )
+    update = updates[0]
+    if version == 0:
+        allow_downgrade = bool(update.allow_downgrade)
+    else:
+        allow_downgrade = int(update.upgrade_type) != 1  # 2 safe, 3 unsafe downgrade
+    return UpdateFeaturesRequest(
+        timeout_ms=int(m.timeout.total_seconds() * 1000),
+        kraft_version=int(update.max_version_level),
+        allow_downgrade=allow_downgrade,
+        validate_only=bool(getattr(m, "validate_only", False)),
+    )
+
+
+def _update_features_to_kio(
+    response: UpdateFeaturesResponse, version: int, updates: tuple[Any, ...] | None = None
+) -> ResponsePayload:
+    """Kafka answers per feature (``Results``) and at the top level; pykraft puts the
+    outcome in both, for the kraft.version feature (or the features asked for)."""
+    mod = _mod(ApiKey.UPDATE_FEATURES, version, "response")
+    names = [KRAFT_VERSION_FEATURE] if updates is None else [str(u.feature) for u in updates]
+    result: ResponsePayload = mod.UpdateFeaturesResponse(
+        throttle_time=datetime.timedelta(0),
+        error_code=response.error,
+        error_message=response.error_message,
+        results=tuple(
+            mod.UpdatableFeatureResult(
+                feature=name, error_code=response.error, error_message=response.error_message
+            )
+            for name in names
+        ),
+    )
+    return result
+
+
 # ---------------------------------------------------------------------------------------
 # Outbound responses.
 
@@ -148,7 +211,8 @@ def voter_response_to_kio(
     response: AddRaftVoterResponse
     | RemoveRaftVoterResponse
     | UpdateRaftVoterResponse
-    | DescribeQuorumResponse,
+    | DescribeQuorumResponse
+    | UpdateFeaturesResponse,
     api_version: int,
     *,
     listener_name: str,
@@ -156,6 +220,8 @@ def voter_response_to_kio(
     """The kio response at ``api_version`` (the request's)."""
     zero = datetime.timedelta(0)
     result: ResponsePayload
+    if isinstance(response, UpdateFeaturesResponse):
+        return _update_features_to_kio(response, api_version)
     if isinstance(response, AddRaftVoterResponse | RemoveRaftVoterResponse):
         api_key = (
             ApiKey.ADD_RAFT_VOTER

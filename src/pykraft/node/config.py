@@ -99,8 +99,10 @@ class NodeConfig:
     metadata_log_segment_bytes: int = 1 * GIB
     socket_request_max_bytes: int = 100 * MIB
     metrics_port: int | None = None  # pykraft's own: the Prometheus endpoint, off when None
-    # pykraft's own ``pykraft.debug.append.interval.ms``: the leader appends a small record
-    # this often (0 = never); see ``pykraft.node.server``.
+    # pykraft's own ``pykraft.debug.append.interval.ms``, a test/demo hook: the leader
+    # appends a small record this often (0 = never) so that a quorum with no application
+    # still moves its high watermark. The end-to-end tests (tests/node, the pipeline's quorum
+    # audit) and ``pykraft local`` demos rely on it; see ``pykraft.node.server``.
     debug_append_interval_ms: int = 0
     unknown_keys: tuple[str, ...] = ()
 

@@ -42,6 +42,7 @@ import asyncio
 import collections
 import concurrent.futures
 import dataclasses
+import heapq
 import logging
 import random
 import time
@@ -54,6 +55,8 @@ from kio.static.protocol import ResponsePayload
 from pykraft.net.client import PeerChannel
 from pykraft.net.convert import RejectedRequest, request_from_kio, response_to_kio
 from pykraft.net.convert_voters import (
+    FEATURE_APIS,
+    KRAFT_VERSION_FEATURE,
     VOTER_APIS,
     voter_request_from_kio,
     voter_response_to_kio,
@@ -67,6 +70,7 @@ from pykraft.protocol import (
     ApiKey,
     DecodedRequest,
     ErrorCode,
+    build_api_versions_response,
     error_response,
 )
 from pykraft.raft.config import NotLeaderError, RaftConfig
@@ -92,6 +96,8 @@ from pykraft.raft.messages import (
     RemoveRaftVoterResponse,
     ReplicaState,
     RequestFailed,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
     VoteRequest,
@@ -130,8 +136,8 @@ _RAFT_APIS: Final = frozenset(
     }
 )
 # Every quorum RPC (KIP-595/630/853/996), plus Metadata and DescribeCluster, which let
-# clients find the leader (pykraft.node.cluster).
-SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS)
+# clients find the leader (pykraft.node.cluster), and UpdateFeatures for kraft.version (D10).
+SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS)
 ADMIN_SOURCE_ID: Final = -1  # the "source" of an admin client's request, for the core
 
 
@@ -147,6 +153,7 @@ _VOTER_RESPONSE_TYPES: Final = (
     RemoveRaftVoterResponse,
     UpdateRaftVoterResponse,
     DescribeQuorumResponse,
+    UpdateFeaturesResponse,
 )
 
 
@@ -166,9 +173,14 @@ class _Inbound:
 
 
 @dataclass(slots=True)
-class _PendingAppend:
-    values: Sequence[bytes]
-    done: asyncio.Future[int]
+class _LingerBatch:
+    """The append calls of one linger period, appended as one batch. Invariant:
+    ``ends[i]`` is the count of ``values`` after call ``i`` added its records, so call
+    ``i``'s last offset is the batch's base offset + ``ends[i]`` - 1."""
+
+    values: list[bytes]
+    ends: list[int]
+    done: list[asyncio.Future[int]]
 
 
 def _source_of(body: AnyRequest) -> int:
@@ -189,7 +201,7 @@ def _answer_wait_ms(body: AnyRequest, voter_change_timeout_ms: int) -> int:
     """How long the core may take to answer ``body`` on purpose (then a grace period)."""
     if isinstance(body, FetchRequest):
         return body.max_wait_ms
-    if isinstance(body, AddRaftVoterRequest):
+    if isinstance(body, AddRaftVoterRequest | UpdateFeaturesRequest):
         return body.timeout_ms
     if isinstance(body, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
         return voter_change_timeout_ms
@@ -240,10 +252,10 @@ class RaftNode:
         self._next_inbound_id = 1
         self._timer: asyncio.TimerHandle | None = None
         self._linger: asyncio.TimerHandle | None = None
-        self._appends: list[_PendingAppend] = []
-        self._appended_records = 0
+        self._appends = _LingerBatch([], [], [])
         # offset -> (epoch it was appended in, futures); resolved once HWM > offset.
         self._commit_waiters: dict[int, tuple[int, list[asyncio.Future[None]]]] = {}
+        self._commit_offsets: list[int] = []  # heap of the keys of _commit_waiters
         self._stopping = False
         self.failed: BaseException | None = None  # a fatal storage error stopped the node
         # Flushes run here, one at a time (fsync off the loop thread).
@@ -342,6 +354,7 @@ class RaftNode:
             port=self.listener.port,
             apis=SERVED_APIS,
             frame_max_bytes=cfg.socket_request_max_bytes,
+            api_versions=self._api_versions,
         )
         await self._server.start()
         core = RaftCore(
@@ -399,6 +412,7 @@ class RaftNode:
                 if not waiter.done():
                     waiter.set_exception(ConnectionError("node shutting down"))
         self._commit_waiters.clear()
+        self._commit_offsets.clear()
         if self._server is not None:
             await self._server.close()
         for channel in self._channels.values():
@@ -504,6 +518,19 @@ class RaftNode:
             core.epoch,
             core.high_watermark,
             str(bool(getattr(core, "uncommitted_voter_change", False))).lower(),
+        )
+
+    def _api_versions(self, api_version: int) -> ResponsePayload:
+        """ApiVersions: the served APIs, the kraft.version range the core supports
+        (``RaftConfig.kraft_versions``) and, once running, the finalized kraft.version."""
+        core = self.core
+        supported = RaftConfig().kraft_versions if core is None else core.config.kraft_versions
+        finalized = None if core is None else {KRAFT_VERSION_FEATURE: core.kraft_version}
+        return build_api_versions_response(
+            api_version,
+            SERVED_APIS,
+            supported_features={KRAFT_VERSION_FEATURE: supported},
+            finalized_features=finalized,
         )
 
     def metrics_snapshot(self) -> Snapshot | None:
@@ -728,30 +755,36 @@ class RaftNode:
             raise ValueError("append needs at least one record")
         if core.role != "leader":
             raise NotLeaderError(core.leader_id, core.epoch)
-        assert self._loop is not None
-        done: asyncio.Future[int] = self._loop.create_future()
-        self._appends.append(_PendingAppend(list(values), done))
-        self._appended_records += len(values)
-        if self._appended_records >= APPEND_BATCH_RECORDS_MAX:
+        loop = self._loop
+        assert loop is not None
+        # One future per call (a shared one would be cancelled with any one caller), but no
+        # other per-call object: the linger batch keeps flat lists.
+        done: asyncio.Future[int] = loop.create_future()
+        batch = self._appends
+        batch.values.extend(values)
+        count = len(batch.values)
+        batch.ends.append(count)
+        batch.done.append(done)
+        if count >= APPEND_BATCH_RECORDS_MAX:
             self._flush_appends()
         elif self._linger is None:
-            self._linger = self._loop.call_later(
+            self._linger = loop.call_later(
                 self.config.quorum_append_linger_ms / 1000, self._flush_appends
             )
         return await done
 
     def _fail_appends(self, error: BaseException) -> None:
-        appends, self._appends, self._appended_records = self._appends, [], 0
-        for item in appends:
-            if not item.done.done():
-                item.done.set_exception(error)
+        batch, self._appends = self._appends, _LingerBatch([], [], [])
+        for done in batch.done:
+            if not done.done():
+                done.set_exception(error)
 
     def _flush_appends(self) -> None:
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None
         core = self.core
-        if not self._appends or core is None or self._stopping:
+        if not self._appends.values or core is None or self._stopping:
             return
         if self._flushing is not None:
             # Appended after the running flush, together with whatever else arrives.
@@ -762,24 +795,25 @@ class RaftNode:
 
     def _append_pending(self) -> None:
         core = self.core
-        if not self._appends or core is None or self._stopping:
+        batch = self._appends
+        if not batch.values or core is None or self._stopping:
             return
-        appends, self._appends, self._appended_records = self._appends, [], 0
-        values = [v for item in appends for v in item.values]
+        self._appends = _LingerBatch([], [], [])
+        values = batch.values
         now = self.now_ms()
         try:
             last = core.append(values, now)
         except NotLeaderError as e:
-            self._appends = appends
+            self._appends = batch
             self._fail_appends(e)
             return
         if self.metrics is not None:
             self.metrics.on_append(now, len(values))
         self._commit_marks.append((last, now))
-        offset = last - len(values)
-        for item in appends:
-            offset += len(item.values)
-            item.done.set_result(offset)
+        before = last - len(values)  # the base offset - 1
+        for done, end in zip(batch.done, batch.ends, strict=True):
+            if not done.done():  # the caller may have been cancelled
+                done.set_result(before + end)
 
     async def wait_committed(self, offset: int, epoch: int | None = None) -> None:
         """Wait until ``offset`` is below the high watermark. With ``epoch`` (the epoch the
@@ -795,7 +829,11 @@ class RaftNode:
         if len(self._commit_waiters) >= COMMIT_WAITERS_MAX:
             raise RuntimeError(f"more than {COMMIT_WAITERS_MAX} offsets awaited")
         waiter: asyncio.Future[None] = self._loop.create_future()
-        self._commit_waiters.setdefault(offset, (epoch, []))[1].append(waiter)
+        entry = self._commit_waiters.get(offset)
+        if entry is None:
+            entry = self._commit_waiters[offset] = (epoch, [])
+            heapq.heappush(self._commit_offsets, offset)
+        entry[1].append(waiter)
         await waiter
 
     def _check_epoch(self, offset: int, epoch: int) -> None:
@@ -811,7 +849,9 @@ class RaftNode:
             _, appended_ms = marks.popleft()
             if self.metrics is not None:
                 self.metrics.on_commit(now, appended_ms)
-        for offset in [o for o in self._commit_waiters if o < high_watermark]:
+        offsets = self._commit_offsets
+        while offsets and offsets[0] < high_watermark:
+            offset = heapq.heappop(offsets)
             epoch, waiters = self._commit_waiters.pop(offset)
             try:
                 self._check_epoch(offset, epoch)
