@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from crc32c import crc32c
+
 from pykraft.pipeline import decode
 from pykraft.pipeline.committed import (
     GIVEN,
@@ -21,10 +23,10 @@ SEGMENT_PATH = "file:/data/n1/__cluster_metadata-0/00000000000000000000.log"
 
 
 def rows_by_table(node: int, path: str, content: bytes) -> dict[str, list[decode.Row]]:
-    out: dict[str, list[decode.Row]] = {name: [] for name in decode.TABLES}
-    for table, row in decode.decode_file(node, path, content):
-        out[table].append(row)
-    return out
+    rows = decode.decode_rows(node, path, content)
+    for table, table_rows in rows.items():
+        assert all(len(r) == decode.WIDTHS[table] for r in table_rows)
+    return rows
 
 
 def three_epoch_log() -> LogBuilder:
@@ -166,3 +168,29 @@ def test_parse_node_offsets() -> None:
         except ValueError:
             continue
         raise AssertionError(bad)
+
+
+def test_columns_come_in_bounded_chunks() -> None:
+    b = LogBuilder()
+    for _ in range(5):
+        b.data(1, count=4)
+    content = b"".join(b.batches)
+    chunks = list(decode.decode_file(1, SEGMENT_PATH, content, chunk_rows_max=6))
+    records = [c for c in chunks if c.table == "records"]
+    # cut between batches once 6 rows are held: 8, 8, 4
+    assert [len(c) for c in records] == [8, 8, 4]
+    assert chunks[-1].table == "files" and len(chunks[-1]) == 1
+    assert [r[3] for c in records for r in c.rows()] == list(range(20))
+
+
+def test_valid_crc_over_malformed_records_stops_the_file() -> None:
+    b = three_epoch_log()
+    bad = build_batch(8, 2, [b"v"], T0_MS)
+    # a record count of 2 for one record: the CRC covers it, so recompute it
+    body = bytearray(bad)
+    body[57:61] = (2).to_bytes(4, "big")
+    body[23:27] = (1).to_bytes(4, "big")  # last offset delta
+    body[17:21] = crc32c(bytes(body[21:])).to_bytes(4, "big")
+    rows = rows_by_table(1, SEGMENT_PATH, b"".join(b.batches) + bytes(body))
+    assert len(rows["batches"]) == 5
+    assert "stopped at position" in rows["files"][0][7]

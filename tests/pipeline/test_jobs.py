@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from pykraft.cli.main import main
 from pykraft.pipeline import decode
 from pykraft.pipeline.audit import run_audit
-from pykraft.pipeline.ingest import LogDir, read_files, run_ingest
+from pykraft.pipeline.ingest import LogDir, one_file_per_task, read_files, run_ingest
 from pykraft.pipeline.report import run_report
 from pykraft.pipeline.sweep import RUNS, SweepSpec, run_slice, run_sweep
 from pykraft.records import build_batch, iter_batches, read_header
@@ -59,9 +59,9 @@ def ingested(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> P
 def test_one_task_per_file(spark: SparkSession, tmp_path: Path) -> None:
     diverging_cluster(tmp_path)
     dirs = {n: str(tmp_path / f"node-{n}" / "__cluster_metadata-0") for n in (1, 2, 3)}
-    files = read_files(spark, dirs)
-    assert files.getNumPartitions() == 10
-    sizes = files.glom().map(len).collect()
+    with one_file_per_task(spark):
+        files = read_files(spark, dirs)
+        sizes = files.rdd.glom().map(len).collect()
     assert sizes == [1] * 10
 
 

@@ -6,7 +6,7 @@ Hadoop file system URIs. Answers go to stdout; Spark's logs (WARN and above) and
 lines go to stderr.
 
     pykraft pipeline ingest --log-dir 1=/data/n1 --log-dir 2=/data/n2 --out /tables
-    pykraft pipeline audit --in /tables [--hwm 1=120 --hwm 2=118] [--out /audit]
+    pykraft pipeline audit --in /tables [--hwm 1=120 --hwm 2=118] [--node 1 --node 2] [--out /audit]
     pykraft pipeline sweep --seeds 0..1000 --profile none,crashes --pre-vote both --out /sweep
     pykraft pipeline report --sweep /sweep --ingest /tables --out report/
 """
@@ -67,6 +67,13 @@ def register(sub: Any) -> None:
         default=[],
         metavar="NODE=OFFSET",
         help="a node's HWM; nodes without one use the majority estimate (see docs)",
+    )
+    audit.add_argument(
+        "--node",
+        action="append",
+        type=int,
+        metavar="NODE",
+        help="audit only this node's log (repeat; default every node ingested)",
     )
     audit.add_argument("--out", help="write the divergences table here")
     audit.set_defaults(func=_audit)
@@ -133,7 +140,12 @@ def _audit(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     spark = _session(args, "audit")
     result = run_audit(
-        spark, args.ingested, hwm, args.out, progress_interval_s=args.progress_interval
+        spark,
+        args.ingested,
+        hwm,
+        args.out,
+        nodes=args.node,
+        progress_interval_s=args.progress_interval,
     )
     for p in result.prefixes:
         print(

@@ -25,7 +25,7 @@ there is any.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -52,10 +52,16 @@ class AuditResult:
 
 
 def read_prefixes(
-    spark: SparkSession, ingested: str, hwm: Mapping[int, int]
+    spark: SparkSession,
+    ingested: str,
+    hwm: Mapping[int, int],
+    nodes: Collection[int] | None = None,
 ) -> list[CommittedPrefix]:
-    """Committed prefixes from ingest's ``committed`` table, recomputed with ``hwm``."""
+    """Committed prefixes from ingest's ``committed`` table, recomputed with ``hwm`` over
+    ``nodes`` (default: every node ingested)."""
     rows = spark.read.parquet(join_path(ingested, COMMITTED_TABLE)).collect()
+    if nodes is not None:
+        rows = [r for r in rows if r.node in nodes]
     logs = [
         NodeLog(r.node, r.log_start_offset, r.log_end_offset, r.snapshot_end_offset) for r in rows
     ]
@@ -245,14 +251,19 @@ def run_audit(
     hwm: Mapping[int, int] | None = None,
     out: str | None = None,
     *,
+    nodes: Collection[int] | None = None,
     progress_interval_s: float = 5.0,
 ) -> AuditResult:
-    """Audit the tables under ``ingested``; write divergences under ``out`` when given."""
+    """Audit the tables under ``ingested`` (only ``nodes`` when given: they alone then make
+    the majority); write divergences under ``out`` when given."""
     read = spark.read.parquet
     batches = read(join_path(ingested, decode.BATCHES)).where(F.col("source") == decode.SEGMENT)
     snapshots = read(join_path(ingested, decode.SNAPSHOTS))
+    if nodes is not None:
+        batches = batches.where(F.col("node").isin(sorted(nodes)))
+        snapshots = snapshots.where(F.col("node").isin(sorted(nodes)))
     with progress(spark.sparkContext, "audit", interval_s=progress_interval_s):
-        prefixes = read_prefixes(spark, ingested, hwm or {})
+        prefixes = read_prefixes(spark, ingested, hwm or {}, nodes)
         rows = [(p.node, p.log_start_offset, p.committed_offset) for p in prefixes]
         prefix_frame = spark.createDataFrame(
             rows, "node int, log_start_offset long, committed_offset long"

@@ -1,15 +1,17 @@
 """Decode one metadata log file (segment or snapshot) into table rows, without Spark.
 
 This is the pure half of the ingest job: ``decode_file(node, path, content)`` turns the bytes
-of one file into ``(table, row)`` pairs, where ``row`` is a plain tuple in the column order of
-``pykraft.pipeline.schemas``. Spark only moves files to tasks and rows to Parquet, so every
-rule about what a log holds lives here and is tested on bytes built in memory.
+of one file into ``Columns`` chunks, one table's rows column by column, in the column order of
+``pykraft.pipeline.schemas``. Spark only moves files to tasks and columns to Parquet (through
+Arrow, ``pykraft.pipeline.columnar``), so every rule about what a log holds lives here and is
+tested on bytes built in memory (``decode_rows`` gives the same as rows).
 
 One reader for everything: segments and snapshots are both concatenated v2 batches, and both
 go through ``pykraft.records`` (``read_header`` / ``iter_batches`` / ``decode_records`` /
 ``decode_control``). The reader never raises on bad data: a CRC mismatch marks the batch
-``crc_ok = False`` (its records are not decoded), and a framing error or torn tail stops the
-file and is reported in the ``files`` table, as log recovery would see it.
+``crc_ok = False`` (its records are not decoded), and a framing error, a torn tail or
+malformed records under a valid CRC stop the file and are reported in the ``files`` table, as
+log recovery would see it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 from pykraft.records import (
@@ -56,6 +59,11 @@ _HEX_PREVIEW_BYTES = 64
 
 Row = tuple[Any, ...]
 
+# ``json.dumps(json.loads(text), sort_keys=True)`` without the per-call set-up of those two
+# functions (same output): rendering values is a large share of ingest's time.
+_DECODE = json.JSONDecoder().decode
+_ENCODE_SORTED = json.JSONEncoder(sort_keys=True).encode
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FileName:
@@ -76,45 +84,126 @@ def parse_file_name(path: str) -> FileName | None:
     return None
 
 
-def decode_file(node: int, path: str, content: bytes) -> Iterator[tuple[str, Row]]:
-    """Every row that one file contributes, tagged with its table name.
+class Columns:
+    """Rows of one table held column by column: ``columns[i][j]`` is field ``i`` of row ``j``.
+
+    Invariant: every column has the same length. Columns are plain lists so that the decoder
+    stays pure Python; ``pykraft.pipeline.columnar`` turns them into Arrow arrays.
+    """
+
+    __slots__ = ("columns", "table")
+
+    def __init__(self, table: str, width: int) -> None:
+        self.table = table
+        self.columns: list[list[Any]] = [[] for _ in range(width)]
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def add(self, row: Row) -> None:
+        assert len(row) == len(self.columns), (self.table, len(row))
+        for column, value in zip(self.columns, row, strict=True):
+            column.append(value)
+
+    def rows(self) -> list[Row]:
+        return list(zip(*self.columns, strict=True))
+
+
+# Field counts of each table, in the column order of ``pykraft.pipeline.schemas``.
+WIDTHS = {BATCHES: 13, RECORDS: 12, LEADER_CHANGES: 8, VOTER_SETS: 5, SNAPSHOTS: 13, FILES: 8}
+# A table's columns are handed over once they hold this many rows, so a large segment is
+# never held in memory as Python objects all at once.
+CHUNK_ROWS_MAX = 65_536
+
+
+class _Tables:
+    """The open ``Columns`` of every table for one file; ``full`` hands over the big ones."""
+
+    __slots__ = ("chunk_rows_max", "open")
+
+    def __init__(self, chunk_rows_max: int) -> None:
+        self.chunk_rows_max = chunk_rows_max
+        self.open = {table: Columns(table, WIDTHS[table]) for table in TABLES}
+
+    def full(self) -> Iterator[Columns]:
+        for table, cols in self.open.items():
+            if len(cols) >= self.chunk_rows_max:
+                yield cols
+                self.open[table] = Columns(table, WIDTHS[table])
+
+    def rest(self) -> Iterator[Columns]:
+        for cols in self.open.values():
+            if len(cols):
+                yield cols
+
+
+def decode_file(
+    node: int, path: str, content: bytes, *, chunk_rows_max: int = CHUNK_ROWS_MAX
+) -> Iterator[Columns]:
+    """Every row that one file contributes, as column chunks of at most about
+    ``chunk_rows_max`` rows (a chunk is cut between batches).
 
     Always yields exactly one ``files`` row (last) and, for a snapshot, one ``snapshots``
-    row; never raises on bad bytes.
+    row; never raises on bad bytes. Tables without rows yield nothing.
     """
+    tables = _Tables(chunk_rows_max)
     name = parse_file_name(path)
     if name is None:
-        yield FILES, (node, "unknown", path, len(content), None, 0, 0, "not a segment or snapshot")
+        row = (node, "unknown", path, len(content), None, 0, 0, "not a segment or snapshot")
+        tables.open[FILES].add(row)
+        yield from tables.rest()
         return
     source = name.kind
     snap = _SnapshotSummary() if source == SNAPSHOT else None
     batches = valid_bytes = 0
     error: str | None = None
-    for header, pos, crc_ok in _scan(content):
+    mv = memoryview(content)
+    for header, pos, crc_ok in _scan(mv):
         if header is None:
             error = f"stopped at position {pos}: {crc_ok}"
             break
+        records: list[Record] = []
+        if crc_ok is True:
+            try:
+                records = decode_records(mv[pos : pos + header.size])
+            except CorruptRecordError as exc:  # a valid CRC over malformed records
+                error = f"stopped at position {pos}: {exc}"
+                break
         batches += 1
         valid_bytes = pos + header.size
-        yield BATCHES, _batch_row(node, source, path, pos, header, crc_ok is True)
+        tables.open[BATCHES].add(_batch_row(node, source, path, pos, header, crc_ok is True))
         if crc_ok is not True:
             if snap is not None:
                 snap.crc_ok = False
             continue
-        records = decode_records(memoryview(content)[pos : pos + header.size])
-        for record in records:
-            yield from _record_rows(node, source, path, header, record, snap, name)
+        if header.is_control:
+            for record in records:
+                _control_rows(tables, node, source, path, header, record, snap, name)
+        else:
+            _data_rows(tables.open[RECORDS], node, source, path, header.epoch, records)
+            if snap is not None:
+                snap.records += len(records)
+        yield from tables.full()
     if snap is not None:
         assert name.epoch is not None
-        yield SNAPSHOTS, snap.row(node, path, name.offset, name.epoch, len(content), batches)
+        row = snap.row(node, path, name.offset, name.epoch, len(content), batches)
+        tables.open[SNAPSHOTS].add(row)
     base = name.offset if source == SEGMENT else None
-    yield FILES, (node, source, path, len(content), base, batches, valid_bytes, error)
+    tables.open[FILES].add((node, source, path, len(content), base, batches, valid_bytes, error))
+    yield from tables.rest()
 
 
-def _scan(content: bytes) -> Iterator[tuple[BatchHeader | None, int, bool | str]]:
+def decode_rows(node: int, path: str, content: bytes) -> dict[str, list[Row]]:
+    """``decode_file`` as rows per table (every table present): for tests and small files."""
+    out: dict[str, list[Row]] = {table: [] for table in TABLES}
+    for cols in decode_file(node, path, content):
+        out[cols.table].extend(cols.rows())
+    return out
+
+
+def _scan(mv: memoryview) -> Iterator[tuple[BatchHeader | None, int, bool | str]]:
     """(header, position, crc_ok) for each whole batch; then, if the file does not end on a
     batch boundary, one (None, position, reason) entry."""
-    mv = memoryview(content)
     pos = 0
     end = len(mv)
     while pos < end:
@@ -157,7 +246,29 @@ def _batch_row(
     )
 
 
-def _record_rows(
+def _data_rows(
+    cols: Columns, node: int, source: str, path: str, epoch: int, records: list[Record]
+) -> None:
+    """The records of one data batch, column by column: the hot loop of ingest, so each
+    column is one comprehension rather than one tuple per record."""
+    n = len(records)
+    c = cols.columns
+    c[0].extend(repeat(node, n))
+    c[1].extend(repeat(source, n))
+    c[2].extend(repeat(path, n))
+    c[3].extend([r.offset for r in records])
+    c[4].extend(repeat(epoch, n))
+    c[5].extend([r.timestamp_ms for r in records])
+    c[6].extend(repeat(False, n))
+    c[7].extend(repeat("DATA", n))
+    c[8].extend(repeat(None, n))
+    c[9].extend([None if r.key is None else r.key.hex() for r in records])
+    c[10].extend([-1 if r.value is None else len(r.value) for r in records])
+    c[11].extend([render_data_value(r.value) for r in records])
+
+
+def _control_rows(
+    tables: _Tables,
     node: int,
     source: str,
     path: str,
@@ -165,75 +276,26 @@ def _record_rows(
     record: Record,
     snap: _SnapshotSummary | None,
     name: FileName,
-) -> Iterator[tuple[str, Row]]:
+) -> None:
     value_size = -1 if record.value is None else len(record.value)
     key_hex = None if record.key is None else record.key.hex()
-    if not header.is_control:
-        if snap is not None:
-            snap.records += 1
-        yield (
-            RECORDS,
-            (
-                node,
-                source,
-                path,
-                record.offset,
-                header.epoch,
-                record.timestamp_ms,
-                False,
-                "DATA",
-                None,
-                key_hex,
-                value_size,
-                render_data_value(record.value),
-            ),
-        )
-        return
+    head = (node, source, path, record.offset, header.epoch, record.timestamp_ms, True)
     try:
         record_type, entity = decode_control(record)
     except CorruptRecordError as exc:
-        yield (
-            RECORDS,
-            (
-                node,
-                source,
-                path,
-                record.offset,
-                header.epoch,
-                record.timestamp_ms,
-                True,
-                "UNKNOWN_CONTROL",
-                None,
-                key_hex,
-                value_size,
-                json.dumps({"error": str(exc)}),
-            ),
-        )
+        error = json.dumps({"error": str(exc)})
+        tables.open[RECORDS].add((*head, "UNKNOWN_CONTROL", None, key_hex, value_size, error))
         return
-    yield (
-        RECORDS,
-        (
-            node,
-            source,
-            path,
-            record.offset,
-            header.epoch,
-            record.timestamp_ms,
-            True,
-            record_type.name,
-            int(record_type),
-            key_hex,
-            value_size,
-            json.dumps(to_jsonable(entity), sort_keys=True),
-        ),
+    rendered = json.dumps(to_jsonable(entity), sort_keys=True)
+    tables.open[RECORDS].add(
+        (*head, record_type.name, int(record_type), key_hex, value_size, rendered)
     )
     # In a snapshot the batch offsets are positions inside the file; the voter set it holds
     # is the one in force at the snapshot's last offset, as Kafka's VoterSetHistory puts it.
     offset = record.offset if snap is None else name.offset - 1
     e: Any = entity  # a kio dataclass whose class depends on the record type
     if record_type is ControlRecordType.LEADER_CHANGE:
-        yield (
-            LEADER_CHANGES,
+        tables.open[LEADER_CHANGES].add(
             (
                 node,
                 source,
@@ -243,13 +305,13 @@ def _record_rows(
                 int(e.leader_id),
                 _replica_keys(e.voters),
                 _replica_keys(e.granting_voters),
-            ),
+            )
         )
     elif record_type is ControlRecordType.KRAFT_VOTERS:
         voters = _voters(e.voters)
         if snap is not None:
             snap.voters = voters
-        yield VOTER_SETS, (node, source, offset, header.epoch, voters)
+        tables.open[VOTER_SETS].add((node, source, offset, header.epoch, voters))
     elif snap is not None:
         snap.observe(record_type, entity)
 
@@ -348,7 +410,7 @@ def render_data_value(value: bytes | None) -> str:
         return "null"
     if len(value) <= VALUE_RENDER_MAX_BYTES:
         try:
-            return json.dumps(json.loads(value.decode("utf-8")), sort_keys=True)
+            return _ENCODE_SORTED(_DECODE(value.decode("utf-8")))
         except (UnicodeDecodeError, ValueError):
             return json.dumps({"size": len(value), "hex": value.hex()})
     preview = value[:_HEX_PREVIEW_BYTES].hex()

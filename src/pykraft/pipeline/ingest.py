@@ -3,8 +3,10 @@
 Each node's ``<metadata.log.dir>/__cluster_metadata-0/`` is read with Spark's ``binaryFile``
 source (segments ``*.log`` and snapshots ``*.checkpoint``; ``.checkpoint.part`` files being
 written are skipped), so any Hadoop file system URI works. The file split is forced to one
-file per partition, so one Spark task decodes one file with ``pykraft.pipeline.decode``; the
-driver only lists files and collects per-node totals (a handful of numbers per node).
+file per partition, so one Spark task decodes one file with ``pykraft.pipeline.decode`` and
+hands the columns back as Arrow batches (``mapInArrow``, ``pykraft.pipeline.columnar``); no
+decoded row crosses into the JVM one by one. The driver only lists files and collects
+per-node totals (a handful of numbers per node, aggregated in the JVM).
 
 Tables written under the output path: ``batches``, ``records``, ``leader_changes``,
 ``voter_sets`` (with ``committed``), ``snapshots``, ``files`` and ``committed`` (each node's
@@ -14,14 +16,16 @@ committed prefix, see ``pykraft.pipeline.committed``). Schemas: ``pykraft.pipeli
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from functools import reduce
 
-from pyspark import RDD, StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from pykraft.pipeline import decode, schemas
+from pykraft.pipeline import columnar, decode, schemas
 from pykraft.pipeline.committed import (
     GIVEN,
     MAJORITY,
@@ -36,8 +40,6 @@ COMMITTED_TABLE = "committed"
 _GLOB = "*.{log,checkpoint}"
 # Larger than any file binaryFile can hold (2 GiB), so each file is its own split.
 _ONE_FILE_PER_SPLIT = str(4 * 1024**3)
-
-FileContent = tuple[int, str, bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,56 +94,57 @@ def node_id_of(spark: SparkSession, log_dir: LogDir) -> int:
     raise ValueError(f"no node.id in {base}/meta.properties; pass NODE={log_dir.path}")
 
 
-def read_files(spark: SparkSession, dirs: Mapping[int, str]) -> RDD[FileContent]:
-    """``(node, path, content)`` for every segment and snapshot, one partition per file."""
+@contextmanager
+def one_file_per_task(spark: SparkSession) -> Iterator[None]:
+    """While inside, a file source gives each file its own partition (so its own task).
+
+    DataFrame scans are planned when an action runs, so every action over ``read_files``
+    must run inside this block.
+    """
     conf = spark.conf
-    saved = {
-        k: conf.get(k)
-        for k in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    }
-    conf.set("spark.sql.files.maxPartitionBytes", _ONE_FILE_PER_SPLIT)
-    conf.set("spark.sql.files.openCostInBytes", _ONE_FILE_PER_SPLIT)
+    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+    saved = {key: conf.get(key, None) for key in keys}
+    for key in keys:
+        conf.set(key, _ONE_FILE_PER_SPLIT)
     try:
-        parts: list[RDD[FileContent]] = []
-        for node, path in sorted(dirs.items()):
-            frame = spark.read.format("binaryFile").option("pathGlobFilter", _GLOB).load(path)
-            # ``.rdd`` plans the scan now, while the split settings above are in force.
-            parts.append(frame.select("path", "content").rdd.map(_with_node(node)))
+        yield
     finally:
         for key, value in saved.items():
             if value is None:
                 conf.unset(key)
             else:
                 conf.set(key, value)
-    return spark.sparkContext.union(parts) if parts else spark.sparkContext.emptyRDD()
 
 
-def _with_node(node: int):  # type: ignore[no-untyped-def]
-    def attach(row: object) -> FileContent:
-        return (node, row.path, bytes(row.content))  # type: ignore[attr-defined]
-
-    return attach
-
-
-def _is_table(name: str) -> Callable[[tuple[str, decode.Row]], bool]:
-    def check(item: tuple[str, decode.Row]) -> bool:
-        return item[0] == name
-
-    return check
-
-
-def _row(item: tuple[str, decode.Row]) -> decode.Row:
-    return item[1]
+def read_files(spark: SparkSession, dirs: Mapping[int, str]) -> DataFrame:
+    """``(node, path, content)`` for every segment and snapshot; one partition per file when
+    planned inside ``one_file_per_task``."""
+    frames = [
+        spark.read.format("binaryFile")
+        .option("pathGlobFilter", _GLOB)
+        .load(path)
+        .select(F.lit(node).cast("int").alias(columnar.NODE), "path", "content")
+        for node, path in sorted(dirs.items())
+    ]
+    if not frames:
+        return spark.createDataFrame([], "node int, path string, content binary")
+    return reduce(DataFrame.union, frames)
 
 
-def _decode(item: FileContent) -> Iterator[tuple[str, decode.Row]]:
-    node, path, content = item
-    return decode.decode_file(node, path, content)
+def decode_files(files: DataFrame) -> DataFrame:
+    """Every table's rows (``columnar.DECODED``), decoded by ``pykraft.pipeline.decode`` in
+    one Python task per file, handed to the JVM as Arrow batches."""
+    return files.mapInArrow(columnar.decode_files, columnar.DECODED)
 
 
-@dataclass(slots=True)
+def table(decoded: DataFrame, name: str) -> DataFrame:
+    """One table's rows out of ``decode_files``'s output, in its schema's columns."""
+    return decoded.where(F.col(columnar.TABLE) == name).select(f"{name}.*")
+
+
+@dataclass(frozen=True, slots=True)
 class NodeTotals:
-    """Per-node totals gathered from decoded rows; ``merge`` combines two partitions'."""
+    """What ``committed_prefixes`` and the summary need from one node's decoded tables."""
 
     files: int = 0
     bytes: int = 0
@@ -154,39 +157,6 @@ class NodeTotals:
     voter_set: tuple[int, int, int] | None = None
     leader_change: tuple[int, int, int] | None = None
 
-    def add(self, table: str, row: decode.Row) -> None:
-        if table == decode.FILES:
-            self.files += 1
-            self.bytes += row[3]
-        elif table == decode.BATCHES:
-            self.batches += 1
-            if row[1] == decode.SEGMENT:
-                self.log_start_offset = _min(self.log_start_offset, row[4])
-                if row[12]:
-                    self.log_end_offset = _max(self.log_end_offset, row[5] + 1)
-        elif table == decode.RECORDS:
-            self.records += 1
-        elif table == decode.SNAPSHOTS:
-            if row[7]:
-                self.snapshot_end_offset = max(self.snapshot_end_offset, row[2])
-        elif table == decode.VOTER_SETS:
-            self.voter_set = _max((row[2], row[3], len(row[4])), self.voter_set)
-        elif table == decode.LEADER_CHANGES:
-            self.leader_change = _max((row[2], row[3], len(row[6])), self.leader_change)
-
-    def merge(self, other: NodeTotals) -> NodeTotals:
-        return NodeTotals(
-            self.files + other.files,
-            self.bytes + other.bytes,
-            self.batches + other.batches,
-            self.records + other.records,
-            _min(self.log_start_offset, other.log_start_offset),
-            _max(self.log_end_offset, other.log_end_offset),
-            max(self.snapshot_end_offset, other.snapshot_end_offset),
-            _max(self.voter_set, other.voter_set),
-            _max(self.leader_change, other.leader_change),
-        )
-
     def node_log(self, node: int) -> NodeLog:
         snap = self.snapshot_end_offset
         end = self.log_end_offset if self.log_end_offset is not None else snap
@@ -194,30 +164,51 @@ class NodeTotals:
         return NodeLog(node, min(start, end), end, snap)
 
 
-def _min(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else min(a, b)
+def _latest(name: str, voters: str) -> Column:
+    """max((offset, epoch, size of voters)) over one table's rows (null when none)."""
+    c = F.col(name)
+    return F.max(
+        F.when(
+            c.isNotNull(),
+            F.struct(c["offset"], c["epoch"], F.size(c[voters]).alias("voters")),
+        )
+    ).alias(name)
 
 
-def _max(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else max(a, b)
-
-
-def summarize(items: Iterable[tuple[str, decode.Row]]) -> Iterator[dict[int, NodeTotals]]:
-    """One partition's rows -> per-node totals (a ``mapPartitions`` function)."""
-    totals: dict[int, NodeTotals] = {}
-    for table, row in items:
-        node = row[0]
-        if node not in totals:
-            totals[node] = NodeTotals()
-        totals[node].add(table, row)
-    yield totals
-
-
-def merge_totals(a: dict[int, NodeTotals], b: dict[int, NodeTotals]) -> dict[int, NodeTotals]:
-    out = dict(a)
-    for node, totals in b.items():
-        out[node] = out[node].merge(totals) if node in out else totals
-    return out
+def node_totals(decoded: DataFrame) -> dict[int, NodeTotals]:
+    """Per-node totals of ``decode_files``'s output: one aggregation, in the JVM, that never
+    reads the ``records`` column (the bulk of the cache); rows are counted by ``table``."""
+    b, s, t = F.col(decode.BATCHES), F.col(decode.SNAPSHOTS), F.col(columnar.TABLE)
+    segment = b["source"] == decode.SEGMENT
+    rows = (
+        decoded.groupBy(columnar.NODE)
+        .agg(
+            F.count(F.when(t == decode.FILES, 1)).alias("files"),
+            F.sum(F.col(decode.FILES)["size_bytes"]).alias("bytes"),
+            F.count(F.when(t == decode.BATCHES, 1)).alias("batches"),
+            F.count(F.when(t == decode.RECORDS, 1)).alias("records"),
+            F.min(F.when(segment, b["base_offset"])).alias("start"),
+            F.max(F.when(segment & b["crc_ok"], b["last_offset"] + 1)).alias("end"),
+            F.max(F.when(s["crc_ok"], s["end_offset"])).alias("snapshot_end"),
+            _latest(decode.VOTER_SETS, "voters"),
+            _latest(decode.LEADER_CHANGES, "voters"),
+        )
+        .collect()
+    )
+    return {
+        r.node: NodeTotals(
+            r.files,
+            r.bytes or 0,
+            r.batches,
+            r.records,
+            r.start,
+            r.end,
+            r.snapshot_end or 0,
+            None if r.voter_sets is None else tuple(r.voter_sets),
+            None if r.leader_changes is None else tuple(r.leader_changes),
+        )
+        for r in rows
+    }
 
 
 def voter_count(totals: Mapping[int, NodeTotals]) -> int | None:
@@ -254,20 +245,19 @@ def prefixes_frame(
     return spark.createDataFrame(rows, schemas.COMMITTED)
 
 
-def voter_set_committed(row: decode.Row, prefixes: Mapping[int, CommittedPrefix]) -> decode.Row:
-    """A ``voter_sets`` row plus ``committed``: true below the node's committed offset
-    (always for a snapshot's voter set), false at or above it under a given or majority
-    bound, None when only a snapshot bound is known."""
-    node, source, offset = row[0], row[1], row[2]
-    prefix = prefixes.get(node)
-    committed: bool | None
-    if source == decode.SNAPSHOT or (prefix and offset < prefix.committed_offset):
-        committed = True
-    elif prefix and prefix.source in (GIVEN, MAJORITY):
-        committed = False
-    else:
-        committed = None
-    return (*row, committed)
+def voter_sets_committed(voter_sets: DataFrame, prefixes: Sequence[CommittedPrefix]) -> DataFrame:
+    """``voter_sets`` plus ``committed``: true below the node's committed offset (always for
+    a snapshot's voter set), false at or above it under a given or majority bound, null when
+    only a snapshot bound is known."""
+    committed = F.lit(None).cast("boolean")
+    for p in prefixes:
+        at_node = F.col("node") == p.node
+        known = p.source in (GIVEN, MAJORITY)
+        below = F.col("offset") < p.committed_offset
+        # true OR null is true, false OR null is null: unknown above a snapshot-only bound
+        committed = F.when(at_node, below | F.lit(False if known else None)).otherwise(committed)
+    snapshot = F.col("source") == decode.SNAPSHOT
+    return voter_sets.select("*", F.when(snapshot, True).otherwise(committed).alias("committed"))
 
 
 def run_ingest(
@@ -280,36 +270,35 @@ def run_ingest(
 ) -> IngestSummary:
     """Read ``log_dirs``, write every table under ``out`` (overwriting), return totals.
 
-    Jobs: one decode pass (one task per file) that also sums per-node totals on the
-    executors, then one write per table from the persisted rows, coalesced to the default
-    parallelism so a tiny log does not become hundreds of tiny Parquet files.
+    Jobs: one decode pass (one Python task per file, Arrow batches back to the JVM, cached)
+    that also sums per-node totals, then one write per table from the cache, coalesced to the
+    default parallelism so a tiny log does not become hundreds of tiny Parquet files.
     """
     started = time.monotonic()
     dirs = {node_id_of(spark, d): d.partition_path for d in log_dirs}
     if len(dirs) != len(log_dirs):
         raise ValueError("two log directories have the same node id")
-    sc = spark.sparkContext
-    with progress(sc, "ingest", interval_s=progress_interval_s):
-        tagged = read_files(spark, dirs).flatMap(_decode).persist(StorageLevel.MEMORY_AND_DISK)
+    width = max(1, spark.sparkContext.defaultParallelism)
+    with (
+        progress(spark.sparkContext, "ingest", interval_s=progress_interval_s),
+        one_file_per_task(spark),
+    ):
+        decoded = decode_files(read_files(spark, dirs)).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            totals = tagged.mapPartitions(summarize).fold({}, merge_totals)
+            totals = node_totals(decoded)
             logs = [totals.get(node, NodeTotals()).node_log(node) for node in sorted(dirs)]
             voters = voter_count(totals)
             prefixes = committed_prefixes(logs, voters, hwm or {})
-            by_node = {p.node: p for p in prefixes}
-            width = max(1, sc.defaultParallelism)
-            for name, schema in schemas.BY_TABLE.items():
-                rows = tagged.filter(_is_table(name)).map(_row)
+            for name in schemas.BY_TABLE:
+                frame = table(decoded, name)
                 if name == decode.VOTER_SETS:
-                    rows = rows.map(lambda row: voter_set_committed(row, by_node))
-                    schema = schemas.VOTER_SETS_COMMITTED
-                frame = spark.createDataFrame(rows, schema, verifySchema=False)
+                    frame = voter_sets_committed(frame, prefixes)
                 frame.coalesce(width).write.mode("overwrite").parquet(join_path(out, name))
             prefixes_frame(spark, logs, voters, prefixes).coalesce(1).write.mode(
                 "overwrite"
             ).parquet(join_path(out, COMMITTED_TABLE))
         finally:
-            tagged.unpersist()
+            decoded.unpersist()
     return IngestSummary(
         nodes=len(dirs),
         files=sum(t.files for t in totals.values()),
