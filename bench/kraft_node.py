@@ -24,6 +24,8 @@ import asyncio
 import contextlib
 import heapq
 import json
+import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -196,6 +198,13 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=int, default=25)
     parser.add_argument("--steady-ms", type=int, default=0)
     args = parser.parse_args()
+    # PYKRAFT_BENCH_LOG=INFO puts the node's log lines (role transitions, ...) in the child's
+    # log file under the bench workdir: for finding where failover time goes.
+    level = os.environ.get("PYKRAFT_BENCH_LOG")
+    if level:
+        logging.basicConfig(
+            level=level, stream=sys.stderr, format="%(asctime)s.%(msecs)03d %(name)s %(message)s"
+        )
     try:
         import uvloop
 

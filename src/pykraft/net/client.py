@@ -257,6 +257,7 @@ class PeerChannel:
         self._conn: Connection | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
         self._backoff_ms = 0
+        self._retry_at_s = 0.0  # loop time before which no reconnect is tried
         self._task = asyncio.ensure_future(self._run())
 
     def send(self, request_id: int, request: AnyRequest) -> None:
@@ -283,8 +284,14 @@ class PeerChannel:
     async def _connect(self) -> Connection | None:
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        if self._backoff_ms:
-            await asyncio.sleep(self._backoff_ms / 1000)
+        # Wait out what is left of the backoff since the last failure, not the whole of it:
+        # a channel unused since a failure long ago (a peer that was down at startup, the
+        # other follower met again only in the next election) connects at once -- sleeping
+        # a stale 1 s backoff there held a new leader's first fetch past check quorum.
+        loop = asyncio.get_running_loop()
+        wait_s = self._retry_at_s - loop.time()
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
         try:
             self._conn = await Connection.open(
                 self.host,
@@ -297,6 +304,7 @@ class PeerChannel:
             self._backoff_ms = min(
                 RECONNECT_BACKOFF_MAX_MS, max(self._retry_backoff_ms, 2 * self._backoff_ms)
             )
+            self._retry_at_s = loop.time() + self._backoff_ms / 1000
             log.debug("cannot connect to %s:%d: %s", self.host, self.port, e)
             return None
         self._backoff_ms = 0
