@@ -92,6 +92,21 @@ def test_liveness_bound_follows_the_timeouts() -> None:
 def test_parse_seeds_and_profiles() -> None:
     assert parse_seeds("3..7") == range(3, 7)
     assert parse_seeds("5") == range(5, 6)
-    assert set(PROFILES) == {"none", "lossy", "partitions", "crashes", "disk", "chaos"}
+    assert set(PROFILES) == {"none", "lossy", "partitions", "crashes", "disk", "reconfig", "chaos"}
     for profile in PROFILES.values():
         assert profile.describe().startswith(profile.name)
+
+
+def test_reconfig_changes_the_voter_set() -> None:
+    changed = 0
+    for seed in range(4):
+        sim = Simulation(SimConfig.make(seed, "reconfig", observers=2, events=8000))
+        result = sim.run()
+        assert result.violation is None, result.summary()
+        assert result.faults.get("reassign", 0) > 0
+        changed += result.voter_changes
+        # At most a minority of the final voters are replica keys lost with a wiped disk.
+        voters = sim.current_voters()
+        lost = [k for k in voters.keys if sim.nodes[k.id - 1].key != k]
+        assert len(lost) <= (len(voters) - 1) // 2, (voters, lost)
+    assert changed > 0

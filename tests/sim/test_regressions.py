@@ -60,6 +60,13 @@ CASES = [
     # (QuorumState.transitionToUnattached). Also tests/sim/test_scenarios.py.
     Case(44, "partitions", 8000, 1, "liveness", pre_vote=False),
     Case(127, "lossy", 8000, 1, "liveness", pre_vote=False),
+    # Bug 6 (the core's own check_invariants, kraft.version 1): "a leader has at most one
+    # VotersRecord above its HWM" fails for a leader just elected after a restart: its HWM
+    # is not persisted (991 here) while the VotersRecords at 1009 and 1012 were committed
+    # long ago (the committed log ended at 1209). The rule holds once the leader's HWM has
+    # passed its epoch start offset (before that, everything below the epoch start is of
+    # earlier leaders, and appending a voter change is refused anyway).
+    Case(157, "reconfig", 8000, 2, "exception"),
 ]
 
 

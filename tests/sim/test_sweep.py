@@ -1,4 +1,4 @@
-"""The CI sweep: 300 seeds spread over every fault profile, on two processes.
+"""The CI sweep: 308 seeds spread over every fault profile, on two processes.
 
 Each seed runs 8,000 fault-phase events then heals; about a minute on the 2-core CI machine.
 The long run is ``pykraft sim sweep --seeds 0..100000``.
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pykraft.sim import PROFILES, sweep
 
-CI_SEEDS = range(0, 300)
+CI_SEEDS = range(0, 7 * 44)  # 44 seeds per profile
 CI_EVENTS = 8000
 
 
-def test_ci_sweep_of_300_seeds_over_all_profiles() -> None:
+def test_ci_sweep_of_308_seeds_over_all_profiles() -> None:
     report = sweep(CI_SEEDS, list(PROFILES), events=CI_EVENTS, observers=1, spread=True, jobs=2)
     print(report.format())
     assert report.runs == len(CI_SEEDS)
@@ -21,4 +21,4 @@ def test_ci_sweep_of_300_seeds_over_all_profiles() -> None:
     assert report.ok, report.format()
     # The faults really happened.
     faults = {k for s in report.by_profile.values() for k in s.faults}
-    assert {"link_loss", "partition", "one_way", "crash", "shutdown", "wipe"} <= faults
+    assert {"link_loss", "partition", "one_way", "crash", "shutdown", "wipe", "reassign"} <= faults

@@ -16,10 +16,12 @@ observation, so the cost per event is a few attribute reads):
   below it was written in the leader's epoch.
 * ``hwm-majority``: every batch newly below a leader's high watermark is held *durably* by a
   majority of the voters (same epoch at that offset, below the voter's flushed offset, or
-  covered by the voter's snapshot). A wiped voter is a new replica (not a voter) and holds
-  nothing new; but acknowledgements the lost voter sent before its disk was lost may still
-  arrive and count, so it is credited with what it held durably at that moment (its
-  ``ghost``), which is exactly Raft's model of a voter that failed for good.
+  covered by the voter's snapshot), the voter set being the leader's latest one (the one its
+  high watermark is computed with, kraft.version 1 included). A wiped voter is a new replica
+  (its old key is not its key any more) and holds nothing new; but acknowledgements the lost
+  voter sent before its disk was lost may still arrive and count, so the old key is credited
+  with what it held durably at that moment (its ghost), which is exactly Raft's model of a
+  voter that failed for good.
 * ``committed-unchanged`` / ``committed-dense`` / ``hwm-beyond-committed``: batches below a
   leader's high watermark are recorded in the global ``CommittedHistory``; every node's
   application checks every batch it applies against it (``app.StateMachine.apply``), and
@@ -49,7 +51,7 @@ from pykraft.sim.history import (
     CommittedHistory,
     InvariantViolation,
 )
-from pykraft.sim.node import LEADER, SimNode
+from pykraft.sim.node import LEADER, Ghost, SimNode
 
 _READ_BYTES = 1024 * 1024
 
@@ -69,7 +71,7 @@ class Observer(Protocol):
 class InvariantChecker:
     """Invariant: ``leaders_by_epoch[e]`` is the only node id ever seen leading epoch ``e``."""
 
-    __slots__ = ("_observer", "checks", "history", "leaders_by_epoch", "majority", "nodes")
+    __slots__ = ("_observer", "checks", "history", "leaders_by_epoch", "nodes")
 
     def __init__(
         self,
@@ -80,8 +82,6 @@ class InvariantChecker:
         self.nodes = nodes
         self.history = history
         self._observer = observer
-        voters = sum(1 for n in nodes if n.is_voter_slot)
-        self.majority = voters // 2 + 1
         self.leaders_by_epoch: dict[int, int] = {}
         self.checks = 0
 
@@ -94,6 +94,9 @@ class InvariantChecker:
         epoch = core.epoch
         hwm = core.high_watermark
         self.checks += 3
+        # A leader whose own removal just committed (D5) advanced its high watermark and
+        # resigned in one step: that advance is still a leader's.
+        led = role == LEADER or (node.obs_role == LEADER and epoch == node.obs_epoch)
         if epoch != node.obs_epoch or role != node.obs_role:
             if epoch < node.max_epoch:
                 raise InvariantViolation(
@@ -113,7 +116,7 @@ class InvariantChecker:
             node.obs_leader = core.leader_id
             self._observer.role_changed(node, role, now_ms)
         if hwm != node.obs_hwm:
-            self._hwm_changed(node, hwm, role, epoch, now_ms)
+            self._hwm_changed(node, hwm, led, epoch, now_ms)
         log = node.log
         if hwm > log.end_offset:
             # Also after the fact: a truncation below the high watermark.
@@ -163,7 +166,7 @@ class InvariantChecker:
                 node.id,
             )
 
-    def _hwm_changed(self, node: SimNode, hwm: int, role: str, epoch: int, now_ms: int) -> None:
+    def _hwm_changed(self, node: SimNode, hwm: int, led: bool, epoch: int, now_ms: int) -> None:
         self.checks += 3
         old = node.obs_hwm
         log = node.log
@@ -189,7 +192,7 @@ class InvariantChecker:
             )
         node.obs_hwm = hwm
         self._observer.hwm_changed(node, old, now_ms)
-        if role == LEADER:
+        if led:
             if log.epoch_at(hwm - 1) not in (epoch, None):
                 raise InvariantViolation(
                     "leader-hwm-current-epoch",
@@ -240,26 +243,37 @@ class InvariantChecker:
         raise AssertionError("unreachable: the loop bound covers every offset")
 
     def _check_majority(self, leader: SimNode, base: int, nxt: int, epoch: int) -> None:
+        """Held by a majority of the leader's voter set (the latest one, committed or not,
+        which is the one its high watermark is computed with)."""
         self.checks += 1
+        core = leader.core
+        assert core is not None
+        voters = core.voters
+        nodes = self.nodes
         held = 0
         holders = []
-        for voter in self.nodes:
-            if not voter.is_voter:
-                if voter.ghost is not None and _ghost_holds(voter.ghost, base, epoch):
-                    held += 1
-                    holders.append(-voter.id)
+        for key in voters.keys:
+            if not 0 < key.id <= len(nodes):
                 continue
-            log = voter.log
-            if log.start_offset > base or (
-                base < log.flushed_offset and log.epoch_at(base) == epoch
-            ):
-                held += 1
-                holders.append(voter.id)
-        if held < self.majority:
+            node = nodes[key.id - 1]
+            if node.key == key:
+                log = node.log
+                if log.start_offset > base or (
+                    base < log.flushed_offset and log.epoch_at(base) == epoch
+                ):
+                    held += 1
+                    holders.append(key.id)
+            else:
+                ghost = node.ghosts.get(key)
+                if ghost is not None and _ghost_holds(ghost, base, epoch):
+                    held += 1
+                    holders.append(-key.id)
+        if held < voters.majority_size:
             raise InvariantViolation(
                 "hwm-majority",
                 f"leader {leader.id} committed [{base}, {nxt}) of epoch {epoch} but only "
-                f"voters {holders} hold it durably (majority is {self.majority})",
+                f"voters {holders} of {sorted(voters.ids)} hold it durably (a lost voter's "
+                f"copy is negative)",
                 leader.id,
             )
 
@@ -285,7 +299,7 @@ class InvariantChecker:
         return compared
 
 
-def _ghost_holds(ghost: tuple[int, int, list[int], list[int]], base: int, epoch: int) -> bool:
+def _ghost_holds(ghost: Ghost, base: int, epoch: int) -> bool:
     """Did the lost voter hold the batch at ``base`` of ``epoch`` when its disk was lost?"""
     start, end, bases, epochs = ghost
     if base < start:

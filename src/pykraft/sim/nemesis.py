@@ -6,18 +6,19 @@ no eligible target) is skipped and counted as ``skipped_<kind>``.
 
 Bounds (kept so that a run tests safety under faults the protocol must tolerate):
 
-* Stopped nodes: crash, shutdown and wipe stop a node; at most ``profile.max_down`` nodes, or
-  by default a minority of the voters ((voters - 1) // 2), are down at once. Observers are
-  never limited (they do not count toward any majority).
+* Stopped nodes: crash, shutdown and wipe stop a node; at most ``profile.max_down`` voters,
+  or by default a minority of the current voter set ((voters - 1) // 2), are unavailable
+  (down, or wiped) at once. Observers are never limited (they count toward no majority).
 * **The disk-wipe rule.** A wiped node comes back as a *new replica* with a new directory id
   (KIP-853, SPEC D1): the voter set names every voter by replica key *with* its directory
   id, so the new replica is not a voter: it cannot vote (INVALID_VOTER_KEY, D7) and its empty
   log is never counted toward a high watermark. Raft tolerates the permanent loss of a
-  minority of voters, so over a whole run at most (voters - 1) // 2 voters are wiped, counting
-  the wiped ones against ``max_down`` for good (the simulator does not re-add them with
-  AddRaftVoter). Observers may be wiped any number of times. Wiping a voter in place as the
-  *same* replica (kraft.version 0 without directory ids) is not injected: its lost vote and
-  log could legitimately elect two leaders in one epoch or lose committed data.
+  minority of voters, so a voter is wiped only while fewer than a minority of the current
+  voters are unavailable (down or wiped), whatever ``max_down`` says. Under kraft.version 0
+  a wiped voter stays unavailable for good; under kraft.version 1 a ``reassign`` replaces
+  it. Observers may be wiped any number of times. Wiping a voter in place as the *same*
+  replica (kraft.version 0 without directory ids) is not injected: its lost vote and log
+  could legitimately elect two leaders in one epoch or lose committed data.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class Nemesis:
             "crash": self._stop,
             "shutdown": self._stop,
             "wipe": self._stop,
+            "reassign": self._reassign,
         }[kind]
         fault = inject(kind)
         sim = self._sim
@@ -152,21 +154,26 @@ class Nemesis:
 
     def _stop(self, kind: str) -> ActiveFault | None:
         sim = self._sim
-        voters = sum(1 for n in sim.nodes if n.is_voter_slot)
-        minority = (voters - 1) // 2
+        voters = sim.current_voters()
+        minority = (len(voters) - 1) // 2
         limit = minority if self.profile.max_down is None else self.profile.max_down
-        # Voters not available: down now, or wiped (gone from the voter set for good).
-        unavailable = sum(1 for n in sim.nodes if n.is_voter_slot and (not n.up or n.replaced))
-        wiped_voters = sum(1 for n in sim.nodes if n.is_voter_slot and n.replaced)
+        by_id = {n.id: n for n in sim.nodes}
+        # Voters not available: down now, or wiped (their replica key is gone for good until
+        # a voter change replaces it).
+        unavailable = sum(
+            1
+            for key in voters.keys
+            if key.id not in by_id or not by_id[key.id].up or by_id[key.id].key != key
+        )
         candidates: list[SimNode] = []
         for n in sim.nodes:
             if not n.up:
                 continue
-            if n.is_voter:
+            if voters.is_voter(n.key):
                 if unavailable >= limit:
                     continue
-                if kind == "wipe" and wiped_voters >= minority:
-                    continue
+                if kind == "wipe" and unavailable >= minority:
+                    continue  # never lose the disks of a majority, whatever max_down says
             candidates.append(n)
         if not candidates:
             return None
@@ -183,3 +190,17 @@ class Nemesis:
                 sim.restart_node(node)
 
         return self._new(kind, [node.id], undo)
+
+    def _reassign(self, kind: str) -> ActiveFault | None:
+        """KIP-642: give the leader a new target voter set of ``voters`` live nodes (by their
+        current replica keys); it heals by itself (nothing to undo)."""
+        sim = self._sim
+        leader = sim.leader()
+        if leader is None:
+            return None
+        live = [n for n in sim.nodes if n.up]
+        size = min(len(live), sim.config.voters)
+        chosen = sorted(self._rng.sample(live, size), key=lambda n: n.id)
+        if not sim.set_target_voters(leader, chosen):
+            return None
+        return self._new(kind, [n.id for n in chosen], lambda: None)

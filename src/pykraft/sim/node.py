@@ -28,6 +28,7 @@ READY_ROUNDS_MAX = 16
 # Observed roles, as ``RaftCore.role`` spells them.
 LEADER = "leader"
 
+Ghost = tuple[int, int, list[int], list[int]]
 Sender = Callable[["SimNode", Outbound, int], None]
 Observe = Callable[["SimNode"], None]
 
@@ -45,7 +46,7 @@ class SimNode:
         "app",
         "core",
         "deadline_ms",
-        "ghost",
+        "ghosts",
         "history",
         "id",
         "incarnation",
@@ -95,11 +96,12 @@ class SimNode:
         self.snapshots_installed = 0
         self.max_epoch = 0
         self.wiped_epoch = -1
-        # What this voter held durably when its disk was lost: (log start offset, log end
-        # offset, batch bases, batch epochs). Acknowledgements it sent before the loss may still arrive and count
-        # toward a high watermark, so the majority check counts them (see invariants).
+        # What each former replica key of this node held durably when its disk was lost:
+        # key -> (log start offset, log end offset, batch bases, batch epochs).
+        # Acknowledgements sent before the loss may still arrive and count toward a high
+        # watermark, so the majority check credits them (see invariants).
+        self.ghosts: dict[ReplicaKey, Ghost] = {}
         self.self_check = True  # run the core's check_invariants after every event
-        self.ghost: tuple[int, int, list[int], list[int]] | None = None
         self.obs_role = "down"
         self.obs_epoch = 0
         self.obs_hwm = 0
@@ -112,7 +114,8 @@ class SimNode:
 
     @property
     def is_voter(self) -> bool:
-        """A voter of the (static) voter set: configured as one and never wiped."""
+        """A voter of the initial voter set: configured as one and never wiped (for the
+        current voter set under kraft.version 1 see ``Simulation.current_voters``)."""
         return self.is_voter_slot and not self.replaced
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -145,15 +148,14 @@ class SimNode:
         """The disk was replaced (the node is down): a new, empty replica with a new
         directory id."""
         assert self.core is None
-        if self.is_voter:
-            # Down, so everything still in the log is durable.
-            batches = self.log.batches()
-            self.ghost = (
-                self.log.start_offset,
-                self.log.end_offset,
-                [base for base, _n, _e, _r in batches],
-                [epoch for _b, _n, epoch, _r in batches],
-            )
+        # Down, so everything still in the log is durable.
+        batches = self.log.batches()
+        self.ghosts[self.key] = (
+            self.log.start_offset,
+            self.log.end_offset,
+            [base for base, _n, _e, _r in batches],
+            [epoch for _b, _n, epoch, _r in batches],
+        )
         self.log.wipe()
         self.quorum_state.wipe()
         self.snapshots.wipe()

@@ -22,6 +22,10 @@ Faults a nemesis can inject (weights are relative):
 * ``wipe``: crash, the disk is replaced (all storage lost), the node restarts with a new
   directory id. See ``pykraft.sim.nemesis`` for the rule that keeps this within what the
   protocol tolerates.
+* ``reassign`` (kraft.version 1): the leader is given a new target voter set (KIP-642) of
+  ``voters`` nodes drawn among the live ones, by their current replica keys; the core gets
+  there through single AddRaftVoter / RemoveRaftVoter steps. This is also how a voter whose
+  disk was wiped gets replaced (SPEC D12).
 
 ``max_down`` bounds how many nodes may be stopped (crashed, shut down, wiped) at once. The
 profiles ``crashes`` and ``disk`` keep a majority of voters up; ``chaos`` does not.
@@ -52,6 +56,10 @@ class FaultProfile:
     crash_weight: float = 0.0
     shutdown_weight: float = 0.0
     wipe_weight: float = 0.0
+    reassign_weight: float = 0.0  # kraft.version 1 only: a new target voter set (KIP-642)
+    # 0: static voters (controller.quorum.voters); 1: voters from the log, bootstrapped by a
+    # checkpoint written at format time (KIP-853), and voter changes possible.
+    kraft_version: int = 0
     # None: a minority of the voters (the quorum stays available); else an absolute bound.
     max_down: int | None = None
 
@@ -62,6 +70,8 @@ class FaultProfile:
         assert 0 <= self.latency_min_ms <= self.latency_max_ms, self
         assert 0 < self.fault_min_ms <= self.fault_max_ms, self
         assert self.nemesis_interval_ms >= 0, self
+        assert self.kraft_version in (0, 1), self
+        assert self.reassign_weight == 0 or self.kraft_version == 1, self
 
     def nemesis_weights(self) -> tuple[tuple[str, float], ...]:
         """(fault kind, weight) for every fault with a positive weight, in a fixed order."""
@@ -72,6 +82,7 @@ class FaultProfile:
             ("crash", self.crash_weight),
             ("shutdown", self.shutdown_weight),
             ("wipe", self.wipe_weight),
+            ("reassign", self.reassign_weight),
         )
         return tuple((kind, w) for kind, w in pairs if w > 0)
 
@@ -118,6 +129,15 @@ PROFILES: dict[str, FaultProfile] = {
             nemesis_interval_ms=2_500,
             crash_weight=1.0,
             wipe_weight=1.0,
+        ),
+        FaultProfile(
+            name="reconfig",
+            latency_max_ms=10,
+            nemesis_interval_ms=2_500,
+            reassign_weight=3.0,
+            crash_weight=1.0,
+            wipe_weight=0.5,
+            kraft_version=1,
         ),
         FaultProfile(
             name="chaos",

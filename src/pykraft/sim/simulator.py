@@ -37,9 +37,17 @@ from collections import deque
 from typing import Any
 
 from pykraft.raft.config import NotLeaderError, RaftConfig
+from pykraft.raft.control import voter_entries
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import REQUEST_TYPES, Inbound, Outbound, RequestFailed
+from pykraft.raft.types import Endpoint, OffsetAndEpoch
 from pykraft.raft.voters import VoterInfo, VoterSet
+from pykraft.records import (
+    kraft_version_batch,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+    voters_batch,
+)
 from pykraft.sim.config import SimConfig, SimResult, Violation
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.invariants import InvariantChecker
@@ -62,6 +70,7 @@ EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "h
 # The core's own list (requests vs responses), as a set for a fast ``type(body) in``.
 _REQUEST_TYPES = frozenset(REQUEST_TYPES)
 _FP_MASK = (1 << 64) - 1
+PORT_BASE = 9000  # node i listens on PORT_BASE + i
 # The heal phase ends by the liveness bound in simulated time; this bounds its events too,
 # in case a bug makes time stand still.
 HEAL_PHASE_EVENTS_MAX = 5_000_000
@@ -94,7 +103,19 @@ class Simulation:
             node.self_check = config.core_self_check
         self.by_id: list[SimNode | None] = [None, *self.nodes]
         # Voters named by replica key *with* directory id: a wiped disk is a new replica.
-        self.voter_set = VoterSet({n.id: VoterInfo(n.key) for n in self.nodes if n.is_voter_slot})
+        self.kraft_version = config.profile.kraft_version
+        self.voter_set = VoterSet(
+            {
+                n.id: VoterInfo(n.key, (endpoint_of(n.id),), 0, 1)
+                for n in self.nodes
+                if n.is_voter_slot
+            }
+        )
+        self._bootstrap_servers: tuple[Endpoint, ...] = ()
+        if self.kraft_version == 1:
+            self._bootstrap_servers = tuple(endpoint_of(n.id) for n in self.nodes)
+            for node in self.nodes:
+                format_bootstrap(node, self.voter_set)
         self.raft_config = RaftConfig(
             election_timeout_ms=config.election_timeout_ms,
             fetch_timeout_ms=config.fetch_timeout_ms,
@@ -152,11 +173,45 @@ class Simulation:
 
     # -- node lifecycle ------------------------------------------------------------------------
 
+    def current_voters(self) -> VoterSet:
+        """The voter set as the live leader of the highest epoch sees it (the latest one,
+        committed or not); without a live leader, the latest any live node knows of."""
+        best: tuple[int, int, VoterSet] | None = None
+        for node in self.nodes:
+            core = node.core
+            if core is None:
+                continue
+            rank = (core.epoch, 1 if node.obs_role == LEADER else 0)
+            if best is None or rank > best[:2]:
+                best = (*rank, core.voters)
+        return self.voter_set if best is None else best[2]
+
+    def leader(self) -> SimNode | None:
+        """The live leader of the highest epoch, if any."""
+        leaders = [n for n in self.nodes if n.core is not None and n.obs_role == LEADER]
+        return max(leaders, key=lambda n: n.obs_epoch) if leaders else None
+
+    def set_target_voters(self, leader: SimNode, nodes: list[SimNode]) -> bool:
+        """KIP-642 on ``leader``: reach a voter set of ``nodes`` (their current keys)."""
+        core = leader.core
+        assert core is not None
+        target = [VoterInfo(n.key, (endpoint_of(n.id),), 0, 1) for n in nodes]
+        try:
+            core.set_target_voters(target, self.now_ms)
+        except NotLeaderError:
+            return False
+        self._after(leader)
+        return True
+
     def _make_core(self, node: SimNode) -> RaftCore:
         return RaftCore(
             config=self.raft_config,
             local_key=node.key,
-            voters=self.voter_set,
+            voters=self.voter_set if self.kraft_version == 0 else None,
+            endpoints=(endpoint_of(node.id),),
+            # Every node is a controller: the bootstrap servers list them all, so a replica
+            # removed from the voter set can still find the leader (D8).
+            bootstrap_servers=self._bootstrap_servers,
             log=node.log,
             quorum_state=node.quorum_state,
             snapshots=node.snapshots,
@@ -227,6 +282,8 @@ class Simulation:
             if self._expiry and self._expiry[0][0] <= now_ms:
                 self._expire_outstanding(now_ms)
             self._outstanding[tid] = (node.id, node.incarnation, out.request_id, dst)
+            if dst < 0 and out.endpoint is not None:
+                dst = out.endpoint.port - PORT_BASE  # a bootstrap server (D8)
             self._expiry.append((now_ms + self.config.request_timeout_ms, tid))
             target = self.by_id[dst] if 0 < dst < len(self.by_id) else None
             if target is None or target.core is None:
@@ -493,6 +550,13 @@ class Simulation:
     def _finish(self) -> None:
         self.stats.finish(self.now_ms, self.checker.checks)
         result = self.result
+        voters = self.current_voters()
+        result.final_voters = ",".join(str(i) for i in sorted(voters.ids))
+        leader = self.leader()
+        if leader is not None and leader.core is not None and self.kraft_version == 1:
+            # Bootstrap entry (offset -1) excluded.
+            entries = leader.core.voter_history.entries
+            result.voter_changes = sum(1 for offset, _v in entries if offset >= 0)
         fp = (self._fingerprint ^ (self.history.end_offset << 20) ^ result.max_epoch) & _FP_MASK
         result.fingerprint = f"{fp:016x}"
 
@@ -511,6 +575,25 @@ class Simulation:
             where = f"node {node_id}" if node_id else "cluster"
             lines.append(f"t={at_ms} #{index} {EVENT_NAMES[kind]} {where} {detail}".rstrip())
         return lines
+
+
+def endpoint_of(node_id: int) -> Endpoint:
+    """Node ``i`` listens on port ``PORT_BASE + i`` (the simulator routes by it)."""
+    return Endpoint("CONTROLLER", f"node{node_id}", PORT_BASE + node_id)
+
+
+def format_bootstrap(node: SimNode, voters: VoterSet) -> None:
+    """``storage format --initial-controllers``: the bootstrap checkpoint ``0-0`` with
+    kraft.version 1 and the initial voter set (D3)."""
+    parts = [
+        snapshot_header_batch(0, 0, 0, -1),
+        kraft_version_batch(1, 0, 0, 1),
+        voters_batch(2, 0, 0, voter_entries(voters)),
+        snapshot_footer_batch(3, 0, 0),
+    ]
+    writer = node.snapshots.create(OffsetAndEpoch(0, 0))
+    writer.append(b"".join(parts))
+    writer.freeze()
 
 
 def run(config: SimConfig, trace: TraceWriter | None = None) -> SimResult:
