@@ -81,5 +81,12 @@ def test_bad_profile_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> Non
 def test_profiles_lists_every_profile(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "profiles"]) == 0
     out = capsys.readouterr().out
-    for name in ("none", "lossy", "partitions", "crashes", "disk", "chaos"):
+    for name in ("none", "lossy", "partitions", "crashes", "disk", "reconfig", "chaos"):
         assert name in out
+
+
+def test_default_sweep_profiles_are_all_profiles() -> None:
+    from pykraft.cli.sim import _DEFAULT_PROFILES
+    from pykraft.sim import PROFILES
+
+    assert _DEFAULT_PROFILES.split(",") == list(PROFILES)

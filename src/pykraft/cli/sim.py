@@ -17,7 +17,8 @@ import argparse
 import sys
 from typing import Any
 
-_DEFAULT_PROFILES = "none,lossy,partitions,crashes,disk,chaos"
+# Every profile of pykraft.sim.profiles.PROFILES (kept in step by tests/sim/test_cli_sim.py).
+_DEFAULT_PROFILES = "none,lossy,partitions,crashes,disk,reconfig,chaos"
 
 
 def register(sub: Any) -> None:
