@@ -21,6 +21,11 @@ Theory of operation.
   been cut), and anything addressed to a previous incarnation of a node is dropped. The core
   times its own requests out; the transport only adds a fast ``RequestFailed`` for a
   destination that is down (connection refused).
+* **Voters.** Voters are named by replica key with a directory id, so a wiped disk is a new
+  replica (KIP-853). Profiles with ``kraft_version == 1`` format every node with a bootstrap
+  checkpoint (kraft.version 1 + the initial voters, D3), start the cores without a static
+  voter set, list every node as a bootstrap server (D8), and may change the voter set
+  (``reassign``: KIP-642 through AddRaftVoter / RemoveRaftVoter steps).
 * **Phases.** The fault phase processes ``config.events`` events with the nemesis active.
   Then the heal phase: every fault heals, every stopped node restarts, the network stops
   losing messages, and within ``config.liveness_bound_ms`` a leader must be elected, a
