@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pykraft.raft.voters import VoterSet
 from pykraft.sim.profiles import FaultProfile
 
 if TYPE_CHECKING:
@@ -154,27 +155,24 @@ class Nemesis:
 
     def _stop(self, kind: str) -> ActiveFault | None:
         sim = self._sim
-        voters = sim.current_voters()
-        minority = (len(voters) - 1) // 2
-        limit = minority if self.profile.max_down is None else self.profile.max_down
         by_id = {n.id: n for n in sim.nodes}
-        # Voters not available: down now, or wiped (their replica key is gone for good until
-        # a voter change replaces it).
-        unavailable = sum(
-            1
-            for key in voters.keys
-            if key.id not in by_id or not by_id[key.id].up or by_id[key.id].key != key
-        )
+        # Per known voter set: (its voters, how many are unavailable now (down, or wiped:
+        # their replica key is gone until a voter change replaces it), its minority).
+        budgets: list[tuple[VoterSet, int, int]] = []
+        for voters in sim.known_voter_sets():
+            unavailable = sum(
+                1
+                for key in voters.keys
+                if key.id not in by_id or not by_id[key.id].up or by_id[key.id].key != key
+            )
+            budgets.append((voters, unavailable, (len(voters) - 1) // 2))
         candidates: list[SimNode] = []
         for n in sim.nodes:
-            if not n.up:
-                continue
-            if voters.is_voter(n.key):
-                if unavailable >= limit:
-                    continue
-                if kind == "wipe" and unavailable >= minority:
-                    continue  # never lose the disks of a majority, whatever max_down says
-            candidates.append(n)
+            if n.up and all(
+                self._can_spare(voters, unavailable, minority, n, kind)
+                for voters, unavailable, minority in budgets
+            ):
+                candidates.append(n)
         if not candidates:
             return None
         node = candidates[int(self._rng.random() * len(candidates))]
@@ -190,6 +188,17 @@ class Nemesis:
                 sim.restart_node(node)
 
         return self._new(kind, [node.id], undo)
+
+    def _can_spare(
+        self, voters: VoterSet, unavailable: int, minority: int, node: SimNode, kind: str
+    ) -> bool:
+        if not voters.is_voter(node.key):
+            return True  # observers count toward no majority
+        limit = minority if self.profile.max_down is None else self.profile.max_down
+        if unavailable >= limit:
+            return False
+        # Never lose the disks of a majority, whatever max_down says.
+        return kind != "wipe" or unavailable < minority
 
     def _reassign(self, kind: str) -> ActiveFault | None:
         """KIP-642: give the leader a new target voter set of ``voters`` live nodes (by their

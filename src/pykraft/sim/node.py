@@ -146,7 +146,8 @@ class SimNode:
 
     def wipe(self) -> None:
         """The disk was replaced (the node is down): a new, empty replica with a new
-        directory id."""
+        directory id. Under kraft.version 1 the simulator then formats it again with
+        ``format_blank`` (``--no-initial-controllers``)."""
         assert self.core is None
         # Down, so everything still in the log is durable.
         batches = self.log.batches()

@@ -180,16 +180,27 @@ class Simulation:
 
     def current_voters(self) -> VoterSet:
         """The voter set as the live leader of the highest epoch sees it (the latest one,
-        committed or not); without a live leader, the latest any live node knows of."""
+        committed or not); without a live leader, the latest a live node of the highest
+        epoch knows of (an empty, unknown set never counts)."""
         best: tuple[int, int, VoterSet] | None = None
         for node in self.nodes:
             core = node.core
-            if core is None:
+            if core is None or not len(core.voters.voters):
                 continue
             rank = (core.epoch, 1 if node.obs_role == LEADER else 0)
             if best is None or rank > best[:2]:
                 best = (*rank, core.voters)
         return self.voter_set if best is None else best[2]
+
+    def known_voter_sets(self) -> list[VoterSet]:
+        """Every distinct voter set a live node holds (and the initial one under kraft.version
+        0); the nemesis stops a voter only if every one of them can spare it."""
+        sets: list[VoterSet] = [self.voter_set] if self.kraft_version == 0 else []
+        for node in self.nodes:
+            core = node.core
+            if core is not None and len(core.voters.voters) and core.voters not in sets:
+                sets.append(core.voters)
+        return sets or [self.voter_set]
 
     def leader(self) -> SimNode | None:
         """The live leader of the highest epoch, if any."""
@@ -240,6 +251,8 @@ class Simulation:
         self._after(node)
 
     def restart_node(self, node: SimNode) -> None:
+        if self.kraft_version == 1 and node.snapshots.latest() is None:
+            format_bootstrap(node, None)  # its disk was replaced: format it again
         self.start_node(node)
 
     def crash_node(self, node: SimNode) -> None:
@@ -587,15 +600,14 @@ def endpoint_of(node_id: int) -> Endpoint:
     return Endpoint("CONTROLLER", f"node{node_id}", PORT_BASE + node_id)
 
 
-def format_bootstrap(node: SimNode, voters: VoterSet) -> None:
+def format_bootstrap(node: SimNode, voters: VoterSet | None) -> None:
     """``storage format --initial-controllers``: the bootstrap checkpoint ``0-0`` with
-    kraft.version 1 and the initial voter set (D3)."""
-    parts = [
-        snapshot_header_batch(0, 0, 0, -1),
-        kraft_version_batch(1, 0, 0, 1),
-        voters_batch(2, 0, 0, voter_entries(voters)),
-        snapshot_footer_batch(3, 0, 0),
-    ]
+    kraft.version 1 and the initial voter set (D3); with ``voters`` None,
+    ``--no-initial-controllers`` (a replaced disk: the node joins as an observer)."""
+    parts = [snapshot_header_batch(0, 0, 0, -1), kraft_version_batch(1, 0, 0, 1)]
+    if voters is not None:
+        parts.append(voters_batch(2, 0, 0, voter_entries(voters)))
+    parts.append(snapshot_footer_batch(len(parts), 0, 0))
     writer = node.snapshots.create(OffsetAndEpoch(0, 0))
     writer.append(b"".join(parts))
     writer.freeze()
