@@ -7,14 +7,15 @@ no eligible target) is skipped and counted as ``skipped_<kind>``.
 Bounds (kept so that a run tests safety under faults the protocol must tolerate):
 
 * Stopped nodes: crash, shutdown and wipe stop a node; at most ``profile.max_down`` voters,
-  or by default a minority of the current voter set ((voters - 1) // 2), are unavailable
-  (down, or wiped) at once. Observers are never limited (they count toward no majority).
+  or by default a minority ((voters - 1) // 2), are unavailable (down, or wiped) at once,
+  in *every* voter set a live node holds (during a voter change two sets are in play).
+  Observers are never limited (they count toward no majority).
 * **The disk-wipe rule.** A wiped node comes back as a *new replica* with a new directory id
   (KIP-853, SPEC D1): the voter set names every voter by replica key *with* its directory
   id, so the new replica is not a voter: it cannot vote (INVALID_VOTER_KEY, D7) and its empty
   log is never counted toward a high watermark. Raft tolerates the permanent loss of a
-  minority of voters, so a voter is wiped only while fewer than a minority of the current
-  voters are unavailable (down or wiped), whatever ``max_down`` says. Under kraft.version 0
+  minority of voters, so a voter is wiped only while fewer than a minority of the voters
+  (of every voter set a live node holds) are unavailable, whatever ``max_down`` says. Under kraft.version 0
   a wiped voter stays unavailable for good; under kraft.version 1 a ``reassign`` replaces
   it. Observers may be wiped any number of times. Wiping a voter in place as the *same*
   replica (kraft.version 0 without directory ids) is not injected: its lost vote and log
