@@ -135,6 +135,7 @@ PROFILES: dict[str, FaultProfile] = {
             latency_max_ms=10,
             nemesis_interval_ms=2_500,
             reassign_weight=3.0,
+            partition_weight=1.0,
             crash_weight=1.0,
             wipe_weight=0.5,
             kraft_version=1,
