@@ -42,17 +42,11 @@ from collections import deque
 from typing import Any
 
 from pykraft.raft.config import NotLeaderError, RaftConfig
-from pykraft.raft.control import voter_entries
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import REQUEST_TYPES, Inbound, Outbound, RequestFailed
-from pykraft.raft.types import Endpoint, OffsetAndEpoch
+from pykraft.raft.types import Endpoint
 from pykraft.raft.voters import VoterInfo, VoterSet
-from pykraft.records import (
-    kraft_version_batch,
-    snapshot_footer_batch,
-    snapshot_header_batch,
-    voters_batch,
-)
+from pykraft.sim.bootstrap import PORT_BASE, endpoint_of, format_bootstrap
 from pykraft.sim.config import SimConfig, SimResult, Violation
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.invariants import InvariantChecker
@@ -75,7 +69,6 @@ EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "h
 # The core's own list (requests vs responses), as a set for a fast ``type(body) in``.
 _REQUEST_TYPES = frozenset(REQUEST_TYPES)
 _FP_MASK = (1 << 64) - 1
-PORT_BASE = 9000  # node i listens on PORT_BASE + i
 # The heal phase ends by the liveness bound in simulated time; this bounds its events too,
 # in case a bug makes time stand still.
 HEAL_PHASE_EVENTS_MAX = 5_000_000
@@ -593,24 +586,6 @@ class Simulation:
             where = f"node {node_id}" if node_id else "cluster"
             lines.append(f"t={at_ms} #{index} {EVENT_NAMES[kind]} {where} {detail}".rstrip())
         return lines
-
-
-def endpoint_of(node_id: int) -> Endpoint:
-    """Node ``i`` listens on port ``PORT_BASE + i`` (the simulator routes by it)."""
-    return Endpoint("CONTROLLER", f"node{node_id}", PORT_BASE + node_id)
-
-
-def format_bootstrap(node: SimNode, voters: VoterSet | None) -> None:
-    """``storage format --initial-controllers``: the bootstrap checkpoint ``0-0`` with
-    kraft.version 1 and the initial voter set (D3); with ``voters`` None,
-    ``--no-initial-controllers`` (a replaced disk: the node joins as an observer)."""
-    parts = [snapshot_header_batch(0, 0, 0, -1), kraft_version_batch(1, 0, 0, 1)]
-    if voters is not None:
-        parts.append(voters_batch(2, 0, 0, voter_entries(voters)))
-    parts.append(snapshot_footer_batch(len(parts), 0, 0))
-    writer = node.snapshots.create(OffsetAndEpoch(0, 0))
-    writer.append(b"".join(parts))
-    writer.freeze()
 
 
 def run(config: SimConfig, trace: TraceWriter | None = None) -> SimResult:

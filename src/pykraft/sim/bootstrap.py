@@ -1,0 +1,38 @@
+"""How the simulated nodes are addressed and formatted (kraft.version 1, SPEC D3 / D8).
+
+Node ``i`` listens on ``PORT_BASE + i``: the simulator routes a request addressed to a
+bootstrap server (a negative destination id with ``Outbound.endpoint``) by that port.
+"""
+
+from __future__ import annotations
+
+from pykraft.raft.control import voter_entries
+from pykraft.raft.types import Endpoint, OffsetAndEpoch
+from pykraft.raft.voters import VoterSet
+from pykraft.records import (
+    kraft_version_batch,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+    voters_batch,
+)
+from pykraft.sim.node import SimNode
+
+PORT_BASE = 9000  # node i listens on PORT_BASE + i
+
+
+def endpoint_of(node_id: int) -> Endpoint:
+    """Node ``i`` listens on port ``PORT_BASE + i`` (the simulator routes by it)."""
+    return Endpoint("CONTROLLER", f"node{node_id}", PORT_BASE + node_id)
+
+
+def format_bootstrap(node: SimNode, voters: VoterSet | None) -> None:
+    """``storage format --initial-controllers``: the bootstrap checkpoint ``0-0`` with
+    kraft.version 1 and the initial voter set (D3); with ``voters`` None,
+    ``--no-initial-controllers`` (a replaced disk: the node joins as an observer)."""
+    parts = [snapshot_header_batch(0, 0, 0, -1), kraft_version_batch(1, 0, 0, 1)]
+    if voters is not None:
+        parts.append(voters_batch(2, 0, 0, voter_entries(voters)))
+    parts.append(snapshot_footer_batch(len(parts), 0, 0))
+    writer = node.snapshots.create(OffsetAndEpoch(0, 0))
+    writer.append(b"".join(parts))
+    writer.freeze()
