@@ -7,34 +7,22 @@ Theory of operation. The driver feeds inputs -- ``step`` (a request or response 
 
 Inside, every input ends with ``_drive(now)``: fire the timers of the current role (which may
 change role through ``QuorumState``), then send whatever requests the role needs and does not
-have in flight. Requests are tracked by id; a transition forgets them all, so a response to a
-request sent in an older role, epoch or generation is dropped as stale (B12). Replication
-(Fetch, FetchSnapshot, the high watermark) lives in ``replication.py``; elections, the
-epoch-changing requests (Vote, BeginQuorumEpoch, EndQuorumEpoch) and the role timers live in
-``elections.py``.
+have in flight. Requests are tracked by id (``requests.py``, Kafka's RequestManager); a
+transition forgets them all, so a response to a request sent in an older role, epoch or
+generation is dropped as stale (B12). ``dispatch.py`` routes each message to its handler.
+Replication (Fetch, FetchSnapshot, the high watermark) lives in ``replication.py``; elections,
+the epoch-changing requests (Vote, BeginQuorumEpoch, EndQuorumEpoch) and the role timers live
+in ``elections.py``; which messages wait for the flush, in ``outputs.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.raft import (
-    admin,
-    describe,
-    elections,
-    membership,
-    reassignment,
-    replication,
-)
-from pykraft.raft.config import (
-    IllegalStateError,
-    InvalidSnapshotError,
-    NotLeaderError,
-    RaftConfig,
-)
+from pykraft.raft import admin, describe, dispatch, elections, membership, reassignment, replication
+from pykraft.raft.config import IllegalStateError, InvalidSnapshotError, NotLeaderError, RaftConfig
 from pykraft.raft.control import ControlState, LogHistory
 from pykraft.raft.interfaces import (
     LeaderAndEpoch,
@@ -46,34 +34,17 @@ from pykraft.raft.interfaces import (
     SnapshotStore,
 )
 from pykraft.raft.messages import (
-    AddRaftVoterRequest,
-    AddRaftVoterResponse,
     AnyRequest,
     AnyResponse,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
-    DescribeQuorumRequest,
     DescribeQuorumResponse,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
-    FetchRequest,
-    FetchResponse,
-    FetchSnapshotRequest,
-    FetchSnapshotResponse,
     Inbound,
     Outbound,
-    RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse,
     RequestFailed,
-    UpdateFeaturesRequest,
-    UpdateRaftVoterRequest,
-    UpdateRaftVoterResponse,
     VoteRequest,
-    VoteResponse,
     is_request,
 )
+from pykraft.raft.outputs import split_at_flush
+from pykraft.raft.requests import RequestManager, SentRequest
 from pykraft.raft.roles import (
     Candidate,
     Follower,
@@ -88,55 +59,20 @@ from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 
 _MAX_TIMER_ROUNDS = 8  # bound on role changes fired by one input (each needs a new timer)
-# Messages that tell a peer our log end offset as something it may count (a Fetch's fetch
-# offset toward the leader's high watermark, a Vote request's last offset): they wait for
-# the flush (``Ready.messages_after_flush``). Everything else may leave before it.
-_FLUSH_GATED = (FetchRequest, VoteRequest)
-
-
-def _split_at_flush(out: list[Outbound]) -> tuple[list[Outbound], list[Outbound]]:
-    """(may leave now, must wait for the flush). Order per destination is kept: whatever
-    follows a held message to the same destination is held too (a follower's auto-join
-    AddRaftVoter must not overtake its Fetch on the in-order connection to the leader, or
-    the answer to the Fetch would queue behind an answer that waits for that Fetch)."""
-    now: list[Outbound] = []
-    later: list[Outbound] = []
-    held: set[int] = set()
-    for m in out:
-        if m.dst in held or isinstance(m.body, _FLUSH_GATED):
-            held.add(m.dst)
-            later.append(m)
-        else:
-            now.append(m)
-    return now, later
-
-
-@dataclass(slots=True)
-class SentRequest:
-    """A request in flight. Invariant: present in ``_inflight`` until answered, failed, timed
-    out, or forgotten by a transition."""
-
-    dst: int
-    kind: str  # "vote" | "begin" | "end" | "fetch" | "snapshot"
-    deadline_ms: int
-    pre_vote: bool = False
 
 
 class RaftCore:
     """One KRaft replica. See the module docstring and docs/CONTRACTS.md."""
 
     __slots__ = (
-        "_backoff",
-        "_busy",
         "_completed",
         "_hwm_dirty",
-        "_inflight",
         "_must_flush",
         "_next_op_id",
-        "_next_request_id",
         "_notified",
         "_out",
         "_qs",
+        "_requests",
         "_snapshot_loaded",
         "bootstrap_cursor",
         "bootstrap_servers",
@@ -214,10 +150,7 @@ class RaftCore:
         self._hwm_dirty = False
         self._snapshot_loaded: OffsetAndEpoch | None = None
         self._notified: LeaderAndEpoch | None = None
-        self._inflight: dict[int, SentRequest] = {}
-        self._busy: dict[tuple[int, str], int] = {}  # (dst, kind) -> request id in flight
-        self._backoff: dict[tuple[int, str], int] = {}  # (dst, kind) -> earliest retry
-        self._next_request_id = 1
+        self._requests = RequestManager()
         self.fetch_request_id: int | None = None  # the one Fetch/FetchSnapshot in flight
         self.fetch_retry_at_ms = 0
         self.bootstrap_cursor = 0
@@ -300,14 +233,13 @@ class RaftCore:
         if isinstance(message, RequestFailed):
             self._request_failed(message.request_id, now_ms)
         elif is_request(message.body):
-            self._on_request(message.src, message.request_id, message.body, now_ms)
+            dispatch.on_request(self, message.src, message.request_id, message.body, now_ms)
         else:
             self._on_response(message.src, message.request_id, message.body, now_ms)
         self._drive(now_ms)
 
     def poll(self, now_ms: int) -> None:
-        expired = [rid for rid, r in self._inflight.items() if r.deadline_ms <= now_ms]
-        for rid in expired:
+        for rid in self._requests.expired(now_ms):
             self._request_failed(rid, now_ms)
         replication.expire_purgatory(self, now_ms)
         self._drive(now_ms)
@@ -397,7 +329,7 @@ class RaftCore:
         must_flush = self._must_flush or self.log.flushed_offset < self.log.end_offset
         out, after_flush = self._out, list[Outbound]()
         if must_flush:
-            out, after_flush = _split_at_flush(self._out)
+            out, after_flush = split_at_flush(self._out)
         ready = Ready(
             must_flush=must_flush,
             messages=out,
@@ -428,14 +360,9 @@ class RaftCore:
         return current
 
     def _next_deadline_ms(self, now_ms: int) -> int:
-        deadline = elections.role_deadline(self._qs.role)
-        for r in self._inflight.values():
-            deadline = min(deadline, r.deadline_ms)
+        deadline = self._requests.next_deadline_ms(elections.role_deadline(self._qs.role), now_ms)
         for parked in self.purgatory.values():
             deadline = min(deadline, parked.deadline_ms)
-        for at in self._backoff.values():
-            if at > now_ms:
-                deadline = min(deadline, at)
         if self.fetch_retry_at_ms > now_ms:
             deadline = min(deadline, self.fetch_retry_at_ms)
         if self.voter_change is not None:
@@ -454,12 +381,9 @@ class RaftCore:
         *,
         timeout_ms: int | None = None,
     ) -> int:
-        rid = self._next_request_id
-        self._next_request_id += 1
         pre_vote = isinstance(body, VoteRequest) and body.pre_vote
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        self._inflight[rid] = SentRequest(dst, kind, now_ms + timeout, pre_vote)
-        self._busy[(dst, kind)] = rid
+        rid = self._requests.track(dst, kind, now_ms + timeout, pre_vote)
         self._out.append(Outbound(dst, rid, body, endpoint))
         return rid
 
@@ -554,67 +478,33 @@ class RaftCore:
 
     # -- request dispatch -----------------------------------------------------------------
 
-    def _on_request(self, src: int, rid: int, body: AnyRequest, now_ms: int) -> None:
-        if isinstance(body, FetchRequest):
-            replication.handle_fetch_request(self, src, rid, body, now_ms)
-        elif isinstance(body, FetchSnapshotRequest):
-            replication.handle_fetch_snapshot_request(self, src, rid, body, now_ms)
-        elif isinstance(body, VoteRequest):
-            self.respond(src, rid, elections.handle_vote(self, body, now_ms))
-        elif isinstance(body, BeginQuorumEpochRequest):
-            self.respond(src, rid, elections.handle_begin(self, body, now_ms))
-        elif isinstance(body, EndQuorumEpochRequest):
-            self.respond(src, rid, elections.handle_end(self, body, now_ms))
-        elif isinstance(body, UpdateRaftVoterRequest):
-            self.respond(src, rid, membership.handle_update_voter(self, body, now_ms))
-        elif isinstance(body, ApiVersionsRequest):
-            self.respond(src, rid, ApiVersionsResponse(ErrorCode.none, self.config.kraft_versions))
-        elif isinstance(body, DescribeQuorumRequest):
-            self.respond(src, rid, describe.describe_quorum(self, now_ms))
-        elif isinstance(body, AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest):
-            membership.handle_admin_request(self, src, rid, body, now_ms)
-
     def _on_response(self, src: int, rid: int, body: AnyResponse, now_ms: int) -> None:
-        req = self._inflight.get(rid)
+        req = self._requests.inflight.get(rid)
         # Stale: sent before a transition, never sent by us, or answered by another node than
         # the one asked (B12). Bootstrap servers (negative ids, D8) may answer as any node.
         if req is None or (req.dst >= 0 and req.dst != src):
             return
-        del self._inflight[rid]
-        self._release(rid, req)
-        if isinstance(body, FetchResponse):
-            replication.handle_fetch_response(self, src, body, now_ms)
-        elif isinstance(body, FetchSnapshotResponse):
-            replication.handle_fetch_snapshot_response(self, src, body, now_ms)
-        elif isinstance(body, VoteResponse):
-            elections.handle_vote_response(self, src, req, body, now_ms)
-        elif isinstance(body, BeginQuorumEpochResponse | EndQuorumEpochResponse):
-            elections.handle_begin_end_response(self, src, req, body, now_ms)
-        elif isinstance(body, ApiVersionsResponse):
-            membership.handle_api_versions_response(self, rid, body, now_ms)
-        elif isinstance(
-            body, UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse
-        ):
-            membership.handle_follower_response(self, src, req.kind, body, now_ms)
+        self._release(rid)
+        dispatch.on_response(self, src, rid, req, body, now_ms)
 
-    def _release(self, rid: int, req: SentRequest) -> None:
-        if self._busy.get((req.dst, req.kind)) == rid:
-            del self._busy[(req.dst, req.kind)]
-        if self.fetch_request_id == rid:
+    def _release(self, rid: int) -> SentRequest | None:
+        """Stop tracking ``rid``; None when it was not in flight."""
+        req = self._requests.pop(rid)
+        if req is not None and self.fetch_request_id == rid:
             self.fetch_request_id = None
+        return req
 
     def _request_failed(self, rid: int, now_ms: int) -> None:
-        req = self._inflight.pop(rid, None)
+        req = self._release(rid)
         if req is None:
             return
-        self._release(rid, req)
         if req.kind == "api_versions":
             membership.probe_failed(self, rid)
         retry_at = now_ms + self.config.retry_backoff_ms
         if req.kind in ("fetch", "snapshot"):
             self.fetch_retry_at_ms = retry_at
         else:
-            self._backoff[(req.dst, req.kind)] = retry_at
+            self._requests.backoff(req.dst, req.kind, retry_at)
 
     def backoff_fetch(self, now_ms: int) -> None:
         self.fetch_retry_at_ms = now_ms + self.config.retry_backoff_ms
@@ -649,20 +539,18 @@ class RaftCore:
                 membership.send_follower_requests(self, role, now_ms)
 
     def can_send(self, dst: int, kind: str, now_ms: int) -> bool:
-        return (dst, kind) not in self._busy and self._backoff.get((dst, kind), 0) <= now_ms
+        return self._requests.can_send(dst, kind, now_ms)
 
     def backoff(self, dst: int, kind: str, now_ms: int, delay_ms: int | None = None) -> None:
         """Do not send ``kind`` to ``dst`` again before the retry backoff (or ``delay_ms``)."""
         delay = self.config.retry_backoff_ms if delay_ms is None else delay_ms
-        self._backoff[(dst, kind)] = now_ms + delay
+        self._requests.backoff(dst, kind, now_ms + delay)
 
     # -- transitions ------------------------------------------------------------------------
 
     def _on_transition(self, old: Role, new: Role) -> None:
         # Kafka's RequestManager reset: answers to anything sent before are now stale.
-        self._inflight.clear()
-        self._busy.clear()
-        self._backoff.clear()
+        self._requests.clear()
         self.fetch_request_id = None
         self.fetch_retry_at_ms = 0
         if isinstance(old, Leader):

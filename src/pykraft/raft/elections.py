@@ -41,7 +41,8 @@ from pykraft.raft.roles import (
 from pykraft.raft.types import NO_LEADER, Endpoint, ReplicaKey
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore, SentRequest
+    from pykraft.raft.core import RaftCore
+    from pykraft.raft.requests import SentRequest
 
 RETRY_BACKOFF_BASE_MS = 100  # Kafka's base for the candidate's exponential backoff
 

@@ -1,0 +1,82 @@
+"""Which handler serves which message: the core's request and response routing.
+
+``RaftCore.step`` hands every request here, and every response that answers a request still
+in flight (stale ones are dropped before, B12). The handlers live with their concern:
+replication (Fetch, FetchSnapshot), elections (Vote, BeginQuorumEpoch, EndQuorumEpoch),
+membership (KIP-853 and UpdateFeatures) and describe (DescribeQuorum).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft import describe, elections, membership, replication
+from pykraft.raft.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    AnyRequest,
+    AnyResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    DescribeQuorumRequest,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+    UpdateFeaturesRequest,
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse,
+    VoteRequest,
+    VoteResponse,
+)
+
+if TYPE_CHECKING:
+    from pykraft.raft.core import RaftCore
+    from pykraft.raft.requests import SentRequest
+
+
+def on_request(core: RaftCore, src: int, rid: int, body: AnyRequest, now_ms: int) -> None:
+    if isinstance(body, FetchRequest):
+        replication.handle_fetch_request(core, src, rid, body, now_ms)
+    elif isinstance(body, FetchSnapshotRequest):
+        replication.handle_fetch_snapshot_request(core, src, rid, body, now_ms)
+    elif isinstance(body, VoteRequest):
+        core.respond(src, rid, elections.handle_vote(core, body, now_ms))
+    elif isinstance(body, BeginQuorumEpochRequest):
+        core.respond(src, rid, elections.handle_begin(core, body, now_ms))
+    elif isinstance(body, EndQuorumEpochRequest):
+        core.respond(src, rid, elections.handle_end(core, body, now_ms))
+    elif isinstance(body, UpdateRaftVoterRequest):
+        core.respond(src, rid, membership.handle_update_voter(core, body, now_ms))
+    elif isinstance(body, ApiVersionsRequest):
+        core.respond(src, rid, ApiVersionsResponse(ErrorCode.none, core.config.kraft_versions))
+    elif isinstance(body, DescribeQuorumRequest):
+        core.respond(src, rid, describe.describe_quorum(core, now_ms))
+    elif isinstance(body, AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest):
+        membership.handle_admin_request(core, src, rid, body, now_ms)
+
+
+def on_response(
+    core: RaftCore, src: int, rid: int, req: SentRequest, body: AnyResponse, now_ms: int
+) -> None:
+    """``body`` answers ``req`` (request id ``rid``), which is no longer in flight."""
+    if isinstance(body, FetchResponse):
+        replication.handle_fetch_response(core, src, body, now_ms)
+    elif isinstance(body, FetchSnapshotResponse):
+        replication.handle_fetch_snapshot_response(core, src, body, now_ms)
+    elif isinstance(body, VoteResponse):
+        elections.handle_vote_response(core, src, req, body, now_ms)
+    elif isinstance(body, BeginQuorumEpochResponse | EndQuorumEpochResponse):
+        elections.handle_begin_end_response(core, src, req, body, now_ms)
+    elif isinstance(body, ApiVersionsResponse):
+        membership.handle_api_versions_response(core, rid, body, now_ms)
+    elif isinstance(body, UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse):
+        membership.handle_follower_response(core, src, req.kind, body, now_ms)
