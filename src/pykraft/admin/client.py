@@ -41,7 +41,6 @@ import kio.schema.remove_raft_voter.v0.request as remove_v0
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.net.client import Connection
-from pykraft.net.convert import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.convert_voters import FEATURE_APIS, KRAFT_VERSION_FEATURE
 from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol import KRAFT_APIS, ApiKey, ErrorCode, ProtocolError
@@ -310,9 +309,7 @@ class AdminClient:
         from pykraft.node.describe import describe_quorum_request
 
         async def call(address: tuple[str, int]) -> tuple[Any, Any]:
-            m = await self._send(
-                address, lambda v: _at_version(describe_quorum_request(), v), ApiKey.DESCRIBE_QUORUM
-            )
+            m = await self._send(address, describe_quorum_request, ApiKey.DESCRIBE_QUORUM)
             top = ErrorCode(m.error_code)
             if top != ErrorCode.none:
                 if top in _RETRIABLE:
@@ -456,25 +453,6 @@ class AdminClient:
 
 def _module(package: str, version: int) -> Any:
     return importlib.import_module(f"kio.schema.{package}.v{version}.request")
-
-
-def _at_version(request: RequestPayload, version: int) -> RequestPayload:
-    """The DescribeQuorum v2 request re-expressed at ``version`` (same fields in 0-2)."""
-    if version == 2:
-        return request
-    mod = _module("describe_quorum", version)
-    from kio.schema.types import TopicName
-    from kio.static.primitive import i32
-
-    built: RequestPayload = mod.DescribeQuorumRequest(
-        topics=(
-            mod.TopicData(
-                topic_name=TopicName(METADATA_TOPIC),
-                partitions=(mod.PartitionData(partition_index=i32(METADATA_PARTITION)),),
-            ),
-        )
-    )
-    return built
 
 
 def _describe_cluster_request(version: int, endpoint_type: int) -> RequestPayload:

@@ -18,6 +18,8 @@ import asyncio
 import sys
 from typing import Any
 
+from pykraft.cli._common import add_timeout_ms, command_group
+
 KRAFT_VERSION = "kraft.version"
 
 
@@ -34,20 +36,11 @@ def _where(parser: argparse.ArgumentParser, *, default: object) -> None:
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
-        "features", help="upgrade kraft.version (kafka-features)"
+    parser, commands = command_group(
+        sub, "features", help="upgrade kraft.version (kafka-features)", dest="features_command"
     )
     _where(parser, default=None)
-    parser.add_argument(
-        "--timeout-ms", type=int, default=30_000, help="bound on the whole call (default 30000)"
-    )
-
-    def usage(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    parser.set_defaults(func=usage)
-    commands = parser.add_subparsers(dest="features_command", metavar="COMMAND")
+    add_timeout_ms(parser)
     upgrade = commands.add_parser("upgrade", help="upgrade a feature's finalized version")
     _where(upgrade, default=argparse.SUPPRESS)  # accepted after the command too
     upgrade.add_argument(

@@ -20,28 +20,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pykraft.cli._common import command_group
+
 STATUS_INTERVAL_S = 1.0
 STOP_TIMEOUT_S = 15
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
-        "local", help="run a local quorum for development"
+    _, commands = command_group(
+        sub, "local", help="run a local quorum for development", dest="local_command"
     )
-
-    def usage(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    parser.set_defaults(func=usage)
-    commands = parser.add_subparsers(dest="local_command", metavar="COMMAND")
     up = commands.add_parser("up", help="format (first run) and start a local quorum")
     up.add_argument("--controllers", type=int, default=3, help="number of voters (default 3)")
     up.add_argument("--dir", type=Path, default=Path("pykraft-local"), help="state directory")
     up.set_defaults(func=_up)
 
 
-def _free_ports(n: int) -> list[int]:
+def free_ports(n: int) -> list[int]:
     sockets = [socket.socket() for _ in range(n)]
     try:
         for s in sockets:
@@ -66,7 +61,7 @@ def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:
     base.mkdir(parents=True, exist_ok=True)
     configs = [base / f"controller-{i}.properties" for i in range(1, count + 1)]
     if not all(c.exists() for c in configs):
-        ports = _free_ports(count)
+        ports = free_ports(count)
         voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(ports, start=1))
         for node_id, (config, port) in enumerate(zip(configs, ports, strict=True), start=1):
             config.write_text(

@@ -30,12 +30,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pykraft.cli._common import add_timeout_ms, command_group
+
 STATUS_KEY_WIDTH = 24
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
-        "metadata-quorum", help="describe and change the KRaft quorum (kafka-metadata-quorum)"
+    parser, commands = command_group(
+        sub,
+        "metadata-quorum",
+        help="describe and change the KRaft quorum (kafka-metadata-quorum)",
+        dest="quorum_command",
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(
@@ -43,16 +48,7 @@ def register(sub: Any) -> None:
     )
     where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="broker listener(s)")
     parser.add_argument("--command-config", type=Path, help="a .properties file (add-controller)")
-    parser.add_argument(
-        "--timeout-ms", type=int, default=30_000, help="bound on the whole call (default 30000)"
-    )
-
-    def usage(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    parser.set_defaults(func=usage)
-    commands = parser.add_subparsers(dest="quorum_command", metavar="COMMAND")
+    add_timeout_ms(parser)
     describe = commands.add_parser("describe", help="describe the metadata quorum")
     what = describe.add_mutually_exclusive_group(required=True)
     what.add_argument("--status", action="store_true", help="quorum status")

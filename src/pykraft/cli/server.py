@@ -6,16 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pykraft.cli._common import command_group
+
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("server", help="run a KRaft node")
-
-    def usage(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    parser.set_defaults(func=usage)
-    commands = parser.add_subparsers(dest="server_command", metavar="COMMAND")
+    _, commands = command_group(sub, "server", help="run a KRaft node", dest="server_command")
     start = commands.add_parser("start", help="start a node until SIGTERM / Ctrl-C")
     start.add_argument("config", type=Path, help="server .properties file")
     start.set_defaults(func=_start)

@@ -7,18 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pykraft.cli._common import command_group
+
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
-        "storage", help="format and inspect a metadata log directory"
+    _, commands = command_group(
+        sub, "storage", help="format and inspect a metadata log directory", dest="storage_command"
     )
-
-    def usage(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    parser.set_defaults(func=usage)
-    commands = parser.add_subparsers(dest="storage_command", metavar="COMMAND")
 
     uuid_parser = commands.add_parser("random-uuid", help="print a new Kafka uuid")
     uuid_parser.set_defaults(func=_random_uuid)

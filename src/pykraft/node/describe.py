@@ -10,12 +10,15 @@ from pykraft.net.convert import METADATA_PARTITION, METADATA_TOPIC
 __all__ = ["describe_quorum_request"]
 
 
-def describe_quorum_request() -> RequestPayload:
-    """DescribeQuorum v2 for ``__cluster_metadata-0`` (what an operator's tool sends)."""
-    import kio.schema.describe_quorum.v2.request as dq
+def describe_quorum_request(version: int = 2) -> RequestPayload:
+    """DescribeQuorum for ``__cluster_metadata-0`` (what an operator's tool sends), v2 unless
+    asked otherwise (the fields are the same in v0-2)."""
+    import importlib
+
     from kio.schema.types import TopicName
     from kio.static.primitive import i32
 
+    dq = importlib.import_module(f"kio.schema.describe_quorum.v{version}.request")
     request: RequestPayload = dq.DescribeQuorumRequest(
         topics=(
             dq.TopicData(
