@@ -15,6 +15,7 @@ from pykraft.pipeline.committed import (
     committed_prefixes,
     parse_node_offsets,
 )
+from pykraft.pipeline.totals import NodeTotals, voter_count
 from pykraft.records import build_batch
 
 from .logfiles import T0_MS, LogBuilder, write_node, write_snapshot
@@ -194,3 +195,25 @@ def test_valid_crc_over_malformed_records_stops_the_file() -> None:
     rows = rows_by_table(1, SEGMENT_PATH, b"".join(b.batches) + bytes(body))
     assert len(rows["batches"]) == 5
     assert "stopped at position" in rows["files"][0][7]
+
+
+def test_node_totals_from_columns() -> None:
+    b = three_epoch_log()
+    content = b"".join(b.batches)
+    totals = NodeTotals()
+    for cols in decode.decode_file(1, SEGMENT_PATH, content, chunk_rows_max=2):
+        totals.add(cols)
+    assert (totals.files, totals.file_bytes, totals.batches, totals.records) == (
+        1,
+        len(content),
+        5,
+        8,
+    )
+    assert (totals.log_start_offset, totals.log_end_offset) == (0, 8)
+    assert totals.leader_change == (5, 2, 3) and totals.voter_set == (1, 1, 3)
+    again = NodeTotals.from_json(totals.to_json())
+    assert again == totals
+    merged = again.merge(NodeTotals(files=1, log_start_offset=3, snapshot_end_offset=6))
+    assert (merged.files, merged.log_start_offset, merged.snapshot_end_offset) == (2, 0, 6)
+    assert merged.node_log(1) == NodeLog(1, 0, 8, 6)
+    assert voter_count({1: merged}) == 3

@@ -60,9 +60,10 @@ def test_one_task_per_file(spark: SparkSession, tmp_path: Path) -> None:
     diverging_cluster(tmp_path)
     dirs = {n: str(tmp_path / f"node-{n}" / "__cluster_metadata-0") for n in (1, 2, 3)}
     with one_file_per_task(spark):
-        files = read_files(spark, dirs)
-        sizes = files.rdd.glom().map(len).collect()
-    assert sizes == [1] * 10
+        # Planning only (no job): binaryFile makes no empty partitions, so 10 partitions for
+        # 10 files is one file each.
+        assert read_files(spark, dirs).rdd.getNumPartitions() == 10
+    assert read_files(spark, dirs).rdd.getNumPartitions() < 10  # packed outside the block
 
 
 def test_ingest_tables(spark: SparkSession, ingested: Path) -> None:
@@ -99,24 +100,21 @@ def test_audit_finds_the_divergence_with_offsets(spark: SparkSession, ingested: 
     assert all(base >= 14 for _, _, base, _ in found)
 
 
-def test_audit_agrees_below_the_given_hwm(spark: SparkSession, ingested: Path) -> None:
-    result = run_audit(spark, str(ingested), hwm={1: 14, 2: 14, 3: 14})
-    assert result.ok and result.batches_checked == 3 * 6
-
-
-def test_cli_audit_exit_codes(ingested: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_audit_agrees_below_the_given_hwm(
+    ingested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (exit code 1 and the divergence listing: tests/pipeline/test_quorum_audit.py)
     args = ["pipeline", "audit", "--master", "local[2]", "--in", str(ingested)]
-    assert main(args) == 1
-    out = capsys.readouterr().out
-    assert "DIVERGED" in out and "mismatch" in out and "offsets 14-16" in out
     assert main([*args, "--hwm", "1=14", "--hwm", "2=14", "--hwm", "3=14"]) == 0
-    assert "OK: all replicas agree" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "OK: all replicas agree" in out and "\n18 committed batches checked" in out  # 3 x 6
 
 
 def test_audit_on_simulator_logs_after_leader_kills(spark: SparkSession, tmp_path: Path) -> None:
     """A 3-voter simulated run with crashes (leaders killed and restarted), its logs written
     with FileLog; plus node 9, a copy of node 1 with one committed batch rewritten."""
-    config = SimConfig.make(seed=3, profile="crashes", events=3000, snapshot_interval_records=400)
+    # seed 4: after the snapshots, the logs still hold LeaderChange records of 3 epochs
+    config = SimConfig.make(seed=4, profile="crashes", events=3000, snapshot_interval_records=400)
     hwm = run_and_write(tmp_path, config, segment_bytes=8192)
     assert len(hwm) == 3
     forged = tmp_path / "node-9" / "__cluster_metadata-0"

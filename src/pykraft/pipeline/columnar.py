@@ -1,15 +1,17 @@
-"""The decoded tables as Arrow record batches: what one ingest task hands back to Spark.
+"""Decoded columns as Arrow: how ingest's Python tasks hand tables to the JVM.
 
-``decode_files`` is the ``mapInArrow`` function of ingest: its input batches are rows of
-``(node, path, content)``, one file each (ingest gives every file its own task), and it yields
-record batches of the ``DECODED`` schema. Every table has a different schema, and a
-``mapInArrow`` function has one, so ``DECODED`` holds one nullable struct column per table
-plus ``node`` and ``table``: a batch carries the rows of one table in that table's column and
-nulls in the others, and ingest splits them again with ``where(table = ...)`` in the JVM.
+Ingest runs two kinds of ``mapInArrow`` tasks. The decode task (one per file) turns each
+``decode.Columns`` chunk into an Arrow record batch of that table's schema and ships it as a
+*payload*: one row of ``ENCODED`` (node, table, row count, the batch in Arrow's IPC stream
+format). Those few, large rows are what Spark caches, so the JVM never converts or caches
+the decoded rows themselves. Then, per table, ``payload_batches`` (a pass-through task)
+opens that table's payloads and yields the record batches as they are, which the JVM reads
+column by column into the Parquet writer. Every table has its own schema while a
+``mapInArrow`` function has one; payloads are how one decode pass feeds six tables.
 
 Arrow types come from the Spark schemas (``pykraft.pipeline.schemas``) through PySpark's own
-conversion, so there is one definition of every table. Decoding stays in
-``pykraft.pipeline.decode`` (plain Python lists); this module only builds arrays.
+conversion, so every table has one definition. Decoding stays in ``pykraft.pipeline.decode``
+(plain Python lists); this module only builds and moves arrays.
 """
 
 from __future__ import annotations
@@ -19,48 +21,67 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from pykraft.pipeline import decode, schemas
 
 NODE = "node"
 TABLE = "table"
+ROWS = "rows"
+PAYLOAD = "payload"
 
-DECODED = StructType(
-    [StructField(NODE, IntegerType(), False), StructField(TABLE, StringType(), False)]
-    + [StructField(name, schema, True) for name, schema in schemas.BY_TABLE.items()]
+ENCODED = StructType(
+    [
+        StructField(NODE, IntegerType(), False),
+        StructField(TABLE, StringType(), False),
+        StructField(ROWS, LongType(), False),
+        StructField(PAYLOAD, BinaryType(), False),
+    ]
 )
 
-_ARROW = to_arrow_schema(DECODED)
-_TABLE_TYPES: dict[str, Any] = {name: _ARROW.field(name).type for name in schemas.BY_TABLE}
+_ENCODED_ARROW = to_arrow_schema(ENCODED)
+ARROW_SCHEMAS: dict[str, Any] = {
+    name: to_arrow_schema(schema) for name, schema in schemas.BY_TABLE.items()
+}
 
 
-def to_record_batch(node: int, cols: decode.Columns) -> Any:
-    """One ``Columns`` chunk as a ``DECODED`` record batch (a ``pa.RecordBatch``)."""
-    struct_type = _TABLE_TYPES[cols.table]
-    fields = [struct_type.field(i) for i in range(struct_type.num_fields)]
-    assert len(fields) == len(cols.columns), cols.table
-    arrays = [pa.array(c, type=f.type) for c, f in zip(cols.columns, fields, strict=True)]
-    rows = len(cols)
-    columns = [
-        pa.array([node] * rows, type=pa.int32()),
-        pa.array([cols.table] * rows, type=pa.string()),
-    ]
-    for name, kind in _TABLE_TYPES.items():
-        if name == cols.table:
-            columns.append(pa.StructArray.from_arrays(arrays, fields=fields))
-        else:
-            columns.append(pa.nulls(rows, type=kind))
-    return pa.RecordBatch.from_arrays(columns, schema=_ARROW)
+def to_record_batch(cols: decode.Columns) -> Any:
+    """One chunk of a table's columns as a ``pa.RecordBatch`` of that table's schema."""
+    schema = ARROW_SCHEMAS[cols.table]
+    assert len(schema) == len(cols.columns), cols.table
+    arrays = [pa.array(c, type=f.type) for c, f in zip(cols.columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def decode_files(batches: Iterable[Any]) -> Iterator[Any]:
-    """``mapInArrow`` function: ``(node, path, content)`` batches -> ``DECODED`` batches."""
+def ipc_bytes(batch: Any) -> bytes:
+    """A record batch in Arrow's IPC stream format (schema, then the batch)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def encoded(node: int, table: str, rows: int, payload: bytes) -> Any:
+    """One ``ENCODED`` row as a record batch."""
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([node], type=pa.int32()),
+            pa.array([table], type=pa.string()),
+            pa.array([rows], type=pa.int64()),
+            pa.array([payload], type=pa.binary()),
+        ],
+        schema=_ENCODED_ARROW,
+    )
+
+
+def encode_columns(node: int, cols: decode.Columns) -> Any:
+    """A ``decode.Columns`` chunk as one ``ENCODED`` payload row."""
+    return encoded(node, cols.table, len(cols), ipc_bytes(to_record_batch(cols)))
+
+
+def payload_batches(batches: Iterable[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function: batches of a ``payload`` column -> the record batches inside
+    (all of one table, so of one schema)."""
     for batch in batches:
-        nodes = batch.column(NODE).to_pylist()
-        paths = batch.column("path").to_pylist()
-        contents = batch.column("content")
-        for i in range(batch.num_rows):
-            content = contents[i].as_py()
-            for cols in decode.decode_file(nodes[i], paths[i], content):
-                yield to_record_batch(nodes[i], cols)
+        for payload in batch.column(PAYLOAD):
+            yield from pa.ipc.open_stream(payload.as_buffer())

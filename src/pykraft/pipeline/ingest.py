@@ -16,13 +16,15 @@ committed prefix, see ``pykraft.pipeline.committed``). Schemas: ``pykraft.pipeli
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pykraft.pipeline import columnar, decode, schemas
@@ -34,9 +36,12 @@ from pykraft.pipeline.committed import (
     committed_prefixes,
 )
 from pykraft.pipeline.session import join_path, progress
+from pykraft.pipeline.totals import NodeTotals, voter_count
 
 PARTITION_DIR = "__cluster_metadata-0"
 COMMITTED_TABLE = "committed"
+TOTALS = "totals"  # a file's NodeTotals among the decode pass's payloads
+ROWS_PER_WRITE_TASK = 100_000
 _GLOB = "*.{log,checkpoint}"
 # Larger than any file binaryFile can hold (2 GiB), so each file is its own split.
 _ONE_FILE_PER_SPLIT = str(4 * 1024**3)
@@ -131,94 +136,41 @@ def read_files(spark: SparkSession, dirs: Mapping[int, str]) -> DataFrame:
     return reduce(DataFrame.union, frames)
 
 
+def _decode_task(batches: Iterable[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function of the decode pass: ``(node, path, content)`` rows (one file,
+    as ingest plans it) -> ``columnar.ENCODED`` payloads of every table, then the file's
+    ``NodeTotals`` as JSON under the ``totals`` table name."""
+    for batch in batches:
+        nodes = batch.column(columnar.NODE).to_pylist()
+        paths = batch.column("path").to_pylist()
+        contents = batch.column("content")
+        for node, path, content in zip(nodes, paths, contents, strict=True):
+            totals = NodeTotals()
+            for cols in decode.decode_file(node, path, content.as_py()):
+                totals.add(cols)
+                yield columnar.encode_columns(node, cols)
+            yield columnar.encoded(node, TOTALS, 1, totals.to_json())
+
+
 def decode_files(files: DataFrame) -> DataFrame:
-    """Every table's rows (``columnar.DECODED``), decoded by ``pykraft.pipeline.decode`` in
-    one Python task per file, handed to the JVM as Arrow batches."""
-    return files.mapInArrow(columnar.decode_files, columnar.DECODED)
+    """Every table's rows as Arrow payloads (``columnar.ENCODED``), decoded by
+    ``pykraft.pipeline.decode`` in one Python task per file."""
+    return files.mapInArrow(_decode_task, columnar.ENCODED)
 
 
 def table(decoded: DataFrame, name: str) -> DataFrame:
-    """One table's rows out of ``decode_files``'s output, in its schema's columns."""
-    return decoded.where(F.col(columnar.TABLE) == name).select(f"{name}.*")
-
-
-@dataclass(frozen=True, slots=True)
-class NodeTotals:
-    """What ``committed_prefixes`` and the summary need from one node's decoded tables."""
-
-    files: int = 0
-    bytes: int = 0
-    batches: int = 0
-    records: int = 0
-    log_start_offset: int | None = None  # first segment batch's base offset
-    log_end_offset: int | None = None  # end of the last CRC-valid segment batch
-    snapshot_end_offset: int = 0  # latest CRC-valid snapshot
-    # (offset, epoch, voter count) of the latest voter set / leader change seen
-    voter_set: tuple[int, int, int] | None = None
-    leader_change: tuple[int, int, int] | None = None
-
-    def node_log(self, node: int) -> NodeLog:
-        snap = self.snapshot_end_offset
-        end = self.log_end_offset if self.log_end_offset is not None else snap
-        start = self.log_start_offset if self.log_start_offset is not None else snap
-        return NodeLog(node, min(start, end), end, snap)
-
-
-def _latest(name: str, voters: str) -> Column:
-    """max((offset, epoch, size of voters)) over one table's rows (null when none)."""
-    c = F.col(name)
-    return F.max(
-        F.when(
-            c.isNotNull(),
-            F.struct(c["offset"], c["epoch"], F.size(c[voters]).alias("voters")),
-        )
-    ).alias(name)
+    """One table out of ``decode_files``'s payloads, in its schema."""
+    payloads = decoded.where(F.col(columnar.TABLE) == name).select(columnar.PAYLOAD)
+    return payloads.mapInArrow(columnar.payload_batches, schemas.BY_TABLE[name])
 
 
 def node_totals(decoded: DataFrame) -> dict[int, NodeTotals]:
-    """Per-node totals of ``decode_files``'s output: one aggregation, in the JVM, that never
-    reads the ``records`` column (the bulk of the cache); rows are counted by ``table``."""
-    b, s, t = F.col(decode.BATCHES), F.col(decode.SNAPSHOTS), F.col(columnar.TABLE)
-    segment = b["source"] == decode.SEGMENT
-    rows = (
-        decoded.groupBy(columnar.NODE)
-        .agg(
-            F.count(F.when(t == decode.FILES, 1)).alias("files"),
-            F.sum(F.col(decode.FILES)["size_bytes"]).alias("bytes"),
-            F.count(F.when(t == decode.BATCHES, 1)).alias("batches"),
-            F.count(F.when(t == decode.RECORDS, 1)).alias("records"),
-            F.min(F.when(segment, b["base_offset"])).alias("start"),
-            F.max(F.when(segment & b["crc_ok"], b["last_offset"] + 1)).alias("end"),
-            F.max(F.when(s["crc_ok"], s["end_offset"])).alias("snapshot_end"),
-            _latest(decode.VOTER_SETS, "voters"),
-            _latest(decode.LEADER_CHANGES, "voters"),
-        )
-        .collect()
-    )
-    return {
-        r.node: NodeTotals(
-            r.files,
-            r.bytes or 0,
-            r.batches,
-            r.records,
-            r.start,
-            r.end,
-            r.snapshot_end or 0,
-            None if r.voter_sets is None else tuple(r.voter_sets),
-            None if r.leader_changes is None else tuple(r.leader_changes),
-        )
-        for r in rows
-    }
-
-
-def voter_count(totals: Mapping[int, NodeTotals]) -> int | None:
-    """Size of the latest voter set in any node's log: VotersRecord, else LeaderChange."""
-    voter_sets = [t.voter_set for t in totals.values() if t.voter_set is not None]
-    changes = [t.leader_change for t in totals.values() if t.leader_change is not None]
-    for latest in (max(voter_sets, default=None), max(changes, default=None)):
-        if latest is not None:
-            return int(latest[2])
-    return None
+    """Per-node totals, merged on the driver from one small row per file."""
+    out: dict[int, NodeTotals] = {}
+    for row in decoded.where(F.col(columnar.TABLE) == TOTALS).select("node", "payload").collect():
+        totals = NodeTotals.from_json(bytes(row.payload))
+        out[row.node] = out[row.node].merge(totals) if row.node in out else totals
+    return out
 
 
 def prefixes_frame(
@@ -260,6 +212,28 @@ def voter_sets_committed(voter_sets: DataFrame, prefixes: Sequence[CommittedPref
     return voter_sets.select("*", F.when(snapshot, True).otherwise(committed).alias("committed"))
 
 
+def write_tasks(rows: int, parallelism: int) -> int:
+    """Tasks (and Parquet files) for writing a table of ``rows`` rows: one per
+    ``ROWS_PER_WRITE_TASK`` up to the parallelism, so a small table is one file written by
+    one task (each write task also starts a Python worker's pass over the payloads)."""
+    return max(1, min(parallelism, -(-rows // ROWS_PER_WRITE_TASK)))
+
+
+def write_all(frames: Mapping[str, DataFrame], out: str) -> None:
+    """Write each frame as Parquet under ``out/<name>``, as concurrent Spark jobs.
+
+    The tables are small next to the decode pass, so each write is mostly fixed cost
+    (planning, task launch, commit); running them side by side overlaps it.
+    """
+    with ThreadPoolExecutor(max_workers=len(frames), thread_name_prefix="ingest-write") as pool:
+        futures = [
+            pool.submit(frame.write.mode("overwrite").parquet, join_path(out, name))
+            for name, frame in frames.items()
+        ]
+        for future in futures:
+            future.result()
+
+
 def run_ingest(
     spark: SparkSession,
     log_dirs: Sequence[LogDir],
@@ -270,9 +244,10 @@ def run_ingest(
 ) -> IngestSummary:
     """Read ``log_dirs``, write every table under ``out`` (overwriting), return totals.
 
-    Jobs: one decode pass (one Python task per file, Arrow batches back to the JVM, cached)
-    that also sums per-node totals, then one write per table from the cache, coalesced to the
-    default parallelism so a tiny log does not become hundreds of tiny Parquet files.
+    Jobs: one decode pass (one Python task per file; its Arrow payloads cached) that also
+    sums per-node totals, then one write per table from the cache, all at once, each
+    coalesced to a few tasks (``write_tasks``) so a tiny log does not become hundreds of tiny
+    Parquet files.
     """
     started = time.monotonic()
     dirs = {node_id_of(spark, d): d.partition_path for d in log_dirs}
@@ -289,20 +264,23 @@ def run_ingest(
             logs = [totals.get(node, NodeTotals()).node_log(node) for node in sorted(dirs)]
             voters = voter_count(totals)
             prefixes = committed_prefixes(logs, voters, hwm or {})
-            for name in schemas.BY_TABLE:
-                frame = table(decoded, name)
-                if name == decode.VOTER_SETS:
-                    frame = voter_sets_committed(frame, prefixes)
-                frame.coalesce(width).write.mode("overwrite").parquet(join_path(out, name))
-            prefixes_frame(spark, logs, voters, prefixes).coalesce(1).write.mode(
-                "overwrite"
-            ).parquet(join_path(out, COMMITTED_TABLE))
+            rows = {
+                decode.BATCHES: sum(t.batches for t in totals.values()),
+                decode.RECORDS: sum(t.records for t in totals.values()),
+            }
+            frames = {
+                name: table(decoded, name).coalesce(write_tasks(rows.get(name, 0), width))
+                for name in schemas.BY_TABLE
+            }
+            frames[decode.VOTER_SETS] = voter_sets_committed(frames[decode.VOTER_SETS], prefixes)
+            frames[COMMITTED_TABLE] = prefixes_frame(spark, logs, voters, prefixes).coalesce(1)
+            write_all(frames, out)
         finally:
             decoded.unpersist()
     return IngestSummary(
         nodes=len(dirs),
         files=sum(t.files for t in totals.values()),
-        bytes=sum(t.bytes for t in totals.values()),
+        bytes=sum(t.file_bytes for t in totals.values()),
         batches=sum(t.batches for t in totals.values()),
         records=sum(t.records for t in totals.values()),
         seconds=time.monotonic() - started,
