@@ -40,6 +40,7 @@ from pykraft.net.convert_voters import (
     voter_request_to_kio,
     voter_response_from_kio,
 )
+from pykraft.net.server import READ_CHUNK_BYTES  # one read size for both ends
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
     KRAFT_APIS,
@@ -64,7 +65,6 @@ __all__ = ["Connection", "PeerChannel", "ResultCallback"]
 
 log = logging.getLogger("pykraft.net.client")
 
-READ_CHUNK_BYTES: Final = 64 * 1024
 # Requests the core answers but never sends.
 _NOT_SENT: Final = (DescribeQuorumRequest, UpdateFeaturesRequest)
 _VOTER_REQUESTS: Final = (

@@ -48,14 +48,22 @@ error when there is one.
 from __future__ import annotations
 
 import datetime
-import importlib
 import uuid
-from functools import cache
 from types import ModuleType
 from typing import Any, Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from pykraft.net._wire import (
+    METADATA_PARTITION,
+    METADATA_TOPIC,
+    METADATA_TOPIC_ID,
+    InvalidResponse,
+    RejectedRequest,
+    VersionTooOld,
+    kio_module,
+    message_version,
+)
 from pykraft.protocol import ApiKey, ErrorCode, error_response
 from pykraft.raft.messages import (
     BeginQuorumEpochRequest,
@@ -88,11 +96,6 @@ __all__ = [
     "response_to_kio",
 ]
 
-METADATA_TOPIC: Final = "__cluster_metadata"
-METADATA_PARTITION: Final = 0
-METADATA_TOPIC_ID: Final = uuid.UUID(int=1)
-"""Kafka's ``Uuid.METADATA_TOPIC_ID`` (``AAAAAAAAAAAAAAAAAAAAAQ``), used by Fetch v13+."""
-
 _TOP_LEVEL_ERRORS: Final = frozenset(
     {
         ErrorCode.inconsistent_cluster_id,
@@ -102,14 +105,6 @@ _TOP_LEVEL_ERRORS: Final = frozenset(
         ErrorCode.cluster_authorization_failed,
     }
 )
-
-_PACKAGE: Final = {
-    ApiKey.VOTE: "vote",
-    ApiKey.BEGIN_QUORUM_EPOCH: "begin_quorum_epoch",
-    ApiKey.END_QUORUM_EPOCH: "end_quorum_epoch",
-    ApiKey.FETCH: "fetch",
-    ApiKey.FETCH_SNAPSHOT: "fetch_snapshot",
-}
 
 _API_KEY_OF: Final[dict[type, ApiKey]] = {
     VoteRequest: ApiKey.VOTE,
@@ -125,34 +120,8 @@ _API_KEY_OF: Final[dict[type, ApiKey]] = {
 }
 
 
-class RejectedRequest(Exception):
-    """An inbound request the core must not see; ``response`` is Kafka's answer to it."""
-
-    def __init__(self, reason: str, response: ResponsePayload) -> None:
-        super().__init__(reason)
-        self.response = response
-
-
-class VersionTooOld(Exception):
-    """The request cannot be expressed at the version the peer speaks (a pre-vote below
-    Vote v2)."""
-
-
-class InvalidResponse(Exception):
-    """A response that does not answer the request (wrong topic, partition, shape)."""
-
-
 def api_key_of(message: RaftRequest | RaftResponse) -> ApiKey:
     return _API_KEY_OF[type(message)]
-
-
-@cache
-def _mod(api_key: ApiKey, version: int, kind: str) -> ModuleType:
-    return importlib.import_module(f"kio.schema.{_PACKAGE[api_key]}.v{version}.{kind}")
-
-
-def _version(message: RequestPayload | ResponsePayload) -> int:
-    return int(message.__version__)
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,7 +134,7 @@ def _single_partition(
     """The one partition of a single-topic, single-partition request, after checking that it
     is ``__cluster_metadata-0`` (or Fetch's metadata topic id)."""
     api_key = ApiKey(int(message.__api_key__))
-    version = _version(message)
+    version = message_version(message)
     if len(topics) != 1 or len(getattr(topics[0], parts_attr)) != 1:
         raise RejectedRequest(
             "expected exactly one topic with one partition",
@@ -190,32 +159,26 @@ def request_from_kio(message: RequestPayload, *, local_id: int) -> RaftRequest:
     ``local_id`` is the receiver's node id, the default for voter ids older versions lack.
     """
     api_key = int(message.__api_key__)
-    version = _version(message)
+    version = message_version(message)
     m: Any = message
     if api_key == ApiKey.VOTE:
         p = _single_partition(message, m.topics, "topic_name", "partitions", "partition_index")
-        voter_id = int(getattr(m, "voter_id", -1))
         return VoteRequest(
             cluster_id=m.cluster_id,
             candidate_epoch=int(p.replica_epoch),
             candidate_key=ReplicaKey(int(p.replica_id), getattr(p, "replica_directory_id", None)),
-            voter_key=ReplicaKey(
-                voter_id if voter_id >= 0 else local_id, getattr(p, "voter_directory_id", None)
-            ),
+            voter_key=_voter_key(m, p, local_id),
             last_offset_epoch=int(p.last_offset_epoch),
             last_offset=int(p.last_offset),
             pre_vote=bool(getattr(p, "pre_vote", False)),
         )
     if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
         p = _single_partition(message, m.topics, "topic_name", "partitions", "partition_index")
-        voter_id = int(getattr(m, "voter_id", -1))
         return BeginQuorumEpochRequest(
             cluster_id=m.cluster_id,
             leader_epoch=int(p.leader_epoch),
             leader_id=int(p.leader_id),
-            voter_key=ReplicaKey(
-                voter_id if voter_id >= 0 else local_id, getattr(p, "voter_directory_id", None)
-            ),
+            voter_key=_voter_key(m, p, local_id),
             leader_endpoints=_endpoints_from_request(getattr(m, "leader_endpoints", ())),
         )
     if api_key == ApiKey.END_QUORUM_EPOCH:
@@ -235,20 +198,7 @@ def request_from_kio(message: RequestPayload, *, local_id: int) -> RaftRequest:
             leader_endpoints=_endpoints_from_request(getattr(m, "leader_endpoints", ())),
         )
     if api_key == ApiKey.FETCH:
-        p = _single_partition(message, m.topics, "topic_id", "partitions", "partition")
-        replica_id = int(m.replica_state.replica_id if version >= 15 else m.replica_id)
-        max_bytes = int(m.max_bytes)
-        if int(p.partition_max_bytes) > 0:
-            max_bytes = min(max_bytes, int(p.partition_max_bytes))
-        return FetchRequest(
-            cluster_id=m.cluster_id,
-            replica_key=ReplicaKey(replica_id, getattr(p, "replica_directory_id", None)),
-            current_leader_epoch=int(p.current_leader_epoch),
-            fetch_offset=int(p.fetch_offset),
-            last_fetched_epoch=int(p.last_fetched_epoch),
-            max_wait_ms=_ms(m.max_wait),
-            max_bytes=max_bytes,
-        )
+        return _fetch_request_from_kio(message, version)
     if api_key == ApiKey.FETCH_SNAPSHOT:
         p = _single_partition(message, m.topics, "name", "partitions", "partition")
         return FetchSnapshotRequest(
@@ -260,6 +210,33 @@ def request_from_kio(message: RequestPayload, *, local_id: int) -> RaftRequest:
             max_bytes=int(m.max_bytes),
         )
     raise ValueError(f"api key {api_key} is not a raft request")
+
+
+def _voter_key(m: Any, p: Any, local_id: int) -> ReplicaKey:
+    """Vote's and BeginQuorumEpoch's voter key; ``local_id`` where the version has no
+    voter id or sends -1."""
+    voter_id = int(getattr(m, "voter_id", -1))
+    return ReplicaKey(
+        voter_id if voter_id >= 0 else local_id, getattr(p, "voter_directory_id", None)
+    )
+
+
+def _fetch_request_from_kio(message: RequestPayload, version: int) -> FetchRequest:
+    m: Any = message
+    p = _single_partition(message, m.topics, "topic_id", "partitions", "partition")
+    replica_id = int(m.replica_state.replica_id if version >= 15 else m.replica_id)
+    max_bytes = int(m.max_bytes)
+    if int(p.partition_max_bytes) > 0:
+        max_bytes = min(max_bytes, int(p.partition_max_bytes))
+    return FetchRequest(
+        cluster_id=m.cluster_id,
+        replica_key=ReplicaKey(replica_id, getattr(p, "replica_directory_id", None)),
+        current_leader_epoch=int(p.current_leader_epoch),
+        fetch_offset=int(p.fetch_offset),
+        last_fetched_epoch=int(p.last_fetched_epoch),
+        max_wait_ms=_ms(m.max_wait),
+        max_bytes=max_bytes,
+    )
 
 
 def _ms(delta: datetime.timedelta) -> int:
@@ -276,81 +253,91 @@ def _endpoints_from_request(rows: Any) -> tuple[Endpoint, ...]:
 
 def request_to_kio(request: RaftRequest, api_version: int) -> RequestPayload:
     """The kio request at ``api_version``; raises :class:`VersionTooOld`."""
-    api_key = api_key_of(request)
-    mod = _mod(api_key, api_version, "request")
+    mod = kio_module(api_key_of(request), api_version, "request")
     result: RequestPayload
     if isinstance(request, VoteRequest):
-        if request.pre_vote and api_version < 2:
-            raise VersionTooOld(f"a pre-vote needs Vote v2, the peer speaks v{api_version}")
-        fields: dict[str, object] = {
-            "partition_index": METADATA_PARTITION,
-            "replica_epoch": request.candidate_epoch,
-            "replica_id": request.candidate_key.id,
-            "last_offset_epoch": request.last_offset_epoch,
-            "last_offset": request.last_offset,
-        }
-        top: dict[str, object] = {"cluster_id": request.cluster_id}
-        if api_version >= 1:
-            fields["replica_directory_id"] = request.candidate_key.directory_id
-            fields["voter_directory_id"] = request.voter_key.directory_id
-            top["voter_id"] = request.voter_key.id
-        if api_version >= 2:
-            fields["pre_vote"] = request.pre_vote
-        topic = mod.TopicData(topic_name=METADATA_TOPIC, partitions=(mod.PartitionData(**fields),))
-        result = mod.VoteRequest(topics=(topic,), **top)
-    elif isinstance(request, BeginQuorumEpochRequest):
-        fields = {
-            "partition_index": METADATA_PARTITION,
-            "leader_id": request.leader_id,
-            "leader_epoch": request.leader_epoch,
-        }
-        top = {"cluster_id": request.cluster_id}
-        if api_version >= 1:
-            fields["voter_directory_id"] = request.voter_key.directory_id
-            top["voter_id"] = request.voter_key.id
-            top["leader_endpoints"] = _endpoints_to_request(mod, request.leader_endpoints)
-        topic = mod.TopicData(topic_name=METADATA_TOPIC, partitions=(mod.PartitionData(**fields),))
-        result = mod.BeginQuorumEpochRequest(topics=(topic,), **top)
-    elif isinstance(request, EndQuorumEpochRequest):
-        fields = {
-            "partition_index": METADATA_PARTITION,
-            "leader_id": request.leader_id,
-            "leader_epoch": request.leader_epoch,
-        }
-        top = {"cluster_id": request.cluster_id}
-        if api_version == 0:
-            fields["preferred_successors"] = tuple(k.id for k in request.preferred_successors)
-        else:
-            fields["preferred_candidates"] = tuple(
-                mod.ReplicaInfo(candidate_id=k.id, candidate_directory_id=k.directory_id)
-                for k in request.preferred_successors
-            )
-            top["leader_endpoints"] = _endpoints_to_request(mod, request.leader_endpoints)
-        topic = mod.TopicData(topic_name=METADATA_TOPIC, partitions=(mod.PartitionData(**fields),))
-        result = mod.EndQuorumEpochRequest(topics=(topic,), **top)
+        result = _vote_request_to_kio(mod, request, api_version)
+    elif isinstance(request, BeginQuorumEpochRequest | EndQuorumEpochRequest):
+        result = _epoch_request_to_kio(mod, request, api_version)
     elif isinstance(request, FetchRequest):
         result = _fetch_request_to_kio(mod, request, api_version)
     else:
-        fields = {
-            "partition": METADATA_PARTITION,
-            "current_leader_epoch": request.current_leader_epoch,
-            "snapshot_id": mod.SnapshotId(
-                end_offset=request.snapshot_id.offset, epoch=request.snapshot_id.epoch
-            ),
-            "position": request.position,
-        }
-        if api_version >= 1:
-            fields["replica_directory_id"] = request.replica_key.directory_id
-        topic = mod.TopicSnapshot(
-            name=METADATA_TOPIC, partitions=(mod.PartitionSnapshot(**fields),)
-        )
-        result = mod.FetchSnapshotRequest(
-            cluster_id=request.cluster_id,
-            replica_id=request.replica_key.id,
-            max_bytes=request.max_bytes,
-            topics=(topic,),
-        )
+        result = _fetch_snapshot_request_to_kio(mod, request, api_version)
     return result
+
+
+def _one_partition(mod: ModuleType, fields: dict[str, object]) -> Any:
+    """Vote's, BeginQuorumEpoch's and EndQuorumEpoch's topic list: the metadata partition."""
+    return (mod.TopicData(topic_name=METADATA_TOPIC, partitions=(mod.PartitionData(**fields),)),)
+
+
+def _vote_request_to_kio(mod: ModuleType, request: VoteRequest, api_version: int) -> Any:
+    if request.pre_vote and api_version < 2:
+        raise VersionTooOld(f"a pre-vote needs Vote v2, the peer speaks v{api_version}")
+    fields: dict[str, object] = {
+        "partition_index": METADATA_PARTITION,
+        "replica_epoch": request.candidate_epoch,
+        "replica_id": request.candidate_key.id,
+        "last_offset_epoch": request.last_offset_epoch,
+        "last_offset": request.last_offset,
+    }
+    top: dict[str, object] = {"cluster_id": request.cluster_id}
+    if api_version >= 1:
+        fields["replica_directory_id"] = request.candidate_key.directory_id
+        fields["voter_directory_id"] = request.voter_key.directory_id
+        top["voter_id"] = request.voter_key.id
+    if api_version >= 2:
+        fields["pre_vote"] = request.pre_vote
+    return mod.VoteRequest(topics=_one_partition(mod, fields), **top)
+
+
+def _epoch_request_to_kio(
+    mod: ModuleType, request: BeginQuorumEpochRequest | EndQuorumEpochRequest, api_version: int
+) -> Any:
+    """BeginQuorumEpoch and EndQuorumEpoch: the leader's epoch and id, then what each adds."""
+    fields: dict[str, object] = {
+        "partition_index": METADATA_PARTITION,
+        "leader_id": request.leader_id,
+        "leader_epoch": request.leader_epoch,
+    }
+    top: dict[str, object] = {"cluster_id": request.cluster_id}
+    if isinstance(request, BeginQuorumEpochRequest):
+        if api_version >= 1:
+            fields["voter_directory_id"] = request.voter_key.directory_id
+            top["voter_id"] = request.voter_key.id
+            top["leader_endpoints"] = _endpoints_to_request(mod, request.leader_endpoints)
+        return mod.BeginQuorumEpochRequest(topics=_one_partition(mod, fields), **top)
+    if api_version == 0:
+        fields["preferred_successors"] = tuple(k.id for k in request.preferred_successors)
+    else:
+        fields["preferred_candidates"] = tuple(
+            mod.ReplicaInfo(candidate_id=k.id, candidate_directory_id=k.directory_id)
+            for k in request.preferred_successors
+        )
+        top["leader_endpoints"] = _endpoints_to_request(mod, request.leader_endpoints)
+    return mod.EndQuorumEpochRequest(topics=_one_partition(mod, fields), **top)
+
+
+def _fetch_snapshot_request_to_kio(
+    mod: ModuleType, request: FetchSnapshotRequest, api_version: int
+) -> Any:
+    fields: dict[str, object] = {
+        "partition": METADATA_PARTITION,
+        "current_leader_epoch": request.current_leader_epoch,
+        "snapshot_id": mod.SnapshotId(
+            end_offset=request.snapshot_id.offset, epoch=request.snapshot_id.epoch
+        ),
+        "position": request.position,
+    }
+    if api_version >= 1:
+        fields["replica_directory_id"] = request.replica_key.directory_id
+    topic = mod.TopicSnapshot(name=METADATA_TOPIC, partitions=(mod.PartitionSnapshot(**fields),))
+    return mod.FetchSnapshotRequest(
+        cluster_id=request.cluster_id,
+        replica_id=request.replica_key.id,
+        max_bytes=request.max_bytes,
+        topics=(topic,),
+    )
 
 
 def _fetch_request_to_kio(mod: ModuleType, request: FetchRequest, api_version: int) -> Any:
@@ -435,7 +422,7 @@ def _response_to_kio(
     if response.error in _TOP_LEVEL_ERRORS:
         # Kafka answers these with the top-level code and no partition data.
         return error_response(api_key, api_version, response.error)
-    mod = _mod(api_key, api_version, "response")
+    mod = kio_module(api_key, api_version, "response")
     error = response.error
     endpoints: dict[str, object] = {}
     if api_version >= (16 if api_key == ApiKey.FETCH else 1):

@@ -19,13 +19,12 @@ Directory ids: the wire's all-zero UUID and null both mean "unknown" (None for t
 from __future__ import annotations
 
 import datetime
-import importlib
 import uuid
 from typing import Any, Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.net.convert import METADATA_PARTITION, METADATA_TOPIC, RejectedRequest
+from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC, RejectedRequest, kio_module
 from pykraft.protocol import ApiKey, ApiVersionRange, ErrorCode, error_response
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
@@ -72,19 +71,6 @@ VOTER_APIS: Final = frozenset(
 FEATURE_APIS: Final = (ApiVersionRange(ApiKey.UPDATE_FEATURES, 0, 1),)
 """UpdateFeatures, served by a node and spoken by the admin client (``ApiTable.with_apis``).
 v1 replaced AllowDowngrade with UpgradeType (1 = upgrade only)."""
-
-_PACKAGE: Final = {
-    ApiKey.ADD_RAFT_VOTER: "add_raft_voter",
-    ApiKey.REMOVE_RAFT_VOTER: "remove_raft_voter",
-    ApiKey.UPDATE_RAFT_VOTER: "update_raft_voter",
-    ApiKey.DESCRIBE_QUORUM: "describe_quorum",
-    ApiKey.UPDATE_FEATURES: "update_features",
-    ApiKey.API_VERSIONS: "api_versions",
-}
-
-
-def _mod(api_key: ApiKey, version: int, kind: str) -> Any:
-    return importlib.import_module(f"kio.schema.{_PACKAGE[api_key]}.v{version}.{kind}")
 
 
 def _directory(value: uuid.UUID | None) -> uuid.UUID | None:
@@ -187,7 +173,7 @@ def _update_features_to_kio(
 ) -> ResponsePayload:
     """Kafka answers per feature (``Results``) and at the top level; pykraft puts the
     outcome in both, for the kraft.version feature (or the features asked for)."""
-    mod = _mod(ApiKey.UPDATE_FEATURES, version, "response")
+    mod = kio_module(ApiKey.UPDATE_FEATURES, version, "response")
     names = [KRAFT_VERSION_FEATURE] if updates is None else [str(u.feature) for u in updates]
     result: ResponsePayload = mod.UpdateFeaturesResponse(
         throttle_time=datetime.timedelta(0),
@@ -228,14 +214,14 @@ def voter_response_to_kio(
             if isinstance(response, AddRaftVoterResponse)
             else ApiKey.REMOVE_RAFT_VOTER
         )
-        mod = _mod(api_key, api_version, "response")
+        mod = kio_module(api_key, api_version, "response")
         cls = getattr(mod, type(response).__name__)
         result = cls(
             throttle_time=zero, error_code=response.error, error_message=response.error_message
         )
         return result
     if isinstance(response, UpdateRaftVoterResponse):
-        mod = _mod(ApiKey.UPDATE_RAFT_VOTER, api_version, "response")
+        mod = kio_module(ApiKey.UPDATE_RAFT_VOTER, api_version, "response")
         endpoint = next((e for e in response.leader_endpoints if e.name == listener_name), None)
         result = mod.UpdateRaftVoterResponse(
             throttle_time=zero,
@@ -254,7 +240,7 @@ def voter_response_to_kio(
 def _describe_quorum_to_kio(
     response: DescribeQuorumResponse, version: int, topic: str, partition: int
 ) -> ResponsePayload:
-    mod = _mod(ApiKey.DESCRIBE_QUORUM, version, "response")
+    mod = kio_module(ApiKey.DESCRIBE_QUORUM, version, "response")
 
     def state(r: ReplicaState) -> Any:
         row: dict[str, object] = {
@@ -322,7 +308,7 @@ def voter_request_to_kio(request: OutboundVoterRequest, api_version: int) -> Req
     """The kio request for what the core sends (:data:`OutboundVoterRequest`)."""
     result: RequestPayload
     if isinstance(request, AddRaftVoterRequest):
-        mod = _mod(ApiKey.ADD_RAFT_VOTER, api_version, "request")
+        mod = kio_module(ApiKey.ADD_RAFT_VOTER, api_version, "request")
         result = mod.AddRaftVoterRequest(
             cluster_id=request.cluster_id,
             timeout=datetime.timedelta(milliseconds=request.timeout_ms),
@@ -334,7 +320,7 @@ def voter_request_to_kio(request: OutboundVoterRequest, api_version: int) -> Req
         )
         return result
     if isinstance(request, RemoveRaftVoterRequest):
-        mod = _mod(ApiKey.REMOVE_RAFT_VOTER, api_version, "request")
+        mod = kio_module(ApiKey.REMOVE_RAFT_VOTER, api_version, "request")
         result = mod.RemoveRaftVoterRequest(
             cluster_id=request.cluster_id,
             voter_id=request.voter_key.id,
@@ -344,7 +330,7 @@ def voter_request_to_kio(request: OutboundVoterRequest, api_version: int) -> Req
     if isinstance(request, ApiVersionsRequest):
         from pykraft import __version__
 
-        mod = _mod(ApiKey.API_VERSIONS, api_version, "request")
+        mod = kio_module(ApiKey.API_VERSIONS, api_version, "request")
         fields: dict[str, object] = {}
         if api_version >= 3:
             fields = {
@@ -353,7 +339,7 @@ def voter_request_to_kio(request: OutboundVoterRequest, api_version: int) -> Req
             }
         result = mod.ApiVersionsRequest(**fields)
         return result
-    mod = _mod(ApiKey.UPDATE_RAFT_VOTER, api_version, "request")
+    mod = kio_module(ApiKey.UPDATE_RAFT_VOTER, api_version, "request")
     result = mod.UpdateRaftVoterRequest(
         cluster_id=request.cluster_id,
         current_leader_epoch=request.current_leader_epoch,
