@@ -78,7 +78,6 @@ def build_api_versions_response(
     ``finalized_features`` maps feature name -> finalized level.
     """
     throttle_time = i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_time_ms))
-    finalized = sorted((finalized_features or {}).items())
     match api_version:
         case 0:
             return v0.ApiVersionsResponse(
@@ -96,43 +95,32 @@ def build_api_versions_response(
                 api_keys=_api_keys(v2.ApiVersion, apis),
                 throttle_time=throttle_time,
             )
-        case 3:
-            return v3.ApiVersionsResponse(
+        case 3 | 4:
+            mod = v3 if api_version == 3 else v4
+            # v3 omits features whose minimum is 0 (KAFKA-17011, see the module docstring).
+            supported = {
+                name: (lo, hi)
+                for name, (lo, hi) in supported_features.items()
+                if api_version >= 4 or lo != 0
+            }
+            response: ApiVersionsResponse = mod.ApiVersionsResponse(
                 error_code=error_code,
-                api_keys=_api_keys(v3.ApiVersion, apis),
+                api_keys=_api_keys(mod.ApiVersion, apis),
                 throttle_time=throttle_time,
                 supported_features=tuple(
-                    v3.SupportedFeatureKey(name=name, min_version=i16(lo), max_version=i16(hi))
-                    for name, (lo, hi) in sorted(supported_features.items())
-                    if lo != 0
+                    mod.SupportedFeatureKey(name=name, min_version=i16(lo), max_version=i16(hi))
+                    for name, (lo, hi) in sorted(supported.items())
                 ),
                 finalized_features_epoch=i64(finalized_features_epoch),
                 finalized_features=tuple(
-                    v3.FinalizedFeatureKey(
+                    mod.FinalizedFeatureKey(
                         name=name, max_version_level=i16(level), min_version_level=i16(level)
                     )
-                    for name, level in finalized
+                    for name, level in sorted((finalized_features or {}).items())
                 ),
                 zk_migration_ready=zk_migration_ready,
             )
-        case 4:
-            return v4.ApiVersionsResponse(
-                error_code=error_code,
-                api_keys=_api_keys(v4.ApiVersion, apis),
-                throttle_time=throttle_time,
-                supported_features=tuple(
-                    v4.SupportedFeatureKey(name=name, min_version=i16(lo), max_version=i16(hi))
-                    for name, (lo, hi) in sorted(supported_features.items())
-                ),
-                finalized_features_epoch=i64(finalized_features_epoch),
-                finalized_features=tuple(
-                    v4.FinalizedFeatureKey(
-                        name=name, max_version_level=i16(level), min_version_level=i16(level)
-                    )
-                    for name, level in finalized
-                ),
-                zk_migration_ready=zk_migration_ready,
-            )
+            return response
     raise ValueError(f"no ApiVersions response v{api_version}")
 
 
