@@ -24,22 +24,7 @@ def register(sub: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from pykraft.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey
-    from pykraft.records import build_batch, leader_change_batch
-    from pykraft.storage import (
-        PARTITION_DIR_NAME,
-        FileLog,
-        FileQuorumStateStore,
-        FileSnapshotStore,
-        ServerConfig,
-        StorageError,
-        format_storage,
-        random_uuid,
-        read_meta_properties,
-        read_snapshot,
-        uuid_to_kafka,
-        write_snapshot,
-    )
+    from pykraft.storage import StorageError
     from pykraft.storage.inspect import describe_log_dir
 
     root: Path = args.dir
@@ -52,53 +37,74 @@ def _demo(args: argparse.Namespace) -> int:
             "listeners=CONTROLLER://localhost:9093\ncontroller.listener.names=CONTROLLER\n"
         )
     try:
-        config = ServerConfig.load(config_path)
-        meta = format_storage(
-            config, uuid_to_kafka(random_uuid()), standalone=True, ignore_formatted=True
-        )
-        print(
-            f"formatted {config.metadata_log_dir}"
-            if meta
-            else f"reusing {config.metadata_log_dir} (already formatted)"
-        )
-        meta = read_meta_properties(config.metadata_log_dir)
-        assert meta is not None
-        partition = config.metadata_log_dir / PARTITION_DIR_NAME
-        me = ReplicaKey(meta.node_id, meta.directory_id)
-
-        # One more epoch: vote for ourselves (durable first), then lead.
-        states = FileQuorumStateStore(partition)
-        previous = states.read()
-        epoch = (previous.epoch if previous else 0) + 1
-        states.write(ElectionState(epoch=epoch, voted_key=me))
-        states.write(ElectionState(epoch=epoch, leader_id=me.id, voted_key=me))
-
-        now_ms = int(time.time() * 1000)
-        with FileLog.open(partition, segment_bytes=64 * 1024) as log:
-            log.append(leader_change_batch(log.end_offset, epoch, now_ms, me.id, [me], [me]))
-            for i in range(5):
-                values = [f"epoch {epoch} record {i}.{j}".encode() for j in range(100)]
-                log.append(build_batch(log.end_offset, epoch, values, now_ms))
-            log.flush()  # one fsync for all six batches
-            print(f"appended 6 batches in epoch {epoch}; log end offset {log.end_offset}")
-            end = log.end_offset
-
-        snapshots = FileSnapshotStore.open(partition)
-        snapshot_id = OffsetAndEpoch(end, epoch)
-        write_snapshot(
-            snapshots,
-            snapshot_id,
-            [f"state after offset {end - 1}".encode()],
-            timestamp_ms=now_ms,
-            last_contained_log_timestamp_ms=now_ms,
-            kraft_version=1,
-            voters=read_snapshot(snapshots, OffsetAndEpoch(0, 0)).voters,
-        )
-        print(f"wrote snapshot {snapshot_id.offset}-{snapshot_id.epoch}")
-
+        log_dir = _one_more_epoch(config_path)
         print("\nreopening (recovery) and describing:\n")
-        print(describe_log_dir(config.metadata_log_dir, show_batches=True), end="")
+        print(describe_log_dir(log_dir, show_batches=True), end="")
     except (StorageError, ValueError) as exc:
         print(f"error: {exc}")
         return 1
     return 0
+
+
+def _one_more_epoch(config_path: Path) -> Path:
+    """Format (first run), lead one more epoch, append and snapshot; the metadata dir."""
+    from pykraft.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey
+    from pykraft.records import build_batch, leader_change_batch
+    from pykraft.storage import (
+        PARTITION_DIR_NAME,
+        FileLog,
+        FileQuorumStateStore,
+        FileSnapshotStore,
+        ServerConfig,
+        format_storage,
+        random_uuid,
+        read_meta_properties,
+        read_snapshot,
+        uuid_to_kafka,
+        write_snapshot,
+    )
+
+    config = ServerConfig.load(config_path)
+    meta = format_storage(
+        config, uuid_to_kafka(random_uuid()), standalone=True, ignore_formatted=True
+    )
+    print(
+        f"formatted {config.metadata_log_dir}"
+        if meta
+        else f"reusing {config.metadata_log_dir} (already formatted)"
+    )
+    meta = read_meta_properties(config.metadata_log_dir)
+    assert meta is not None
+    partition = config.metadata_log_dir / PARTITION_DIR_NAME
+    me = ReplicaKey(meta.node_id, meta.directory_id)
+
+    # One more epoch: vote for ourselves (durable first), then lead.
+    states = FileQuorumStateStore(partition)
+    previous = states.read()
+    epoch = (previous.epoch if previous else 0) + 1
+    states.write(ElectionState(epoch=epoch, voted_key=me))
+    states.write(ElectionState(epoch=epoch, leader_id=me.id, voted_key=me))
+
+    now_ms = int(time.time() * 1000)
+    with FileLog.open(partition, segment_bytes=64 * 1024) as log:
+        log.append(leader_change_batch(log.end_offset, epoch, now_ms, me.id, [me], [me]))
+        for i in range(5):
+            values = [f"epoch {epoch} record {i}.{j}".encode() for j in range(100)]
+            log.append(build_batch(log.end_offset, epoch, values, now_ms))
+        log.flush()  # one fsync for all six batches
+        print(f"appended 6 batches in epoch {epoch}; log end offset {log.end_offset}")
+        end = log.end_offset
+
+    snapshots = FileSnapshotStore.open(partition)
+    snapshot_id = OffsetAndEpoch(end, epoch)
+    write_snapshot(
+        snapshots,
+        snapshot_id,
+        [f"state after offset {end - 1}".encode()],
+        timestamp_ms=now_ms,
+        last_contained_log_timestamp_ms=now_ms,
+        kraft_version=1,
+        voters=read_snapshot(snapshots, OffsetAndEpoch(0, 0)).voters,
+    )
+    print(f"wrote snapshot {snapshot_id.offset}-{snapshot_id.epoch}")
+    return config.metadata_log_dir
