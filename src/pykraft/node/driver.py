@@ -41,73 +41,65 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import dataclasses
-import heapq
 import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.net.client import PeerChannel
-from pykraft.net.convert import RejectedRequest, request_from_kio, response_to_kio
+from pykraft.net.convert import RejectedRequest
 from pykraft.net.convert_voters import (
-    FEATURE_APIS,
-    KRAFT_VERSION_FEATURE,
-    VOTER_APIS,
     voter_request_from_kio,
     voter_response_to_kio,
 )
 from pykraft.net.server import KafkaServer
-from pykraft.node.cluster import CLUSTER_APIS, describe_cluster_response, metadata_response
+from pykraft.node.appends import (
+    APPEND_BATCH_RECORDS_MAX,
+    AppendLostError,
+    CommitTracker,
+    LingerBatch,
+)
+from pykraft.node.cluster import describe_cluster_response, metadata_response
 from pykraft.node.config import NodeConfig
-from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, snapshot_of
+from pykraft.node.events import VoterSetLog, log_transition
+from pykraft.node.inbound import (
+    INBOUND_ANSWER_GRACE_MS,
+    SERVED_APIS,
+    PendingAnswer,
+    answer_wait_ms,
+    api_versions_response,
+    decode_for_core,
+    encode_answer,
+    goes_to_core,
+    source_of,
+    wall_clock,
+)
+from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, record_count, snapshot_of
+from pykraft.node.peers import Peers
 from pykraft.protocol import (
-    KRAFT_APIS,
     ApiKey,
     DecodedRequest,
     ErrorCode,
-    build_api_versions_response,
     error_response,
 )
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.messages import (
-    AddRaftVoterRequest,
-    AddRaftVoterResponse,
     AnyRequest,
     AnyResponse,
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
     DescribeQuorumResponse,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
-    FetchRequest,
     FetchResponse,
-    FetchSnapshotRequest,
-    FetchSnapshotResponse,
     Inbound,
     Outbound,
-    RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse,
-    ReplicaState,
     RequestFailed,
-    UpdateFeaturesRequest,
-    UpdateFeaturesResponse,
-    UpdateRaftVoterRequest,
-    UpdateRaftVoterResponse,
-    VoteRequest,
-    VoteResponse,
     is_request,
 )
 from pykraft.raft.roles import Role
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterSet
-from pykraft.records import CorruptRecordError, iter_batches
 from pykraft.storage import (
     PARTITION_DIR_NAME,
     FileLog,
@@ -121,111 +113,9 @@ __all__ = ["AppendLostError", "NodeStartError", "RaftNode"]
 
 log = logging.getLogger("pykraft.node")
 
-COMMIT_MARKS_MAX: Final = 100_000  # appended batches awaiting commit, for commit-latency
-APPEND_BATCH_RECORDS_MAX: Final = 10_000  # records per linger batch before appending at once
-COMMIT_WAITERS_MAX: Final = 100_000
-INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we give up
-
-_RAFT_APIS: Final = frozenset(
-    {
-        ApiKey.VOTE,
-        ApiKey.BEGIN_QUORUM_EPOCH,
-        ApiKey.END_QUORUM_EPOCH,
-        ApiKey.FETCH,
-        ApiKey.FETCH_SNAPSHOT,
-    }
-)
-# Every quorum RPC (KIP-595/630/853/996), plus Metadata and DescribeCluster, which let
-# clients find the leader (pykraft.node.cluster), and UpdateFeatures for kraft.version (D10).
-SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS)
-ADMIN_SOURCE_ID: Final = -1  # the "source" of an admin client's request, for the core
-
-
-_RESPONSE_TYPES: Final = (
-    VoteResponse,
-    BeginQuorumEpochResponse,
-    EndQuorumEpochResponse,
-    FetchResponse,
-    FetchSnapshotResponse,
-)
-_VOTER_RESPONSE_TYPES: Final = (
-    AddRaftVoterResponse,
-    RemoveRaftVoterResponse,
-    UpdateRaftVoterResponse,
-    DescribeQuorumResponse,
-    UpdateFeaturesResponse,
-)
-
 
 class NodeStartError(Exception):
     """The node cannot start (unformatted or mismatched storage, unsupported setup)."""
-
-
-class AppendLostError(Exception):
-    """Records were appended but truncated by a new leader before they committed."""
-
-
-@dataclass(slots=True)
-class _Inbound:
-    answer: asyncio.Future[ResponsePayload]
-    api_version: int
-    listener_name: str
-
-
-@dataclass(slots=True)
-class _LingerBatch:
-    """The append calls of one linger period, appended as one batch. Invariant:
-    ``ends[i]`` is the count of ``values`` after call ``i`` added its records, so call
-    ``i``'s last offset is the batch's base offset + ``ends[i]`` - 1."""
-
-    values: list[bytes]
-    ends: list[int]
-    done: list[asyncio.Future[int]]
-
-
-def _source_of(body: AnyRequest) -> int:
-    if isinstance(body, VoteRequest):
-        return body.candidate_key.id
-    if isinstance(body, BeginQuorumEpochRequest | EndQuorumEpochRequest):
-        return body.leader_id
-    if isinstance(body, FetchRequest | FetchSnapshotRequest | UpdateRaftVoterRequest):
-        return (
-            body.replica_key.id
-            if not isinstance(body, UpdateRaftVoterRequest)
-            else (body.voter_key.id)
-        )
-    return ADMIN_SOURCE_ID
-
-
-def _answer_wait_ms(body: AnyRequest, voter_change_timeout_ms: int) -> int:
-    """How long the core may take to answer ``body`` on purpose (then a grace period)."""
-    if isinstance(body, FetchRequest):
-        return body.max_wait_ms
-    if isinstance(body, AddRaftVoterRequest | UpdateFeaturesRequest):
-        return body.timeout_ms
-    if isinstance(body, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
-        return voter_change_timeout_ms
-    return 0
-
-
-def transition_reason(old: Role, new: Role) -> str:
-    """A short reason for a role change, read off the (old, new) pair and their epochs."""
-    pair = (old.name, new.name)
-    if new.epoch > old.epoch and pair[1] in ("unattached", "follower"):
-        return "higher epoch seen" if pair[0] != "resigned" else "resignation done"
-    return {
-        ("follower", "prospective"): "fetch timeout",
-        ("unattached", "prospective"): "election timeout",
-        ("prospective", "candidate"): "pre-vote won",
-        ("prospective", "follower"): "pre-vote lost, leader known",
-        ("prospective", "unattached"): "pre-vote lost",
-        ("candidate", "prospective"): "election lost or timed out",
-        ("candidate", "leader"): "election won",
-        ("candidate", "follower"): "leader discovered",
-        ("unattached", "follower"): "leader discovered",
-        ("unattached", "unattached"): "voted",
-        ("leader", "resigned"): "resigned (shutdown or check quorum)",
-    }.get(pair, "state change")
 
 
 class RaftNode:
@@ -246,16 +136,13 @@ class RaftNode:
         self.core: RaftCore | None = None
         self._log: FileLog | None = None
         self._server: KafkaServer | None = None
-        self._channels: dict[tuple[str, int], PeerChannel] = {}
-        self._request_dst: dict[int, int] = {}  # core request id -> destination node id
-        self._inbound: dict[int, _Inbound] = {}  # our inbound request id -> pending answer
+        self._peers = Peers(config, self._on_peer_result)
+        self._inbound: dict[int, PendingAnswer] = {}  # our inbound request id -> pending answer
         self._next_inbound_id = 1
         self._timer: asyncio.TimerHandle | None = None
         self._linger: asyncio.TimerHandle | None = None
-        self._appends = _LingerBatch([], [], [])
-        # offset -> (epoch it was appended in, futures); resolved once HWM > offset.
-        self._commit_waiters: dict[int, tuple[int, list[asyncio.Future[None]]]] = {}
-        self._commit_offsets: list[int] = []  # heap of the keys of _commit_waiters
+        self._appends = LingerBatch()
+        self._commits = CommitTracker()
         self._stopping = False
         self.failed: BaseException | None = None  # a fatal storage error stopped the node
         # Flushes run here, one at a time (fsync off the loop thread).
@@ -263,20 +150,13 @@ class RaftNode:
         self._flushing: asyncio.Future[None] | None = None  # set while a flush runs
         self._fatal_stop: asyncio.Future[None] | None = None
         self._deferred: collections.deque[Callable[[], None]] = collections.deque()
-        # (last offset, appended at ms) of leader batches not yet committed, oldest first.
-        self._commit_marks: collections.deque[tuple[int, int]] = collections.deque(
-            maxlen=COMMIT_MARKS_MAX
-        )
         self.metrics: RaftMetrics | None = None
-        self._last_voters: VoterSet | None = None  # the voter set last logged
+        self._voter_log = VoterSetLog()
         self._metrics_server: MetricsServer | None = None
         self.stopped = asyncio.Event()
         self.cluster_id = ""
         self.directory_id: Any = None
         self.listener = config.controller_listener
-        self._voter_endpoints = {
-            v.id: (v.host, v.port) for v in config.quorum_voters
-        }  # static voters (kraft.version 0)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -314,12 +194,11 @@ class RaftNode:
             raise NodeStartError(f"cannot open {partition_dir}: {e}") from None
         return log_, snapshots, FileQuorumStateStore(partition_dir)
 
-    async def start(self) -> None:
-        """Open storage, build the core, start listening. Raises NodeStartError."""
-        self._loop = asyncio.get_running_loop()
+    def _new_core(
+        self, log_: FileLog, snapshots: FileSnapshotStore, quorum_state: FileQuorumStateStore
+    ) -> RaftCore:
+        """The core over the opened storage, with the config's timeouts and addresses."""
         cfg = self.config
-        log_, snapshots, quorum_state = self._open_storage()
-        self._log = log_
         name = self.listener.name
         # Static voters (kraft.version 0) when controller.quorum.voters is set; otherwise the
         # voter set comes from the log and its bootstrap checkpoint (D2, D3), and
@@ -347,17 +226,7 @@ class RaftNode:
         own = (voters.endpoints(cfg.node_id) if voters is not None else ()) or (
             Endpoint(name, self.listener.host or "localhost", self.listener.port),
         )
-        self._server = KafkaServer(
-            self._handle,
-            listener_name=name,
-            host=self.listener.host,
-            port=self.listener.port,
-            apis=SERVED_APIS,
-            frame_max_bytes=cfg.socket_request_max_bytes,
-            api_versions=self._api_versions,
-        )
-        await self._server.start()
-        core = RaftCore(
+        return RaftCore(
             config=raft_config,
             local_key=ReplicaKey(cfg.node_id, self.directory_id),
             voters=voters,
@@ -369,6 +238,24 @@ class RaftNode:
             endpoints=own,
             bootstrap_servers=bootstrap,
         )
+
+    async def start(self) -> None:
+        """Open storage, build the core, start listening. Raises NodeStartError."""
+        self._loop = asyncio.get_running_loop()
+        cfg = self.config
+        log_, snapshots, quorum_state = self._open_storage()
+        self._log = log_
+        self._server = KafkaServer(
+            self._handle,
+            listener_name=self.listener.name,
+            host=self.listener.host,
+            port=self.listener.port,
+            apis=SERVED_APIS,
+            frame_max_bytes=cfg.socket_request_max_bytes,
+            api_versions=self._api_versions,
+        )
+        await self._server.start()
+        core = self._new_core(log_, snapshots, quorum_state)
         core.on_transition = self._on_transition
         self.core = core
         self.metrics = RaftMetrics(self.now_ms(), cfg.quorum_fetch_timeout_ms)
@@ -407,16 +294,10 @@ class RaftNode:
             if handle is not None:
                 handle.cancel()
         self._fail_appends(ConnectionError("node shutting down"))
-        for _, waiters in self._commit_waiters.values():
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_exception(ConnectionError("node shutting down"))
-        self._commit_waiters.clear()
-        self._commit_offsets.clear()
+        self._commits.fail_all(lambda: ConnectionError("node shutting down"))
         if self._server is not None:
             await self._server.close()
-        for channel in self._channels.values():
-            await channel.close()
+        await self._peers.close()
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self._flush_done()
@@ -496,42 +377,14 @@ class RaftNode:
             )
         for done in ready.completed:
             log.info("operation done op=%s error=%s", done.operation, done.error.name)
-        self._log_voter_change()
+        assert self.core is not None
+        self._voter_log.update(self.config.node_id, self.core)
         self._schedule_poll(ready.next_deadline_ms)
-
-    def _log_voter_change(self) -> None:
-        """One structured line whenever the voter set in force changes (KIP-853)."""
-        core = self.core
-        assert core is not None
-        voters = core.voters
-        if voters is self._last_voters:
-            return
-        keys = sorted(str(k) for k in voters.keys)
-        if self._last_voters is not None and keys == sorted(str(k) for k in self._last_voters.keys):
-            self._last_voters = voters
-            return
-        self._last_voters = voters
-        log.info(
-            "voter set node.id=%d voters=%s epoch=%d high_watermark=%d uncommitted=%s",
-            self.config.node_id,
-            ",".join(keys),
-            core.epoch,
-            core.high_watermark,
-            str(bool(getattr(core, "uncommitted_voter_change", False))).lower(),
-        )
 
     def _api_versions(self, api_version: int) -> ResponsePayload:
         """ApiVersions: the served APIs, the kraft.version range the core supports
         (``RaftConfig.kraft_versions``) and, once running, the finalized kraft.version."""
-        core = self.core
-        supported = RaftConfig().kraft_versions if core is None else core.config.kraft_versions
-        finalized = None if core is None else {KRAFT_VERSION_FEATURE: core.kraft_version}
-        return build_api_versions_response(
-            api_version,
-            SERVED_APIS,
-            supported_features={KRAFT_VERSION_FEATURE: supported},
-            finalized_features=finalized,
-        )
+        return api_versions_response(api_version, self.core)
 
     def metrics_snapshot(self) -> Snapshot | None:
         """The raft-metrics group now (on the loop thread); None before start."""
@@ -554,16 +407,7 @@ class RaftNode:
     def _on_transition(self, old: Role, new: Role) -> None:
         if self.metrics is not None:
             self.metrics.on_role(self.now_ms(), new.name, new.name in ("leader", "follower"))
-        log.info(
-            'role transition node.id=%d from=%s to=%s from_epoch=%d epoch=%d leader=%d reason="%s"',
-            self.config.node_id,
-            old.name,
-            new.name,
-            old.epoch,
-            new.epoch,
-            getattr(new, "leader_id", self.config.node_id if new.name == "leader" else -1),
-            transition_reason(old, new),
-        )
+        log_transition(self.config.node_id, old, new)
 
     # -- outbound -------------------------------------------------------------------------
 
@@ -575,74 +419,32 @@ class RaftNode:
         pending = self._inbound.pop(message.request_id, None)
         if pending is None or pending.answer.done():
             return  # the connection went away, or the answer timed out
-        if isinstance(body, _RESPONSE_TYPES):
-            answer = response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
-        elif isinstance(body, _VOTER_RESPONSE_TYPES):
-            if isinstance(body, DescribeQuorumResponse):
-                body = self._wall_clock(body)
-            answer = voter_response_to_kio(
-                body, pending.api_version, listener_name=pending.listener_name
-            )
-        else:
+        if isinstance(body, DescribeQuorumResponse):
+            body = self._wall_clock(body)
+        answer = encode_answer(body, pending)
+        if answer is None:
             log.warning("no wire form for %s; dropped", type(body).__name__)
             return
         pending.answer.set_result(answer)
 
     def _wall_clock(self, response: DescribeQuorumResponse) -> DescribeQuorumResponse:
         """Replica timestamps from the core's monotonic clock to wall-clock ms (D11)."""
-        now, wall = self.now_ms(), int(time.time() * 1000)
-
-        def convert(r: ReplicaState) -> ReplicaState:
-            def at(ts: int) -> int:
-                return -1 if ts < 0 else wall - (now - ts)
-
-            return dataclasses.replace(
-                r,
-                last_fetch_timestamp=at(r.last_fetch_timestamp),
-                last_caught_up_timestamp=at(r.last_caught_up_timestamp),
-            )
-
-        return dataclasses.replace(
-            response,
-            voters=tuple(convert(r) for r in response.voters),
-            observers=tuple(convert(r) for r in response.observers),
-        )
+        return wall_clock(response, self.now_ms(), int(time.time() * 1000))
 
     def _send_request(
         self, dst: int, request_id: int, body: AnyRequest, endpoint: Endpoint | None
     ) -> None:
-        address = self._address_of(dst, endpoint)
-        if address is None:
-            log.debug("no address for node %d; failing request %d", dst, request_id)
-            assert self._loop is not None
-            self._loop.call_soon(self._on_peer_result, request_id, None, dst)
-            return
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = PeerChannel(
-                address[0],
-                address[1],
-                listener_name=self.listener.name,
-                on_result=self._on_channel_result,
-                request_timeout_ms=self.config.quorum_request_timeout_ms,
-                retry_backoff_ms=self.config.quorum_retry_backoff_ms,
-                frame_max_bytes=self.config.socket_request_max_bytes,
-            )
-            self._channels[address] = channel
-        self._request_dst[request_id] = dst
-        channel.send(request_id, body)
-
-    def _on_channel_result(self, request_id: int, response: AnyResponse | None) -> None:
-        dst = self._request_dst.pop(request_id, None)
-        if dst is not None:
-            self._on_peer_result(request_id, response, dst)
+        core = self.core
+        assert core is not None and self._loop is not None
+        address = self._peers.address_of(core, dst, endpoint, lambda: self.port)
+        self._peers.send(self._loop, address, dst, request_id, body)
 
     def _on_peer_result(self, request_id: int, response: AnyResponse | None, dst: int) -> None:
         core = self.core
         if core is None or self._stopping:
             return
         if isinstance(response, FetchResponse) and response.records and self.metrics:
-            self.metrics.on_fetch(self.now_ms(), _record_count(response.records))
+            self.metrics.on_fetch(self.now_ms(), record_count(response.records))
         if response is None:
             self._input(lambda: core.step(RequestFailed(dst, request_id), self.now_ms()))
         else:
@@ -653,42 +455,17 @@ class RaftNode:
     def voter_addresses(self) -> dict[int, tuple[str, int]]:
         """Each voter's address on the controller listener, from the voter set (falling back
         to ``controller.quorum.voters``)."""
-        core = self.core
-        addresses = dict(self._voter_endpoints)
-        if core is not None:
-            for voter_id in core.voters.ids:
-                for e in core.voters.endpoints(voter_id):
-                    if e.name == self.listener.name:
-                        addresses[voter_id] = (e.host, e.port)
-                        break
-            addresses = {i: a for i, a in addresses.items() if i in core.voters.ids}
-        return addresses
-
-    def _address_of(self, dst: int, endpoint: Endpoint | None) -> tuple[str, int] | None:
-        """Where to send to ``dst``: the endpoint the core named, else the voter set's (or
-        the static config's) address, else the leader's endpoint as learnt from responses."""
-        if endpoint is not None:
-            return endpoint.host, endpoint.port
-        address = self.voter_addresses().get(dst)
-        if address is None and self.core is not None and dst == self.core.leader_id:
-            address = self.leader_address()
-        return address
+        return self._peers.voter_addresses(self.core)
 
     def leader_address(self) -> tuple[str, int] | None:
-        core = self.core
-        if core is None or core.leader_id < 0:
-            return None
-        if core.leader_id == self.config.node_id:
-            return (self.listener.host or "localhost", self.port)
-        for e in getattr(core.state, "leader_endpoints", ()):
-            if e.name == self.listener.name:
-                return (e.host, e.port)
-        return self.voter_addresses().get(core.leader_id)
+        return self._peers.leader_address(self.core, lambda: self.port)
 
-    async def _handle(self, request: DecodedRequest, listener_name: str) -> ResponsePayload:
-        core = self.core
-        if core is not None and request.api_key == ApiKey.DESCRIBE_QUORUM:
-            # Read-only: answered at once from the core's state, even during a flush.
+    def _read_only(
+        self, core: RaftCore, request: DecodedRequest, listener_name: str
+    ) -> ResponsePayload | None:
+        """The answer to a request served from the core's state at once, even during a
+        flush (DescribeQuorum, Metadata, DescribeCluster); None for any other request."""
+        if request.api_key == ApiKey.DESCRIBE_QUORUM:
             try:
                 voter_request_from_kio(request.message)
             except RejectedRequest as e:
@@ -697,7 +474,7 @@ class RaftNode:
             return voter_response_to_kio(
                 described, request.api_version, listener_name=listener_name
             )
-        if core is not None and request.api_key == ApiKey.METADATA:
+        if request.api_key == ApiKey.METADATA:
             return metadata_response(
                 request.message,
                 request.api_version,
@@ -705,7 +482,7 @@ class RaftNode:
                 leader_id=core.leader_id,
                 leader_address=self.leader_address(),
             )
-        if core is not None and request.api_key == ApiKey.DESCRIBE_CLUSTER:
+        if request.api_key == ApiKey.DESCRIBE_CLUSTER:
             return describe_cluster_response(
                 request.message,
                 request.api_version,
@@ -713,25 +490,29 @@ class RaftNode:
                 leader_id=core.leader_id,
                 controllers=self.voter_addresses(),
             )
-        to_core = request.api_key in _RAFT_APIS or request.api_key in VOTER_APIS
+        return None
+
+    async def _handle(self, request: DecodedRequest, listener_name: str) -> ResponsePayload:
+        core = self.core
+        if core is not None:
+            answer = self._read_only(core, request, listener_name)
+            if answer is not None:
+                return answer
+        to_core = goes_to_core(request.api_key)
         if not to_core or core is None or self._stopping:
             code = ErrorCode.broker_not_available if to_core else ErrorCode.unsupported_version
             return error_response(request.api_key, request.api_version, code)
-        body: AnyRequest
         try:
-            if request.api_key in _RAFT_APIS:
-                body = request_from_kio(request.message, local_id=self.config.node_id)
-            else:
-                body = voter_request_from_kio(request.message)
+            body = decode_for_core(request, self.config.node_id)
         except RejectedRequest as e:
             return e.response
         assert self._loop is not None
         rid = self._next_inbound_id
         self._next_inbound_id += 1
-        pending = _Inbound(self._loop.create_future(), request.api_version, listener_name)
+        pending = PendingAnswer(self._loop.create_future(), request.api_version, listener_name)
         self._inbound[rid] = pending
-        self._input(lambda: core.step(Inbound(_source_of(body), rid, body), self.now_ms()))
-        wait_ms = INBOUND_ANSWER_GRACE_MS + _answer_wait_ms(
+        self._input(lambda: core.step(Inbound(source_of(body), rid, body), self.now_ms()))
+        wait_ms = INBOUND_ANSWER_GRACE_MS + answer_wait_ms(
             body, core.config.voter_change_timeout_ms
         )
         try:
@@ -760,12 +541,7 @@ class RaftNode:
         # One future per call (a shared one would be cancelled with any one caller), but no
         # other per-call object: the linger batch keeps flat lists.
         done: asyncio.Future[int] = loop.create_future()
-        batch = self._appends
-        batch.values.extend(values)
-        count = len(batch.values)
-        batch.ends.append(count)
-        batch.done.append(done)
-        if count >= APPEND_BATCH_RECORDS_MAX:
+        if self._appends.add(values, done) >= APPEND_BATCH_RECORDS_MAX:
             self._flush_appends()
         elif self._linger is None:
             self._linger = loop.call_later(
@@ -774,10 +550,8 @@ class RaftNode:
         return await done
 
     def _fail_appends(self, error: BaseException) -> None:
-        batch, self._appends = self._appends, _LingerBatch([], [], [])
-        for done in batch.done:
-            if not done.done():
-                done.set_exception(error)
+        batch, self._appends = self._appends, LingerBatch()
+        batch.fail(error)
 
     def _flush_appends(self) -> None:
         if self._linger is not None:
@@ -798,22 +572,17 @@ class RaftNode:
         batch = self._appends
         if not batch.values or core is None or self._stopping:
             return
-        self._appends = _LingerBatch([], [], [])
-        values = batch.values
+        self._appends = LingerBatch()
         now = self.now_ms()
         try:
-            last = core.append(values, now)
+            last = core.append(batch.values, now)
         except NotLeaderError as e:
-            self._appends = batch
-            self._fail_appends(e)
+            batch.fail(e)
             return
         if self.metrics is not None:
-            self.metrics.on_append(now, len(values))
-        self._commit_marks.append((last, now))
-        before = last - len(values)  # the base offset - 1
-        for done, end in zip(batch.done, batch.ends, strict=True):
-            if not done.done():  # the caller may have been cancelled
-                done.set_result(before + end)
+            self.metrics.on_append(now, len(batch.values))
+        self._commits.mark(last, now)
+        batch.appended(last)
 
     async def wait_committed(self, offset: int, epoch: int | None = None) -> None:
         """Wait until ``offset`` is below the high watermark. With ``epoch`` (the epoch the
@@ -826,15 +595,7 @@ class RaftNode:
         if offset < core.high_watermark:
             self._check_epoch(offset, epoch)
             return
-        if len(self._commit_waiters) >= COMMIT_WAITERS_MAX:
-            raise RuntimeError(f"more than {COMMIT_WAITERS_MAX} offsets awaited")
-        waiter: asyncio.Future[None] = self._loop.create_future()
-        entry = self._commit_waiters.get(offset)
-        if entry is None:
-            entry = self._commit_waiters[offset] = (epoch, [])
-            heapq.heappush(self._commit_offsets, offset)
-        entry[1].append(waiter)
-        await waiter
+        await self._commits.wait(self._loop, offset, epoch)
 
     def _check_epoch(self, offset: int, epoch: int) -> None:
         assert self._log is not None
@@ -844,40 +605,12 @@ class RaftNode:
 
     def _committed(self, high_watermark: int) -> None:
         now = self.now_ms()
-        marks = self._commit_marks
-        while marks and marks[0][0] < high_watermark:
-            _, appended_ms = marks.popleft()
+        for appended_ms in self._commits.committed_marks(high_watermark):
             if self.metrics is not None:
                 self.metrics.on_commit(now, appended_ms)
-        offsets = self._commit_offsets
-        while offsets and offsets[0] < high_watermark:
-            offset = heapq.heappop(offsets)
-            epoch, waiters = self._commit_waiters.pop(offset)
-            try:
-                self._check_epoch(offset, epoch)
-                error: BaseException | None = None
-            except AppendLostError as e:
-                error = e
-            for waiter in waiters:
-                if waiter.done():
-                    continue
-                if error is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(error)
+        self._commits.resolve(high_watermark, self._check_epoch)
         if self.on_commit is not None:
             self.on_commit(high_watermark)
 
     async def run_until_stopped(self) -> None:
         await self.stopped.wait()
-
-
-def _record_count(records: bytes) -> int:
-    """Records in the batches of a Fetch response (for fetch-records-rate)."""
-    count = 0
-    try:
-        for header, _ in iter_batches(records, verify_crc=False):
-            count += header.record_count
-    except (CorruptRecordError, ValueError):
-        pass  # the core validates and rejects; the metric counts what it could read
-    return count

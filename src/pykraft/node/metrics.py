@@ -64,8 +64,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from pykraft.raft.core import RaftCore
 from pykraft.raft.roles import Leader
+from pykraft.records import CorruptRecordError, iter_batches
 
-__all__ = ["STATES", "MetricsServer", "RaftMetrics", "Snapshot", "snapshot_of"]
+__all__ = ["STATES", "MetricsServer", "RaftMetrics", "Snapshot", "record_count", "snapshot_of"]
 
 PREFIX: Final = "kafka_raft_metrics_"
 WINDOW_MS: Final = 60_000  # Kafka: 2 samples x metrics.sample.window.ms (30 s)
@@ -332,3 +333,14 @@ class MetricsServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+
+
+def record_count(records: bytes) -> int:
+    """Records in the batches of a Fetch response (for fetch-records-rate)."""
+    count = 0
+    try:
+        for header, _ in iter_batches(records, verify_crc=False):
+            count += header.record_count
+    except (CorruptRecordError, ValueError):
+        pass  # the core validates and rejects; the metric counts what it could read
+    return count
