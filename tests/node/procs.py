@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,8 +15,25 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from pykraft.admin import AdminClient, QuorumInfo
+from pykraft.cli.local import free_ports
+from pykraft.records import decode_records, iter_batches
+
+__all__ = [
+    "CLUSTER_ID",
+    "STEP_TIMEOUT_S",
+    "Proc",
+    "cli",
+    "describe_quorum",
+    "fmt",
+    "free_ports",
+    "make_config",
+    "wait_for",
+]
+
 CLUSTER_ID = "X5SvYNT7TJu0jYq2_o3_vg"
 STEP_TIMEOUT_S = 20
+COMMITTED = re.compile(r"committed offset=(\d+) epoch=(\d+) value=(\S+)")
 TRANSITION = re.compile(
     r"role transition node\.id=\d+ from=(\S+) to=(\S+) from_epoch=\d+ epoch=(\d+)"
 )
@@ -29,17 +46,6 @@ FAST_QUORUM = (
     "controller.quorum.request.timeout.ms=1000\n"
     "controller.quorum.append.linger.ms=5\n"
 )
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def cli(*args: str, timeout_s: float = STEP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
@@ -96,6 +102,22 @@ class Proc:
     def transitions(self) -> list[tuple[str, str, int]]:
         return [(a, b, int(e)) for a, b, e in TRANSITION.findall(self.text())]
 
+    def committed(self) -> list[tuple[int, int, str]]:
+        """The ``committed`` lines of the debug appender: (offset, epoch, value)."""
+        return [(int(o), int(e), v) for o, e, v in COMMITTED.findall(self.output.read_text())]
+
+    def log_values(self) -> dict[int, bytes | None]:
+        """Every record of the on-disk log (read while the process is stopped)."""
+        values: dict[int, bytes | None] = {}
+        for segment in sorted((self.data / "__cluster_metadata-0").glob("*.log")):
+            buf = segment.read_bytes()
+            for header, pos in iter_batches(buf):
+                if header.is_control:
+                    continue
+                for record in decode_records(buf[pos : pos + header.size]):
+                    values[record.offset] = record.value
+        return values
+
     def scrape(self) -> dict[str, float]:
         """The metrics endpoint as {name or name{label=value}: value}."""
         assert self.metrics_port is not None
@@ -134,6 +156,22 @@ def make_config(
         text += f"metrics.port={metrics_port}\n"
     config.write_text(text)
     return Proc(node_id, port, config, data, tmp / f"n{node_id}.out", metrics_port)
+
+
+def fmt(p: Proc, *mode: str) -> None:
+    """``pykraft storage format`` of ``p``'s directory in ``mode`` (e.g. ``--standalone``)."""
+    result = cli("storage", "format", "--config", str(p.config), "--cluster-id", CLUSTER_ID, *mode)
+    assert result.returncode == 0, result.stderr
+
+
+def describe_quorum(bootstrap: str, *, timeout_ms: int) -> QuorumInfo:
+    """DescribeQuorum through the admin client (it follows the leader)."""
+
+    async def go() -> QuorumInfo:
+        async with AdminClient(bootstrap, timeout_ms=timeout_ms, request_timeout_ms=2_000) as admin:
+            return await admin.describe_quorum()
+
+    return asyncio.run(go())
 
 
 def wait_for(predicate: Callable[[], object], what: str, timeout_s: float = STEP_TIMEOUT_S) -> None:

@@ -33,6 +33,16 @@ def single_voter(tmp_path: Path) -> Path:
     return path
 
 
+async def elected(node: RaftNode) -> None:
+    """Wait (10 s at most) until the single voter ``node`` is leader."""
+    loop = asyncio.get_running_loop()
+    assert node.core is not None
+    deadline = loop.time() + 10
+    while node.core.role != "leader":
+        assert loop.time() < deadline, "no election"
+        await asyncio.sleep(0.01)
+
+
 def test_slow_fsync_does_not_block_the_loop_and_gates_the_commit(tmp_path: Path) -> None:
     config = load_config(single_voter(tmp_path))
 
@@ -41,11 +51,8 @@ def test_slow_fsync_does_not_block_the_loop_and_gates_the_commit(tmp_path: Path)
         await node.start()
         loop = asyncio.get_running_loop()
         try:
+            await elected(node)
             assert node.core is not None and node._log is not None
-            deadline = loop.time() + 10
-            while node.core.role != "leader":
-                assert loop.time() < deadline, "no election"
-                await asyncio.sleep(0.01)
             await node.wait_committed(node.core.log.end_offset - 1)
 
             real_flush = node._log.flush
@@ -99,13 +106,9 @@ def test_api_versions_advertises_the_cores_kraft_versions_and_many_appends_share
     async def go() -> None:
         node = RaftNode(config)
         await node.start()
-        loop = asyncio.get_running_loop()
         try:
+            await elected(node)
             assert node.core is not None
-            deadline = loop.time() + 10
-            while node.core.role != "leader":
-                assert loop.time() < deadline, "no election"
-                await asyncio.sleep(0.01)
             answer: Any = node._api_versions(4)  # v3 omits features whose minimum is 0
             supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
             assert supported == {"kraft.version": node.core.config.kraft_versions}

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from collections.abc import Iterator
@@ -11,20 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from pykraft.admin import AdminClient, QuorumInfo
+from pykraft.admin import QuorumInfo
 from pykraft.storage import read_meta_properties, uuid_to_kafka
 
-from .procs import CLUSTER_ID, Proc, cli, free_ports, make_config, wait_for
+from .procs import Proc, cli, describe_quorum, fmt, free_ports, make_config, wait_for
 
 pytestmark = pytest.mark.slow
 
 
 def describe(bootstrap: str) -> QuorumInfo:
-    async def go() -> QuorumInfo:
-        async with AdminClient(bootstrap, timeout_ms=10_000, request_timeout_ms=2_000) as admin:
-            return await admin.describe_quorum()
-
-    return asyncio.run(go())
+    return describe_quorum(bootstrap, timeout_ms=10_000)
 
 
 def voter_keys(bootstrap: str) -> set[tuple[int, str]]:
@@ -41,15 +36,21 @@ def directory(p: Proc) -> str:
     return uuid_to_kafka(meta.directory_id)
 
 
-def fmt(p: Proc, *mode: str) -> None:
-    result = cli("storage", "format", "--config", str(p.config), "--cluster-id", CLUSTER_ID, *mode)
-    assert result.returncode == 0, result.stderr
-
-
 def quorum_cli(bootstrap: str, *args: str) -> str:
     result = cli("metadata-quorum", "--bootstrap-controller", bootstrap, *args, timeout_s=40)
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def without_static_voters(tmp: Path, ports: list[int], count: int, extra: str) -> list[Proc]:
+    """``count`` controllers configured without ``controller.quorum.voters``."""
+    return [make_config(tmp, i + 1, ports[i], voters=None, extra=extra) for i in range(count)]
+
+
+def initial_controllers(nodes: list[Proc]) -> str:
+    """``--initial-controllers`` for ``nodes``, each with a new directory id."""
+    ids = [cli("storage", "random-uuid").stdout.strip() for _ in nodes]
+    return ",".join(f"{p.node_id}@127.0.0.1:{p.port}:{d}" for p, d in zip(nodes, ids, strict=True))
 
 
 @pytest.fixture
@@ -65,16 +66,9 @@ def test_standalone_then_auto_join_then_leader_removes_itself(
 ) -> None:
     ports = free_ports(3)
     bootstrap = f"controller.quorum.bootstrap.servers=127.0.0.1:{ports[0]}\n"
-    nodes = [
-        make_config(
-            tmp_path,
-            i + 1,
-            ports[i],
-            voters=None,
-            extra=bootstrap + "controller.quorum.auto.join.enable=true\n",
-        )
-        for i in range(3)
-    ]
+    nodes = without_static_voters(
+        tmp_path, ports, 3, bootstrap + "controller.quorum.auto.join.enable=true\n"
+    )
     fmt(nodes[0], "--standalone")
     fmt(nodes[1], "--no-initial-controllers")
     fmt(nodes[2], "--no-initial-controllers")
@@ -113,20 +107,10 @@ def test_disk_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
     added -- a replica id may appear once in the voter set (DUPLICATE_VOTER)."""
     ports = free_ports(3)
     servers = ",".join(f"127.0.0.1:{p}" for p in ports)
-    nodes = [
-        make_config(
-            tmp_path,
-            i + 1,
-            ports[i],
-            voters=None,
-            extra=f"controller.quorum.bootstrap.servers={servers}\n",
-        )
-        for i in range(3)
-    ]
-    ids = [cli("storage", "random-uuid").stdout.strip() for _ in nodes]
-    initial = ",".join(
-        f"{p.node_id}@127.0.0.1:{p.port}:{d}" for p, d in zip(nodes[:3], ids, strict=True)
+    nodes = without_static_voters(
+        tmp_path, ports, 3, f"controller.quorum.bootstrap.servers={servers}\n"
     )
+    initial = initial_controllers(nodes)
     for p in nodes:
         fmt(p, "--initial-controllers", initial)
         p.start()
@@ -182,20 +166,10 @@ def test_node_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
     metadata-quorum commands."""
     ports = free_ports(4)
     servers = ",".join(f"127.0.0.1:{p}" for p in ports[:3])
-    nodes = [
-        make_config(
-            tmp_path,
-            i + 1,
-            ports[i],
-            voters=None,
-            extra=f"controller.quorum.bootstrap.servers={servers}\n",
-        )
-        for i in range(4)
-    ]
-    ids = [cli("storage", "random-uuid").stdout.strip() for _ in nodes[:3]]
-    initial = ",".join(
-        f"{p.node_id}@127.0.0.1:{p.port}:{d}" for p, d in zip(nodes[:3], ids, strict=True)
+    nodes = without_static_voters(
+        tmp_path, ports, 4, f"controller.quorum.bootstrap.servers={servers}\n"
     )
+    initial = initial_controllers(nodes[:3])
     for p in nodes[:3]:
         fmt(p, "--initial-controllers", initial)
         p.start()

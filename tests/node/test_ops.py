@@ -6,7 +6,6 @@ test runs last: it is the only one that perturbs the quorum."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 import signal
@@ -17,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from pykraft.admin import AdminClient, QuorumInfo
+from pykraft.admin import QuorumInfo
 from pykraft.storage import read_meta_properties, uuid_to_kafka
 
-from .procs import CLUSTER_ID, Proc, cli, free_ports, make_config, wait_for
+from .procs import CLUSTER_ID, Proc, cli, describe_quorum, fmt, free_ports, make_config, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -42,10 +41,7 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Proc]]:
         for i in range(3)
     ]
     for p in procs:
-        result = cli(
-            "storage", "format", "--config", str(p.config), "--cluster-id", CLUSTER_ID, "-N"
-        )
-        assert result.returncode == 0, result.stderr
+        fmt(p, "-N")
     for p in procs:
         p.start()
     try:
@@ -56,11 +52,7 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Proc]]:
 
 
 def describe(bootstrap: str) -> QuorumInfo:
-    async def go() -> QuorumInfo:
-        async with AdminClient(bootstrap, timeout_ms=15_000, request_timeout_ms=2_000) as admin:
-            return await admin.describe_quorum()
-
-    return asyncio.run(go())
+    return describe_quorum(bootstrap, timeout_ms=15_000)
 
 
 def leader_of(quorum: list[Proc]) -> tuple[Proc, QuorumInfo]:
