@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
@@ -250,6 +251,28 @@ class Cluster:
                 self.release_after_flush(i)
                 continue
             return
+
+    def take(self, i: int, wanted: Callable[[Outbound], bool]) -> list[Outbound]:
+        """Step node ``i``'s Ready outside ``drain``: return the messages ``wanted`` picks,
+        queue the others, flush (whatever ``autoflush`` says), then drain."""
+        node = self.nodes[i]
+        core = node.core
+        assert core is not None
+        ready = core.ready(self.now)
+        taken: list[Outbound] = []
+        for m in ready.messages:
+            if wanted(m):
+                taken.append(m)
+            else:
+                self.queue.append((i, m))
+        node.deadline_ms = ready.next_deadline_ms
+        node.after_flush.extend(ready.messages_after_flush)
+        if ready.must_flush:
+            node.log.flush()
+            core.on_flushed(self.now)
+            self.release_after_flush(i)
+        self.drain(i)
+        return taken
 
     def release_after_flush(self, i: int) -> None:
         node = self.nodes[i]
@@ -585,21 +608,11 @@ def _inject_vote(c: Cluster, dst: int, src: int, epoch: int, pre: bool) -> list[
     core.step(Inbound(src, 10**9, req), c.now)
     lines = list(c.out)
     c.out.clear()
-    ready = core.ready(c.now)
-    for m in ready.messages:
-        if m.request_id == 10**9 and isinstance(m.body, VoteResponse):
-            r = m.body
-            lines.append(
-                f"vote response: error={r.error.name} epoch={r.epoch} "
-                f"leader={r.leader_id} granted={r.vote_granted} pre_vote={r.pre_vote}"
-            )
-        else:
-            c.queue.append((dst, m))
-    c.nodes[dst].deadline_ms = ready.next_deadline_ms
-    c.nodes[dst].after_flush.extend(ready.messages_after_flush)
-    if ready.must_flush:
-        c.nodes[dst].log.flush()
-        core.on_flushed(c.now)
-        c.release_after_flush(dst)
-    c.drain(dst)
+    for m in c.take(dst, lambda m: m.request_id == 10**9 and isinstance(m.body, VoteResponse)):
+        r = m.body
+        assert isinstance(r, VoteResponse)
+        lines.append(
+            f"vote response: error={r.error.name} epoch={r.epoch} "
+            f"leader={r.leader_id} granted={r.vote_granted} pre_vote={r.pre_vote}"
+        )
     return lines

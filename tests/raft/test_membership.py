@@ -48,22 +48,8 @@ def leader_core(c: Cluster, i: int = 1) -> RaftCore:
 
 def answers(c: Cluster, i: int, request_id: int) -> list[object]:
     """Step node ``i``'s Ready and return the bodies answering ``request_id`` (others flow)."""
-    core = c.nodes[i].core
-    assert core is not None
-    ready = core.ready(c.now)
-    found: list[object] = []
-    for m in ready.messages:
-        if m.request_id == request_id and m.dst == 99:
-            found.append(m.body)
-        else:
-            c.queue.append((i, m))
-    c.nodes[i].after_flush.extend(ready.messages_after_flush)
-    if ready.must_flush:
-        c.nodes[i].log.flush()
-        core.on_flushed(c.now)
-        c.release_after_flush(i)
-    c.drain(i)
-    return found
+    taken = c.take(i, lambda m: m.request_id == request_id and m.dst == 99)
+    return [m.body for m in taken]
 
 
 def test_add_while_another_change_is_pending_times_out_at_once() -> None:
