@@ -24,6 +24,11 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from pykraft.protocol import KRAFT_APIS
+
+# Every (api key, version) pykraft serves: what the codec tests cover.
+SERVED = [(row.api_key, v) for row in KRAFT_APIS for v in row.versions]
+
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 

@@ -38,7 +38,7 @@ from pykraft.protocol import (
     unsupported_api_versions_response,
 )
 
-SERVED = [(row.api_key, v) for row in KRAFT_APIS for v in row.versions]
+from .strategies import SERVED
 
 
 def test_served_table() -> None:

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykraft.protocol import (
-    KRAFT_APIS,
     ProtocolError,
     RequestReader,
     ResponseReader,
@@ -25,9 +24,7 @@ from pykraft.protocol import (
     response_schema,
 )
 
-from .strategies import entities
-
-SERVED = [(row.api_key, v) for row in KRAFT_APIS for v in row.versions]
+from .strategies import SERVED, entities
 
 
 @st.composite

@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykraft.protocol import (
-    KRAFT_APIS,
     FrameDecoder,
     decode_request,
     decode_response,
@@ -18,9 +17,8 @@ from pykraft.protocol import (
     response_schema,
 )
 
-from .strategies import entities
+from .strategies import SERVED, entities
 
-SERVED = [(row.api_key, v) for row in KRAFT_APIS for v in row.versions]
 IDS = [f"{k}v{v}" for k, v in SERVED]
 correlation_ids = st.integers(-(2**31), 2**31 - 1)
 client_ids = st.none() | st.text(max_size=10)
