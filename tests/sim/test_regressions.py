@@ -80,6 +80,7 @@ CASES = [
     # passed its epoch start offset (before that, everything below the epoch start is of
     # earlier leaders, and appending a voter change is refused anyway).
     Case(157, "reconfig", 8000, 2, "exception", pinned_profile=RECONFIG_AT_BUG_6),
+    Case(929, "reconfig", 8000, 1, "exception"),  # the same, with partitions in the profile
 ]
 
 
