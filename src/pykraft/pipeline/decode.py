@@ -112,8 +112,8 @@ class Columns:
 # Field counts of each table, in the column order of ``pykraft.pipeline.schemas``.
 WIDTHS = {BATCHES: 13, RECORDS: 12, LEADER_CHANGES: 8, VOTER_SETS: 5, SNAPSHOTS: 13, FILES: 8}
 # A table's columns are handed over once they hold this many rows, so a large segment is
-# never held in memory as Python objects all at once.
-CHUNK_ROWS_MAX = 65_536
+# never held in memory as Python objects all at once (nor as one huge Arrow payload).
+CHUNK_ROWS_MAX = 16_384
 
 
 class _Tables:

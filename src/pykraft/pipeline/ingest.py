@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -35,7 +35,7 @@ from pykraft.pipeline.committed import (
     NodeLog,
     committed_prefixes,
 )
-from pykraft.pipeline.session import join_path, progress
+from pykraft.pipeline.session import join_path, progress, session_conf
 from pykraft.pipeline.totals import NodeTotals, voter_count
 
 PARTITION_DIR = "__cluster_metadata-0"
@@ -43,7 +43,6 @@ COMMITTED_TABLE = "committed"
 TOTALS = "totals"  # a file's NodeTotals among the decode pass's payloads
 ROWS_PER_WRITE_TASK = 100_000
 _GLOB = "*.{log,checkpoint}"
-# Larger than any file binaryFile can hold (2 GiB), so each file is its own split.
 _ONE_FILE_PER_SPLIT = str(4 * 1024**3)
 
 
@@ -99,26 +98,20 @@ def node_id_of(spark: SparkSession, log_dir: LogDir) -> int:
     raise ValueError(f"no node.id in {base}/meta.properties; pass NODE={log_dir.path}")
 
 
-@contextmanager
-def one_file_per_task(spark: SparkSession) -> Iterator[None]:
-    """While inside, a file source gives each file its own partition (so its own task).
+# Larger than any file binaryFile can hold (2 GiB), so each file is its own split.
+ONE_FILE_PER_TASK = {
+    "spark.sql.files.maxPartitionBytes": _ONE_FILE_PER_SPLIT,
+    "spark.sql.files.openCostInBytes": _ONE_FILE_PER_SPLIT,
+}
+# Payloads are up to a few MB each (``decode.CHUNK_ROWS_MAX`` rows); Spark's default of
+# 10,000 rows per Arrow batch would hand a write task's Python worker all of a partition's
+# payloads in one batch (and hold them in the JVM heap at once).
+_PAYLOADS_PER_ARROW_BATCH = {"spark.sql.execution.arrow.maxRecordsPerBatch": "4"}
 
-    DataFrame scans are planned when an action runs, so every action over ``read_files``
-    must run inside this block.
-    """
-    conf = spark.conf
-    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    saved = {key: conf.get(key, None) for key in keys}
-    for key in keys:
-        conf.set(key, _ONE_FILE_PER_SPLIT)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                conf.unset(key)
-            else:
-                conf.set(key, value)
+
+def one_file_per_task(spark: SparkSession) -> AbstractContextManager[None]:
+    """While inside, a file source gives each file its own partition (so its own task)."""
+    return session_conf(spark, ONE_FILE_PER_TASK)
 
 
 def read_files(spark: SparkSession, dirs: Mapping[int, str]) -> DataFrame:
@@ -256,7 +249,7 @@ def run_ingest(
     width = max(1, spark.sparkContext.defaultParallelism)
     with (
         progress(spark.sparkContext, "ingest", interval_s=progress_interval_s),
-        one_file_per_task(spark),
+        session_conf(spark, {**ONE_FILE_PER_TASK, **_PAYLOADS_PER_ARROW_BATCH}),
     ):
         decoded = decode_files(read_files(spark, dirs)).persist(StorageLevel.MEMORY_AND_DISK)
         try:

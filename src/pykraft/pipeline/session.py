@@ -50,11 +50,6 @@ _DEFAULTS = {
     # The sweep's runs table has ~30 columns; Spark warns when printing plans past 25.
     "spark.sql.debug.maxToStringFields": "100",
 }
-# In local mode the driver JVM runs the tasks too. Our jobs are short and Python-bound, and
-# the C2 compiler's warm-up costs more CPU than it wins back: with C1 only, the driver JVM
-# of bench_pipeline's 24 MB ingest used 13.5 s of CPU instead of 25.4 s (2 cores). Setting
-# spark.driver.extraJavaOptions (even to nothing) replaces this.
-_LOCAL_DEFAULTS = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 
 def parse_conf(pairs: list[str]) -> dict[str, str]:
@@ -80,8 +75,6 @@ def build_session(
 ) -> SparkSession:
     """A SparkSession for ``master`` with ``conf`` passed through unchanged."""
     settings = dict(_DEFAULTS)
-    if master.startswith("local"):
-        settings.update(_LOCAL_DEFAULTS)
     settings.update(conf or {})
     log_option = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
     java_options = settings.get("spark.driver.extraJavaOptions", "")
@@ -131,6 +124,26 @@ def progress(
     finally:
         stop.set()
         thread.join()
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Runtime SQL settings in force inside the block, restored after it.
+
+    DataFrames are planned (and run) by actions, so the actions must run inside the block.
+    """
+    conf = spark.conf
+    saved = {key: conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                conf.unset(key)
+            else:
+                conf.set(key, old)
 
 
 def join_path(base: str, *parts: str) -> str:
