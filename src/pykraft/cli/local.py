@@ -105,10 +105,18 @@ async def _status(ports: list[int]) -> str:
             await conn.wait_closed()
         p = response.topics[0].partitions[0]
         if p.error_code == ErrorCode.none:
-            voters = " ".join(f"{v.replica_id}:{v.log_end_offset}" for v in p.current_voters)
+            # Lag as Kafka's describe --replication reports it: the leader's log end offset
+            # minus the replica's.
+            leader_leo = max((v.log_end_offset for v in p.current_voters), default=0)
+            voters = ",".join(str(v.replica_id) for v in p.current_voters)
+            lag = " ".join(
+                f"{v.replica_id}:{leader_leo - v.log_end_offset}" for v in p.current_voters
+            )
+            observers = ",".join(str(o.replica_id) for o in p.observers) or "-"
             return (
                 f"leader={p.leader_id} epoch={p.leader_epoch} "
-                f"high_watermark={p.high_watermark} log_end_offsets={voters}"
+                f"high_watermark={p.high_watermark} voters={voters} "
+                f"observers={observers} lag={lag}"
             )
     return "no leader"
 
