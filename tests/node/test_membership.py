@@ -67,7 +67,12 @@ def test_standalone_then_auto_join_then_leader_removes_itself(
     ports = free_ports(3)
     bootstrap = f"controller.quorum.bootstrap.servers=127.0.0.1:{ports[0]}\n"
     nodes = without_static_voters(
-        tmp_path, ports, 3, bootstrap + "controller.quorum.auto.join.enable=true\n"
+        tmp_path,
+        ports,
+        3,
+        bootstrap
+        + "controller.quorum.auto.join.enable=true\n"
+        + "pykraft.debug.append.interval.ms=50\n",
     )
     fmt(nodes[0], "--standalone")
     fmt(nodes[1], "--no-initial-controllers")
@@ -83,6 +88,7 @@ def test_standalone_then_auto_join_then_leader_removes_itself(
     # The leader removes itself: it stays leader until the removal commits, then resigns.
     leader_id = describe(everyone).leader_id
     leader = nodes[leader_id - 1]
+    wait_for(lambda: len(leader.committed()) >= 5, "records committed before the removal")
     out = quorum_cli(
         nodes[(leader_id) % 3].address,
         "remove-controller",
@@ -100,6 +106,21 @@ def test_standalone_then_auto_join_then_leader_removes_itself(
         ),
         "a new leader among the remaining voters",
     )
+
+    # Nothing committed is lost: every record the removed leader acknowledged as committed
+    # (all of them before it resigned) is in both survivors' logs, at the same offset.
+    acknowledged = leader.committed()
+    assert len(acknowledged) >= 5
+    survivors = [p for p in nodes if p is not leader]
+    new_leader = nodes[describe(rest).leader_id - 1]
+    seen = len(new_leader.committed())
+    wait_for(lambda: len(new_leader.committed()) >= seen + 3, "commits by the new leader")
+    for p in survivors:
+        assert p.stop() == 0
+    for p in survivors:
+        values = p.log_values()
+        for offset, _epoch, value in acknowledged:
+            assert values.get(offset) == value.encode(), (p.node_id, offset)
 
 
 def test_disk_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:

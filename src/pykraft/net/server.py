@@ -8,7 +8,9 @@ past that the reader stops reading, which pushes back on the client through TCP.
 
 What this edge decides on its own (SPEC I4): a malformed frame closes the connection with one
 log line; a request for an API or version not in the table gets UNSUPPORTED_VERSION (and the
-connection stays open); ApiVersions is answered here from the table.
+connection stays open) unless Kafka defines no response for that api key and version (an
+unknown api key): then no answer could be read, and the connection is closed with a log line,
+as Kafka does; ApiVersions is answered here from the table.
 """
 
 from __future__ import annotations
@@ -140,11 +142,26 @@ class KafkaServer:
                     try:
                         request = requests.next_request()
                     except UnsupportedApiVersion as e:
+                        try:
+                            body = error_response(
+                                e.api_key, e.api_version, ErrorCode.unsupported_version
+                            )
+                        except LookupError:
+                            # An api key or version Kafka does not define: no answer exists
+                            # that the client could read, so close, as Kafka does.
+                            log.warning(
+                                "closing connection from %s: no response format for api key %d "
+                                "v%d (correlation id %d, client id %r)",
+                                peer,
+                                e.api_key,
+                                e.api_version,
+                                e.correlation_id,
+                                e.client_id,
+                            )
+                            return
                         log.info("answering UNSUPPORTED_VERSION to %s: %s", peer, e)
                         answer = asyncio.get_running_loop().create_future()
-                        answer.set_result(
-                            error_response(e.api_key, e.api_version, ErrorCode.unsupported_version)
-                        )
+                        answer.set_result(body)
                         await pending.put((e.correlation_id, answer))
                         continue
                     if request is None:
@@ -154,9 +171,6 @@ class KafkaServer:
             await write_task
         except ProtocolError as e:
             log.warning("closing connection from %s: %s: %s", peer, type(e).__name__, e)
-        except LookupError as e:
-            # No response class exists for the version asked: nothing the client could read.
-            log.warning("closing connection from %s: %s", peer, e)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
