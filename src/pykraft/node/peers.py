@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from pykraft.net.client import PeerChannel
 from pykraft.node.config import NodeConfig
+from pykraft.protocol import FRAME_MAX_BYTES_DEFAULT
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import AnyRequest, AnyResponse
 from pykraft.raft.types import Endpoint
@@ -97,7 +98,10 @@ class Peers:
                 on_result=self._on_channel_result,
                 request_timeout_ms=cfg.quorum_request_timeout_ms,
                 retry_backoff_ms=cfg.quorum_retry_backoff_ms,
-                frame_max_bytes=cfg.socket_request_max_bytes,
+                # Responses are not bounded by socket.request.max.bytes (a limit on what
+                # this node *accepts as requests*): a Fetch answer carries up to
+                # fetch_max_bytes plus at least one whole batch, as Kafka's client allows.
+                frame_max_bytes=max(FRAME_MAX_BYTES_DEFAULT, cfg.socket_request_max_bytes),
             )
             self._channels[address] = channel
         self._request_dst[request_id] = dst
