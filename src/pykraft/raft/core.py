@@ -41,7 +41,6 @@ from pykraft.raft.messages import (
     Outbound,
     RequestFailed,
     VoteRequest,
-    is_request,
 )
 from pykraft.raft.outputs import split_at_flush
 from pykraft.raft.requests import RequestManager, SentRequest
@@ -166,6 +165,9 @@ class RaftCore:
 
     # -- read-only observation ------------------------------------------------------------
 
+    # The properties read the quorum state's stored fields directly: the simulator reads
+    # them after every event.
+
     @property
     def role(self) -> str:
         return self._qs.role.name
@@ -184,7 +186,7 @@ class RaftCore:
 
     @property
     def epoch(self) -> int:
-        return self._qs.epoch
+        return self._qs.role.epoch
 
     @property
     def leader_id(self) -> int:
@@ -232,7 +234,7 @@ class RaftCore:
     def step(self, message: Inbound | RequestFailed, now_ms: int) -> None:
         if isinstance(message, RequestFailed):
             self._request_failed(message.request_id, now_ms)
-        elif is_request(message.body):
+        elif dispatch.is_request(message.body):
             dispatch.on_request(self, message.src, message.request_id, message.body, now_ms)
         else:
             self._on_response(message.src, message.request_id, message.body, now_ms)
@@ -326,10 +328,11 @@ class RaftCore:
         ``on_flushed`` call ``ready`` again: flushing may commit and release more."""
         # Also when a driver skipped an earlier flush (tests do): what depends on the flush
         # never leaves while the log holds unflushed data.
-        must_flush = self._must_flush or self.log.flushed_offset < self.log.end_offset
+        log = self.log
+        must_flush = self._must_flush or log.flushed_offset < log.end_offset
         out, after_flush = self._out, list[Outbound]()
-        if must_flush:
-            out, after_flush = split_at_flush(self._out)
+        if must_flush and out:
+            out, after_flush = split_at_flush(out)
         ready = Ready(
             must_flush=must_flush,
             messages=out,
@@ -350,21 +353,29 @@ class RaftCore:
         """Kafka's rule: a remote (or unknown) leader is reported at once; the local leader
         only once its epoch start offset is committed, so the application has seen every
         committed record before it starts writing."""
-        current = LeaderAndEpoch(self._qs.leader_id, self._qs.epoch)
-        if current == self._notified:
+        qs = self._qs
+        role = qs.role
+        notified = self._notified
+        # Compared field by field first: most calls find nothing new.
+        if (
+            notified is not None
+            and notified.leader_id == qs.leader_id
+            and notified.epoch == role.epoch
+        ):
             return None
-        role = self._qs.role
         if isinstance(role, Leader) and self.high_watermark <= role.epoch_start_offset:
             return None
+        current = LeaderAndEpoch(qs.leader_id, role.epoch)
         self._notified = current
         return current
 
     def _next_deadline_ms(self, now_ms: int) -> int:
-        deadline = self._requests.next_deadline_ms(elections.role_deadline(self._qs.role), now_ms)
+        deadline = self._requests.next_deadline_ms(self._qs.role.wakeup_ms(), now_ms)
         for parked in self.purgatory.values():
-            deadline = min(deadline, parked.deadline_ms)
-        if self.fetch_retry_at_ms > now_ms:
-            deadline = min(deadline, self.fetch_retry_at_ms)
+            if parked.deadline_ms < deadline:
+                deadline = parked.deadline_ms
+        if now_ms < self.fetch_retry_at_ms < deadline:
+            deadline = self.fetch_retry_at_ms
         if self.voter_change is not None:
             deadline = min(deadline, self.voter_change.deadline_ms)
         return max(deadline, now_ms)
@@ -524,19 +535,21 @@ class RaftCore:
         self._send_requests(now_ms)
 
     def _send_requests(self, now_ms: int) -> None:
+        # The roles are disjoint classes: the common ones are tested first.
         role = self._qs.role
-        if isinstance(role, Prospective | Candidate):
+        if isinstance(role, Follower):
+            replication.send_fetch(self, role, now_ms)
+            membership.send_follower_requests(self, role, now_ms)
+        elif isinstance(role, Leader):
+            replication.send_begin_quorum(self, role, now_ms)
+        elif isinstance(role, Prospective | Candidate):
             if isinstance(role, Candidate) and role.backoff_until_ms is not None:
                 return
             elections.send_votes(self, role, now_ms)
-        elif isinstance(role, Leader):
-            replication.send_begin_quorum(self, role, now_ms)
         elif isinstance(role, Resigned):
             elections.send_end_quorum(self, role, now_ms)
         else:
             replication.send_fetch(self, role, now_ms)
-            if isinstance(role, Follower):
-                membership.send_follower_requests(self, role, now_ms)
 
     def can_send(self, dst: int, kind: str, now_ms: int) -> bool:
         return self._requests.can_send(dst, kind, now_ms)
@@ -577,13 +590,14 @@ class RaftCore:
         role = self._qs.role
         if isinstance(role, Leader):
             assert self.high_watermark <= log.end_offset
-        if isinstance(role, Leader) and self.high_watermark > role.epoch_start_offset:
-            # One voter change at a time: at most one VotersRecord above the HWM. Only
-            # checkable once the leader has committed in its own epoch: before that its HWM
-            # (not persisted, learnt again after a restart) may lag records that an earlier
-            # leader committed long ago (simulator bug 6, seeds 157 and 929).
-            pending = [o for o, _ in self.control.voter_history.entries if o >= self.high_watermark]
-            assert len(pending) <= 1, pending
+            if self.high_watermark > role.epoch_start_offset:
+                # One voter change at a time: at most one VotersRecord above the HWM. Only
+                # checkable once the leader has committed in its own epoch: before that its
+                # HWM (not persisted, learnt again after a restart) may lag records that an
+                # earlier leader committed long ago (simulator bug 6, seeds 157 and 929).
+                hwm = self.high_watermark
+                pending = [o for o, _ in self.control.voter_history.entries if o >= hwm]
+                assert len(pending) <= 1, pending
         # Observers are Unattached or Follower; a leader that removed itself (D5) is the
         # exception, until it resigns.
         if self._qs.is_observer and role.name not in (

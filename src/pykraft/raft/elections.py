@@ -29,7 +29,6 @@ from pykraft.raft.messages import (
 )
 from pykraft.raft.quorum import VoteResult, vote_result
 from pykraft.raft.roles import (
-    FOREVER,
     Candidate,
     Follower,
     Leader,
@@ -335,10 +334,21 @@ def fire_timers(core: RaftCore, now_ms: int) -> bool:
     """Fire the current role's expired timer; True when that changed the role."""
     qs = core.quorum
     role = qs.role
+    # Fast path, taken by almost every input: the timer is not due. Only Unattached may act
+    # before its deadline (a single voter campaigns at once).
+    if role.timer_ms() > now_ms and role.name != "unattached":
+        return False
     generation = qs.generation
     if isinstance(role, Unattached):
+        if qs.is_observer:
+            if role.election_deadline_ms <= now_ms:
+                # An observer never campaigns, but its timer may have been armed while it was
+                # a voter (a voter removed, a removed leader resigned): re-arm it, else the
+                # driver is asked to poll at a past deadline forever (simulator bug 7). Should
+                # it become a voter again, it campaigns when this expires.
+                role.election_deadline_ms = now_ms + qs.random_election_timeout_ms()
         # A single voter needs nobody: it campaigns at once (Kafka does the same).
-        if (role.election_deadline_ms <= now_ms or qs.is_only_voter) and not qs.is_observer:
+        elif role.election_deadline_ms <= now_ms or qs.is_only_voter:
             start_prospective(core, now_ms)
     elif isinstance(role, Prospective):
         if role.election_deadline_ms <= now_ms:
@@ -367,16 +377,5 @@ def fire_timers(core: RaftCore, now_ms: int) -> bool:
 
 
 def role_deadline(role: Role) -> int:
-    if isinstance(role, Unattached | Prospective | Resigned):
-        return role.election_deadline_ms
-    if isinstance(role, Candidate):
-        return (
-            role.backoff_until_ms
-            if role.backoff_until_ms is not None
-            else role.election_deadline_ms
-        )
-    if isinstance(role, Follower):
-        return role.fetch_deadline_ms
-    if isinstance(role, Leader):
-        return min(role.check_quorum_deadline_ms, role.begin_quorum_deadline_ms)
-    return FOREVER
+    """When the driver must poll at the latest for the role's timers."""
+    return role.wakeup_ms()

@@ -23,6 +23,14 @@ class Unattached:
     election_deadline_ms: int  # FOREVER for observers (they never campaign)
     name = "unattached"
 
+    def timer_ms(self) -> int:
+        """When this role's timer fires (``elections.fire_timers``)."""
+        return self.election_deadline_ms
+
+    def wakeup_ms(self) -> int:
+        """When the driver must poll at the latest for this role's timers."""
+        return self.election_deadline_ms
+
     def election(self, local: ReplicaKey) -> ElectionState:
         return ElectionState(self.epoch, NO_LEADER, self.voted_key)
 
@@ -52,6 +60,14 @@ class Prospective:
     rejected: set[int] = field(default_factory=set)
     name = "prospective"
 
+    def timer_ms(self) -> int:
+        """When this role's timer fires (``elections.fire_timers``)."""
+        return self.election_deadline_ms
+
+    def wakeup_ms(self) -> int:
+        """When the driver must poll at the latest for this role's timers."""
+        return self.election_deadline_ms
+
     def election(self, local: ReplicaKey) -> ElectionState:
         return ElectionState(self.epoch, self.leader_id, self.voted_key)
 
@@ -80,6 +96,15 @@ class Candidate:
     rejected: set[int] = field(default_factory=set)
     backoff_until_ms: int | None = None
     name = "candidate"
+
+    def timer_ms(self) -> int:
+        """When this role's timer fires: the backoff after a lost election, else the
+        election timeout."""
+        backoff = self.backoff_until_ms
+        return self.election_deadline_ms if backoff is None else backoff
+
+    def wakeup_ms(self) -> int:
+        return self.timer_ms()
 
     def election(self, local: ReplicaKey) -> ElectionState:
         return ElectionState(self.epoch, NO_LEADER, local)
@@ -121,6 +146,14 @@ class Leader:
     fetched_since_check: set[int] = field(default_factory=set)  # voters heard in this window
     name = "leader"
 
+    def timer_ms(self) -> int:
+        """When this role's timer fires: the check-quorum deadline (B9)."""
+        return self.check_quorum_deadline_ms
+
+    def wakeup_ms(self) -> int:
+        """Check quorum, or the next BeginQuorumEpoch round (B8)."""
+        return min(self.check_quorum_deadline_ms, self.begin_quorum_deadline_ms)
+
     def election(self, local: ReplicaKey) -> ElectionState:
         return ElectionState(self.epoch, local.id, local)
 
@@ -153,6 +186,13 @@ class Follower:
     update_voter_acked: bool = False
     name = "follower"
 
+    def timer_ms(self) -> int:
+        """When this role's timer fires: the fetch timeout."""
+        return self.fetch_deadline_ms
+
+    def wakeup_ms(self) -> int:
+        return self.fetch_deadline_ms
+
     def election(self, local: ReplicaKey) -> ElectionState:
         return ElectionState(self.epoch, self.leader_id, self.voted_key)
 
@@ -173,6 +213,14 @@ class Resigned:
     preferred_successors: tuple[ReplicaKey, ...]
     unacked: set[int] = field(default_factory=set)  # voters yet to ack EndQuorumEpoch
     name = "resigned"
+
+    def timer_ms(self) -> int:
+        """When this role's timer fires (``elections.fire_timers``)."""
+        return self.election_deadline_ms
+
+    def wakeup_ms(self) -> int:
+        """When the driver must poll at the latest for this role's timers."""
+        return self.election_deadline_ms
 
     def election(self, local: ReplicaKey) -> ElectionState:
         return ElectionState(self.epoch, local.id, local)

@@ -121,11 +121,13 @@ class QuorumState:
         "_persisted",
         "_rng",
         "_store",
+        "_voters",
         "generation",
+        "is_observer",
+        "leader_id",
         "local_key",
         "on_transition",
         "role",
-        "voters",
     )
 
     def __init__(
@@ -144,19 +146,29 @@ class QuorumState:
         self._log = log
         self._rng = rng
         self.local_key = local_key
+        # Invariant: ``is_observer`` is ``not voters.is_voter(local_key)`` (kept by the
+        # ``voters`` setter) and ``leader_id`` is the current role's leader (kept by
+        # ``_switch``): both are read on every input, so they are stored, not derived.
+        self.is_observer = False
         self.voters = voters
         self.generation = 0  # bumped on every transition: older responses are stale
         # Optional observer of transitions (tests, simulator traces, metrics).
         self.on_transition: Callable[[Role, Role], None] | None = None
         self._persisted = store.read()
         self.role: Role = self._initial_role(self._persisted or ElectionState(0), now_ms)
+        self.leader_id = self._leader_of(self.role)
         self._persist(self.role)
 
     # -- queries ------------------------------------------------------------------------
 
     @property
-    def is_observer(self) -> bool:
-        return not self.voters.is_voter(self.local_key)
+    def voters(self) -> VoterSet:
+        return self._voters
+
+    @voters.setter
+    def voters(self, voters: VoterSet) -> None:
+        self._voters = voters
+        self.is_observer = not voters.is_voter(self.local_key)
 
     @property
     def is_only_voter(self) -> bool:
@@ -166,9 +178,7 @@ class QuorumState:
     def epoch(self) -> int:
         return self.role.epoch
 
-    @property
-    def leader_id(self) -> int:
-        role = self.role
+    def _leader_of(self, role: Role) -> int:
         if isinstance(role, Follower):
             return role.leader_id
         if isinstance(role, Leader):
@@ -327,6 +337,7 @@ class QuorumState:
         assert new.epoch != old.epoch or old_vote is None or old_vote == new_vote, (old, new)
         self._persist(new)  # durable before acting on it (B2)
         self.role = new
+        self.leader_id = self._leader_of(new)
         self.generation += 1
         if self.on_transition is not None:
             self.on_transition(old, new)

@@ -36,12 +36,15 @@ class VoterSet:
     voters: Mapping[int, VoterInfo]
     ids: frozenset[int] = field(init=False)
     majority_size: int = field(init=False)
+    # The voters' replica keys in id order (derived; read after every simulated event).
+    keys: tuple[ReplicaKey, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for vid, info in self.voters.items():
             assert vid == info.key.id, (vid, info)
         object.__setattr__(self, "ids", frozenset(self.voters))
         object.__setattr__(self, "majority_size", len(self.voters) // 2 + 1)
+        object.__setattr__(self, "keys", tuple(info.key for info in self.voters.values()))
 
     @classmethod
     def from_ids(
@@ -49,10 +52,6 @@ class VoterSet:
     ) -> VoterSet:
         eps = endpoints or {}
         return cls({i: VoterInfo(ReplicaKey(i), eps.get(i, ())) for i in sorted(set(ids))})
-
-    @property
-    def keys(self) -> tuple[ReplicaKey, ...]:
-        return tuple(info.key for info in self.voters.values())
 
     def __len__(self) -> int:
         return len(self.voters)
@@ -62,7 +61,10 @@ class VoterSet:
         if info is None:
             return False
         known = info.key.directory_id
-        return known is None or key.directory_id is None or known == key.directory_id
+        asked = key.directory_id
+        # ``is`` first: UUID equality is a Python-level call, and the keys compared are
+        # mostly the very same objects.
+        return known is asked or known is None or asked is None or known == asked
 
     def endpoints(self, voter_id: int) -> tuple[Endpoint, ...]:
         info = self.voters.get(voter_id)
