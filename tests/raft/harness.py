@@ -10,7 +10,10 @@ Commands (one per block in ``testdata/*.txt``; see ``run``):
          [cluster=ID] [seed=N] [fast=N]   create the cluster (node ``fast`` has a quarter
                                            of the election timeout: it wins the first election)
     tick MS                                let MS milliseconds pass (timers fire, messages flow)
-    deliver                                deliver queued messages without moving time
+    deliver [rounds=N | until=append]      deliver queued messages without moving time: until
+                                           the network is quiet / N rounds (a round delivers
+                                           what is queued; what that sends waits for the
+                                           next) / until a leader appends a voter record
     cut A B | isolate A | heal             drop traffic between A and B / around A / nowhere
     hold A B | release A B                 queue A->B messages / deliver them now (in order)
     crash N | restart N | wipe N           process dies (unflushed log lost) / comes back /
@@ -37,15 +40,22 @@ turns on controller.quorum.auto.join.enable.
     add-voter L N | remove-voter L N [old] the operator asks leader L (``old``: N's previous
                                            directory id); results print when they complete
     target L 4,5,6                         KIP-642: L reassigns the voters to 4, 5, 6
+    (these three and upgrade take deliver's rounds=N / until=append)
     upgrade L V                            UpdateFeatures kraft.version=V on L
     appendn N COUNT                        N appends COUNT records in one batch
     kraft-range N MIN MAX                  N answers ApiVersions with this kraft.version range
     voters N | describe N | progress N     N's voter set / DescribeQuorum / reassignment
 
 Transitions print as they happen (``2: follower(e1 l1) -> prospective(e1)``), as do leader
-change notifications handed to the application. After every command the cluster's safety
-invariants are checked (one leader per epoch, monotonic high watermarks, committed prefixes
-identical).
+change notifications handed to the application, and the voter records a leader appends and
+commits (``1: voters append 1 2 3 4 @offset=7``, ``1: voters commit 1 2 3 4 @offset=7``; the
+KIP-642 target record likewise, ``1: target append 4 5 6 @offset=3``, ``none`` when cleared),
+each single change on its own line. After every command the cluster's safety invariants are
+checked (one leader per epoch, monotonic high watermarks, committed prefixes identical,
+consecutive voter sets in every log differing by one voter at most), and at each voter record
+a leader appends: the previous change committed, its own epoch committed, a majority of the
+old and new set up (E4: always during a reassignment, otherwise while no node is down), and
+during a reassignment the change E2 prescribes (``check_e2_step``).
 """
 
 from __future__ import annotations
@@ -54,6 +64,7 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from kio.schema.errors import ErrorCode
 
@@ -86,6 +97,9 @@ from pykraft.records import (
 )
 from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
 
+from . import voter_watch
+from .voter_watch import key_name, names, voter_changes
+
 _REQUESTS = (VoteRequest, FetchRequest)
 
 
@@ -113,16 +127,18 @@ class Node:
     disk: int = 0  # incremented by wipe: the directory id changes
     kraft_range: tuple[int, int] | None = None  # ApiVersions answer override
     after_flush: list[Outbound] = field(default_factory=list)  # Ready.messages_after_flush
+    # What this node announced as leader (see ``Cluster.observe``): the epoch it leads, the
+    # last voter / target record offsets printed, records printed as appended but not yet as
+    # committed (offset -> members).
+    leading_epoch: int = -1
+    voters_seen: int = -2
+    target_seen: int = -2
+    voters_pending: dict[int, str] = field(default_factory=dict)
+    target_pending: dict[int, str] = field(default_factory=dict)
 
 
 def directory_id(node_id: int, disk: int) -> uuid.UUID:
     return uuid.UUID(int=node_id * 1000 + disk + 1)
-
-
-def key_name(key: ReplicaKey) -> str:
-    if key.directory_id is None:
-        return str(key.id)
-    return str(key.id) + "'" * (key.directory_id.int - key.id * 1000 - 1)
 
 
 def endpoint_of(node_id: int) -> Endpoint:
@@ -205,17 +221,23 @@ class Cluster:
             snapshots=node.snaps,
             rng=random.Random(self.seed * 1000 + i * 31 + self.restarts),
             now_ms=self.now,
-            on_transition=lambda old, new: self.out.append(
-                f"{i}: {describe(old)} -> {describe(new)}"
-            ),
+            on_transition=lambda old, new: self.on_transition(i, old, new),
         )
         node.core = core
         node.max_hwm = core.high_watermark
         self.drain(i)
 
+    def on_transition(self, i: int, old: Role, new: Role) -> None:
+        # A commit that triggers the transition (a leader resigning after it) prints first.
+        self.observe(i)
+        self.out.append(f"{i}: {describe(old)} -> {describe(new)}")
+
     def crash(self, i: int) -> None:
         node = self.nodes[i]
         node.core = None
+        node.leading_epoch = -1
+        node.voters_pending.clear()
+        node.target_pending.clear()
         node.after_flush.clear()
         node.log.crash()
         node.snaps.crash()
@@ -229,6 +251,7 @@ class Cluster:
         assert core is not None
         while True:
             ready = core.ready(self.now)
+            self.observe(i)
             for m in ready.messages:
                 self.queue.append((i, m))
             # Held until this node flushes (a "noflush" node keeps them until "flush").
@@ -259,6 +282,7 @@ class Cluster:
         core = node.core
         assert core is not None
         ready = core.ready(self.now)
+        self.observe(i)
         taken: list[Outbound] = []
         for m in ready.messages:
             if wanted(m):
@@ -285,6 +309,22 @@ class Cluster:
                 return
             src, m = self.queue.pop(0)
             self.deliver_one(src, m)
+        raise AssertionError("livelock: the network never went quiet")
+
+    def deliver_rounds(self, rounds: int) -> None:
+        """Deliver what is queued now, ``rounds`` times: what a delivery sends waits for the
+        next round (a round is one network hop for every message in flight)."""
+        for _ in range(rounds):
+            batch, self.queue = self.queue, []
+            for src, m in batch:
+                self.deliver_one(src, m)
+
+    def deliver_until_append(self) -> None:
+        """Deliver round by round until a leader appends a voter record (or all is quiet)."""
+        for _ in range(10_000):
+            if not self.queue or any(" voters append " in line for line in self.out):
+                return
+            self.deliver_rounds(1)
         raise AssertionError("livelock: the network never went quiet")
 
     def deliver_one(self, src: int, m: Outbound) -> None:
@@ -341,6 +381,10 @@ class Cluster:
             self.check()
         self.now = target
 
+    def observe(self, i: int) -> None:
+        """Print and check the voter records node ``i`` appends as leader (``voter_watch``)."""
+        voter_watch.observe(self, i)
+
     # -- invariants ---------------------------------------------------------------------
 
     def check(self) -> None:
@@ -353,6 +397,14 @@ class Cluster:
                 prev = self.leaders.setdefault(core.epoch, n.id)
                 assert prev == n.id, f"two leaders in epoch {core.epoch}: {prev} and {n.id}"
             assert core.high_watermark >= n.max_hwm, f"hwm went backwards on {n.id}"
+            # Single voter changes only (D4, D5, E2): consecutive voter sets in any log
+            # differ by one voter at most.
+            entries = core.voter_history.entries
+            for (o1, v1), (o2, v2) in pairwise(entries):
+                assert voter_changes(v1, v2) <= 1, (
+                    f"voters on {n.id} go {names(v1)} @{o1} -> {names(v2)} @{o2}: more than "
+                    "one voter changed"
+                )
             n.max_hwm = max(n.max_hwm, core.high_watermark)
             # Committed batches never change (B7): compare with what was seen before.
             for base, nxt, _epoch, raw in n.log.batches():
@@ -414,7 +466,7 @@ def run(cluster: Cluster | None, line: str) -> tuple[Cluster | None, list[str]]:
     if cmd == "tick":
         c.run_until(c.now + nums[0])
     elif cmd == "deliver":
-        c.deliver()
+        _deliver(c, rest)
     elif cmd == "cut":
         c.cut |= {(nums[0], nums[1]), (nums[1], nums[0])}
     elif cmd == "isolate":
@@ -539,10 +591,23 @@ def _admin(c: Cluster, cmd: str, rest: list[str]) -> list[str]:
         return [f"NotLeaderError: {e}"]
     c.ops[(leader, op)] = what
     c.drain(leader)
-    c.deliver()
+    _deliver(c, rest)
     out = list(c.out)
     c.out.clear()
     return out
+
+
+def _deliver(c: Cluster, words: list[str]) -> None:
+    """Deliver queued messages: until the network is quiet; ``rounds=N``: N rounds only;
+    ``until=append``: until a leader appends a voter record (one KIP-642 step at a time)."""
+    for w in words:
+        if w.startswith("rounds="):
+            c.deliver_rounds(int(w.split("=", 1)[1]))
+            return
+        if w == "until=append":
+            c.deliver_until_append()
+            return
+    c.deliver()
 
 
 def _voters_line(c: Cluster, i: int) -> str:
