@@ -10,7 +10,9 @@ leader takes one step at a time through the single pending voter change of ``mem
 * add one voter when |to add| >= |to remove|, the most caught-up first (a voter whose id is
   still held by a voter to remove, e.g. (3, UUID3) -> (3, UUID3'), is added after that one
   is removed: an id appears once in a voter set);
-* otherwise remove one, a non-leader first; when the leader is the last voter to remove it
+* otherwise remove one, a non-leader first and, among those, one that is down (not fetched
+  within the fetch timeout) first; a running voter is removed only if a majority of the set
+  left behind is up, else the step waits (E4); when the leader is the last voter to remove it
   resigns (EndQuorumEpoch naming the most caught-up voters) and the next leader removes it.
 
 When the voter set equals the target the leader clears the target (an empty target record).
@@ -195,8 +197,30 @@ def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
         # The leader is the last voter to remove: it resigns; the next leader removes it.
         core.quorum.to_resigned(now_ms, leader.successors_by_progress())
         return
-    removal = PendingChange("remove_voter", candidates[0].key, (), deadline_ms, Reply())
+    # E4: remove a voter that is down first (it costs no availability); remove a running one
+    # only if a majority of the set left behind is still up, else wait for a voter to return.
+    down = [i for i in candidates if not _is_up(core, leader, i.key, now_ms)]
+    choice = down[0] if down else candidates[0]
+    if not down:
+        remaining = [v for v in current.voters.values() if v.key != choice.key]
+        up = sum(_is_up(core, leader, v.key, now_ms) for v in remaining)
+        if 2 * up <= len(remaining):
+            return
+    removal = PendingChange("remove_voter", choice.key, (), deadline_ms, Reply())
     membership.start(core, removal, now_ms)
+
+
+def _is_up(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
+    """A voter is up, as the leader sees it, when it fetched within the fetch timeout (the
+    same window check quorum uses); the leader itself always is."""
+    if key == core.local_key:
+        return True
+    progress = membership.find_progress(leader, key)
+    return (
+        progress is not None
+        and progress.last_fetch_ms >= 0
+        and progress.last_fetch_ms >= now_ms - core.config.fetch_timeout_ms
+    )
 
 
 def _end_offset(leader: Leader, key: ReplicaKey) -> int:
