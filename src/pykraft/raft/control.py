@@ -35,6 +35,7 @@ from pykraft.raft.types import OffsetAndEpoch, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.records import (
     BATCH_HEADER_SIZE,
+    CONTROL_FLAG,
     ControlRecordType,
     CorruptRecordError,
     Record,
@@ -42,9 +43,9 @@ from pykraft.records import (
     build_batch,
     decode_control,
     decode_records,
-    iter_batches,
     kraft_version_batch,
     read_header,
+    scan_batches,
     voters_batch,
 )
 
@@ -218,14 +219,17 @@ class ControlState:
 
     def apply_batches(self, raw: bytes) -> None:
         """Read the control records of batches just appended (or read back)."""
-        for header, pos in iter_batches(raw, verify_crc=False):
-            if header.next_offset <= self.next_offset:
+        # The bytes were just checked by the log (CRC included): no second CRC pass.
+        for pos, size, _base, next_offset, _epoch, attributes in scan_batches(
+            raw, verify_crc=False
+        ):
+            if next_offset <= self.next_offset:
                 continue
-            if header.is_control:
-                for record in decode_records(raw[pos : pos + header.size]):
+            if attributes & CONTROL_FLAG:
+                for record in decode_records(raw[pos : pos + size]):
                     if record.offset >= self.next_offset:
                         self._apply(record, record.offset)
-            self.next_offset = header.next_offset
+            self.next_offset = next_offset
 
     def truncate(self, end_offset: int) -> None:
         """The log was truncated to ``end_offset``: revert what was read above it."""

@@ -2,8 +2,10 @@
 
 from pykraft.records._batch import (
     BATCH_HEADER_SIZE,
+    CONTROL_FLAG,
     MAX_BATCH_BYTES,
     BatchHeader,
+    BatchSpan,
     CorruptRecordError,
     IncompleteBatch,
     Record,
@@ -11,6 +13,7 @@ from pykraft.records._batch import (
     decode_records,
     iter_batches,
     read_header,
+    scan_batches,
     valid_prefix,
     with_base_offset,
 )
@@ -28,8 +31,10 @@ from pykraft.records._control import (
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "CONTROL_FLAG",
     "MAX_BATCH_BYTES",
     "BatchHeader",
+    "BatchSpan",
     "ControlRecordType",
     "CorruptRecordError",
     "IncompleteBatch",
@@ -43,6 +48,7 @@ __all__ = [
     "kraft_version_batch",
     "leader_change_batch",
     "read_header",
+    "scan_batches",
     "snapshot_footer_batch",
     "snapshot_header_batch",
     "valid_prefix",

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykraft.raft.types import OffsetAndEpoch
-from pykraft.records import BATCH_HEADER_SIZE, BatchHeader, iter_batches, read_header, valid_prefix
+from pykraft.records import BATCH_HEADER_SIZE, BatchHeader, read_header, scan_batches, valid_prefix
 from pykraft.storage._files import StorageError, atomic_write, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -78,12 +78,16 @@ class _Segment:
 
     def note_batch(self, header: BatchHeader, position: int) -> None:
         """Account for a batch at ``position`` (index entry every ~4 KiB)."""
+        self.note(header.base_offset, header.size, header.next_offset, position)
+
+    def note(self, base_offset: int, size: int, next_offset: int, position: int) -> None:
+        """``note_batch`` from the header's fields (the append path has no BatchHeader)."""
         if self.bytes_since_index >= INDEX_INTERVAL_BYTES:
-            self.index_offsets.append(header.base_offset)
+            self.index_offsets.append(base_offset)
             self.index_positions.append(position)
             self.bytes_since_index = 0
-        self.bytes_since_index += header.size
-        self.next_offset = header.next_offset
+        self.bytes_since_index += size
+        self.next_offset = next_offset
 
     def write_index(self) -> None:
         """Append index entries not yet in the ``.index`` file (not fsynced: rebuilt on
@@ -284,17 +288,17 @@ class FileLog:
             position = 0
             while position < segment.size_bytes:
                 header = read_header(os.pread(segment.fd, BATCH_HEADER_SIZE, position))
-                self._note_epoch(header)
+                self._note_epoch(header.epoch, header.base_offset)
                 position += header.size
         if self._epoch_starts:
             self._epoch_starts[0] = max(self._epoch_starts[0], self._start_offset)
         # Entries wholly below the start offset go (the last one before it is clamped).
         self._trim_epochs_before(self._start_offset)
 
-    def _note_epoch(self, header: BatchHeader) -> None:
-        if not self._epochs or header.epoch > self._epochs[-1]:
-            self._epochs.append(header.epoch)
-            self._epoch_starts.append(header.base_offset)
+    def _note_epoch(self, epoch: int, base_offset: int) -> None:
+        if not self._epochs or epoch > self._epochs[-1]:
+            self._epochs.append(epoch)
+            self._epoch_starts.append(base_offset)
 
     def _trim_epochs_before(self, offset: int) -> None:
         i = bisect.bisect_right(self._epoch_starts, offset) - 1
@@ -338,26 +342,29 @@ class FileLog:
         return self._epochs[i] if i >= 0 else None
 
     def append(self, batches: bytes) -> int:
-        headers = list(iter_batches(batches))  # CRC and framing; raises ValueError
-        if not headers:
+        spans = scan_batches(batches)  # CRC and framing; raises ValueError
+        if not spans:
             raise ValueError("append of no batches")
+        # One pass checks the offsets and epochs (all before any write) and plans where each
+        # batch goes; the writes follow.
         expected, last_epoch = self.end_offset, self.last_fetched_epoch()
-        for header, _ in headers:
-            if header.base_offset != expected:
-                raise ValueError(f"batch at offset {header.base_offset}, expected {expected}")
-            if header.epoch < last_epoch:
-                raise ValueError(f"batch epoch {header.epoch} below the log's {last_epoch}")
-            expected, last_epoch = header.next_offset, header.epoch
+        for _position, _size, base, next_offset, epoch, _attributes in spans:
+            if base != expected:
+                raise ValueError(f"batch at offset {base}, expected {expected}")
+            if epoch < last_epoch:
+                raise ValueError(f"batch epoch {epoch} below the log's {last_epoch}")
+            expected, last_epoch = next_offset, epoch
         view = memoryview(batches)
         segment = self._segments[-1]
+        segment_bytes = self.segment_bytes
         chunk_start = 0
-        for header, position in headers:
-            if segment.size_bytes > 0 and segment.size_bytes + header.size > self.segment_bytes:
+        for position, size, base, next_offset, epoch, _attributes in spans:
+            if segment.size_bytes > 0 and segment.size_bytes + size > segment_bytes:
                 self._write(segment, view[chunk_start:position])
                 chunk_start = position
-                segment = self._roll(header.base_offset)
-            segment.note_batch(header, segment.size_bytes + (position - chunk_start))
-            self._note_epoch(header)
+                segment = self._roll(base)
+            segment.note(base, size, next_offset, segment.size_bytes + (position - chunk_start))
+            self._note_epoch(epoch, base)
         self._write(segment, view[chunk_start:])
         return self.end_offset
 
