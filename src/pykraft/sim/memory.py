@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from pykraft.raft.types import ElectionState, OffsetAndEpoch
-from pykraft.records import iter_batches
+from pykraft.records import iter_batches, scan_batches
 
 
 class MemoryLog:
@@ -86,31 +86,25 @@ class MemoryLog:
         return None if i is None else self._epochs[i]
 
     def append(self, batches: bytes) -> int:
-        parsed: list[tuple[int, int, int, bytes]] = []
+        spans = scan_batches(batches, verify_crc=True)  # every check before any change
         expected = self._end_offset
         last_epoch = self.last_fetched_epoch()
-        for header, pos in iter_batches(batches, verify_crc=True):
-            if header.base_offset != expected:
-                raise ValueError(f"batch base offset {header.base_offset} != expected {expected}")
-            if header.epoch < last_epoch:
-                raise ValueError(f"batch epoch {header.epoch} below the log's {last_epoch}")
-            parsed.append(
-                (
-                    header.base_offset,
-                    header.next_offset,
-                    header.epoch,
-                    bytes(batches[pos : pos + header.size]),
-                )
-            )
-            expected = header.next_offset
-            last_epoch = header.epoch
-        for base, nxt, epoch, raw in parsed:
-            if not self._epochs or self._epochs[-1] != epoch:
+        for _pos, _size, base, nxt, epoch, _attributes in spans:
+            if base != expected:
+                raise ValueError(f"batch base offset {base} != expected {expected}")
+            if epoch < last_epoch:
+                raise ValueError(f"batch epoch {epoch} below the log's {last_epoch}")
+            expected = nxt
+            last_epoch = epoch
+        whole = len(spans) == 1 and type(batches) is bytes  # kept as is: no copy
+        epochs = self._epochs
+        for pos, size, base, nxt, epoch, _attributes in spans:
+            if not epochs or epochs[-1] != epoch:
                 self._epoch_starts.append((epoch, base))
             self._bases.append(base)
             self._nexts.append(nxt)
-            self._epochs.append(epoch)
-            self._batches.append(raw)
+            epochs.append(epoch)
+            self._batches.append(batches if whole else bytes(batches[pos : pos + size]))
         self._end_offset = expected
         return expected
 
