@@ -126,6 +126,14 @@ _VARINT: tuple[bytes, ...] = tuple(_zigzag_bytes(n) for n in range(_VARINT_TABLE
 _NULL = _zigzag_bytes(-1)
 
 
+# Attributes 0, timestamp delta 0, offset delta i, null key: the start of record i's body in
+# a batch without keys (build_batch's fast path, for batches up to this many records).
+_NULL_KEY_PREFIXES_MAX = 4096
+_NULL_KEY_PREFIX: tuple[bytes, ...] = tuple(
+    b"\x00\x00" + _VARINT[i] + b"\x01" for i in range(_NULL_KEY_PREFIXES_MAX)
+)
+
+
 def _varint(n: int) -> bytes:
     if 0 <= n < _VARINT_TABLE_SIZE:
         return _VARINT[n]
@@ -172,6 +180,25 @@ def build_batch(
     parts: list[bytes] = []
     append = parts.append
     varint = _VARINT
+    if keys is None and count <= _NULL_KEY_PREFIXES_MAX:
+        # The common case (application records): no keys. Each record is its length, a
+        # precomputed prefix (attributes, timestamp delta, offset delta, null key), the value
+        # length, the value and the header count, joined once at the end.
+        prefixes = _NULL_KEY_PREFIX
+        for i in range(count):
+            value = values[i]
+            prefix = prefixes[i]
+            if value is None:
+                append(varint[len(prefix) + 2] + prefix + _NULL + b"\x00")
+                continue
+            value_len = len(value)
+            len_part = varint[value_len] if value_len < _VARINT_TABLE_SIZE else _varint(value_len)
+            append(_varint(len(prefix) + len(len_part) + value_len + 1))
+            append(prefix)
+            append(len_part)
+            append(value)
+            append(b"\x00")
+        return _finish_batch(base_offset, epoch, count, timestamp_ms, control, b"".join(parts))
     # Per record: attributes 0, timestamp delta 0, offset delta, key, value, 0 headers.
     for i in range(count):
         value = values[i]
@@ -192,7 +219,13 @@ def build_batch(
             append(_varint(body_len) + b"\x00\x00" + offset_delta + key_part + len_part)
             append(value)
             append(b"\x00")
-    records = b"".join(parts)
+    return _finish_batch(base_offset, epoch, count, timestamp_ms, control, b"".join(parts))
+
+
+def _finish_batch(
+    base_offset: int, epoch: int, count: int, timestamp_ms: int, control: bool, records: bytes
+) -> bytes:
+    """The header (with the CRC) in front of ``records``."""
     attributes = CONTROL_FLAG if control else 0
     tail = struct.pack(
         ">hiqqqhii", attributes, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count
