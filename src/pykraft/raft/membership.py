@@ -194,6 +194,7 @@ def advance(core: RaftCore, leader: Leader, now_ms: int) -> None:
     """Move the pending change on as far as it can go now."""
     change = core.voter_change
     if change is None:
+        _update_own_entry(core, leader, now_ms)
         return
     if change.phase == "committing":
         if core.high_watermark > change.record_offset:
@@ -229,6 +230,27 @@ def advance(core: RaftCore, leader: Leader, now_ms: int) -> None:
     else:
         change.record_offset = _append_kraft_upgrade(core, leader, change, now_ms)
     change.phase = "committing"
+
+
+def _update_own_entry(core: RaftCore, leader: Leader, now_ms: int) -> None:
+    """D6 for the leader itself: it sends no UpdateRaftVoter, so when its endpoints or
+    kraft.version range differ from its entry (it restarted with new listeners and was
+    elected before any other leader recorded them) it writes them itself, under the same
+    rules as any voter change (simulator bug 8: they were never recorded)."""
+    voters = core.voters
+    current = voters.voters.get(core.local_key.id)
+    if (
+        current is None
+        or current.key != core.local_key
+        or not core.endpoints
+        or core.control.kraft_version < 1
+        or not ready_to_change(core, leader)
+    ):
+        return
+    low, high = core.config.kraft_versions
+    info = VoterInfo(current.key, core.endpoints, low, high)
+    if info != current:
+        append_voters(core, leader, voters.with_voter(info), now_ms)
 
 
 def _waiting_for(core: RaftCore, leader: Leader, change: PendingChange, now_ms: int) -> str:
