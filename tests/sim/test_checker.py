@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from pykraft.raft import replication
+from pykraft.raft.control import voter_entries
 from pykraft.raft.core import RaftCore
-from pykraft.records import build_batch
-from pykraft.sim import SimConfig, Simulation, run
+from pykraft.raft.quorum import majority_offset
+from pykraft.raft.roles import Leader
+from pykraft.raft.voters import VoterInfo, VoterSet
+from pykraft.records import build_batch, voters_batch
+from pykraft.sim import FaultProfile, SimConfig, SimResult, Simulation, run
+from pykraft.sim.memory import MemoryLog
 from pykraft.sim.node import LEADER, SimNode
 
 
@@ -141,3 +151,180 @@ def test_the_cores_own_asserts_run_after_every_event() -> None:
     result = run(SimConfig.make(8, "none", events=3000, hook=hook))
     assert result.violation is not None and result.violation.invariant == "exception"
     assert "core.py" in result.violation.message
+
+
+# -- voter changes (pykraft.sim.voter_invariants): each invariant can fail ---------------
+
+KV1 = FaultProfile(name="kv1", kraft_version=1)  # kraft.version 1, no faults
+
+
+def committed_leader(sim: Simulation) -> SimNode | None:
+    """The one live leader, once it committed its epoch and no voter change is pending."""
+    leaders = [n for n in sim.nodes if n.core is not None and n.obs_role == LEADER]
+    if len(leaders) != 1 or sim.history.end_offset < 50:
+        return None
+    core = leaders[0].core
+    assert core is not None
+    state = core.state
+    assert isinstance(state, Leader)
+    if core.high_watermark <= state.epoch_start_offset or core.uncommitted_voter_change:
+        return None
+    return None if core.voter_change is not None else leaders[0]
+
+
+def forge_voters(core: RaftCore, voters: VoterSet, now_ms: int) -> None:
+    """A buggy leader: append a VotersRecord bypassing every rule of membership.py."""
+    offset = core.log.end_offset
+    core.append_own(voters_batch(offset, core.epoch, now_ms, voter_entries(voters)), now_ms)
+
+
+def run_forged(hook: Callable[[Simulation, int], None], seed: int = 3) -> SimResult:
+    config = SimConfig(seed=seed, profile=KV1, events=3000, observers=1, hook=hook)
+    return run(replace(config, core_self_check=False))
+
+
+def test_two_uncommitted_voters_records_are_detected() -> None:
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        leader = committed_leader(sim)
+        if done or leader is None or leader.core is None:
+            return
+        core = leader.core
+        observer = next(n for n in sim.nodes if n.id not in core.voters.ids)
+        bigger = core.voters.with_voter(VoterInfo(observer.key, (), 0, 1))
+        forge_voters(core, bigger, sim.now_ms)
+        forge_voters(core, bigger.without(observer.id), sim.now_ms)
+        done.append(index)
+        sim.after(leader)
+
+    result = run_forged(hook)
+    assert done and result.violation is not None
+    assert result.violation.invariant == "one-uncommitted-voters-record", result.summary()
+
+
+def test_committed_voter_sets_differing_by_two_are_detected() -> None:
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        leader = committed_leader(sim)
+        if done or leader is None or leader.core is None:
+            return
+        core = leader.core
+        alone = VoterSet({leader.id: core.voters.voters[leader.id]})  # two voters removed
+        forge_voters(core, alone, sim.now_ms)
+        done.append(index)
+        sim.after(leader)
+
+    result = run_forged(hook)
+    assert done and result.violation is not None
+    assert result.violation.invariant == "voter-sets-differ-by-one", result.summary()
+
+
+def test_voter_change_before_the_epoch_commits_is_detected() -> None:
+    """A leader just elected (nothing of its epoch committed) appends a voter change."""
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        if done or sim.now_ms < 5_000:
+            return
+        for node in sim.nodes:
+            core = node.core
+            state = None if core is None else core.state
+            if core is None or not isinstance(state, Leader):
+                continue
+            if core.high_watermark > state.epoch_start_offset:
+                continue
+            observer = next(n for n in sim.nodes if n.id not in core.voters.ids)
+            forge_voters(
+                core, core.voters.with_voter(VoterInfo(observer.key, (), 0, 1)), sim.now_ms
+            )
+            done.append(index)
+            sim.after(node)
+            return
+        # Force an election: the leader resigns.
+        leader = committed_leader(sim)
+        if leader is not None and leader.core is not None:
+            leader.core.shutdown(sim.now_ms)
+            sim.after(leader)
+
+    result = run_forged(hook)
+    assert done and result.violation is not None
+    assert result.violation.invariant == "voter-change-after-epoch-commit", result.summary()
+
+
+def test_removed_leader_counting_itself_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core's high watermark computation made to count a leader outside its voter set
+    (the bug D5 forbids), and the leader removes itself."""
+
+    def counts_itself(core: RaftCore, leader: Leader, now_ms: int) -> None:
+        offsets = [p.end_offset for p in leader.voters.values() if p.end_offset >= 0]
+        offsets.append(core.log.flushed_offset)
+        count = len(core.voters) + (1 if core.is_observer else 0)
+        candidate = majority_offset(offsets, count)
+        if candidate > leader.epoch_start_offset and core.set_high_watermark(candidate):
+            replication.complete_purgatory(core, now_ms)
+
+    monkeypatch.setattr(replication, "update_high_watermark", counts_itself)
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        leader = committed_leader(sim)
+        if done or leader is None or leader.core is None:
+            return
+        leader.core.remove_voter(leader.key, sim.now_ms)
+        done.append(index)
+        sim.after(leader)
+
+    result = run_forged(hook)
+    assert done and result.violation is not None
+    assert result.violation.invariant == "removed-leader-not-counted", result.summary()
+
+
+def test_committed_data_lost_by_a_majority_is_detected() -> None:
+    """Two followers lose their disks *in place* (same replica key, which the nemesis never
+    does): a majority of the committed voter set could now elect a leader without the
+    committed data."""
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        leader = committed_leader(sim)
+        if done or leader is None or leader.core is None:
+            return
+        for node in sim.nodes:
+            if node is not leader and node.id in leader.core.voters.ids:
+                sim.crash_node(node)
+                node.log = MemoryLog()
+        done.append(index)
+
+    result = run_forged(hook)
+    assert done and result.violation is not None
+    assert result.violation.invariant == "committed-never-lost", result.summary()
+
+
+def test_a_stuck_reassignment_is_a_liveness_violation() -> None:
+    """The final reassignment needs a voter that the network keeps cut off."""
+    for seed in range(10):
+        cut: list[int] = []
+
+        def hook(sim: Simulation, index: int, cut: list[int] = cut) -> None:
+            final = sim.final_reassignment
+            leader = sim.leader()
+            if cut or final is None or final.target is None or leader is None:
+                return
+            assert leader.core is not None
+            keys = set(leader.core.voters.keys)
+            missing = [n for n in final.target.values() if n.key not in keys]
+            if not missing:
+                cut.append(0)
+                return
+            sim.network.block(sim.network.partition_links([missing[0].id]))
+            cut.append(missing[0].id)
+
+        result = run(SimConfig.make(seed, "reconfig", events=2000, observers=1, hook=hook))
+        if cut and cut[0]:
+            assert result.violation is not None
+            assert result.violation.invariant == "reassignment-liveness", result.summary()
+            assert "did not complete within" in result.violation.message
+            return
+    raise AssertionError("no seed needed a new voter in its final reassignment")

@@ -9,6 +9,18 @@ import pytest
 
 from pykraft.cli.main import main
 
+PROFILE_NAMES = (
+    "none",
+    "lossy",
+    "partitions",
+    "crashes",
+    "disk",
+    "reconfig",
+    "membership",
+    "upgrade",
+    "chaos",
+)
+
 
 def test_run_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sim", "run", "--seed", "3", "--events", "2000", "--profile", "crashes"])
@@ -81,7 +93,7 @@ def test_bad_profile_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> Non
 def test_profiles_lists_every_profile(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "profiles"]) == 0
     out = capsys.readouterr().out
-    for name in ("none", "lossy", "partitions", "crashes", "disk", "reconfig", "chaos"):
+    for name in PROFILE_NAMES:
         assert name in out
 
 

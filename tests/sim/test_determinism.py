@@ -16,7 +16,7 @@ def traced(seed: int, profile: str, events: int = 3000) -> tuple[str, str, str]:
 
 
 def test_same_seed_same_trace_bytes() -> None:
-    for profile in ("none", "chaos", "reconfig"):
+    for profile in ("none", "chaos", "reconfig", "membership", "upgrade"):
         text_a, sha_a, fp_a = traced(42, profile)
         text_b, sha_b, fp_b = traced(42, profile)
         assert text_a == text_b

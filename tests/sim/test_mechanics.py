@@ -7,6 +7,7 @@ import random
 from pykraft.sim import PROFILES, SimConfig, Simulation, get_profile
 from pykraft.sim.config import LIVENESS_BOUND_MS, liveness_bound_ms
 from pykraft.sim.network import DROP_BLOCKED, Network
+from pykraft.sim.operations import current_voters
 from pykraft.sim.sweep import parse_seeds
 
 
@@ -92,7 +93,17 @@ def test_liveness_bound_follows_the_timeouts() -> None:
 def test_parse_seeds_and_profiles() -> None:
     assert parse_seeds("3..7") == range(3, 7)
     assert parse_seeds("5") == range(5, 6)
-    assert set(PROFILES) == {"none", "lossy", "partitions", "crashes", "disk", "reconfig", "chaos"}
+    assert set(PROFILES) == {
+        "none",
+        "lossy",
+        "partitions",
+        "crashes",
+        "disk",
+        "reconfig",
+        "membership",
+        "upgrade",
+        "chaos",
+    }
     for profile in PROFILES.values():
         assert profile.describe().startswith(profile.name)
 
@@ -106,7 +117,56 @@ def test_reconfig_changes_the_voter_set() -> None:
         assert result.faults.get("reassign", 0) > 0
         changed += result.voter_changes
         # At most a minority of the final voters are replica keys lost with a wiped disk.
-        voters = sim.current_voters()
+        voters = current_voters(sim)
         lost = [k for k in voters.keys if sim.nodes[k.id - 1].key != k]
         assert len(lost) <= (len(voters) - 1) // 2, (voters, lost)
     assert changed > 0
+
+
+def test_membership_operations_happen_and_the_final_reassignment_completes() -> None:
+    """Every operation is started, the core carries most out (and refuses some), and each
+    run ends with a completed reassignment (else a reassignment-liveness violation)."""
+    outcomes: dict[str, int] = {}
+    faults: dict[str, int] = {}
+    traced: set[str] = set()
+    for seed in range(3):
+        for profile in ("membership", "upgrade"):
+            sim = Simulation(SimConfig.make(seed, profile, observers=1, events=8000))
+            result = sim.run()
+            assert result.violation is None, result.summary()
+            assert sim.final_reassignment is not None
+            assert sim.final_reassignment.target is not None
+            leader = sim.leader()
+            assert leader is not None and leader.core is not None
+            assert set(leader.core.voters.keys) == {
+                n.key for n in sim.final_reassignment.target.values()
+            }
+            for k, v in result.operations.items():
+                outcomes[k] = outcomes.get(k, 0) + v
+            for k, v in result.faults.items():
+                faults[k] = faults.get(k, 0) + v
+            traced |= {k.split(":")[0] for k in result.operations}
+    for op in ("add_voter", "remove_voter", "update_voter", "auto_join", "reassign", "upgrade"):
+        assert faults.get(op, 0) > 0, (op, faults)
+    for ok in ("add_voter:none", "remove_voter:none", "update_kraft_version:none"):
+        assert outcomes.get(ok, 0) > 0, (ok, outcomes)
+    # Before the upgrade, voter changes are refused (D4).
+    assert outcomes.get("add_voter:unsupported_version", 0) + outcomes.get(
+        "remove_voter:unsupported_version", 0
+    ), outcomes
+    assert "set_target_voters" in traced
+
+
+def test_upgrade_profile_starts_at_kraft_version_0_and_upgrades() -> None:
+    seen: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        leader = sim.leader()
+        if leader is not None and leader.core is not None:
+            version = leader.core.kraft_version
+            if not seen or seen[-1] != version:
+                seen.append(version)
+
+    result = Simulation(SimConfig.make(1, "upgrade", observers=1, events=6000, hook=hook)).run()
+    assert result.violation is None, result.summary()
+    assert seen[0] == 0 and seen[-1] == 1, seen

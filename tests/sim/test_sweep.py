@@ -1,6 +1,8 @@
-"""The CI sweep: 308 seeds spread over every fault profile, on two processes.
+"""The CI sweep: 306 seeds spread over every fault profile (membership churn and the
+kraft.version upgrade included), on two processes.
 
-Each seed runs 8,000 fault-phase events then heals; about a minute on the 2-core CI machine.
+Each seed runs 8,000 fault-phase events then heals (and, where the voter set changes, ends
+with a reassignment that must complete); about 90 s on the 2-core CI machine.
 The long run is ``pykraft sim sweep --seeds 0..100000``.
 """
 
@@ -8,17 +10,24 @@ from __future__ import annotations
 
 from pykraft.sim import PROFILES, sweep
 
-CI_SEEDS = range(0, 7 * 44)  # 44 seeds per profile
+CI_SEEDS = range(0, 9 * 34)  # 34 seeds per profile
 CI_EVENTS = 8000
+# Runs that hit a core bug found and not fixed yet (tests/sim/test_regressions.py KNOWN,
+# where they are strict xfails): (seed, profile) -> the violation they show. Anything else
+# failing fails the test; so does one of these passing (remove it then).
+KNOWN_FAILURES = {(285, "membership"): "liveness"}  # bug 9: a removed leader's deadlock
 
 
-def test_ci_sweep_of_308_seeds_over_all_profiles() -> None:
+def test_ci_sweep_of_306_seeds_over_all_profiles() -> None:
     report = sweep(CI_SEEDS, list(PROFILES), events=CI_EVENTS, observers=1, spread=True, jobs=2)
     print(report.format())
     assert report.runs == len(CI_SEEDS)
     assert set(report.by_profile) == set(PROFILES)
     assert all(s.runs == len(CI_SEEDS) // len(PROFILES) for s in report.by_profile.values())
-    assert report.ok, report.format()
+    failed = {(r.seed, r.profile): r.violation.invariant for r in report.failures if r.violation}
+    assert failed == KNOWN_FAILURES, report.format()
     # The faults really happened.
     faults = {k for s in report.by_profile.values() for k in s.faults}
     assert {"link_loss", "partition", "one_way", "crash", "shutdown", "wipe", "reassign"} <= faults
+    membership = {"add_voter", "remove_voter", "update_voter", "auto_join", "cancel", "upgrade"}
+    assert membership <= faults, faults

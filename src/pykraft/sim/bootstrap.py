@@ -20,9 +20,11 @@ from pykraft.sim.node import SimNode
 PORT_BASE = 9000  # node i listens on PORT_BASE + i
 
 
-def endpoint_of(node_id: int) -> Endpoint:
-    """Node ``i`` listens on port ``PORT_BASE + i`` (the simulator routes by it)."""
-    return Endpoint("CONTROLLER", f"node{node_id}", PORT_BASE + node_id)
+def endpoint_of(node_id: int, generation: int = 0) -> Endpoint:
+    """Node ``i`` listens on port ``PORT_BASE + i`` (the simulator routes by it); each
+    endpoint change (an ``update_voter`` operation) gives it another host name."""
+    host = f"node{node_id}" if generation == 0 else f"node{node_id}-g{generation}"
+    return Endpoint("CONTROLLER", host, PORT_BASE + node_id)
 
 
 def format_bootstrap(node: SimNode, voters: VoterSet | None) -> None:

@@ -162,6 +162,8 @@ class SimResult:
     messages_duplicated: int = 0
     requests_failed: int = 0  # RequestFailed delivered (timeouts, connection refused)
     faults: dict[str, int] = field(default_factory=dict)  # injected faults by kind
+    # Outcomes of membership operations, "<operation>:<error>" -> count (sim.operations).
+    operations: dict[str, int] = field(default_factory=dict)
     voter_changes: int = 0  # VotersRecords in the final leader's history (kraft.version 1)
     final_voters: str = ""  # the final voter set's ids, e.g. "1,3,5"
     invariants_checked: int = 0
@@ -208,6 +210,8 @@ class SimResult:
             f"messages sent {self.messages_sent}  dropped {self.messages_dropped}  "
             f"duplicated {self.messages_duplicated}  requests failed {self.requests_failed}",
             f"faults injected: {faults}",
+            "operations: "
+            + (", ".join(f"{k}={v}" for k, v in sorted(self.operations.items())) or "none"),
             f"voters at the end: {self.final_voters}  voter changes {self.voter_changes}",
             f"leaderless {self.leaderless_ms} ms in {self.unavailability_windows} windows "
             f"(longest {self.max_unavailability_ms} ms)  recovery after heal "

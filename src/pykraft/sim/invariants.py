@@ -31,6 +31,11 @@ observation, so the cost per event is a few attribute reads):
 * ``log-start-snapshot``: a node's log start offset, when above 0, is covered by a snapshot it
   holds.
 
+The invariants of voter changes (``one-uncommitted-voters-record``,
+``voter-sets-differ-by-one``, ``voter-change-after-epoch-commit``,
+``removed-leader-not-counted``, ``committed-never-lost``) live in
+``pykraft.sim.voter_invariants`` and run from here, after the checks above.
+
 Besides these, after every event the driver runs the core's own ``check_invariants``
 (reported as an ``exception`` violation when it fails), and every ``audit_every_events``
 ``audit`` does the full, non-incremental comparison of every node's log with the history; it also
@@ -43,6 +48,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Protocol
 
+from pykraft.raft.roles import Leader
+from pykraft.raft.voters import VoterSet
 from pykraft.records import iter_batches
 from pykraft.sim.history import (
     BATCH_FIELDS,
@@ -52,6 +59,7 @@ from pykraft.sim.history import (
     InvariantViolation,
 )
 from pykraft.sim.node import LEADER, Ghost, SimNode
+from pykraft.sim.voter_invariants import VoterInvariants
 
 _READ_BYTES = 1024 * 1024
 
@@ -71,19 +79,25 @@ class Observer(Protocol):
 class InvariantChecker:
     """Invariant: ``leaders_by_epoch[e]`` is the only node id ever seen leading epoch ``e``."""
 
-    __slots__ = ("_observer", "checks", "history", "leaders_by_epoch", "nodes")
+    __slots__ = ("_checks", "_observer", "history", "leaders_by_epoch", "nodes", "voters")
 
     def __init__(
         self,
         nodes: Sequence[SimNode],
         history: CommittedHistory,
         observer: Observer,
+        initial_voters: VoterSet,
     ) -> None:
         self.nodes = nodes
         self.history = history
         self._observer = observer
         self.leaders_by_epoch: dict[int, int] = {}
-        self.checks = 0
+        self._checks = 0
+        self.voters = VoterInvariants(nodes, history, initial_voters)
+
+    @property
+    def checks(self) -> int:
+        return self._checks + self.voters.checks
 
     def observe(self, node: SimNode, now_ms: int) -> None:
         """Compare the node's state with its last observation; raise on a violation."""
@@ -93,7 +107,11 @@ class InvariantChecker:
         role = core.role
         epoch = core.epoch
         hwm = core.high_watermark
-        self.checks += 3
+        self._checks += 3
+        if role == LEADER:
+            state = core.state
+            if isinstance(state, Leader):  # (a test's lying core may claim the role only)
+                node.obs_leader_state = state
         # A leader whose own removal just committed (D5) advanced its high watermark and
         # resigned in one step: that advance is still a leader's.
         led = role == LEADER or (node.obs_role == LEADER and epoch == node.obs_epoch)
@@ -128,7 +146,7 @@ class InvariantChecker:
             )
         start = log.start_offset
         if start != node.obs_start_offset:
-            self.checks += 1
+            self._checks += 1
             latest = node.snapshots.latest()
             if start > 0 and (latest is None or latest.offset < start):
                 raise InvariantViolation(
@@ -137,11 +155,12 @@ class InvariantChecker:
                     node.id,
                 )
             node.obs_start_offset = start
+        self.voters.observe(node)
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _new_leader(self, node: SimNode, epoch: int) -> None:
-        self.checks += 2
+        self._checks += 2
         previous = self.leaders_by_epoch.setdefault(epoch, node.id)
         if previous != node.id:
             raise InvariantViolation(
@@ -167,7 +186,7 @@ class InvariantChecker:
             )
 
     def _hwm_changed(self, node: SimNode, hwm: int, led: bool, epoch: int, now_ms: int) -> None:
-        self.checks += 3
+        self._checks += 3
         old = node.obs_hwm
         log = node.log
         if hwm < old:
@@ -193,6 +212,7 @@ class InvariantChecker:
         node.obs_hwm = hwm
         self._observer.hwm_changed(node, old, now_ms)
         if led:
+            self.voters.hwm_advanced(node, hwm)
             if log.epoch_at(hwm - 1) not in (epoch, None):
                 raise InvariantViolation(
                     "leader-hwm-current-epoch",
@@ -238,19 +258,41 @@ class InvariantChecker:
                 data_records = 0 if attrs & CONTROL_FLAG else delta + 1
                 if history.record(base, nxt, epoch, crc, data_records, now_ms, node.id):
                     self._check_majority(node, base, nxt, epoch)
+                    if not data_records:
+                        self.voters.committed_control_batch(node, base, nxt)
                     self._observer.committed(node, base, nxt, now_ms)
                 offset = nxt
         raise AssertionError("unreachable: the loop bound covers every offset")
 
     def _check_majority(self, leader: SimNode, base: int, nxt: int, epoch: int) -> None:
         """Held by a majority of the leader's voter set (the latest one, committed or not,
-        which is the one its high watermark is computed with)."""
-        self.checks += 1
+        which is the one its high watermark is computed with). When the leader appended a
+        VotersRecord in this very event, the advance may have been computed just before,
+        with the set in force until then: a majority of that one also counts."""
+        self._checks += 1
         core = leader.core
         assert core is not None
         voters = core.voters
+        holders = self._holders(voters, base, epoch)
+        if len(holders) >= voters.majority_size:
+            return
+        entries = core.voter_history.entries
+        if entries and entries[-1][0] > leader.obs_voters_offset:
+            previous = entries[-2][1] if len(entries) > 1 else self.voters.committed_path[0][1]
+            if len(self._holders(previous, base, epoch)) >= previous.majority_size:
+                return
+        raise InvariantViolation(
+            "hwm-majority",
+            f"leader {leader.id} committed [{base}, {nxt}) of epoch {epoch} but only "
+            f"voters {holders} of {sorted(voters.ids)} hold it durably (a lost voter's "
+            f"copy is negative)",
+            leader.id,
+        )
+
+    def _holders(self, voters: VoterSet, base: int, epoch: int) -> list[int]:
+        """Voters of ``voters`` holding the batch at ``base`` of ``epoch`` durably (a lost
+        voter's copy, as it was when its disk was lost, as a negative id)."""
         nodes = self.nodes
-        held = 0
         holders = []
         for key in voters.keys:
             if not 0 < key.id <= len(nodes):
@@ -261,21 +303,12 @@ class InvariantChecker:
                 if log.start_offset > base or (
                     base < log.flushed_offset and log.epoch_at(base) == epoch
                 ):
-                    held += 1
                     holders.append(key.id)
             else:
                 ghost = node.ghosts.get(key)
                 if ghost is not None and _ghost_holds(ghost, base, epoch):
-                    held += 1
                     holders.append(-key.id)
-        if held < voters.majority_size:
-            raise InvariantViolation(
-                "hwm-majority",
-                f"leader {leader.id} committed [{base}, {nxt}) of epoch {epoch} but only "
-                f"voters {holders} of {sorted(voters.ids)} hold it durably (a lost voter's "
-                f"copy is negative)",
-                leader.id,
-            )
+        return holders
 
     # -- full audit ------------------------------------------------------------------------
 
@@ -295,7 +328,7 @@ class InvariantChecker:
                 header, _pos = next(iter_batches(raw, verify_crc=True))
                 history.check(base, nxt, epoch, header.crc, node.id, "audit")
                 compared += 1
-        self.checks += compared
+        self._checks += compared
         return compared
 
 

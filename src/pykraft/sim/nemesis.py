@@ -17,7 +17,9 @@ Bounds (kept so that a run tests safety under faults the protocol must tolerate)
   minority of voters, so a voter is wiped only while fewer than a minority of the voters
   (of every voter set a live node holds) are unavailable, whatever ``max_down`` says. Under kraft.version 0
   a wiped voter stays unavailable for good; under kraft.version 1 a ``reassign`` replaces
-  it. Observers may be wiped any number of times. Wiping a voter in place as the *same*
+  it. Observers may be wiped any number of times. A profile that upgrades kraft.version
+  wipes no voter before the upgrade commits (the lost voter could never report its
+  supported range, so the upgrade could never happen). Wiping a voter in place as the *same*
   replica (kraft.version 0 without directory ids) is not injected: its lost vote and log
   could legitimately elect two leaders in one epoch or lose committed data.
 """
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pykraft.raft.voters import VoterSet
+from pykraft.sim.operations import known_voter_sets, upgrade_done
 from pykraft.sim.profiles import FaultProfile
 
 if TYPE_CHECKING:
@@ -92,8 +95,7 @@ class Nemesis:
             "crash": self._stop,
             "shutdown": self._stop,
             "wipe": self._stop,
-            "reassign": self._reassign,
-        }[kind]
+        }.get(kind, self._operation)
         fault = inject(kind)
         sim = self._sim
         if fault is None:
@@ -160,7 +162,7 @@ class Nemesis:
         # Per known voter set: (its voters, how many are unavailable now (down, or wiped:
         # their replica key is gone until a voter change replaces it), its minority).
         budgets: list[tuple[VoterSet, int, int]] = []
-        for voters in sim.known_voter_sets():
+        for voters in known_voter_sets(sim):
             unavailable = sum(
                 1
                 for key in voters.keys
@@ -198,19 +200,13 @@ class Nemesis:
         limit = minority if self.profile.max_down is None else self.profile.max_down
         if unavailable >= limit:
             return False
+        if kind == "wipe" and not upgrade_done(self._sim):
+            # A lost voter never reports its kraft.version range: no upgrade (D10).
+            return False
         # Never lose the disks of a majority, whatever max_down says.
         return kind != "wipe" or unavailable < minority
 
-    def _reassign(self, kind: str) -> ActiveFault | None:
-        """KIP-642: give the leader a new target voter set of ``voters`` live nodes (by their
-        current replica keys); it heals by itself (nothing to undo)."""
-        sim = self._sim
-        leader = sim.leader()
-        if leader is None:
-            return None
-        live = [n for n in sim.nodes if n.up]
-        size = min(len(live), sim.config.voters)
-        chosen = sorted(self._rng.sample(live, size), key=lambda n: n.id)
-        if not sim.set_target_voters(leader, chosen):
-            return None
-        return self._new(kind, [n.id for n in chosen], lambda: None)
+    def _operation(self, kind: str) -> ActiveFault | None:
+        """A membership operation (``pykraft.sim.operations``); nothing to undo."""
+        targets = self._sim.operations.run(kind, self._rng)
+        return None if targets is None else self._new(kind, targets, lambda: None)

@@ -15,7 +15,9 @@ import uuid
 from collections.abc import Callable
 
 from pykraft.raft.core import RaftCore
+from pykraft.raft.interfaces import OperationResult
 from pykraft.raft.messages import Outbound
+from pykraft.raft.roles import Leader
 from pykraft.raft.types import ReplicaKey
 from pykraft.sim.app import StateMachine
 from pykraft.sim.history import CommittedHistory
@@ -31,6 +33,7 @@ LEADER = "leader"
 Ghost = tuple[int, int, list[int], list[int]]
 Sender = Callable[["SimNode", Outbound, int], None]
 Observe = Callable[["SimNode"], None]
+Completed = Callable[["SimNode", list[OperationResult]], None]
 
 
 def new_directory_id(rng: random.Random) -> uuid.UUID:
@@ -44,8 +47,10 @@ class SimNode:
 
     __slots__ = (
         "app",
+        "auto_join",
         "core",
         "deadline_ms",
+        "endpoint_generation",
         "ghosts",
         "history",
         "id",
@@ -57,8 +62,11 @@ class SimNode:
         "obs_epoch",
         "obs_hwm",
         "obs_leader",
+        "obs_leader_state",
         "obs_role",
         "obs_start_offset",
+        "obs_voters_offset",
+        "on_completed",
         "poll_at_ms",
         "quorum_state",
         "replaced",
@@ -107,6 +115,16 @@ class SimNode:
         self.obs_hwm = 0
         self.obs_leader = -1
         self.obs_start_offset = 0
+        # Membership (see pykraft.sim.operations): the config of the next incarnation.
+        self.auto_join = False  # controller.quorum.auto.join.enable (D9)
+        self.endpoint_generation = 0  # bumped by each endpoint change (D6)
+        # The Leader role object while (or last time) this node led: the invariants read
+        # its progress after a leader that removed itself resigned in the same event.
+        self.obs_leader_state: Leader | None = None
+        # Offset of the newest VotersRecord observed in this incarnation's log (-2: none).
+        self.obs_voters_offset = -2
+        # Admin operations the core reported finished (``Ready.completed``).
+        self.on_completed: Completed | None = None
 
     @property
     def up(self) -> bool:
@@ -115,7 +133,7 @@ class SimNode:
     @property
     def is_voter(self) -> bool:
         """A voter of the initial voter set: configured as one and never wiped (for the
-        current voter set under kraft.version 1 see ``Simulation.current_voters``)."""
+        current voter set under kraft.version 1 see ``operations.current_voters``)."""
         return self.is_voter_slot and not self.replaced
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -133,6 +151,9 @@ class SimNode:
         self.obs_hwm = core.high_watermark
         self.obs_leader = core.leader_id
         self.obs_start_offset = self.log.start_offset
+        self.obs_leader_state = None
+        entry = core.voter_history.last_entry()
+        self.obs_voters_offset = -2 if entry is None else entry[0]
 
     def crash(self) -> None:
         assert self.core is not None
@@ -198,6 +219,8 @@ class SimNode:
                 self.app.apply(self.log, ready.high_watermark)
                 if self.app.wants_snapshot():
                     self._snapshot(core, now_ms)
+            if ready.completed and self.on_completed is not None:
+                self.on_completed(self, ready.completed)
             self.deadline_ms = ready.next_deadline_ms
             if not ready.must_flush:
                 if self.self_check:

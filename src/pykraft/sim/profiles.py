@@ -27,6 +27,21 @@ Faults a nemesis can inject (weights are relative):
   there through single AddRaftVoter / RemoveRaftVoter steps. This is also how a voter whose
   disk was wiped gets replaced (SPEC D12).
 
+Membership operations (an operator's, not faults; see ``pykraft.sim.operations``, which
+also says how each is kept from making the quorum unavailable for good):
+
+* ``add_voter`` / ``remove_voter``: ``RaftCore.add_voter`` of a live non-voter, or
+  ``remove_voter`` of any voter, the leader itself included (D4, D5).
+* ``update_voter``: a node restarts with other endpoints; its UpdateRaftVoter makes the
+  leader write them (D6).
+* ``auto_join``: a node restarts with ``controller.quorum.auto.join.enable`` toggled (D9).
+* ``cancel``: while a reassignment runs, the original (or the current) voter set is
+  submitted as the target (E3).
+* ``upgrade``: ``update_kraft_version(1)`` on a kraft.version 0 cluster (D10).
+
+Membership operations need kraft.version 1, or a profile that starts at 0 and upgrades:
+before the upgrade they are refused (UNSUPPORTED_VERSION), which is tested too.
+
 ``max_down`` bounds how many nodes may be stopped (crashed, shut down, wiped) at once. The
 profiles ``crashes`` and ``disk`` keep a majority of voters up; ``chaos`` does not.
 """
@@ -34,6 +49,11 @@ profiles ``crashes`` and ``disk`` keep a majority of voters up; ``chaos`` does n
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+
+# Nemesis kinds that change (or try to change) the voter set or kraft.version.
+MEMBERSHIP_OPS = frozenset(
+    {"reassign", "add_voter", "remove_voter", "update_voter", "auto_join", "cancel", "upgrade"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +77,13 @@ class FaultProfile:
     shutdown_weight: float = 0.0
     wipe_weight: float = 0.0
     reassign_weight: float = 0.0  # kraft.version 1 only: a new target voter set (KIP-642)
+    # Membership operations (see the module docstring): kraft.version 1, or upgrade_weight.
+    add_voter_weight: float = 0.0
+    remove_voter_weight: float = 0.0
+    update_voter_weight: float = 0.0
+    auto_join_weight: float = 0.0
+    cancel_weight: float = 0.0
+    upgrade_weight: float = 0.0  # kraft.version 0 only: update_kraft_version(1)
     # 0: static voters (controller.quorum.voters); 1: voters from the log, bootstrapped by a
     # checkpoint written at format time (KIP-853), and voter changes possible.
     kraft_version: int = 0
@@ -71,7 +98,14 @@ class FaultProfile:
         assert 0 < self.fault_min_ms <= self.fault_max_ms, self
         assert self.nemesis_interval_ms >= 0, self
         assert self.kraft_version in (0, 1), self
-        assert self.reassign_weight == 0 or self.kraft_version == 1, self
+        assert self.upgrade_weight == 0 or self.kraft_version == 0, self
+        changes_voters = self.kraft_version == 1 or self.upgrade_weight > 0
+        assert changes_voters or not self.membership_ops, self
+
+    @property
+    def membership_ops(self) -> bool:
+        """The voter set may change: the run ends by checking a reassignment completes."""
+        return any(w > 0 for k, w in self.nemesis_weights() if k in MEMBERSHIP_OPS)
 
     def nemesis_weights(self) -> tuple[tuple[str, float], ...]:
         """(fault kind, weight) for every fault with a positive weight, in a fixed order."""
@@ -83,6 +117,12 @@ class FaultProfile:
             ("shutdown", self.shutdown_weight),
             ("wipe", self.wipe_weight),
             ("reassign", self.reassign_weight),
+            ("add_voter", self.add_voter_weight),
+            ("remove_voter", self.remove_voter_weight),
+            ("update_voter", self.update_voter_weight),
+            ("auto_join", self.auto_join_weight),
+            ("cancel", self.cancel_weight),
+            ("upgrade", self.upgrade_weight),
         )
         return tuple((kind, w) for kind, w in pairs if w > 0)
 
@@ -139,6 +179,39 @@ PROFILES: dict[str, FaultProfile] = {
             crash_weight=1.0,
             wipe_weight=0.5,
             kraft_version=1,
+        ),
+        # kraft.version 1 churn: every membership operation, plus crashes, partitions, wipes.
+        FaultProfile(
+            name="membership",
+            latency_max_ms=10,
+            nemesis_interval_ms=2_000,
+            add_voter_weight=2.0,
+            remove_voter_weight=2.0,
+            update_voter_weight=1.0,
+            auto_join_weight=1.0,
+            reassign_weight=1.0,
+            cancel_weight=1.0,
+            partition_weight=1.0,
+            crash_weight=1.0,
+            wipe_weight=0.5,
+            kraft_version=1,
+        ),
+        # Static voters at kraft.version 0, upgraded to 1 mid-run, then churn (operations
+        # before the upgrade are refused).
+        FaultProfile(
+            name="upgrade",
+            latency_max_ms=10,
+            nemesis_interval_ms=2_000,
+            upgrade_weight=1.5,
+            add_voter_weight=2.0,
+            remove_voter_weight=2.0,
+            update_voter_weight=1.0,
+            auto_join_weight=0.5,
+            reassign_weight=1.0,
+            cancel_weight=0.5,
+            partition_weight=1.0,
+            crash_weight=1.0,
+            wipe_weight=0.5,
         ),
         FaultProfile(
             name="chaos",

@@ -25,12 +25,16 @@ Theory of operation.
   replica (KIP-853). Profiles with ``kraft_version == 1`` format every node with a bootstrap
   checkpoint (kraft.version 1 + the initial voters, D3), start the cores without a static
   voter set, list every node as a bootstrap server (D8), and may change the voter set
-  (``reassign``: KIP-642 through AddRaftVoter / RemoveRaftVoter steps).
+  (``reassign``: KIP-642 through AddRaftVoter / RemoveRaftVoter steps, and the operator's
+  membership operations of ``pykraft.sim.operations``). The ``upgrade`` profile starts at
+  kraft.version 0 with static voters and upgrades mid-run.
 * **Phases.** The fault phase processes ``config.events`` events with the nemesis active.
   Then the heal phase: every fault heals, every stopped node restarts, the network stops
   losing messages, and within ``config.liveness_bound_ms`` a leader must be elected, a
   record appended after the heal must commit and every node must apply it. Finally every
-  node's log is audited against the committed history.
+  node's log is audited against the committed history. In profiles that change the voter
+  set, the heal phase goes on with one more reassignment whose target voters are all up,
+  which must complete within its own bound (``operations.FinalReassignment``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ from pykraft.sim.invariants import InvariantChecker
 from pykraft.sim.nemesis import Nemesis
 from pykraft.sim.network import Network
 from pykraft.sim.node import LEADER, SimNode
+from pykraft.sim.operations import (
+    FinalReassignment,
+    Operations,
+    core_config,
+    current_voters,
+    node_endpoint,
+)
 from pykraft.sim.stats import RunStats
 from pykraft.sim.trace import TraceWriter, describe_message
 
@@ -97,8 +108,12 @@ class Simulation:
             self.nodes.append(
                 SimNode(node_id, node_id <= config.voters, rng, self.history, max(2, every))
             )
+        # Drawn after the nodes' streams, so that adding it changed no other stream.
+        final_rng = random.Random(master.getrandbits(64))
+        self.operations = Operations(self)
         for node in self.nodes:
             node.self_check = config.core_self_check
+            node.on_completed = self.operations.completed
         self.by_id: list[SimNode | None] = [None, *self.nodes]
         # Voters named by replica key *with* directory id: a wiped disk is a new replica.
         self.kraft_version = config.profile.kraft_version
@@ -124,6 +139,7 @@ class Simulation:
             fetch_snapshot_max_bytes=config.fetch_snapshot_max_bytes,
             pre_vote=config.pre_vote,
         )
+        self._raft_configs: dict[bool, RaftConfig] = {}  # by auto-join setting
         self.network = Network(range(1, n_nodes + 1), config.profile, net_rng)
         self.nemesis = Nemesis(self, config.profile, nemesis_rng)
         self.queue: list[Event] = []
@@ -150,7 +166,10 @@ class Simulation:
         self.stats = RunStats(
             self.result, self.history, self.nodes, None if trace is None else self.trace_event
         )
-        self.checker = InvariantChecker(self.nodes, self.history, self.stats)
+        self.checker = InvariantChecker(self.nodes, self.history, self.stats, self.voter_set)
+        self.final_reassignment = (
+            FinalReassignment(self, final_rng) if config.profile.membership_ops else None
+        )
 
     # -- scheduling --------------------------------------------------------------------------
 
@@ -171,53 +190,17 @@ class Simulation:
 
     # -- node lifecycle ------------------------------------------------------------------------
 
-    def current_voters(self) -> VoterSet:
-        """The voter set as the live leader of the highest epoch sees it (the latest one,
-        committed or not); without a live leader, the latest a live node of the highest
-        epoch knows of (an empty, unknown set never counts)."""
-        best: tuple[int, int, VoterSet] | None = None
-        for node in self.nodes:
-            core = node.core
-            if core is None or not len(core.voters.voters):
-                continue
-            rank = (core.epoch, 1 if node.obs_role == LEADER else 0)
-            if best is None or rank > best[:2]:
-                best = (*rank, core.voters)
-        return self.voter_set if best is None else best[2]
-
-    def known_voter_sets(self) -> list[VoterSet]:
-        """Every distinct voter set a live node holds (and the initial one under kraft.version
-        0); the nemesis stops a voter only if every one of them can spare it."""
-        sets: list[VoterSet] = [self.voter_set] if self.kraft_version == 0 else []
-        for node in self.nodes:
-            core = node.core
-            if core is not None and len(core.voters.voters) and core.voters not in sets:
-                sets.append(core.voters)
-        return sets or [self.voter_set]
-
     def leader(self) -> SimNode | None:
         """The live leader of the highest epoch, if any."""
         leaders = [n for n in self.nodes if n.core is not None and n.obs_role == LEADER]
         return max(leaders, key=lambda n: n.obs_epoch) if leaders else None
 
-    def set_target_voters(self, leader: SimNode, nodes: list[SimNode]) -> bool:
-        """KIP-642 on ``leader``: reach a voter set of ``nodes`` (their current keys)."""
-        core = leader.core
-        assert core is not None
-        target = [VoterInfo(n.key, (endpoint_of(n.id),), 0, 1) for n in nodes]
-        try:
-            core.set_target_voters(target, self.now_ms)
-        except NotLeaderError:
-            return False
-        self._after(leader)
-        return True
-
     def _make_core(self, node: SimNode) -> RaftCore:
         return RaftCore(
-            config=self.raft_config,
+            config=core_config(self.raft_config, node, self._raft_configs),
             local_key=node.key,
             voters=self.voter_set if self.kraft_version == 0 else None,
-            endpoints=(endpoint_of(node.id),),
+            endpoints=(node_endpoint(node),),
             # Every node is a controller: the bootstrap servers list them all, so a replica
             # removed from the voter set can still find the leader (D8).
             bootstrap_servers=self._bootstrap_servers,
@@ -240,6 +223,8 @@ class Simulation:
             epoch=core.epoch,
             voter=node.is_voter,
             directory_id=str(node.key.directory_id),
+            endpoint=node_endpoint(node).host,
+            auto_join=node.auto_join,
         )
         self._after(node)
 
@@ -265,12 +250,14 @@ class Simulation:
 
     # -- the driver ----------------------------------------------------------------------------
 
-    def _after(self, node: SimNode) -> None:
+    def after(self, node: SimNode) -> None:
         """Perform the node's Ready, check invariants, and make sure its timer is set."""
         if node.core is None:
             return
         node.drive(self.now_ms, self._send, self._observe)
         self._arm(node)
+
+    _after = after
 
     def _arm(self, node: SimNode) -> None:
         """Make sure a poll event is pending no later than the node's deadline."""
@@ -359,9 +346,15 @@ class Simulation:
                 self._push(self.nemesis.next_interval_ms(), EV_NEMESIS, 0, None)
             self._loop(config.events, until_ms=None)
             self._heal()
-            self._loop(HEAL_PHASE_EVENTS_MAX, until_ms=self.now_ms + config.liveness_bound_ms)
+            until_ms = self.now_ms + config.liveness_bound_ms
+            final = self.final_reassignment
+            if final is not None:
+                until_ms += final.bound_ms
+            self._loop(HEAL_PHASE_EVENTS_MAX, until_ms=until_ms)
             if result.recovery_ms is None:
                 self._liveness_failure()
+            if final is not None and not final.step(self.now_ms):
+                final.fail(self.now_ms)
             self.checker.audit()
             self.trace_event(None, "phase", phase="end")
         except InvariantViolation as v:
@@ -531,15 +524,26 @@ class Simulation:
                 self.restart_node(node)
 
     def _recovered(self) -> bool:
-        """A record appended after the heal committed and every node applied it."""
+        """A record appended after the heal committed and every node applied it (then, with
+        voter changes, the final reassignment completed)."""
+        final = self.final_reassignment
+        if self.result.recovery_ms is not None:
+            return final is None or final.step(self.now_ms)
         target = self.stats.probe_next_offset
         if target is None:
+            if self.now_ms > self._heal_started_ms + self.config.liveness_bound_ms:
+                self._liveness_failure()
             return False
         for node in self.nodes:
             if node.core is None or node.app.applied_end < target:
+                if self.now_ms > self._heal_started_ms + self.config.liveness_bound_ms:
+                    self._liveness_failure()
                 return False
         self.result.recovery_ms = self.now_ms - self._heal_started_ms
-        return True
+        if final is None:
+            return True
+        final.start(self.now_ms)
+        return final.step(self.now_ms)
 
     def _liveness_failure(self) -> None:
         target = self.stats.probe_next_offset
@@ -561,10 +565,11 @@ class Simulation:
     def _finish(self) -> None:
         self.stats.finish(self.now_ms, self.checker.checks)
         result = self.result
-        voters = self.current_voters()
+        result.operations = dict(sorted(self.operations.counts.items()))
+        voters = current_voters(self)
         result.final_voters = ",".join(str(i) for i in sorted(voters.ids))
         leader = self.leader()
-        if leader is not None and leader.core is not None and self.kraft_version == 1:
+        if leader is not None and leader.core is not None and leader.core.kraft_version == 1:
             # Bootstrap entry (offset -1) excluded.
             entries = leader.core.voter_history.entries
             result.voter_changes = sum(1 for offset, _v in entries if offset >= 0)
