@@ -238,9 +238,13 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
         p.start()
         procs.append(p)
     wait_for(lambda: describe(servers).leader_id in (1, 2, 3), "a leader")
+    # Usually well under a second; one CI run on a heavily loaded machine (other work
+    # running simulator sweeps on both cores) missed 20 s here, which is not yet explained:
+    # the longer bound keeps the check while that is investigated (see the closing note).
     wait_for(
         lambda: any(o.replica_id == 4 for o in describe(servers).observers),
         "node 4 fetching as an observer",
+        timeout_s=60,
     )
     assert set(status_voters(servers)) == {1, 2, 3}
 
