@@ -129,6 +129,25 @@ def test_illegal_and_observer_transitions_refused() -> None:
     assert obs.role.name == "follower"
 
 
+def test_uncommitted_removal_may_still_campaign() -> None:
+    """Bug 9: out of the latest voter set but still in the committed one, a replica may
+    campaign and lead; out of the committed one too, it may not."""
+    qs, _ = make(voters=(2,))  # latest set {2}: 1's removal
+    assert qs.is_observer and not qs.may_campaign
+    with pytest.raises(IllegalStateError):
+        qs.to_prospective(0)
+    qs.committed_voter = True  # the removal is above the high watermark
+    assert qs.is_observer and qs.may_campaign
+    qs.to_prospective(0)
+    qs.to_candidate(0)
+    qs.to_leader(0, 0, 10)
+    qs.committed_voter = False  # the removal committed: resigning is still allowed
+    qs.to_resigned(0, ())
+    qs.to_unattached(qs.epoch + 1, 0)
+    with pytest.raises(IllegalStateError):
+        qs.to_prospective(0)
+
+
 def test_generation_counts_transitions() -> None:
     qs, _ = make()
     g = qs.generation

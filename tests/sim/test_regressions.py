@@ -93,17 +93,14 @@ CASES = [
     # (membership._update_own_entry).
     Case(34, "membership", 8000, 1, "reassignment-liveness"),
     Case(25, "upgrade", 8000, 1, "reassignment-liveness"),
-]
-
-# Found and not fixed (they fail until the core is fixed; strict: a fix shows up).
-KNOWN = [
     # Bug 9 (liveness, KIP-853): leader 1 of {1, 3} appended its own removal {3} and lost
-    # leadership before it committed. Node 1's log (longer, the removal in it) makes it an
-    # observer, which never campaigns; node 3 (without the removal, voter set {1, 3}) needs
-    # node 1's vote, which node 1 refuses because node 3's log is behind. No leader, ever.
-    # The Raft dissertation's rule is that a server not in its own latest configuration may
-    # still campaign while that configuration is uncommitted (node 1 would win with node
-    # 3's vote, lead outside its voter set, commit its removal and resign, as D5 does).
+    # leadership before it committed. Node 1's log (longer, the removal in it) made it an
+    # observer, which never campaigned; node 3 (without the removal, voter set {1, 3}) needed
+    # node 1's vote, which node 1 refused because node 3's log was behind. No leader, ever.
+    # Fixed with the Raft dissertation's rule: a replica still in the latest *committed*
+    # voter set may campaign while its removal is uncommitted (QuorumState.may_campaign);
+    # majorities are of the latest set, its own vote not counted; elected, it leads as D5's
+    # removed leader and resigns once the removal commits (membership.advance).
     Case(50, "upgrade", 8000, 1, "liveness"),
     Case(154, "membership", 5000, 1, "liveness"),  # from the 2,000-seed sweep
     Case(285, "membership", 8000, 1, "liveness"),  # in the CI sweep (test_sweep.py)
@@ -112,13 +109,7 @@ KNOWN = [
 
 @pytest.mark.parametrize(
     "case",
-    [
-        *CASES,
-        *(
-            pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="known, not fixed"))
-            for c in KNOWN
-        ),
-    ],
+    CASES,
     ids=str,
 )
 def test_regression(case: Case) -> None:

@@ -15,7 +15,7 @@ CI_EVENTS = 8000
 # Runs that hit a core bug found and not fixed yet (tests/sim/test_regressions.py KNOWN,
 # where they are strict xfails): (seed, profile) -> the violation they show. Anything else
 # failing fails the test; so does one of these passing (remove it then).
-KNOWN_FAILURES = {(285, "membership"): "liveness"}  # bug 9: a removed leader's deadlock
+KNOWN_FAILURES: dict[tuple[int, str], str] = {}
 
 
 def test_ci_sweep_of_306_seeds_over_all_profiles() -> None:

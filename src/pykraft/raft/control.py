@@ -186,6 +186,15 @@ class ControlState:
             return entry[1]
         return VoterSet({}) if self.kraft_version >= 1 else self.static_voters
 
+    def committed_voters(self, high_watermark: int) -> VoterSet:
+        """The voter set in force at ``high_watermark - 1``: the latest committed one as far
+        as this replica knows (its high watermark may lag)."""
+        voters = self.voter_history.value_at_or_before(high_watermark - 1)
+        if voters is not None:
+            return voters
+        version = self.version_history.value_at_or_before(high_watermark - 1)
+        return self.static_voters if not version else VoterSet({})
+
     @property
     def voters_offset(self) -> int | None:
         """Offset of the record that set the voter set in force (-1: the bootstrap checkpoint;

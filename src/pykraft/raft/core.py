@@ -144,6 +144,7 @@ class RaftCore:
         self._qs.on_transition = self._on_transition
         # Invariant: never decreases while this object lives; <= log end offset on a leader.
         self.high_watermark = log.start_offset
+        self._refresh_committed_voter()
         self._out: list[Outbound] = []
         self._must_flush = False
         self._hwm_dirty = False
@@ -410,7 +411,17 @@ class RaftCore:
             return False
         self.high_watermark = offset
         self._hwm_dirty = True
+        if self._qs.is_observer:
+            self._refresh_committed_voter()
         return True
+
+    def _refresh_committed_voter(self) -> None:
+        """Keep ``QuorumState.committed_voter`` (``may_campaign``) in step with the voter
+        history and the high watermark; only an observer needs it."""
+        qs = self._qs
+        qs.committed_voter = qs.is_observer and self.control.committed_voters(
+            self.high_watermark
+        ).is_voter(self.local_key)
 
     def snapshot_installed(self, sid: OffsetAndEpoch, now_ms: int) -> None:
         self._snapshot_loaded = sid
@@ -446,6 +457,7 @@ class RaftCore:
         if voters is self._qs.voters:
             return
         self._qs.voters = voters
+        self._refresh_committed_voter()
         role = self._qs.role
         if isinstance(role, Leader):
             membership.sync_progress(self, role, now_ms)
@@ -599,8 +611,8 @@ class RaftCore:
                 pending = [o for o, _ in self.control.voter_history.entries if o >= hwm]
                 assert len(pending) <= 1, pending
         # Observers are Unattached or Follower; a leader that removed itself (D5) is the
-        # exception, until it resigns.
-        if self._qs.is_observer and role.name not in (
+        # exception, until it resigns, and so is a replica whose removal is not committed.
+        if not self._qs.may_campaign and role.name not in (
             "unattached",
             "follower",
             "leader",

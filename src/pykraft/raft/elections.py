@@ -29,6 +29,7 @@ from pykraft.raft.messages import (
 )
 from pykraft.raft.quorum import VoteResult, vote_result
 from pykraft.raft.roles import (
+    FOREVER,
     Candidate,
     Follower,
     Leader,
@@ -269,7 +270,7 @@ def handle_end(core: RaftCore, req: EndQuorumEpochRequest, now_ms: int) -> EndQu
     if error is None and req.leader_id != core.local_key.id:
         core.follow(req.leader_epoch, req.leader_id, req.leader_endpoints, now_ms)
         role = qs.role
-        if isinstance(role, Follower) and role.leader_id == req.leader_id and not qs.is_observer:
+        if isinstance(role, Follower) and role.leader_id == req.leader_id and qs.may_campaign:
             # The leader is gone: elect a successor after a delay by rank (B8), and stop
             # refusing pre-votes on its behalf.
             role.fetch_deadline_ms = now_ms + _successor_delay_ms(core, req.preferred_successors)
@@ -340,7 +341,11 @@ def fire_timers(core: RaftCore, now_ms: int) -> bool:
         return False
     generation = qs.generation
     if isinstance(role, Unattached):
-        if qs.is_observer:
+        if qs.may_campaign and role.election_deadline_ms == FOREVER:
+            # Armed while it could not campaign (its removal looked committed, or it was not a
+            # voter yet): it may campaign now, after a normal election timeout.
+            role.election_deadline_ms = now_ms + qs.random_election_timeout_ms()
+        if not qs.may_campaign:
             if role.election_deadline_ms <= now_ms:
                 # An observer never campaigns, but its timer may have been armed while it was
                 # a voter (a voter removed, a removed leader resigned): re-arm it, else the
@@ -363,7 +368,7 @@ def fire_timers(core: RaftCore, now_ms: int) -> bool:
             start_prospective(core, now_ms)
     elif isinstance(role, Follower):
         if role.fetch_deadline_ms <= now_ms:
-            if qs.is_observer:
+            if not qs.may_campaign:
                 role.bootstrap_fetching = True
                 role.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
             else:

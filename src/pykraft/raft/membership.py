@@ -194,6 +194,11 @@ def advance(core: RaftCore, leader: Leader, now_ms: int) -> None:
     """Move the pending change on as far as it can go now."""
     change = core.voter_change
     if change is None:
+        if core.quorum.is_observer and core.high_watermark > (core.control.voters_offset or -1):
+            # D5 for a leader elected while its removal was not committed (``may_campaign``,
+            # simulator bug 9): it resigns once the removal commits.
+            core.quorum.to_resigned(now_ms, leader.successors_by_progress())
+            return
         _update_own_entry(core, leader, now_ms)
         return
     if change.phase == "committing":

@@ -32,7 +32,10 @@ Transition table (KIP-996 "Proposed Changes"; "voted" = same epoch, a standard v
                 -> Follower     a leader with a larger epoch
 
 Observers (not in the voter set) are only ever Unattached or Follower, except a leader that
-removed itself from the voter set (D5): it leads until the removal commits, then resigns. Only Prospective
+removed itself from the voter set (D5): it leads until the removal commits, then resigns; and a
+replica still in the latest *committed* voter set whose removal is not committed yet
+(``may_campaign``, the Raft dissertation's rule, simulator bug 9): it may campaign and lead like
+a removed leader, its own vote not counting toward a set it is not in. Only Prospective
 becomes Candidate. A standard vote, once cast in an epoch, is kept by every role of that epoch.
 
 Startup (B2), from the stored election state and the log: stored epoch below the log's last
@@ -122,6 +125,7 @@ class QuorumState:
         "_rng",
         "_store",
         "_voters",
+        "committed_voter",
         "generation",
         "is_observer",
         "leader_id",
@@ -150,6 +154,9 @@ class QuorumState:
         # ``voters`` setter) and ``leader_id`` is the current role's leader (kept by
         # ``_switch``): both are read on every input, so they are stored, not derived.
         self.is_observer = False
+        # In the latest committed voter set (at or below the high watermark), kept by the
+        # core; only read when ``is_observer`` (see ``may_campaign``).
+        self.committed_voter = False
         self.voters = voters
         self.generation = 0  # bumped on every transition: older responses are stale
         # Optional observer of transitions (tests, simulator traces, metrics).
@@ -169,6 +176,14 @@ class QuorumState:
     def voters(self, voters: VoterSet) -> None:
         self._voters = voters
         self.is_observer = not voters.is_voter(self.local_key)
+
+    @property
+    def may_campaign(self) -> bool:
+        """May become Prospective, Candidate or Leader: a voter in the latest voter set, or
+        one whose removal from it is not committed yet (still in the latest committed set;
+        simulator bug 9: else a leader that appended its own removal and lost leadership
+        before it committed deadlocks the quorum). Everything else reads ``is_observer``."""
+        return not self.is_observer or self.committed_voter
 
     @property
     def is_only_voter(self) -> bool:
@@ -315,7 +330,7 @@ class QuorumState:
     # -- internals ------------------------------------------------------------------------
 
     def _election_deadline(self, now_ms: int) -> int:
-        if self.is_observer:
+        if not self.may_campaign:
             return FOREVER
         return now_ms + self.random_election_timeout_ms()
 
@@ -325,9 +340,10 @@ class QuorumState:
             raise IllegalStateError(
                 f"illegal transition {old.name}(epoch {old.epoch}) -> {new.name}(epoch {new.epoch})"
             )
-        # A leader that removed itself (D5) is an observer still leading until it resigns.
+        # A leader that removed itself (D5) is an observer still leading until it resigns; a
+        # replica whose removal is not committed yet may still campaign (``may_campaign``).
         removed_leader = old.name == "leader" and new.name == "resigned"
-        if self.is_observer and new.name not in OBSERVER_ROLES and not removed_leader:
+        if not self.may_campaign and new.name not in OBSERVER_ROLES and not removed_leader:
             raise IllegalStateError(f"an observer cannot become {new.name}")
         old_vote, new_vote = (
             old.election(self.local_key).voted_key,
