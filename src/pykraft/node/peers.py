@@ -11,10 +11,18 @@ from pykraft.net.client import PeerChannel
 from pykraft.node.config import NodeConfig
 from pykraft.protocol import FRAME_MAX_BYTES_DEFAULT
 from pykraft.raft.core import RaftCore
-from pykraft.raft.messages import AnyRequest, AnyResponse
+from pykraft.raft.messages import (
+    AddRaftVoterRequest,
+    AnyRequest,
+    AnyResponse,
+    RemoveRaftVoterRequest,
+    UpdateRaftVoterRequest,
+)
 from pykraft.raft.types import Endpoint
 
 __all__ = ["Address", "PeerResult", "Peers"]
+
+_VOTER_CHANGES = (AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)
 
 log = logging.getLogger("pykraft.node")
 
@@ -32,7 +40,11 @@ class Peers:
     def __init__(self, config: NodeConfig, on_result: PeerResult) -> None:
         self._config = config
         self._on_result = on_result
-        self._channels: dict[Address, PeerChannel] = {}
+        # One channel per (address, lane). Responses come back in order per connection, so a
+        # voter-change request (whose answer waits for a commit) gets its own connection:
+        # on the fetch connection it would hold back the very Fetch that commit needs
+        # (an auto-joining controller's AddRaftVoter stalled 30 s that way).
+        self._channels: dict[tuple[Address, str], PeerChannel] = {}
         self._request_dst: dict[int, int] = {}  # core request id -> destination node id
         # static voters (kraft.version 0)
         self._static = {v.id: (v.host, v.port) for v in config.quorum_voters}
@@ -88,7 +100,8 @@ class Peers:
             log.debug("no address for node %d; failing request %d", dst, request_id)
             loop.call_soon(self._on_result, request_id, None, dst)
             return
-        channel = self._channels.get(address)
+        lane = "admin" if isinstance(body, _VOTER_CHANGES) else "quorum"
+        channel = self._channels.get((address, lane))
         if channel is None:
             cfg = self._config
             channel = PeerChannel(
@@ -103,7 +116,7 @@ class Peers:
                 # fetch_max_bytes plus at least one whole batch, as Kafka's client allows.
                 frame_max_bytes=max(FRAME_MAX_BYTES_DEFAULT, cfg.socket_request_max_bytes),
             )
-            self._channels[address] = channel
+            self._channels[(address, lane)] = channel
         self._request_dst[request_id] = dst
         channel.send(request_id, body)
 
