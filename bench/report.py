@@ -289,7 +289,7 @@ def _section_throughput(rep: Report) -> None:
         )
     k100 = [r for r in _closed(kraft, None) if r["record_bytes"] == 100]
     s100 = [r for r in _closed(sync, None) if r["record_bytes"] == 100]
-    best_k, best_s = _best(k100), _best(s100)
+    best_k = _best(k100)
     rep.target(
         "committed 100-byte records/s, fsync on",
         best_k["records_per_s"] if best_k else None,
@@ -301,17 +301,24 @@ def _section_throughput(rep: Report) -> None:
         if best_k
         else "",
     )
-    rep.target(
-        "pykraft / PySyncObj throughput (100 B, peaks in this run)",
-        best_k["records_per_s"] / best_s["records_per_s"] if best_k and best_s else None,
-        4.0,
-        "x",
-        higher=True,
-        note=f"PySyncObj peak {best_s['system']} K={best_s['appenders']} "
-        f"x{best_s.get('records_per_call', 1)}/call, no fsync"
-        if best_s
-        else "",
-    )
+    # The workload is one 100-byte record per append call; the x100/call points (an
+    # application that hands the log its own batches) get a row of their own, so neither
+    # reading of "4x PySyncObj" hides the other.
+    for rpc, label in ((1, "one record per call"), (100, "100 records per call")):
+        kb = _best(r for r in k100 if r.get("records_per_call", 1) == rpc)
+        sb = _best(r for r in s100 if r.get("records_per_call", 1) == rpc)
+        rep.target(
+            f"pykraft / PySyncObj throughput (100 B, {label}, peaks over K)",
+            kb["records_per_s"] / sb["records_per_s"] if kb and sb else None,
+            4.0,
+            "x",
+            higher=True,
+            note=f"pykraft {_fmt(kb['records_per_s'])} rec/s ({kb['system']} "
+            f"K={kb['appenders']}) vs PySyncObj {_fmt(sb['records_per_s'])} rec/s "
+            f"({sb['system']} K={sb['appenders']}, no fsync)"
+            if kb and sb
+            else "",
+        )
     halves = [r for r in kraft if r.get("half_load_of")]
     best_half = min(halves, key=lambda r: r["p99_ms"] or 1e9) if halves else None
     rep.target(

@@ -77,6 +77,7 @@ FULL = Plan(
     sim_events=200_000,
     log_records=1_000_000,
     syncobj_sizes=(100, 1024, 10240),
+    batched=((16, 100), (64, 100), (256, 100)),
 )
 QUICK = Plan(
     grid={100: (1, 64, 1024), 1024: (64,), 10240: (64,)},
