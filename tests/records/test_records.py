@@ -67,6 +67,25 @@ def test_our_bytes_parse_in_kio(values: list[bytes | None]) -> None:
     assert [r.offset for r in parsed.records] == list(range(7, 7 + len(values)))
 
 
+@given(
+    size=st.sampled_from([0, 1, 63, 64, 100, 127, 128, 1024, 10240, 70000]),
+    count=st.integers(1, 300),
+    fill=st.integers(0, 255),
+)
+def test_same_length_values_take_the_fast_path_with_identical_bytes(
+    size: int, count: int, fill: int
+) -> None:
+    # build_batch has a path for values of one length (no Python work per record); it must
+    # write exactly what the general path writes (keys=[None...] forces the general path),
+    # and kio must read it back.
+    values = [bytes([(fill + i) % 256]) * size for i in range(count)]
+    fast = build_batch(5, 2, values, TS)
+    assert fast == build_batch(5, 2, values, TS, keys=[None] * count)
+    parsed, _ = read_batch(fast, 0)
+    assert [r.value for r in parsed.records] == values
+    assert [r.offset for r in parsed.records] == list(range(5, 5 + count))
+
+
 def test_kio_bytes_parse_here() -> None:
     ts = TZAwareMicros.parse(datetime.datetime.fromtimestamp(TS / 1000, tz=datetime.UTC))
     kio_records = tuple(

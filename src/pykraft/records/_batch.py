@@ -134,6 +134,36 @@ _NULL_KEY_PREFIX: tuple[bytes, ...] = tuple(
 )
 
 
+# Record heads (length, prefix, value length) for null-key records whose values all have one
+# length, by that length: the records an application appends are very often of one size.
+# Bounded: at most this many lengths are kept, each grown to the largest batch seen.
+_HEADS_MAX_LENGTHS = 64
+_HEADS: dict[int, list[bytes]] = {}
+_ZEROS = [b"\x00"] * _NULL_KEY_PREFIXES_MAX  # each record's header count
+
+
+def _same_length_heads(values: Sequence[bytes | None], count: int) -> Sequence[bytes] | None:
+    """The heads of records 0..count-1 if every value is bytes of one length, else None."""
+    try:
+        lengths = set(map(len, values))  # type: ignore[arg-type]
+    except TypeError:  # a None value
+        return None
+    if len(lengths) != 1:
+        return None
+    value_len = lengths.pop()
+    heads = _HEADS.get(value_len)
+    if heads is None:
+        if len(_HEADS) >= _HEADS_MAX_LENGTHS:
+            _HEADS.clear()
+        heads = _HEADS[value_len] = []
+    if len(heads) < count:
+        len_part = _varint(value_len)
+        for i in range(len(heads), count):
+            prefix = _NULL_KEY_PREFIX[i]
+            heads.append(_varint(len(prefix) + len(len_part) + value_len + 1) + prefix + len_part)
+    return heads
+
+
 def _varint(n: int) -> bytes:
     if 0 <= n < _VARINT_TABLE_SIZE:
         return _VARINT[n]
@@ -177,6 +207,17 @@ def build_batch(
         raise ValueError(f"{len(keys)} keys for {count} values")
     if base_offset < 0 or epoch < 0:
         raise ValueError(f"negative base offset {base_offset} or epoch {epoch}")
+    if keys is None and count <= _NULL_KEY_PREFIXES_MAX:
+        heads = _same_length_heads(values, count)
+        if heads is not None:
+            # Every value has the same length: record i is heads[i] + value + b"\x00" (no
+            # headers), interleaved by slice assignment: no Python work per record.
+            interleaved: list[bytes | None] = [b""] * (3 * count)
+            interleaved[0::3] = heads[:count]
+            interleaved[1::3] = values  # all bytes: _same_length_heads checked
+            interleaved[2::3] = _ZEROS[:count]
+            records = b"".join(interleaved)  # type: ignore[arg-type]
+            return _finish_batch(base_offset, epoch, count, timestamp_ms, control, records)
     parts: list[bytes] = []
     append = parts.append
     varint = _VARINT
