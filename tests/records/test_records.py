@@ -5,7 +5,7 @@ import io
 import uuid
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch
@@ -67,17 +67,22 @@ def test_our_bytes_parse_in_kio(values: list[bytes | None]) -> None:
     assert [r.offset for r in parsed.records] == list(range(7, 7 + len(values)))
 
 
+@settings(deadline=None, max_examples=60)
 @given(
-    size=st.sampled_from([0, 1, 63, 64, 100, 127, 128, 1024, 10240, 70000]),
-    count=st.integers(1, 300),
+    shape=st.one_of(
+        st.tuples(st.sampled_from([0, 1, 63, 64, 100, 127, 128, 1024, 70000]), st.integers(1, 40)),
+        st.tuples(st.sampled_from([0, 100, 200]), st.integers(41, 300)),
+        st.tuples(st.just(100), st.sampled_from([4097, 10_000])),
+    ),
     fill=st.integers(0, 255),
 )
 def test_same_length_values_take_the_fast_path_with_identical_bytes(
-    size: int, count: int, fill: int
+    shape: tuple[int, int], fill: int
 ) -> None:
     # build_batch has a path for values of one length (no Python work per record); it must
     # write exactly what the general path writes (keys=[None...] forces the general path),
     # and kio must read it back.
+    size, count = shape
     values = [bytes([(fill + i) % 256]) * size for i in range(count)]
     fast = build_batch(5, 2, values, TS)
     assert fast == build_batch(5, 2, values, TS, keys=[None] * count)

@@ -139,7 +139,9 @@ _NULL_KEY_PREFIX: tuple[bytes, ...] = tuple(
 # Bounded: at most this many lengths are kept, each grown to the largest batch seen.
 _HEADS_MAX_LENGTHS = 64
 _HEADS: dict[int, list[bytes]] = {}
-_ZEROS = [b"\x00"] * _NULL_KEY_PREFIXES_MAX  # each record's header count
+_HEADS_MAX_RECORDS = _VARINT_TABLE_SIZE  # records per batch on this path (the linger batch
+# holds up to 10,000; a bigger single append takes the general path)
+_ZEROS = [b"\x00"] * _HEADS_MAX_RECORDS  # each record's header count
 
 
 def _same_length_heads(values: Sequence[bytes | None], count: int) -> Sequence[bytes] | None:
@@ -159,7 +161,7 @@ def _same_length_heads(values: Sequence[bytes | None], count: int) -> Sequence[b
     if len(heads) < count:
         len_part = _varint(value_len)
         for i in range(len(heads), count):
-            prefix = _NULL_KEY_PREFIX[i]
+            prefix = b"\x00\x00" + _VARINT[i] + b"\x01"  # attributes, ts delta, offset delta, key
             heads.append(_varint(len(prefix) + len(len_part) + value_len + 1) + prefix + len_part)
     return heads
 
@@ -207,7 +209,7 @@ def build_batch(
         raise ValueError(f"{len(keys)} keys for {count} values")
     if base_offset < 0 or epoch < 0:
         raise ValueError(f"negative base offset {base_offset} or epoch {epoch}")
-    if keys is None and count <= _NULL_KEY_PREFIXES_MAX:
+    if keys is None and count <= _HEADS_MAX_RECORDS:
         heads = _same_length_heads(values, count)
         if heads is not None:
             # Every value has the same length: record i is heads[i] + value + b"\x00" (no
