@@ -10,7 +10,23 @@ answers JSON-line commands on stdin with ``@@ {json}`` lines on stdout:
 - ``status``: role, epoch, leader, high watermark, log end offset;
 - ``load``: the appender load of ``_load.py`` through the embedding API, timed from the
   ``append`` call to the commit callback (``on_commit``) that covers its last offset;
+- ``fill``: append ``records_per_call`` records of ``record_bytes`` per call from
+  ``appenders`` concurrent callers until ``target_bytes`` more log bytes are committed (the
+  catch-up benchmark's fast log builder);
+- ``snapshot``: a snapshot at the high watermark holding ``bytes`` of synthetic records
+  (``RaftCore.create_snapshot``); the log start offset moves to it;
+- ``add_self``: AddRaftVoter for this node (``AdminClient.add_controller`` to the voters), in
+  the background; an ``added`` message (wall-clock ``t``, ``error``) follows when answered;
 - ``quit``: graceful shutdown. EOF on stdin ends the process too.
+
+``status`` also reports the log's bytes, start offset, a snapshot download in progress and
+``first_data_t``: the wall-clock time the node first received log or snapshot bytes (polled
+every 5 ms until then), so catch-up can be timed without the process start.
+
+``--dynamic``: no ``controller.quorum.voters``; ``--ports`` are the bootstrap servers and the
+initial voters (kraft.version 1, ``--initial-controllers`` with directory ids derived from
+the node ids); a node whose id is past them is formatted without initial controllers and
+starts as an observer (KIP-853), e.g. ``--id 2 --ports P1 --port P2 --dynamic``.
 
 With ``--steady-ms`` the node, while leader, appends one 100-byte record every interval and
 emits ``first_commit`` (wall-clock time) for the first record it sees committed in each
@@ -28,6 +44,7 @@ import logging
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +52,11 @@ from _common import LOOPBACK, emit
 from _load import AsyncLoad, LoadSpec
 from pykraft.node.config import NodeConfig
 from pykraft.node.driver import RaftNode
-from pykraft.storage import ServerConfig, format_storage
+from pykraft.storage import InitialController, ServerConfig, format_storage
+
+# Directory ids of the initial voters in --dynamic mode: derived from the node id, so that
+# every initial voter formats with the same voter set.
+_DIR_NS = uuid.UUID("6f1c0d5e-8a8e-4c1b-9d55-3f5e8f7a2b10")
 
 LISTENER = "CONTROLLER"
 
@@ -43,14 +64,18 @@ LISTENER = "CONTROLLER"
 def properties(args: argparse.Namespace) -> dict[str, str]:
     ports = [int(p) for p in args.ports.split(",")]
     port = ports[args.id - 1] if args.port is None else args.port
-    voters = ",".join(f"{i + 1}@{LOOPBACK}:{p}" for i, p in enumerate(ports))
+    if args.dynamic:
+        quorum = {"controller.quorum.bootstrap.servers": ",".join(f"{LOOPBACK}:{p}" for p in ports)}
+    else:
+        voters = ",".join(f"{i + 1}@{LOOPBACK}:{p}" for i, p in enumerate(ports))
+        quorum = {"controller.quorum.voters": voters}
     return {
         "node.id": str(args.id),
         "process.roles": "controller",
         "listeners": f"{LISTENER}://{LOOPBACK}:{port}",
         "controller.listener.names": LISTENER,
         "metadata.log.dir": str(args.dir),
-        "controller.quorum.voters": voters,
+        **quorum,
         "controller.quorum.election.timeout.ms": str(args.election_timeout_ms),
         "controller.quorum.fetch.timeout.ms": str(args.fetch_timeout_ms),
         "controller.quorum.append.linger.ms": str(args.linger_ms),
@@ -125,10 +150,60 @@ async def profiled(load: AsyncLoad, spec: LoadSpec, out: Path) -> dict[str, Any]
     return result
 
 
-def status(node: RaftNode) -> dict[str, Any]:
+def format_dir(args: argparse.Namespace, props: dict[str, str]) -> None:
+    config = ServerConfig.from_properties(props)
+    if not args.dynamic:
+        format_storage(config, args.cluster_id, ignore_formatted=True)
+        return
+    ports = [int(p) for p in args.ports.split(",")]
+    initial = [
+        InitialController(i + 1, LOOPBACK, p, uuid.uuid5(_DIR_NS, str(i + 1)))
+        for i, p in enumerate(ports)
+    ]
+    joining = args.id > len(ports)  # a new controller: an observer until AddRaftVoter
+    format_storage(
+        config,
+        args.cluster_id,
+        initial_controllers=None if joining else initial,
+        ignore_formatted=True,
+    )
+
+
+def log_bytes(log: Any) -> int:
+    return sum(size for _base, _next, size in log.segments())
+
+
+class DataWatch:
+    """The wall-clock time this node first held fetched log or snapshot bytes."""
+
+    def __init__(self, node: RaftNode) -> None:
+        self.node = node
+        self.first_data_t: float | None = None
+        self.task = asyncio.create_task(self._watch())
+
+    def _progress(self) -> tuple[int, int]:
+        core = self.node.core
+        if core is None:
+            return (0, 0)
+        sf = core.snapshot_fetch
+        return (log_bytes(core.log), sf.position if sf is not None else 0)
+
+    async def _watch(self) -> None:
+        base = self._progress()
+        while True:
+            await asyncio.sleep(0.005)
+            now = self._progress()
+            if now[0] > base[0] or now[1] > 0:
+                self.first_data_t = time.time()
+                return
+
+
+def status(node: RaftNode, watch: DataWatch | None = None) -> dict[str, Any]:
     core = node.core
     if core is None:
         return {"type": "status", "role": "starting"}
+    sf = core.snapshot_fetch
+    latest = core.snapshots.latest()
     return {
         "type": "status",
         "role": core.role,
@@ -136,17 +211,110 @@ def status(node: RaftNode) -> dict[str, Any]:
         "leader_id": core.leader_id,
         "high_watermark": core.high_watermark,
         "log_end_offset": core.log.end_offset,
+        "log_start_offset": core.log.start_offset,
+        "log_bytes": log_bytes(core.log),
+        "snapshot_offset": latest.offset if latest is not None else None,
+        "snapshot_fetch_position": sf.position if sf is not None else None,
+        "voter_ids": sorted(core.voters.ids),
+        "first_data_t": watch.first_data_t if watch is not None else None,
         "t": time.time(),
     }
+
+
+async def fill(node: RaftNode, committed: Committed, cmd: dict[str, Any]) -> dict[str, Any]:
+    """Append until ``target_bytes`` more log bytes are committed (bounded by ``timeout_s``)."""
+    core = node.core
+    assert core is not None
+    values = [b"f" * int(cmd["record_bytes"])] * int(cmd["records_per_call"])
+    target = log_bytes(core.log) + int(cmd["target_bytes"])
+    deadline = time.monotonic() + float(cmd.get("timeout_s", 600))
+    t0 = time.perf_counter()
+    calls = 0
+
+    async def appender() -> None:
+        nonlocal calls
+        while log_bytes(core.log) < target and time.monotonic() < deadline:
+            offset = await node.append(values)
+            calls += 1
+            fut = committed.wait(offset)
+            if fut is not None:
+                await asyncio.wait_for(fut, timeout=60)
+
+    await asyncio.gather(*(appender() for _ in range(int(cmd.get("appenders", 4)))))
+    seconds = time.perf_counter() - t0
+    return {
+        "type": "filled",
+        "calls": calls,
+        "seconds": seconds,
+        "log_bytes": log_bytes(core.log),
+        "log_end_offset": core.log.end_offset,
+        "high_watermark": core.high_watermark,
+        "reached": log_bytes(core.log) >= target,
+    }
+
+
+async def snapshot(node: RaftNode, cmd: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot at the high watermark of ``bytes`` synthetic records, written in one go on
+    the loop (no flush may run meanwhile: freezing it moves the log start)."""
+    core = node.core
+    assert core is not None
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + 30
+    # RaftNode has no snapshot API yet: wait out a running flush (the driver's invariant:
+    # nothing touches the log while it is flushed), then write without yielding.
+    while getattr(node, "_flushing", None) is not None and time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
+    record_bytes = int(cmd.get("record_bytes", 10240))
+    per_batch = int(cmd.get("records_per_batch", 100))
+    values = [b"s" * record_bytes] * per_batch
+    writer = core.create_snapshot(core.high_watermark, node.now_ms())
+    written = 0
+    while written < int(cmd["bytes"]):
+        writer.append(values, node.now_ms())
+        written += record_bytes * per_batch
+    writer.freeze(node.now_ms())
+    sid = writer.snapshot_id
+    return {
+        "type": "snapshotted",
+        "offset": sid.offset,
+        "epoch": sid.epoch,
+        "size": core.snapshots.size(sid),
+        "log_start_offset": core.log.start_offset,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+async def add_self(node: RaftNode, args: argparse.Namespace, timeout_s: float) -> None:
+    """AddRaftVoter for this node, as ``pykraft metadata-quorum add-controller`` sends it."""
+    from pykraft.admin import AdminClient, RaftVoterEndpoint
+
+    bootstrap = ",".join(f"{LOOPBACK}:{p}" for p in args.ports.split(","))
+    timeout_ms = int(timeout_s * 1000)
+    t0 = time.time()
+    error = None
+    try:
+        async with AdminClient(
+            bootstrap, request_timeout_ms=timeout_ms, timeout_ms=timeout_ms
+        ) as admin:
+            await admin.add_controller(
+                args.id,
+                node.directory_id,
+                [RaftVoterEndpoint(LISTENER, LOOPBACK, node.port)],
+                timeout_ms=timeout_ms,
+            )
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    emit({"type": "added", "t": time.time(), "sent_t": t0, "error": error})
 
 
 async def serve(args: argparse.Namespace) -> None:
     props = properties(args)
     args.dir.mkdir(parents=True, exist_ok=True)
-    format_storage(ServerConfig.from_properties(props), args.cluster_id, ignore_formatted=True)
+    format_dir(args, props)
     committed = Committed()
     node = RaftNode(NodeConfig.from_properties(props), on_commit=committed.on_commit)
     await node.start()
+    watch = DataWatch(node)
 
     async def append(values: list[bytes]) -> None:
         offset = await node.append(values)
@@ -158,7 +326,7 @@ async def serve(args: argparse.Namespace) -> None:
     tasks = []
     if args.steady_ms:
         tasks.append(asyncio.create_task(steady_appender(node, committed, args.steady_ms)))
-    emit({"type": "started", "id": args.id})
+    emit({"type": "started", "id": args.id, "t": time.time()})
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -168,7 +336,13 @@ async def serve(args: argparse.Namespace) -> None:
             break
         cmd: dict[str, Any] = json.loads(line)
         if cmd["cmd"] == "status":
-            emit(status(node))
+            emit(status(node, watch))
+        elif cmd["cmd"] == "fill":
+            emit(await fill(node, committed, cmd))
+        elif cmd["cmd"] == "snapshot":
+            emit(await snapshot(node, cmd))
+        elif cmd["cmd"] == "add_self":
+            tasks.append(asyncio.create_task(add_self(node, args, float(cmd["timeout_s"]))))
         elif cmd["cmd"] == "load":
             spec = LoadSpec.from_dict(cmd["spec"])
             t0 = time.perf_counter()
@@ -180,6 +354,7 @@ async def serve(args: argparse.Namespace) -> None:
             emit({"type": "load", "result": result})
         elif cmd["cmd"] == "quit":
             break
+    watch.task.cancel()
     for task in tasks:
         task.cancel()
     committed.fail_all(ConnectionError("bench node stopping"))
@@ -197,6 +372,7 @@ def main() -> None:
     parser.add_argument("--fetch-timeout-ms", type=int, default=2000)
     parser.add_argument("--linger-ms", type=int, default=25)
     parser.add_argument("--steady-ms", type=int, default=0)
+    parser.add_argument("--dynamic", action="store_true", help="KIP-853 voters (see above)")
     args = parser.parse_args()
     # PYKRAFT_BENCH_LOG=INFO puts the node's log lines (role transitions, ...) in the child's
     # log file under the bench workdir: for finding where failover time goes.

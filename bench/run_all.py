@@ -4,7 +4,7 @@
 
 Phases (in order): machine facts, pykraft throughput/latency (linger 25 ms = Kafka's default,
 and linger 0), the same load on PySyncObj (4 configurations), pykraft failover (Kafka's
-default timeouts and tuned ones), follower catch-up, a profile of pykraft at saturation, the
+default timeouts and tuned ones), catch-up (a follower down, a new voter), a profile of pykraft at saturation, the
 simulator's speed and the single-area benches (``bench_log.py``, ``bench_protocol.py``,
 ``bench_sim.py``). A phase that fails is recorded as an error in the report; the others
 still run. Results go to ``<out>/results.json``, the report to ``<out>/REPORT.md`` with its
@@ -32,7 +32,14 @@ from typing import Any
 import report
 from _common import BENCH_DIR, REPO_DIR, fsync_probe_ms, install_reaper, machine_info
 from _load import LoadSpec
-from wl_kraft import KAFKA_DEFAULTS, TUNED, run_catchup, run_failover, run_throughput
+from wl_kraft import (
+    KAFKA_DEFAULTS,
+    TUNED,
+    run_catchup,
+    run_catchup_new_voter,
+    run_failover,
+    run_throughput,
+)
 from wl_syncobj import run_syncobj
 
 SYNCOBJ_VARIANTS = ((False, True), (False, False), (True, True), (True, False))  # journal, batch
@@ -46,6 +53,8 @@ class Plan:
     measure_s: float
     failover_reps: int
     catchup_down_s: float
+    catchup_log_bytes: int  # the new-voter case: leader's log past its snapshot
+    catchup_snapshot_bytes: int
     sim_events: int
     log_records: int
     syncobj_sizes: tuple[int, ...]
@@ -74,6 +83,8 @@ FULL = Plan(
     measure_s=10.0,
     failover_reps=20,
     catchup_down_s=30.0,
+    catchup_log_bytes=1 << 30,
+    catchup_snapshot_bytes=256 << 20,
     sim_events=200_000,
     log_records=1_000_000,
     syncobj_sizes=(100, 1024, 10240),
@@ -85,6 +96,8 @@ QUICK = Plan(
     measure_s=1.5,
     failover_reps=2,
     catchup_down_s=5.0,
+    catchup_log_bytes=64 << 20,
+    catchup_snapshot_bytes=16 << 20,
     sim_events=20_000,
     log_records=50_000,
     syncobj_sizes=(100,),
@@ -150,7 +163,15 @@ def failover(plan: Plan, work: Path) -> list[dict[str, Any]]:
 
 def catchup(plan: Plan, work: Path) -> list[dict[str, Any]]:
     spec = LoadSpec(1024, 256, warmup_s=0.0, measure_s=plan.catchup_down_s)
-    return [run_catchup(work, down_s=plan.catchup_down_s, spec=spec, log=say)]
+    return [
+        run_catchup(work, down_s=plan.catchup_down_s, spec=spec, log=say),
+        run_catchup_new_voter(
+            work,
+            log_bytes=plan.catchup_log_bytes,
+            snapshot_bytes=plan.catchup_snapshot_bytes,
+            log=say,
+        ),
+    ]
 
 
 def profile(plan: Plan, work: Path, out_dir: Path) -> dict[str, Any]:
