@@ -244,18 +244,27 @@ def _update_own_entry(core: RaftCore, leader: Leader, now_ms: int) -> None:
     rules as any voter change (simulator bug 8: they were never recorded)."""
     voters = core.voters
     current = voters.voters.get(core.local_key.id)
+    endpoints = core.endpoints
+    if current is None or not endpoints:
+        return
+    low, high = core.config.kraft_versions
+    # Runs after every input of a leader: the common case (entry up to date) is decided
+    # first, by the fields a rewrite would change, without building the new entry.
     if (
-        current is None
-        or current.key != core.local_key
-        or not core.endpoints
+        current.endpoints == endpoints
+        and current.min_kraft_version == low
+        and current.max_kraft_version == high
+    ):
+        return
+    if (
+        current.key != core.local_key
         or core.control.kraft_version < 1
         or not ready_to_change(core, leader)
     ):
         return
-    low, high = core.config.kraft_versions
-    info = VoterInfo(current.key, core.endpoints, low, high)
-    if info != current:
-        append_voters(core, leader, voters.with_voter(info), now_ms)
+    append_voters(
+        core, leader, voters.with_voter(VoterInfo(current.key, endpoints, low, high)), now_ms
+    )
 
 
 def _waiting_for(core: RaftCore, leader: Leader, change: PendingChange, now_ms: int) -> str:

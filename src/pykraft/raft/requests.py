@@ -60,11 +60,13 @@ class RequestManager:
 
     def next_deadline_ms(self, deadline_ms: int, now_ms: int) -> int:
         """The earlier of ``deadline_ms`` and every timeout and future backoff end."""
+        # Called after every input (``Ready.next_deadline_ms``): plain comparisons, no min().
         for r in self.inflight.values():
-            deadline_ms = min(deadline_ms, r.deadline_ms)
+            if r.deadline_ms < deadline_ms:
+                deadline_ms = r.deadline_ms
         for at in self._backoff.values():
-            if at > now_ms:
-                deadline_ms = min(deadline_ms, at)
+            if now_ms < at < deadline_ms:
+                deadline_ms = at
         return deadline_ms
 
     def clear(self) -> None:

@@ -95,6 +95,10 @@ class InvariantChecker:
         self._checks = 0
         self.voters = VoterInvariants(nodes, history, initial_voters)
 
+    def invalidate(self) -> None:
+        """Nodes may have changed outside their own events (see ``VoterInvariants``)."""
+        self.voters.invalidate()
+
     @property
     def checks(self) -> int:
         return self._checks + self.voters.checks

@@ -35,13 +35,13 @@ class MemoryLog:
     __slots__ = (
         "_bases",
         "_batches",
-        "_end_offset",
         "_epoch_starts",
         "_epochs",
-        "_flushed_offset",
         "_nexts",
         "_start_epoch",
-        "_start_offset",
+        "end_offset",
+        "flushed_offset",
+        "start_offset",
     )
 
     def __init__(self) -> None:
@@ -50,24 +50,15 @@ class MemoryLog:
         self._nexts: list[int] = []
         self._epochs: list[int] = []
         self._epoch_starts: list[tuple[int, int]] = []
-        self._start_offset = 0
+        # The protocol's three offsets are plain attributes, not properties: the core and
+        # the invariant checker read them several times per simulated event. Only this
+        # class writes them.
+        self.start_offset = 0
         self._start_epoch = 0  # epoch of the snapshot the log starts at (0 when none)
-        self._end_offset = 0
-        self._flushed_offset = 0
+        self.end_offset = 0
+        self.flushed_offset = 0
 
     # -- ReplicatedLog ------------------------------------------------------------------
-
-    @property
-    def start_offset(self) -> int:
-        return self._start_offset
-
-    @property
-    def end_offset(self) -> int:
-        return self._end_offset
-
-    @property
-    def flushed_offset(self) -> int:
-        return self._flushed_offset
 
     def last_fetched_epoch(self) -> int:
         return self._epochs[-1] if self._epochs else self._start_epoch
@@ -75,10 +66,10 @@ class MemoryLog:
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         starts = self._epoch_starts
         # Largest epoch <= ``epoch`` present in the log.
-        i = bisect_right(starts, (epoch, self._end_offset + 1)) - 1
+        i = bisect_right(starts, (epoch, self.end_offset + 1)) - 1
         if i < 0:
-            return OffsetAndEpoch(self._start_offset, self._start_epoch)
-        end = starts[i + 1][1] if i + 1 < len(starts) else self._end_offset
+            return OffsetAndEpoch(self.start_offset, self._start_epoch)
+        end = starts[i + 1][1] if i + 1 < len(starts) else self.end_offset
         return OffsetAndEpoch(end, starts[i][0])
 
     def epoch_at(self, offset: int) -> int | None:
@@ -87,7 +78,7 @@ class MemoryLog:
 
     def append(self, batches: bytes) -> int:
         spans = scan_batches(batches, verify_crc=True)  # every check before any change
-        expected = self._end_offset
+        expected = self.end_offset
         last_epoch = self.last_fetched_epoch()
         for _pos, _size, base, nxt, epoch, _attributes in spans:
             if base != expected:
@@ -105,7 +96,7 @@ class MemoryLog:
             self._nexts.append(nxt)
             epochs.append(epoch)
             self._batches.append(batches if whole else bytes(batches[pos : pos + size]))
-        self._end_offset = expected
+        self.end_offset = expected
         return expected
 
     def read(self, offset: int, max_bytes: int) -> bytes:
@@ -122,31 +113,31 @@ class MemoryLog:
         return b"".join(out) if len(out) > 1 else out[0]
 
     def truncate_to(self, offset: int) -> None:
-        assert offset >= self._start_offset, (offset, self._start_offset)
+        assert offset >= self.start_offset, (offset, self.start_offset)
         # At the start offset everything goes, including a batch straddling it.
-        i = 0 if offset == self._start_offset else bisect_right(self._bases, offset - 1)
+        i = 0 if offset == self.start_offset else bisect_right(self._bases, offset - 1)
         # Above the start, ``offset`` must be a batch boundary (or at/after the end).
-        assert i == 0 or self._nexts[i - 1] == offset or offset >= self._end_offset, offset
+        assert i == 0 or self._nexts[i - 1] == offset or offset >= self.end_offset, offset
         del self._batches[i:], self._bases[i:], self._nexts[i:], self._epochs[i:]
-        self._end_offset = min(self._end_offset, max(offset, self._start_offset))
-        while self._epoch_starts and self._epoch_starts[-1][1] >= self._end_offset:
+        self.end_offset = min(self.end_offset, max(offset, self.start_offset))
+        while self._epoch_starts and self._epoch_starts[-1][1] >= self.end_offset:
             self._epoch_starts.pop()
-        self._flushed_offset = min(self._flushed_offset, self._end_offset)
+        self.flushed_offset = min(self.flushed_offset, self.end_offset)
 
     def flush(self) -> None:
-        self._flushed_offset = self._end_offset
+        self.flushed_offset = self.end_offset
 
     def delete_before(self, snapshot_id: OffsetAndEpoch) -> None:
         offset = snapshot_id.offset
-        if offset <= self._start_offset:
+        if offset <= self.start_offset:
             return
-        assert offset <= self._end_offset, (snapshot_id, self._end_offset)
+        assert offset <= self.end_offset, (snapshot_id, self.end_offset)
         # Keep the batch that straddles ``offset``: reads at the start offset return it whole.
         i = bisect_right(self._nexts, offset)
         del self._batches[:i], self._bases[:i], self._nexts[:i], self._epochs[:i]
-        self._start_offset = offset
+        self.start_offset = offset
         self._start_epoch = snapshot_id.epoch
-        self._flushed_offset = max(self._flushed_offset, offset)
+        self.flushed_offset = max(self.flushed_offset, offset)
         # Keep the epochs whose range [start, next epoch's start) still reaches ``offset``.
         starts = self._epoch_starts
         kept = [
@@ -163,7 +154,7 @@ class MemoryLog:
 
     def crash(self) -> None:
         """Lose everything that was not flushed."""
-        self.truncate_to(self._flushed_offset)
+        self.truncate_to(self.flushed_offset)
 
     def wipe(self) -> None:
         """The disk was replaced: lose everything."""
@@ -181,11 +172,11 @@ class MemoryLog:
         self._nexts.clear()
         self._epochs.clear()
         self._epoch_starts.clear()
-        self._start_offset = self._end_offset = self._flushed_offset = offset
+        self.start_offset = self.end_offset = self.flushed_offset = offset
         self._start_epoch = epoch
 
     def _index_of(self, offset: int) -> int | None:
-        if offset < self._start_offset or offset >= self._end_offset:
+        if offset < self.start_offset or offset >= self.end_offset:
             return None
         i = bisect_right(self._bases, offset) - 1
         return i if i >= 0 else None

@@ -43,6 +43,7 @@ import heapq
 import random
 import traceback
 from collections import deque
+from heapq import heappush
 from typing import Any
 
 from pykraft.raft.config import NotLeaderError, RaftConfig
@@ -212,6 +213,7 @@ class Simulation:
         )
 
     def start_node(self, node: SimNode) -> None:
+        self.checker.invalidate()
         node.start(self._make_core)
         core = node.core
         assert core is not None
@@ -236,6 +238,7 @@ class Simulation:
     def crash_node(self, node: SimNode) -> None:
         was_leader = node.obs_role == LEADER
         node.crash()
+        self.checker.invalidate()
         if was_leader:
             self.stats.update_leaderless(self.now_ms)
 
@@ -254,7 +257,7 @@ class Simulation:
         """Perform the node's Ready, check invariants, and make sure its timer is set."""
         if node.core is None:
             return
-        node.drive(self.now_ms, self._send, self._observe)
+        node.drive(self.now_ms, self._send, self.checker.observe)
         self._arm(node)
 
     _after = after
@@ -265,9 +268,6 @@ class Simulation:
         if node.poll_at_ms < 0 or deadline < node.poll_at_ms:
             node.poll_at_ms = deadline
             self._push(deadline, EV_POLL, node.id, node.incarnation)
-
-    def _observe(self, node: SimNode) -> None:
-        self.checker.observe(node, self.now_ms)
 
     def _send(self, node: SimNode, out: Outbound, now_ms: int) -> None:
         result = self.result
@@ -292,9 +292,11 @@ class Simulation:
                 return
             times = self.network.route(node.id, dst, now_ms)
             if times:
-                inbound = Inbound(node.id, tid, body)
+                # ``_push`` inlined (once per message).
+                payload: Any = (target.incarnation, Inbound(node.id, tid, body))
                 for at_ms in times:
-                    self._push(at_ms, EV_REQUEST, dst, (target.incarnation, inbound))
+                    self._seq += 1
+                    heappush(self.queue, (at_ms, self._seq, EV_REQUEST, dst, payload))
                 if len(times) > 1:
                     result.messages_duplicated += 1
                 return
@@ -307,8 +309,10 @@ class Simulation:
                 return
             times = self.network.route(node.id, dst, now_ms)
             if times:
+                payload = (out.request_id, node.id, body)
                 for at_ms in times:
-                    self._push(at_ms, EV_RESPONSE, dst, (out.request_id, node.id, body))
+                    self._seq += 1
+                    heappush(self.queue, (at_ms, self._seq, EV_RESPONSE, dst, payload))
                 if len(times) > 1:
                     result.messages_duplicated += 1
                 return
@@ -456,11 +460,14 @@ class Simulation:
                 else:
                     self.event_index += 1
                     self._global_event(kind, payload)
+                    if kind != EV_APPEND:  # (an append changes the leader only, observed)
+                        self.checker.invalidate()  # a strike or heal may change any node
                 processed += 1
                 fingerprint = ((fingerprint * 1_000_003) ^ (at_ms * 16 + kind) ^ node_id) & _FP_MASK
                 recent.append((at_ms, self.event_index, kind, node_id, payload))
                 if hook is not None:
                     hook(self, self.event_index)
+                    self.checker.invalidate()  # a test's hook may change anything
                 if audit_every and self.event_index % audit_every == 0:
                     self.checker.audit()
                 if self.healing and self._recovered():

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from pykraft.raft.voters import VoterSet
 from pykraft.sim.history import CommittedHistory, InvariantViolation
+from pykraft.sim.memory import MemoryLog
 from pykraft.sim.node import LEADER, SimNode
 
 
@@ -56,7 +57,19 @@ class VoterInvariants:
     """Invariant: ``committed_path`` holds (offset, voter set) for every committed
     VotersRecord in offset order, after the initial set at offset -1."""
 
-    __slots__ = ("checks", "committed_path", "history", "nodes")
+    __slots__ = (
+        "_lacking",
+        "_lost_base",
+        "_lost_end",
+        "_lost_epoch",
+        "_lost_stale",
+        "_lost_voters",
+        "_members",
+        "checks",
+        "committed_path",
+        "history",
+        "nodes",
+    )
 
     def __init__(
         self, nodes: Sequence[SimNode], history: CommittedHistory, initial: VoterSet
@@ -65,6 +78,14 @@ class VoterInvariants:
         self.history = history
         self.committed_path: list[tuple[int, VoterSet]] = [(-1, initial)]
         self.checks = 0
+        # committed-never-lost, kept incrementally (see ``_committed_never_lost``): the
+        # voters lacking the last committed batch [_lost_base, _lost_end) of _lost_epoch,
+        # and the log of each voter of ``_lost_voters`` whose key is not lost.
+        self._lacking: set[int] = set()
+        self._members: dict[int, MemoryLog] = {}
+        self._lost_base = self._lost_end = self._lost_epoch = -1
+        self._lost_voters: VoterSet | None = None
+        self._lost_stale = True
 
     @property
     def committed_voters(self) -> VoterSet:
@@ -127,24 +148,26 @@ class VoterInvariants:
         entries = core.voter_history.entries
         end = self.history.end_offset
         self.checks += 2
-        uncommitted = 0
-        for offset, _voters in reversed(entries):
-            if offset < end:
-                break
-            uncommitted += 1
-        if uncommitted > 1:
+        # Offsets increase along ``entries``: more than one at or above ``end`` exactly when
+        # the one before the last is.
+        if len(entries) > 1 and entries[-2][0] >= end:
+            uncommitted = [(o, _show(v)) for o, v in entries if o >= end]
             raise InvariantViolation(
                 "one-uncommitted-voters-record",
-                f"node {node.id}'s log holds {uncommitted} VotersRecords at or above the "
-                f"committed end offset {end}: "
-                f"{[(o, _show(v)) for o, v in entries if o >= end]}",
+                f"node {node.id}'s log holds {len(uncommitted)} VotersRecords at or above the "
+                f"committed end offset {end}: {uncommitted}",
                 node.id,
             )
         last = entries[-1][0] if entries else -2
         if last > node.obs_voters_offset and core.role == LEADER:
             self._leader_appended(node, entries)
         node.obs_voters_offset = last
-        self._committed_never_lost()
+        self._committed_never_lost(node)
+
+    def invalidate(self) -> None:
+        """Something other than an event on one node may have changed any node (a nemesis
+        strike, a heal, a test's hook): the next check looks at every voter again."""
+        self._lost_stale = True
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -174,36 +197,68 @@ class VoterInvariants:
                     node.id,
                 )
 
-    def _committed_never_lost(self) -> None:
-        history = self.history
-        end = history.end_offset
+    def _committed_never_lost(self, node: SimNode) -> None:
+        """Incremental: ``_lacking`` is the set of voters (of the latest committed set, their
+        key not lost) without the last committed batch. Only an event on a node changes its
+        log or key (anything else calls ``invalidate``), so it is recounted for ``node``
+        alone unless the committed end, the committed voter set or the invalidation says
+        every voter may have changed."""
+        end = self.history.end_offset
         if end == 0:
             return
-        last = history.by_end[end]
+        voters = self.committed_path[-1][1]
+        if self._lost_stale or end != self._lost_end or voters is not self._lost_voters:
+            self._recount_lacking(end, voters)
+        else:
+            log = self._members.get(node.id)
+            if log is None:
+                pass  # not a voter that can vote: changes nothing
+            elif log is not node.log:
+                self._recount_lacking(end, voters)  # a log object replaced in place (tests)
+            elif _holds(log, self._lost_base, self._lost_epoch):
+                self._lacking.discard(node.id)
+            else:
+                self._lacking.add(node.id)
+        self.checks += 1
+        lacking = self._lacking
+        if len(lacking) >= voters.majority_size:
+            base = self._lost_base
+            ordered = [k.id for k in voters.keys if k.id in lacking]
+            raise InvariantViolation(
+                "committed-never-lost",
+                f"voters {ordered} of the committed voter set {_show(voters)} can vote but "
+                f"do not hold the last committed batch [{base}, {end}) of epoch "
+                f"{self._lost_epoch}: they are a majority and could elect a leader without it",
+            )
+
+    def _recount_lacking(self, end: int, voters: VoterSet) -> None:
+        last = self.history.by_end[end]
         base, epoch = last.base_offset, last.epoch
-        voters = self.committed_voters
         nodes = self.nodes
-        lacking = []
+        members: dict[int, MemoryLog] = {}
+        lacking: set[int] = set()
         for key in voters.keys:
             if not 0 < key.id <= len(nodes):
                 continue
-            node = nodes[key.id - 1]
-            if node.key != key:
+            voter = nodes[key.id - 1]
+            if voter.key != key:
                 continue  # lost with a wiped disk: can never vote again
-            log = node.log
-            if log.start_offset > base or (
-                base < log.flushed_offset and log.epoch_at(base) == epoch
-            ):
-                continue
-            lacking.append(key.id)
-        self.checks += 1
-        if len(lacking) >= voters.majority_size:
-            raise InvariantViolation(
-                "committed-never-lost",
-                f"voters {lacking} of the committed voter set {_show(voters)} can vote but "
-                f"do not hold the last committed batch [{base}, {end}) of epoch {epoch}: "
-                f"they are a majority and could elect a leader without it",
-            )
+            members[key.id] = voter.log
+            if not _holds(voter.log, base, epoch):
+                lacking.add(key.id)
+        self._members = members
+        self._lacking = lacking
+        self._lost_base = base
+        self._lost_epoch = epoch
+        self._lost_end = end
+        self._lost_voters = voters
+        self._lost_stale = False
+
+
+def _holds(log: MemoryLog, base: int, epoch: int) -> bool:
+    """Does ``log`` hold the batch at ``base`` of ``epoch`` durably (flushed, or under its
+    snapshot)?"""
+    return log.start_offset > base or (base < log.flushed_offset and log.epoch_at(base) == epoch)
 
 
 def _show(voters: VoterSet) -> str:
