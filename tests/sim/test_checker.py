@@ -302,6 +302,41 @@ def test_committed_data_lost_by_a_majority_is_detected() -> None:
     assert result.violation.invariant == "committed-never-lost", result.summary()
 
 
+def test_committed_data_truncated_in_place_is_detected_incrementally() -> None:
+    """The incremental path of committed-never-lost (no invalidation: the checker rereads
+    only the node observed): two followers truncate the last committed batch away in
+    place, each observed on its own, and the second observation reports it."""
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        leader = committed_leader(sim)
+        if done or leader is None or leader.core is None:
+            return
+        voters = sim.checker.voters
+        if voters._lost_stale or voters._lost_end != sim.history.end_offset:
+            return  # wait for an event that left the incremental state current
+        last = sim.history.by_end[sim.history.end_offset]
+        followers = [
+            n
+            for n in sim.nodes
+            if n is not leader
+            and n.id in leader.core.voters.ids
+            and n.log.start_offset <= last.base_offset
+            and n.log.flushed_offset >= last.next_offset
+        ]
+        if len(followers) < 2:
+            return
+        done.append(index)
+        for node in followers[:2]:
+            node.log.truncate_to(last.base_offset)
+            voters.observe(node)
+
+    result = run_forged(hook)
+    assert done and result.violation is not None
+    assert result.violation.invariant == "committed-never-lost", result.summary()
+    assert result.violation.event_index == done[0]  # by the observation in the hook
+
+
 def test_a_stuck_reassignment_is_a_liveness_violation() -> None:
     """The final reassignment needs a voter that the network keeps cut off."""
     for seed in range(10):

@@ -45,7 +45,6 @@ from pykraft.records import (
     decode_records,
     kraft_version_batch,
     read_header,
-    scan_batches,
     voters_batch,
 )
 
@@ -53,6 +52,10 @@ T = TypeVar("T")
 
 TARGET_VOTERS_TYPE = int(ControlRecordType.TARGET_VOTERS)
 _KEY = struct.Struct(">hh")
+# A v2 batch header's base offset, batch length, attributes and last offset delta (the
+# partition leader epoch, magic and CRC skipped); the length excludes its first 12 bytes.
+_SPAN = struct.Struct(">qi9xhi")
+_LENGTH_OVERHEAD = 12
 _TARGET_KEY = _KEY.pack(0, TARGET_VOTERS_TYPE)
 _READ_CHUNK_BYTES = 1 << 20
 _SNAPSHOT_CONTROL_BATCHES_MAX = 16  # header, kraft.version, voters, target: a bound, not a guess
@@ -228,17 +231,23 @@ class ControlState:
 
     def apply_batches(self, raw: bytes) -> None:
         """Read the control records of batches just appended (or read back)."""
-        # The bytes were just checked by the log (CRC included): no second CRC pass.
-        for pos, size, _base, next_offset, _epoch, attributes in scan_batches(
-            raw, verify_crc=False
-        ):
-            if next_offset <= self.next_offset:
-                continue
-            if attributes & CONTROL_FLAG:
-                for record in decode_records(raw[pos : pos + size]):
-                    if record.offset >= self.next_offset:
-                        self._apply(record, record.offset)
-            self.next_offset = next_offset
+        # The bytes were just checked by the log (framing, headers, CRC): read only the
+        # fields needed here, no second validation (this runs for every append and fetch).
+        pos = 0
+        end = len(raw)
+        while pos < end:
+            base, length, attributes, delta = _SPAN.unpack_from(raw, pos)
+            size = _LENGTH_OVERHEAD + length
+            if size < BATCH_HEADER_SIZE:  # never loop on bytes that did not come from a log
+                raise CorruptRecordError(f"batch length {length} at position {pos}")
+            next_offset = base + delta + 1
+            if next_offset > self.next_offset:
+                if attributes & CONTROL_FLAG:
+                    for record in decode_records(raw[pos : pos + size]):
+                        if record.offset >= self.next_offset:
+                            self._apply(record, record.offset)
+                self.next_offset = next_offset
+            pos += size
 
     def truncate(self, end_offset: int) -> None:
         """The log was truncated to ``end_offset``: revert what was read above it."""

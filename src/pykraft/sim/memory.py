@@ -42,6 +42,7 @@ class MemoryLog:
         "end_offset",
         "flushed_offset",
         "start_offset",
+        "truncations",
     )
 
     def __init__(self) -> None:
@@ -57,6 +58,9 @@ class MemoryLog:
         self._start_epoch = 0  # epoch of the snapshot the log starts at (0 when none)
         self.end_offset = 0
         self.flushed_offset = 0
+        # Bumped by every truncation or reset: until it moves, a batch held below
+        # ``flushed_offset`` stays held (the invariant checker relies on it).
+        self.truncations = 0
 
     # -- ReplicatedLog ------------------------------------------------------------------
 
@@ -118,6 +122,7 @@ class MemoryLog:
         i = 0 if offset == self.start_offset else bisect_right(self._bases, offset - 1)
         # Above the start, ``offset`` must be a batch boundary (or at/after the end).
         assert i == 0 or self._nexts[i - 1] == offset or offset >= self.end_offset, offset
+        self.truncations += 1
         del self._batches[i:], self._bases[i:], self._nexts[i:], self._epochs[i:]
         self.end_offset = min(self.end_offset, max(offset, self.start_offset))
         while self._epoch_starts and self._epoch_starts[-1][1] >= self.end_offset:
@@ -167,6 +172,7 @@ class MemoryLog:
     # -- internals ----------------------------------------------------------------------
 
     def _reset(self, offset: int, epoch: int) -> None:
+        self.truncations += 1
         self._batches.clear()
         self._bases.clear()
         self._nexts.clear()

@@ -398,6 +398,8 @@ class Simulation:
         recent = self._recent
         hook = self.config.hook
         audit_every = self.config.audit_every_events
+        send = self._send
+        observe = self.checker.observe
         fingerprint = self._fingerprint
         processed = 0
         try:
@@ -456,7 +458,10 @@ class Simulation:
                                 node_id, "request_failed", dst=entry[3], request_id=entry[2]
                             )
                         core.step(RequestFailed(entry[3], entry[2]), at_ms)
-                    self._after(node)
+                    # ``after`` inlined: the node's Ready, the invariants, its timer.
+                    node.drive(at_ms, send, observe)
+                    if node.poll_at_ms < 0 or node.deadline_ms < node.poll_at_ms:
+                        self._arm(node)
                 else:
                     self.event_index += 1
                     self._global_event(kind, payload)

@@ -80,9 +80,10 @@ class VoterInvariants:
         self.checks = 0
         # committed-never-lost, kept incrementally (see ``_committed_never_lost``): the
         # voters lacking the last committed batch [_lost_base, _lost_end) of _lost_epoch,
-        # and the log of each voter of ``_lost_voters`` whose key is not lost.
+        # and the log of each voter of ``_lost_voters`` whose key is not lost, with its
+        # truncation count when last found holding the batch.
         self._lacking: set[int] = set()
-        self._members: dict[int, MemoryLog] = {}
+        self._members: dict[int, tuple[MemoryLog, int]] = {}
         self._lost_base = self._lost_end = self._lost_epoch = -1
         self._lost_voters: VoterSet | None = None
         self._lost_stale = True
@@ -202,7 +203,9 @@ class VoterInvariants:
         key not lost) without the last committed batch. Only an event on a node changes its
         log or key (anything else calls ``invalidate``), so it is recounted for ``node``
         alone unless the committed end, the committed voter set or the invalidation says
-        every voter may have changed."""
+        every voter may have changed. A voter found holding the batch is read again only
+        when its log was truncated or reset since (``MemoryLog.truncations``) or its
+        flushed offset is no longer above the batch."""
         end = self.history.end_offset
         if end == 0:
             return
@@ -210,15 +213,24 @@ class VoterInvariants:
         if self._lost_stale or end != self._lost_end or voters is not self._lost_voters:
             self._recount_lacking(end, voters)
         else:
-            log = self._members.get(node.id)
-            if log is None:
+            member = self._members.get(node.id)
+            log = node.log
+            if member is None:
                 pass  # not a voter that can vote: changes nothing
-            elif log is not node.log:
+            elif member[0] is not log:
                 self._recount_lacking(end, voters)  # a log object replaced in place (tests)
-            elif _holds(log, self._lost_base, self._lost_epoch):
-                self._lacking.discard(node.id)
-            else:
-                self._lacking.add(node.id)
+            elif node.id in self._lacking:
+                if _holds(log, self._lost_base, self._lost_epoch):
+                    self._lacking.discard(node.id)
+                    self._members[node.id] = (log, log.truncations)
+            elif log.truncations != member[1] or not (
+                self._lost_base < log.flushed_offset or log.start_offset > self._lost_base
+            ):
+                # It held the batch: only a truncation or reset since can have replaced it
+                # (the epoch there, ``epoch_at``, is read again only then).
+                self._members[node.id] = (log, log.truncations)
+                if not _holds(log, self._lost_base, self._lost_epoch):
+                    self._lacking.add(node.id)
         self.checks += 1
         lacking = self._lacking
         if len(lacking) >= voters.majority_size:
@@ -235,7 +247,7 @@ class VoterInvariants:
         last = self.history.by_end[end]
         base, epoch = last.base_offset, last.epoch
         nodes = self.nodes
-        members: dict[int, MemoryLog] = {}
+        members: dict[int, tuple[MemoryLog, int]] = {}
         lacking: set[int] = set()
         for key in voters.keys:
             if not 0 < key.id <= len(nodes):
@@ -243,7 +255,7 @@ class VoterInvariants:
             voter = nodes[key.id - 1]
             if voter.key != key:
                 continue  # lost with a wiped disk: can never vote again
-            members[key.id] = voter.log
+            members[key.id] = (voter.log, voter.log.truncations)
             if not _holds(voter.log, base, epoch):
                 lacking.add(key.id)
         self._members = members
