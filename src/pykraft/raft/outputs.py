@@ -19,6 +19,8 @@ def split_at_flush(out: list[Outbound]) -> tuple[list[Outbound], list[Outbound]]
     follows a held message to the same destination is held too (a follower's auto-join
     AddRaftVoter must not overtake its Fetch on the in-order connection to the leader, or
     the answer to the Fetch would queue behind an answer that waits for that Fetch)."""
+    if len(out) == 1:  # the common case (a follower's one Fetch): no set, no copies
+        return ([], out) if isinstance(out[0].body, FLUSH_GATED) else (out, [])
     now: list[Outbound] = []
     later: list[Outbound] = []
     held: set[int] = set()
