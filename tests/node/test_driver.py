@@ -1,5 +1,6 @@
-"""The driver's flush runs on its own thread: the loop keeps answering while the disk works,
-and nothing of a ``Ready`` that asked for a flush is acted on before the flush completed."""
+"""The driver's flush: inline on the loop while flushes are fast, on its own thread once they
+are slow (the loop keeps answering while the disk works); either way nothing of a ``Ready``
+that asked for a flush is acted on before the flush completed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pykraft.net.client import Connection
 from pykraft.node.config import load_config
 from pykraft.node.describe import describe_quorum_request
 from pykraft.node.driver import RaftNode
+from pykraft.node.flush import FLUSH_INLINE_MAX_MS
 from pykraft.storage import ServerConfig, format_storage
 
 from .procs import CLUSTER_ID, free_ports
@@ -67,6 +69,7 @@ def test_slow_fsync_does_not_block_the_loop_and_gates_the_commit(tmp_path: Path)
                 durable.append(node._log.end_offset)
 
             node._log.flush = slow_flush  # type: ignore[method-assign]
+            node._flusher.average_ms = FLUSH_S * 1000  # as after a slow flush: the thread's turn
             started = loop.time()
             offset = await node.append([b"first"])
             committed = asyncio.ensure_future(node.wait_committed(offset))
@@ -90,6 +93,38 @@ def test_slow_fsync_does_not_block_the_loop_and_gates_the_commit(tmp_path: Path)
             await node.wait_committed(second_offset)
             assert durable[-1] > second_offset
             assert threads and all(t.startswith("pykraft-fsync") for t in threads)
+        finally:
+            await node.shutdown()
+
+    asyncio.run(go())
+
+
+def test_fast_flushes_run_inline_and_gate_the_commit(tmp_path: Path) -> None:
+    config = load_config(single_voter(tmp_path))
+
+    async def go() -> None:
+        node = RaftNode(config)
+        await node.start()
+        try:
+            await elected(node)
+            assert node.core is not None and node._log is not None
+            real_flush = node._log.flush
+            threads: list[str] = []
+            durable: list[int] = []
+
+            def flush() -> None:
+                threads.append(threading.current_thread().name)
+                real_flush()
+                assert node._log is not None
+                durable.append(node._log.end_offset)
+
+            node._log.flush = flush  # type: ignore[method-assign]
+            for n in range(5):
+                offset = await node.append([b"v%d" % n])
+                await node.wait_committed(offset)
+                assert durable and durable[-1] > offset  # committed only once on disk
+            assert threads and set(threads) == {threading.current_thread().name}
+            assert node._flusher.average_ms < FLUSH_INLINE_MAX_MS
         finally:
             await node.shutdown()
 

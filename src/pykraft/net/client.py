@@ -1,26 +1,32 @@
 """The outbound side: Kafka-protocol client connections.
 
-* :class:`Connection` -- one TCP connection; requests are pipelined and answered in order by the
-  server; each ``request`` has a timeout, and a timed-out request closes the connection (as
-  Kafka's NetworkClient does: the server answers in order, so everything behind a stuck
-  request is stuck too). A request the server may hold on purpose (a long-poll Fetch's
-  ``max_wait_ms``, passed as ``server_wait_ms``) gets that wait added to its timeout, and so
-  does every request pipelined behind it on the same connection (its answer cannot overtake
-  the held one): a long poll never times out a connection by itself.
-* :class:`PeerChannel` -- what the node uses to talk to one peer: a bounded send queue of the
-  core's requests, one connection opened on demand (ApiVersions first, to learn which versions
-  the peer speaks), reconnect with exponential backoff from ``retry_backoff_ms``. Every request
-  ends in exactly one call of ``on_result(request_id, response | None)``; ``None`` means
-  "never answered" (refused, reset, timed out, queue full) and becomes ``RequestFailed``.
+* :class:`Connection` -- one TCP connection (an ``asyncio.Protocol``); requests are pipelined
+  and answered in order by the server. :meth:`Connection.send` writes a request at once and
+  calls back with its answer from ``data_received`` (no task, no trip through the loop's
+  ready queue: the node's Fetch answers take this path on every commit); :meth:`request` is
+  the awaitable form. Each request has a timeout, and a timed-out request closes the
+  connection (as Kafka's NetworkClient does: the server answers in order, so everything
+  behind a stuck request is stuck too). A request the server may hold on purpose (a
+  long-poll Fetch's ``max_wait_ms``, passed as ``server_wait_ms``) gets that wait added to
+  its timeout, and so does every request pipelined behind it on the same connection (its
+  answer cannot overtake the held one): a long poll never times out a connection by itself.
+* :class:`PeerChannel` -- what the node uses to talk to one peer: one connection opened on
+  demand (ApiVersions first, to learn which versions the peer speaks), a bounded backlog of
+  the core's requests while it connects, reconnect with exponential backoff from
+  ``retry_backoff_ms``. Once connected, ``send`` encodes and writes in the caller's call.
+  Every request ends in exactly one call of ``on_result(request_id, response | None)``,
+  never from inside ``send``; ``None`` means "never answered" (refused, reset, timed out,
+  backlog full) and becomes ``RequestFailed``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import kio.schema.api_versions.v3.request as api_versions_v3
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -35,12 +41,10 @@ from pykraft.net.convert import (
     response_from_kio,
 )
 from pykraft.net.convert_voters import (
-    OutboundVoterRequest,
     voter_api_key,
     voter_request_to_kio,
     voter_response_from_kio,
 )
-from pykraft.net.server import READ_CHUNK_BYTES  # one read size for both ends
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
     KRAFT_APIS,
@@ -61,7 +65,7 @@ from pykraft.raft.messages import (
     UpdateRaftVoterRequest,
 )
 
-__all__ = ["Connection", "PeerChannel", "ResultCallback"]
+__all__ = ["AnswerCallback", "Connection", "PeerChannel", "ResultCallback"]
 
 log = logging.getLogger("pykraft.net.client")
 
@@ -79,32 +83,28 @@ SEND_QUEUE_MAX_DEFAULT: Final = 256
 RECONNECT_BACKOFF_MAX_MS: Final = 1000  # Kafka's reconnect.backoff.max.ms default
 
 ResultCallback = Callable[[int, AnyResponse | None], None]
+AnswerCallback = Callable[[ResponsePayload | BaseException], None]
+"""Called once per sent request: the answer, or the exception that ended it
+(``TimeoutError`` for the request that timed out, ``ConnectionError`` otherwise)."""
 
 
-class Connection:
-    """One client connection. Invariant: ``_waiting`` holds a future for every correlation id
-    the reader still expects; when the connection dies every one of them fails."""
+class Connection(asyncio.Protocol):
+    """One client connection. Invariant: ``_waiting`` holds a callback and a timeout timer
+    for every correlation id the server still owes an answer; when the connection dies
+    every one of them is called with the error, once."""
 
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        *,
-        client_id: str,
-        frame_max_bytes: int,
-        in_flight_max: int,
-    ) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self, *, client_id: str, frame_max_bytes: int, in_flight_max: int) -> None:
         self._responses = ResponseReader(
             client_id=client_id, frame_max_bytes=frame_max_bytes, in_flight_max=in_flight_max
         )
-        self._waiting: dict[int, asyncio.Future[ResponsePayload]] = {}
+        self._waiting: dict[int, tuple[AnswerCallback, asyncio.TimerHandle]] = {}
         # Loop time until which the server may hold an answer on purpose (long polls sent
         # so far); answers behind it are delayed as long. Never decreases.
         self._held_until_s = 0.0
         self._closed: BaseException | None = None
-        self._read_task = asyncio.ensure_future(self._read_loop())
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._lost: asyncio.Future[None] = self._loop.create_future()
         self.peer_versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
@@ -119,15 +119,18 @@ class Connection:
         in_flight_max: int = IN_FLIGHT_MAX_DEFAULT,
     ) -> Connection:
         """Connect and learn the peer's API versions; raises OSError / TimeoutError."""
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port), timeout_ms / 1000
-        )
-        conn = cls(
-            reader,
-            writer,
-            client_id=client_id,
-            frame_max_bytes=frame_max_bytes,
-            in_flight_max=in_flight_max,
+        loop = asyncio.get_running_loop()
+        _, conn = await asyncio.wait_for(
+            loop.create_connection(
+                lambda: cls(
+                    client_id=client_id,
+                    frame_max_bytes=frame_max_bytes,
+                    in_flight_max=in_flight_max,
+                ),
+                host,
+                port,
+            ),
+            timeout_ms / 1000,
         )
         try:
             versions: Any = await conn.request(
@@ -160,10 +163,16 @@ class Connection:
         high = min(row.max_version, theirs[1])
         return high if high >= max(row.min_version, theirs[0]) else None
 
-    async def request(
-        self, message: RequestPayload, *, timeout_ms: int, server_wait_ms: int = 0
-    ) -> ResponsePayload:
-        """Send and wait for the answer; raises ConnectionError or TimeoutError.
+    def send(
+        self,
+        message: RequestPayload,
+        on_answer: AnswerCallback,
+        *,
+        timeout_ms: int,
+        server_wait_ms: int = 0,
+    ) -> None:
+        """Write ``message`` now; ``on_answer`` gets the answer later (never from inside this
+        call). Raises ConnectionError when closed, ProtocolError when too many are in flight.
 
         ``server_wait_ms``: how long the server may hold this request on purpose (a Fetch's
         MaxWaitMs); the effective timeout is ``timeout_ms`` past the end of every such hold
@@ -171,65 +180,115 @@ class Connection:
         """
         if self._closed is not None:
             raise ConnectionError(f"connection closed: {self._closed}")
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        transport = self._transport
+        assert transport is not None
+        now = self._loop.time()
         self._held_until_s = max(self._held_until_s, now + server_wait_ms / 1000)
         effective_ms = timeout_ms + max(0, round((self._held_until_s - now) * 1000))
         correlation_id, data = self._responses.send(message)
-        answer: asyncio.Future[ResponsePayload] = loop.create_future()
-        self._waiting[correlation_id] = answer
-        self._writer.write(data)
-        try:
-            return await asyncio.wait_for(asyncio.shield(answer), effective_ms / 1000)
-        except TimeoutError:
-            self._fail(TimeoutError(f"request {correlation_id} timed out after {effective_ms} ms"))
-            raise
-        finally:
-            self._waiting.pop(correlation_id, None)
+        timer = self._loop.call_at(
+            now + effective_ms / 1000, self._timed_out, correlation_id, effective_ms
+        )
+        self._waiting[correlation_id] = (on_answer, timer)
+        transport.write(data)
+
+    async def request(
+        self, message: RequestPayload, *, timeout_ms: int, server_wait_ms: int = 0
+    ) -> ResponsePayload:
+        """Send and wait for the answer; raises ConnectionError or TimeoutError."""
+        answer: asyncio.Future[ResponsePayload] = self._loop.create_future()
+
+        def on_answer(result: ResponsePayload | BaseException) -> None:
+            if answer.done():
+                return
+            if isinstance(result, BaseException):
+                answer.set_exception(result)
+            else:
+                answer.set_result(result)
+
+        self.send(message, on_answer, timeout_ms=timeout_ms, server_wait_ms=server_wait_ms)
+        return await answer
 
     def close(self) -> None:
         self._fail(ConnectionError("closed locally"))
 
     async def wait_closed(self) -> None:
         with contextlib.suppress(BaseException):
-            await self._read_task
+            await asyncio.shield(self._lost)
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, only alike.
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        responses = self._responses
+        try:
+            responses.feed(data)
+            while (response := responses.next_response()) is not None:
+                entry = self._waiting.pop(response.correlation_id, None)
+                if entry is not None:
+                    entry[1].cancel()
+                    _call(entry[0], response.message)
+        except ProtocolError as e:
+            self._lost_with(e)
+
+    def eof_received(self) -> bool:
+        try:
+            self._responses.end_of_stream()
+            error: BaseException = ConnectionError("closed by peer")
+        except ProtocolError as e:
+            error = e
+        self._lost_with(error)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost_with(exc or ConnectionError("closed by peer"))
+        if not self._lost.done():
+            self._lost.set_result(None)
+
+    # -- failures -----------------------------------------------------------------------
+
+    def _lost_with(self, error: BaseException) -> None:
+        if self._closed is None and self._transport is not None:
+            log.info("connection to %s lost: %s", self._transport.get_extra_info("peername"), error)
+        self._fail(error)
+
+    def _timed_out(self, correlation_id: int, effective_ms: int) -> None:
+        entry = self._waiting.pop(correlation_id, None)
+        error = TimeoutError(f"request {correlation_id} timed out after {effective_ms} ms")
+        self._fail(error)
+        if entry is not None:
+            _call(entry[0], error)
 
     def _fail(self, error: BaseException) -> None:
         if self._closed is None:
             self._closed = error
-        for answer in self._waiting.values():
-            if not answer.done():
-                answer.set_exception(ConnectionError(str(error)))
-                answer.exception()  # mark retrieved: the waiter may already be gone
-        self._waiting.clear()
-        self._read_task.cancel()
-        self._writer.close()
+        waiting, self._waiting = self._waiting, {}
+        for on_answer, timer in waiting.values():
+            timer.cancel()
+            _call(on_answer, ConnectionError(str(error)))
+        if self._transport is not None:
+            self._transport.close()
+        elif not self._lost.done():
+            self._lost.set_result(None)
 
-    async def _read_loop(self) -> None:
-        try:
-            while True:
-                data = await self._reader.read(READ_CHUNK_BYTES)
-                if not data:
-                    self._responses.end_of_stream()
-                    raise ConnectionError("closed by peer")
-                self._responses.feed(data)
-                while (response := self._responses.next_response()) is not None:
-                    answer = self._waiting.pop(response.correlation_id, None)
-                    if answer is not None and not answer.done():
-                        answer.set_result(response.message)
-        except asyncio.CancelledError:
-            raise
-        except (ProtocolError, OSError) as e:
-            if self._closed is None:
-                log.info("connection to %s lost: %s", self._writer.get_extra_info("peername"), e)
-            self._fail(e)
+
+def _call(on_answer: AnswerCallback, result: ResponsePayload | BaseException) -> None:
+    """A callback's error is a bug of its owner: logged; the connection goes on."""
+    try:
+        on_answer(result)
+    except Exception:
+        log.exception("answer callback failed")
 
 
 class PeerChannel:
     """The node's outbound channel to one peer address.
 
-    Invariants: the send queue holds at most ``send_queue_max`` requests; every request taken
-    from it gets exactly one ``on_result`` call; at most one connection is open.
+    Invariants: the backlog holds at most ``send_queue_max`` requests and is non-empty only
+    while no connection is open; every request gets exactly one ``on_result`` call; at most
+    one connection is open.
     """
 
     def __init__(
@@ -253,37 +312,59 @@ class PeerChannel:
         self._retry_backoff_ms = max(1, retry_backoff_ms)
         self._frame_max_bytes = frame_max_bytes
         self._client_id = client_id
-        self._queue: asyncio.Queue[tuple[int, AnyRequest]] = asyncio.Queue(send_queue_max)
+        self._send_queue_max = send_queue_max
+        self._backlog: collections.deque[tuple[int, AnyRequest]] = collections.deque()
         self._conn: Connection | None = None
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self._connecting: asyncio.Task[None] | None = None
+        self._closing = False
         self._backoff_ms = 0
         self._retry_at_s = 0.0  # loop time before which no reconnect is tried
-        self._task = asyncio.ensure_future(self._run())
 
     def send(self, request_id: int, request: AnyRequest) -> None:
-        try:
-            self._queue.put_nowait((request_id, request))
-        except asyncio.QueueFull:
+        conn = self._conn
+        if conn is not None and not conn.closed and not self._backlog:
+            self._exchange(conn, request_id, request)
+            return
+        if self._closing or len(self._backlog) >= self._send_queue_max:
             log.warning("send queue to %s:%d full; failing request", self.host, self.port)
             self._deliver(request_id, None)
+            return
+        self._backlog.append((request_id, request))
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._connect_and_send())
 
     def _deliver(self, request_id: int, response: AnyResponse | None) -> None:
         # Through the loop, never re-entrantly from inside the caller's send().
         asyncio.get_running_loop().call_soon(self._on_result, request_id, response)
 
     async def close(self) -> None:
-        self._task.cancel()
-        for task in list(self._in_flight):
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
+        self._closing = True
+        if self._connecting is not None:
+            self._connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await self._connecting
+        backlog, self._backlog = self._backlog, collections.deque()
+        for request_id, _ in backlog:
+            self._on_result(request_id, None)
         if self._conn is not None:
             self._conn.close()
             await self._conn.wait_closed()
 
+    async def _connect_and_send(self) -> None:
+        try:
+            conn = await self._connect()
+        finally:
+            self._connecting = None
+        backlog, self._backlog = self._backlog, collections.deque()
+        for request_id, request in backlog:
+            if conn is None:
+                # Fail everything queued: the core retries after its own backoff, with fresh
+                # state, rather than replaying stale requests.
+                self._deliver(request_id, None)
+            else:
+                self._exchange(conn, request_id, request)
+
     async def _connect(self) -> Connection | None:
-        if self._conn is not None and not self._conn.closed:
-            return self._conn
         # Wait out what is left of the backoff since the last failure, not the whole of it:
         # a channel unused since a failure long ago (a peer that was down at startup, the
         # other follower met again only in the next election) connects at once -- sleeping
@@ -310,66 +391,67 @@ class PeerChannel:
         self._backoff_ms = 0
         return self._conn
 
-    async def _run(self) -> None:
-        while True:
-            request_id, request = await self._queue.get()
-            conn = await self._connect()
-            if conn is None:
-                # Fail this request and everything queued behind it: the core retries after
-                # its own backoff, with fresh state, rather than replaying stale requests.
-                self._deliver(request_id, None)
-                while not self._queue.empty():
-                    self._deliver(self._queue.get_nowait()[0], None)
-                continue
-            task = asyncio.ensure_future(self._exchange(conn, request_id, request))
-            self._in_flight.add(task)
-            task.add_done_callback(self._in_flight.discard)
-
-    async def _exchange(self, conn: Connection, request_id: int, request: AnyRequest) -> None:
-        response: AnyResponse | None = None
+    def _exchange(self, conn: Connection, request_id: int, request: AnyRequest) -> None:
+        """Encode ``request`` at the version the peer speaks and write it; the answer (or an
+        error answer when the peer cannot take it) comes back through ``on_result``."""
+        server_wait_ms = 0
         try:
             if isinstance(request, _VOTER_REQUESTS):
-                response = await self._exchange_voter(conn, request)
-                return
-            assert not isinstance(request, _NOT_SENT), request
-            version = conn.pick_version(api_key_of(request))
-            if version is None:
-                response = error_response_for(request, ErrorCode.unsupported_version)
-                return
-            try:
-                message = request_to_kio(request, version)
-            except VersionTooOld:
-                response = error_response_for(request, ErrorCode.unsupported_version)
-                return
-            answer = await conn.request(
+                version = conn.pick_version(voter_api_key(request))
+                if version is None:
+                    self._deliver(request_id, None)  # the peer cannot take it: a failed request
+                    return
+                message = voter_request_to_kio(request, version)
+                if isinstance(request, AddRaftVoterRequest):
+                    server_wait_ms = request.timeout_ms
+                elif isinstance(request, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
+                    # The leader answers a voter change only once it committed (or timed
+                    # out): that wait is the server's, added to the timeout.
+                    server_wait_ms = VOTER_CHANGE_WAIT_MS
+            else:
+                assert not isinstance(request, _NOT_SENT), request
+                version = conn.pick_version(api_key_of(request))
+                if version is None:
+                    self._deliver(
+                        request_id, error_response_for(request, ErrorCode.unsupported_version)
+                    )
+                    return
+                try:
+                    message = request_to_kio(request, version)
+                except VersionTooOld:
+                    self._deliver(
+                        request_id, error_response_for(request, ErrorCode.unsupported_version)
+                    )
+                    return
+                if isinstance(request, FetchRequest):
+                    server_wait_ms = request.max_wait_ms
+            conn.send(
                 message,
+                lambda answer: self._answered(request_id, request, answer),
                 timeout_ms=self._request_timeout_ms,
-                server_wait_ms=request.max_wait_ms if isinstance(request, FetchRequest) else 0,
+                server_wait_ms=server_wait_ms,
             )
-            response = response_from_kio(answer, request=request, listener_name=self._listener_name)
-        except (ConnectionError, TimeoutError, OSError, InvalidResponse) as e:
+        except (ConnectionError, ProtocolError, OSError) as e:
             log.debug("request %d to %s:%d failed: %s", request_id, self.host, self.port, e)
-        finally:
-            self._on_result(request_id, response)
+            self._deliver(request_id, None)
 
-    async def _exchange_voter(
-        self, conn: Connection, request: OutboundVoterRequest
-    ) -> AnyResponse | None:
-        """Remove/AddRaftVoter (auto-join) and UpdateRaftVoter to the leader, or the
-        ApiVersions probe of a would-be voter. The leader answers a voter change only once
-        it committed (or timed out): that wait is the server's, added to the timeout."""
-        version = conn.pick_version(voter_api_key(request))
-        if version is None:
-            return None  # the peer cannot take it: a failed request for the core
-        if isinstance(request, AddRaftVoterRequest):
-            server_wait_ms = request.timeout_ms
-        elif isinstance(request, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
-            server_wait_ms = VOTER_CHANGE_WAIT_MS
+    def _answered(
+        self, request_id: int, request: AnyRequest, answer: ResponsePayload | BaseException
+    ) -> None:
+        response: AnyResponse | None = None
+        if isinstance(answer, BaseException):
+            log.debug("request %d to %s:%d failed: %s", request_id, self.host, self.port, answer)
         else:
-            server_wait_ms = 0
-        answer = await conn.request(
-            voter_request_to_kio(request, version),
-            timeout_ms=self._request_timeout_ms,
-            server_wait_ms=server_wait_ms,
-        )
-        return voter_response_from_kio(answer, request=request, listener_name=self._listener_name)
+            try:
+                if isinstance(request, _VOTER_REQUESTS):
+                    response = voter_response_from_kio(
+                        answer, request=request, listener_name=self._listener_name
+                    )
+                else:
+                    assert not isinstance(request, _NOT_SENT), request
+                    response = response_from_kio(
+                        answer, request=request, listener_name=self._listener_name
+                    )
+            except InvalidResponse as e:
+                log.debug("request %d to %s:%d: %s", request_id, self.host, self.port, e)
+        self._on_result(request_id, response)

@@ -5,28 +5,36 @@ request from a peer channel, a timer, an application append -- ends in :meth:`Ra
 which performs the core's ``Ready`` exactly as its docstring orders:
 
 1. ``messages``: sent at once, before the flush: responses complete the pending inbound
-   request they answer (matched by the request id this driver gave it); requests go to the
-   peer's channel. A leader's Fetch answers carrying records it has not flushed yet leave
-   here, so its followers' fsyncs overlap its own (it counts its own offset only once
-   flushed, B13);
+   request they answer (matched by the request id this driver gave it) and are written to
+   its socket in that call; requests are written to the peer's connection. A leader's Fetch
+   answers carrying records it has not flushed yet leave here, so its followers' fsyncs
+   overlap its own (it counts its own offset only once flushed, B13);
 2. ``must_flush``: one ``FileLog.flush`` (one fsync for everything appended since the last
-   one, which is how appends are batched) on the single ``pykraft-fsync`` thread, then
-   ``RaftCore.on_flushed``, then ``messages_after_flush`` (a follower's next Fetch, a
-   candidate's votes: they state our log end offset, so no peer may see an offset a crash
-   could lose);
+   one, which is how appends are batched), then ``RaftCore.on_flushed``, then
+   ``messages_after_flush`` (a follower's next Fetch, a candidate's votes: they state our log
+   end offset, so no peer may see an offset a crash could lose);
 3. ``snapshot_loaded`` / ``high_watermark`` / ``leader_change``: told to the application
    (commit futures, the optional ``on_commit`` callback, a log line);
 4. ``next_deadline_ms``: one loop timer calls ``poll`` then.
 
-The fsync runs off the loop so that the loop keeps accepting connections, decoding requests,
-answering DescribeQuorum and scrapes while the disk works. While a flush is running the core
-is *frozen*: every input (request, response, timer, append) is queued in ``_deferred`` and
-stepped into the core when the flush completes, and ``ready()`` is not called. So the log is
-never written while it is being flushed (FileLog is not thread-safe, and ``flushed_offset``
-must mean exactly what reached the disk). The inputs that arrived during one flush are then stepped
-together, and their appends share the next fsync: group commit. ``_deferred`` is bounded by
-its producers: each connection has at most ``in_flight_max`` requests, each peer channel a
-bounded queue, there is one poll timer and one linger timer.
+The network edges (``pykraft.net``) call in and out synchronously: a request is decoded and
+stepped in the socket's ``data_received``, and the core's answer is encoded and written
+inside ``_pump``; a peer's response reaches the core the same way. No input or output waits
+for a turn of the loop's ready queue, which matters because one commit crosses the edges
+four times (leader -> follower records, follower -> leader Fetch, on two followers).
+
+Where the flush runs (``flush.py``). A fast fsync runs inline: handing it to a thread costs
+two thread switches and, on a busy process, waits for the GIL on both sides (0.1-0.8 ms each
+measured on a loaded 2-core machine, more than the fsync). Inputs arriving meanwhile wait in
+the socket buffers and are stepped after it: group commit. Slow flushes (a moving average
+over ``FLUSH_INLINE_MAX_MS``) go to the ``pykraft-fsync`` thread, so that the loop keeps
+accepting connections and answering DescribeQuorum and scrapes while the disk works. While
+a thread flush runs the core is *frozen*: every input (request, response, timer, append) is
+queued in ``_deferred`` and stepped when the flush completes, and ``ready()`` is not called,
+so the log is never written while being flushed (FileLog is not thread-safe, and
+``flushed_offset`` must mean exactly what reached the disk). ``_deferred`` is bounded by its
+producers: each connection has at most ``in_flight_max`` requests, each peer channel a
+bounded backlog, there is one poll timer and one linger timer.
 
 After a flush the core may have more to say (``on_flushed`` can commit and answer parked
 fetches), so the pump asks again.
@@ -40,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
+import functools
 import logging
 import random
 import time
@@ -54,7 +62,7 @@ from pykraft.net.convert_voters import (
     voter_request_from_kio,
     voter_response_to_kio,
 )
-from pykraft.net.server import KafkaServer
+from pykraft.net.server import Answer, KafkaServer
 from pykraft.node.appends import (
     APPEND_BATCH_RECORDS_MAX,
     AppendLostError,
@@ -64,6 +72,7 @@ from pykraft.node.appends import (
 from pykraft.node.cluster import describe_cluster_response, metadata_response
 from pykraft.node.config import NodeConfig
 from pykraft.node.events import VoterSetLog, log_transition
+from pykraft.node.flush import Flusher
 from pykraft.node.inbound import (
     INBOUND_ANSWER_GRACE_MS,
     SERVED_APIS,
@@ -145,9 +154,8 @@ class RaftNode:
         self._commits = CommitTracker()
         self._stopping = False
         self.failed: BaseException | None = None  # a fatal storage error stopped the node
-        # Flushes run here, one at a time (fsync off the loop thread).
-        self._fsync = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pykraft-fsync")
-        self._flushing: asyncio.Future[None] | None = None  # set while a flush runs
+        self._flusher = Flusher()  # inline, or on the fsync thread while flushes are slow
+        self._flushing: asyncio.Future[None] | None = None  # set while a thread flush runs
         self._fatal_stop: asyncio.Future[None] | None = None
         self._deferred: collections.deque[Callable[[], None]] = collections.deque()
         self.metrics: RaftMetrics | None = None
@@ -305,7 +313,7 @@ class RaftNode:
             if self.failed is None:
                 self._log.flush()
             self._log.close()
-        self._fsync.shutdown(wait=True)
+        self._flusher.shutdown()
         log.info("node stopped node.id=%d", self.config.node_id)
         self.stopped.set()
 
@@ -323,19 +331,37 @@ class RaftNode:
 
     def _pump(self) -> None:
         core = self.core
-        if core is None or self._stopping or self._flushing is not None:
+        log_ = self._log
+        assert log_ is not None and self._loop is not None
+        while core is not None and not self._stopping and self._flushing is None:
+            ready = core.ready(self.now_ms())
+            for message in ready.messages:  # they never wait for our flush (Ready, step 1)
+                self._send(message)
+            if not ready.must_flush:
+                self._perform(ready)
+                return
+            if not self._flusher.in_thread:
+                try:
+                    self._flusher.flush(log_)
+                except OSError as e:
+                    self._flush_failed(e)
+                    return
+                core.on_flushed(self.now_ms())
+                self._perform(ready)
+                continue  # on_flushed may have released more
+            # Invariant: while _flushing is set, nothing writes the log and ready() is not
+            # called.
+            flushing = self._flusher.submit(self._loop, log_)
+            self._flushing = flushing
+            flushing.add_done_callback(functools.partial(self._flushed, ready=ready))
             return
-        assert self._log is not None and self._loop is not None
-        ready = core.ready(self.now_ms())
-        for message in ready.messages:  # they never wait for our flush (Ready, step 1)
-            self._send(message)
-        if not ready.must_flush:
-            self._perform(ready)
-            return
-        # Invariant: while _flushing is set, nothing writes the log and ready() is not called.
-        flushing = self._loop.run_in_executor(self._fsync, self._log.flush)
-        self._flushing = flushing
-        flushing.add_done_callback(lambda f: self._flushed(f, ready))
+
+    def _flush_failed(self, error: BaseException) -> None:
+        # As Kafka halts on a failed log flush: what reached the disk is unknown.
+        log.critical("log flush failed, stopping the node: %s", error)
+        self.failed = error
+        self._deferred.clear()
+        self._fatal_stop = asyncio.ensure_future(self.shutdown())
 
     def _flushed(self, flush: asyncio.Future[None], ready: Ready) -> None:
         core = self.core
@@ -343,11 +369,7 @@ class RaftNode:
         self._flushing = None
         error = flush.exception() if not flush.cancelled() else ConnectionError("cancelled")
         if error is not None:
-            # As Kafka halts on a failed log flush: what reached the disk is unknown.
-            log.critical("log flush failed, stopping the node: %s", error)
-            self.failed = error
-            self._deferred.clear()
-            self._fatal_stop = asyncio.ensure_future(self.shutdown())
+            self._flush_failed(error)
             return
         core.on_flushed(self.now_ms())
         self._perform(ready)
@@ -417,15 +439,16 @@ class RaftNode:
             self._send_request(message.dst, message.request_id, body, message.endpoint)
             return
         pending = self._inbound.pop(message.request_id, None)
-        if pending is None or pending.answer.done():
+        if pending is None or pending.answer.done:
             return  # the connection went away, or the answer timed out
+        pending.timer.cancel()
         if isinstance(body, DescribeQuorumResponse):
             body = self._wall_clock(body)
         answer = encode_answer(body, pending)
         if answer is None:
             log.warning("no wire form for %s; dropped", type(body).__name__)
             return
-        pending.answer.set_result(answer)
+        pending.answer.set(answer)
 
     def _wall_clock(self, response: DescribeQuorumResponse) -> DescribeQuorumResponse:
         """Replica timestamps from the core's monotonic clock to wall-clock ms (D11)."""
@@ -492,36 +515,55 @@ class RaftNode:
             )
         return None
 
-    async def _handle(self, request: DecodedRequest, listener_name: str) -> ResponsePayload:
+    def _handle(self, request: DecodedRequest, listener_name: str) -> Answer:
+        """A request from the listener: answered here, or stepped into the core (whose
+        response ``_send`` writes through the ``Answer``, in the same call when the core
+        answers at once)."""
         core = self.core
         if core is not None:
             answer = self._read_only(core, request, listener_name)
             if answer is not None:
-                return answer
+                return Answer(answer)
         to_core = goes_to_core(request.api_key)
         if not to_core or core is None or self._stopping:
             code = ErrorCode.broker_not_available if to_core else ErrorCode.unsupported_version
-            return error_response(request.api_key, request.api_version, code)
+            return Answer(error_response(request.api_key, request.api_version, code))
         try:
             body = decode_for_core(request, self.config.node_id)
         except RejectedRequest as e:
-            return e.response
-        assert self._loop is not None
+            return Answer(e.response)
+        loop = self._loop
+        assert loop is not None
         rid = self._next_inbound_id
         self._next_inbound_id += 1
-        pending = PendingAnswer(self._loop.create_future(), request.api_version, listener_name)
-        self._inbound[rid] = pending
-        self._input(lambda: core.step(Inbound(source_of(body), rid, body), self.now_ms()))
         wait_ms = INBOUND_ANSWER_GRACE_MS + answer_wait_ms(
             body, core.config.voter_change_timeout_ms
         )
-        try:
-            return await asyncio.wait_for(asyncio.shield(pending.answer), wait_ms / 1000)
-        except TimeoutError:
-            log.warning("no answer from the core to %s after %d ms", type(body).__name__, wait_ms)
-            return error_response(request.api_key, request.api_version, ErrorCode.request_timed_out)
-        finally:
-            self._inbound.pop(rid, None)
+        pending = PendingAnswer(
+            Answer(),
+            request.api_key,
+            request.api_version,
+            listener_name,
+            loop.call_later(wait_ms / 1000, self._answer_timed_out, rid, type(body), wait_ms),
+        )
+        pending.answer.on_cancel = lambda: self._forget_inbound(rid)  # the connection closed
+        self._inbound[rid] = pending
+        self._input(lambda: core.step(Inbound(source_of(body), rid, body), self.now_ms()))
+        return pending.answer
+
+    def _answer_timed_out(self, rid: int, kind: type, wait_ms: int) -> None:
+        pending = self._inbound.pop(rid, None)
+        if pending is None:
+            return
+        log.warning("no answer from the core to %s after %d ms", kind.__name__, wait_ms)
+        pending.answer.set(
+            error_response(pending.api_key, pending.api_version, ErrorCode.request_timed_out)
+        )
+
+    def _forget_inbound(self, rid: int) -> None:
+        pending = self._inbound.pop(rid, None)
+        if pending is not None:
+            pending.timer.cancel()
 
     # -- the embedding application's API (A3) -----------------------------------------------
 

@@ -19,6 +19,7 @@ from pykraft.net.convert_voters import (
     voter_request_from_kio,
     voter_response_to_kio,
 )
+from pykraft.net.server import Answer
 from pykraft.node.cluster import CLUSTER_APIS
 from pykraft.protocol import KRAFT_APIS, ApiKey, DecodedRequest, build_api_versions_response
 from pykraft.raft.config import RaftConfig
@@ -82,11 +83,14 @@ _VOTER_RESPONSE_TYPES: Final = (
 
 @dataclass(slots=True)
 class PendingAnswer:
-    """An inbound request stepped into the core, waiting for the core's response."""
+    """An inbound request stepped into the core, waiting for the core's response (or for
+    ``timer``, which gives up on it)."""
 
-    answer: asyncio.Future[ResponsePayload]
+    answer: Answer
+    api_key: int
     api_version: int
     listener_name: str
+    timer: asyncio.TimerHandle
 
 
 def api_versions_response(api_version: int, core: RaftCore | None) -> ResponsePayload:
