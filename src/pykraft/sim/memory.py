@@ -107,14 +107,15 @@ class MemoryLog:
         i = self._index_of(offset)
         if i is None:
             return b""
-        out = [self._batches[i]]
-        size = len(out[0])
-        for raw in self._batches[i + 1 :]:
-            if size + len(raw) > max_bytes:
-                break
-            out.append(raw)
-            size += len(raw)
-        return b"".join(out) if len(out) > 1 else out[0]
+        # Batches [i, j) fit (the first one always); no copy of the list's tail.
+        batches = self._batches
+        size = len(batches[i])
+        j = i + 1
+        count = len(batches)
+        while j < count and size + len(batches[j]) <= max_bytes:
+            size += len(batches[j])
+            j += 1
+        return batches[i] if j == i + 1 else b"".join(batches[i:j])
 
     def truncate_to(self, offset: int) -> None:
         assert offset >= self.start_offset, (offset, self.start_offset)
