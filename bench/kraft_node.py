@@ -17,6 +17,8 @@ answers JSON-line commands on stdin with ``@@ {json}`` lines on stdout:
   (``RaftCore.create_snapshot``); the log start offset moves to it;
 - ``add_self``: AddRaftVoter for this node (``AdminClient.add_controller`` to the voters), in
   the background; an ``added`` message (wall-clock ``t``, ``error``) follows when answered;
+- ``profile_start`` / ``profile_stop`` {``path``}: pyinstrument over the whole process
+  between the two (the catch-up case's ``profile_dir``); ``profiled`` answers the stop;
 - ``quit``: graceful shutdown. EOF on stdin ends the process too.
 
 ``status`` also reports the log's bytes, start offset, a snapshot download in progress and
@@ -330,6 +332,7 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    profiler: Any = None
     while True:
         line = await reader.readline()
         if not line:
@@ -341,6 +344,18 @@ async def serve(args: argparse.Namespace) -> None:
             emit(await fill(node, committed, cmd))
         elif cmd["cmd"] == "snapshot":
             emit(await snapshot(node, cmd))
+        elif cmd["cmd"] == "profile_start":
+            from pyinstrument import Profiler
+
+            profiler = Profiler(interval=0.001, async_mode="disabled")
+            profiler.start()
+        elif cmd["cmd"] == "profile_stop" and profiler is not None:
+            profiler.stop()
+            Path(cmd["path"]).write_text(
+                profiler.output_text(unicode=False, color=False, show_all=False)
+            )
+            profiler = None
+            emit({"type": "profiled", "path": cmd["path"]})
         elif cmd["cmd"] == "add_self":
             tasks.append(asyncio.create_task(add_self(node, args, float(cmd["timeout_s"]))))
         elif cmd["cmd"] == "load":

@@ -292,6 +292,7 @@ def run_catchup_new_voter(
     voters: int = 1,
     record_bytes: int = 10240,
     records_per_call: int = 100,
+    profile_dir: Path | None = None,
     log: Any = print,
 ) -> dict[str, Any]:
     """Workload 4, new voter: ``voters`` dynamic (KIP-853) voters; the leader writes a little,
@@ -300,7 +301,8 @@ def run_catchup_new_voter(
     ``record_bytes`` per call, linger 0). A new controller with an empty directory starts as
     an observer and sends AddRaftVoter for itself at once (the leader waits until it has
     caught up, then commits the new voter set). Timed until its log end offset reaches the
-    leader's, and until AddRaftVoter is answered."""
+    leader's, and until AddRaftVoter is answered. ``profile_dir``: pyinstrument profiles of
+    the new voter and the leader during the catch-up go there."""
     new_id = voters + 1
     name = (
         f"new voter ({log_bytes / 2**20:.0f} MiB log + {snapshot_bytes / 2**20:.0f} MiB snapshot)"
@@ -343,6 +345,8 @@ def run_catchup_new_voter(
             t_spawn = time.time()
             child = kc.start(new_id)
             t_started = float(kc.last_started.get("t", t_spawn))
+            if profile_dir is not None:
+                child.send({"cmd": "profile_start"})
             child.send({"cmd": "add_self", "timeout_s": CATCHUP_WAIT_S})
             t_snap = None
             deadline = time.monotonic() + CATCHUP_WAIT_S
@@ -357,6 +361,10 @@ def run_catchup_new_voter(
                     break
                 time.sleep(0.02)
             received = data_bytes(kc.node_dir(new_id))
+            if profile_dir is not None:
+                for who, node in (("new-voter", child),):
+                    path = profile_dir / f"profile-catchup-{who}.txt"
+                    node.request({"cmd": "profile_stop", "path": str(path)}, "profiled", 60)
             added = child.expect("added", timeout_s=120) if t_reach is not None else None
             voter_ids = kc.status(new_id).get("voter_ids") if added else None
     finally:
@@ -393,6 +401,7 @@ def main() -> None:
     )
     parser.add_argument("--log-mib", type=int, default=64, help="new-voter log size")
     parser.add_argument("--snapshot-mib", type=int, default=16, help="new-voter snapshot size")
+    parser.add_argument("--profile-dir", type=Path, help="new-voter: pyinstrument profiles")
     args = parser.parse_args()
     install_reaper()
 
@@ -409,6 +418,7 @@ def main() -> None:
                 Path(tmp),
                 log_bytes=args.log_mib << 20,
                 snapshot_bytes=args.snapshot_mib << 20,
+                profile_dir=args.profile_dir,
                 log=say,
             )
         else:

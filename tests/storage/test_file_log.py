@@ -231,3 +231,51 @@ def test_matches_a_list_model(
             assert log.last_fetched_epoch() == (read_header(model[-1]).epoch if model else 0)
     finally:
         log.close()
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sizes=st.lists(st.integers(1, 20), min_size=1, max_size=200),
+    value_bytes=st.sampled_from([1, 50, 700]),
+    max_bytes=st.integers(1, 8_000),
+    segment_bytes=st.sampled_from([4_000, 30_000, 1 << 20]),
+    data=st.data(),
+)
+def test_read_returns_the_longest_whole_batch_prefix(
+    tmp_path_factory: pytest.TempPathFactory,
+    sizes: list[int],
+    value_bytes: int,
+    max_bytes: int,
+    segment_bytes: int,
+    data: st.DataObject,
+) -> None:
+    """``read`` answers from the batch holding ``offset`` the most whole batches of its
+    segment that fit in ``max_bytes`` (at least one), before and after a reopen (which
+    rebuilds the sparse index)."""
+    path = tmp_path_factory.mktemp("log")
+    log = FileLog.open(path, segment_bytes=segment_bytes)
+    batches = []
+    for count in sizes:
+        batch = build_batch(log.end_offset, 1, [b"x" * value_bytes] * count, TS)
+        log.append(batch)
+        batches.append(batch)
+    starts = [read_header(b).base_offset for b in batches]
+    segment_of = {}
+    for base, next_offset, _size in log.segments():
+        for i, start in enumerate(starts):
+            if base <= start < next_offset:
+                segment_of[i] = base
+    offset = data.draw(st.integers(0, log.end_offset - 1))
+    for _ in range(2):
+        first = max(i for i, start in enumerate(starts) if start <= offset)
+        expected = batches[first]
+        for j in range(first + 1, len(batches)):
+            if segment_of[j] != segment_of[first] or len(expected) + len(batches[j]) > max_bytes:
+                break
+            expected += batches[j]
+        assert log.read(offset, max_bytes) == expected
+        log.close()
+        log = FileLog.open(path, segment_bytes=segment_bytes)
+    log.close()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import pykraft.storage.snapshots as snapshots_module
 from pykraft.raft.types import ElectionState, Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.records import VoterRecordEntry, build_batch, iter_batches
 from pykraft.storage import (
@@ -23,6 +24,7 @@ from pykraft.storage import (
     write_meta_properties,
     write_snapshot,
 )
+from pykraft.storage.snapshots import validate_snapshot, validate_snapshot_file
 
 TS = 1_700_000_000_000
 SID = OffsetAndEpoch(120, 4)
@@ -144,3 +146,37 @@ def test_meta_properties_round_trip(tmp_path: Path) -> None:
     assert "version=1" in text and f"directory.id={uuid_to_kafka(meta.directory_id)}" in text
     value = uuid.uuid4()
     assert kafka_to_uuid(uuid_to_kafka(value)) == value and len(uuid_to_kafka(value)) == 22
+
+
+@pytest.mark.parametrize("chunk", [61, 100, 1 << 20])
+def test_streamed_validation_agrees_with_whole_buffer_validation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """``validate_snapshot_file`` reads in chunks (here also smaller than one batch): it
+    accepts and refuses exactly what ``validate_snapshot`` does on the whole bytes."""
+    monkeypatch.setattr(snapshots_module, "_VALIDATE_CHUNK_BYTES", chunk)
+    make_snapshot(tmp_path / "src")
+    name = "00000000000000000120-0000000004.checkpoint"
+    data = (tmp_path / "src" / name).read_bytes()
+    variants = [data] + [data[:cut] for cut in range(0, len(data), 7)]
+    for pos in range(0, len(data), 3):
+        flipped = bytearray(data)
+        flipped[pos] ^= 0x40
+        variants.append(bytes(flipped))
+    path = tmp_path / name
+    for variant in variants:
+        path.write_bytes(variant)
+        try:
+            validate_snapshot(variant, name)
+            whole_ok = True
+        except CorruptSnapshotError:
+            whole_ok = False
+        try:
+            validate_snapshot_file(path, name)
+            streamed_ok = True
+        except CorruptSnapshotError as exc:
+            assert name in str(exc)
+            streamed_ok = False
+        assert streamed_ok == whole_ok, (len(variant), variant == data)
+    path.write_bytes(data)
+    validate_snapshot_file(path)

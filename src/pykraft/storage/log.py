@@ -119,6 +119,19 @@ class _Segment:
             position += header.size
         raise AssertionError(f"offset {offset} not found in {self.path}")
 
+    def batch_end_before(self, limit: int, minimum: int) -> int:
+        """The last batch boundary at or below ``limit`` (``minimum``, a batch boundary, when
+        none is above it): the nearest index entry below ``limit``, then headers forward
+        (fewer than ~4 KiB of batches lie between two index entries)."""
+        i = bisect.bisect_right(self.index_positions, limit) - 1
+        position = max(self.index_positions[i], minimum) if i >= 0 else minimum
+        while position < self.size_bytes:
+            size = read_header(os.pread(self.fd, BATCH_HEADER_SIZE, position)).size
+            if position + size > limit:
+                break
+            position += size
+        return position
+
     def truncate(self, position: int, offset: int) -> None:
         i = bisect.bisect_left(self.index_positions, position)
         del self.index_offsets[i:]
@@ -391,20 +404,15 @@ class FileLog:
         segment = self._segments[i]
         position, header = segment.locate(offset)
         assert header is not None
-        want = min(max(max_bytes, header.size), segment.size_bytes - position)
-        data = os.pread(segment.fd, want, position)
-        if len(data) == header.size:
-            return data
-        # Cut at the last whole batch (headers only; CRCs were checked on the way in).
-        mv = memoryview(data)
-        cut = 0
-        while cut + BATCH_HEADER_SIZE <= len(mv):
-            size = read_header(mv, cut).size
-            if cut + size > len(mv):
-                break
-            cut += size
-        assert cut >= header.size
-        return data[:cut] if cut < len(data) else data
+        # Whole batches only, at least the first: the end is found from the sparse index and
+        # a few headers, then read once (no read-then-cut copy of a big fetch).
+        limit = position + max(max_bytes, header.size)
+        end = (
+            segment.size_bytes
+            if limit >= segment.size_bytes
+            else segment.batch_end_before(limit, position + header.size)
+        )
+        return os.pread(segment.fd, end - position, position)
 
     def truncate_to(self, offset: int) -> None:
         assert self._start_offset <= offset <= self.end_offset, (offset, self.end_offset)

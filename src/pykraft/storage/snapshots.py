@@ -4,6 +4,8 @@ A snapshot is a sequence of v2 batches with dense offsets from 0: a SnapshotHead
 batch first, the application's records (and KRaftVersion / Voters control records), a
 SnapshotFooter control batch last. Writers fill ``<name>.checkpoint.part``; ``freeze`` fsyncs
 it, reads it back and validates it whole, renames it into place and fsyncs the directory.
+Files are validated as a stream (``validate_snapshot_file``: chunks of at most 8 MiB, or one
+batch when a batch is bigger), so a snapshot of any size costs bounded memory.
 A snapshot that fails validation (framing, CRC, header, footer) is refused: ``open`` logs
 it and leaves it out of the store; it is never served or loaded. Stale ``.part`` files
 (a crash mid-write) are deleted on open.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from kio.schema.voters_record.v0.data import VotersRecord
 
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.records import (
+    BATCH_HEADER_SIZE,
     ControlRecordType,
     CorruptRecordError,
     Record,
@@ -32,6 +36,8 @@ from pykraft.records import (
     decode_records,
     iter_batches,
     kraft_version_batch,
+    read_header,
+    scan_batches,
     snapshot_footer_batch,
     snapshot_header_batch,
     voters_batch,
@@ -93,6 +99,79 @@ def validate_snapshot(data: bytes, name: str) -> None:
         raise CorruptSnapshotError(f"{name}: {exc}") from exc
 
 
+_VALIDATE_CHUNK_BYTES = 8 * 1024 * 1024
+_LENGTH = struct.Struct(">qi")  # base offset, batch length: the first 12 bytes of a batch
+
+
+def validate_snapshot_file(path: Path, name: str | None = None) -> None:
+    """``validate_snapshot`` of the file at ``path``, read in chunks: the same checks
+    (framing, CRC, dense offsets from 0, SnapshotHeader first, SnapshotFooter last)."""
+    name = str(path) if name is None else name
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            raise CorruptSnapshotError(f"{name}: empty snapshot")
+        pos = 0  # file position of the next batch
+        expected = 0  # its base offset
+        last = (0, 0)  # (position, size) of the last batch seen
+        while pos < size:
+            chunk = os.pread(fd, min(_VALIDATE_CHUNK_BYTES, size - pos), pos)
+            mv = memoryview(chunk)
+            cut = 0  # whole batches in chunk[:cut]
+            while cut + 12 <= len(mv):
+                batch_size = 12 + _LENGTH.unpack_from(mv, cut)[1]
+                if batch_size < BATCH_HEADER_SIZE or cut + batch_size > len(mv):
+                    break  # read_header / scan_batches below say what is wrong
+                cut += batch_size
+            if cut == 0:
+                # One batch bigger than the chunk (or a torn / nonsensical length).
+                header = read_header(chunk)  # raises CorruptRecordError on a bad header
+                if header.size <= len(mv) or pos + header.size > size:
+                    raise CorruptSnapshotError(
+                        f"{name}: batch at position {pos} of {header.size} bytes, "
+                        f"{size - pos} left in the file"
+                    )
+                chunk = os.pread(fd, header.size, pos)
+                mv = memoryview(chunk)
+                cut = len(mv)
+            for position, batch_size, base, next_offset, _epoch, _attrs in scan_batches(mv[:cut]):
+                if base != expected:
+                    raise CorruptSnapshotError(f"{name}: batch at {base}, expected {expected}")
+                expected = next_offset
+                last = (pos + position, batch_size)
+            pos += cut
+        first = os.pread(fd, read_header(os.pread(fd, BATCH_HEADER_SIZE, 0)).size, 0)
+        tail = os.pread(fd, last[1], last[0])
+    except CorruptSnapshotError:
+        raise
+    except CorruptRecordError as exc:
+        raise CorruptSnapshotError(f"{name}: {exc}") from exc
+    finally:
+        os.close(fd)
+    _check_framing(first, tail, name)
+
+
+def _check_framing(first: bytes, last: bytes, name: str) -> None:
+    """The first batch starts with a SnapshotHeader, the last ends with a SnapshotFooter."""
+    try:
+        first_header, last_header = read_header(first), read_header(last)
+        if (
+            not first_header.is_control
+            or decode_control(decode_records(first)[0])[0] is not ControlRecordType.SNAPSHOT_HEADER
+        ):
+            raise CorruptSnapshotError(f"{name}: does not start with a SnapshotHeader")
+        if (
+            not last_header.is_control
+            or decode_control(decode_records(last)[-1])[0] is not ControlRecordType.SNAPSHOT_FOOTER
+        ):
+            raise CorruptSnapshotError(f"{name}: does not end with a SnapshotFooter")
+    except CorruptSnapshotError:
+        raise
+    except CorruptRecordError as exc:
+        raise CorruptSnapshotError(f"{name}: {exc}") from exc
+
+
 class FileSnapshotWriter:
     """Writes one ``.checkpoint.part`` file; implements ``SnapshotWriter``."""
 
@@ -124,7 +203,7 @@ class FileSnapshotWriter:
         finally:
             os.close(fd)
         try:
-            validate_snapshot(self.part_path.read_bytes(), self.part_path.name)
+            validate_snapshot_file(self.part_path, self.part_path.name)
         except CorruptSnapshotError:
             self.part_path.unlink(missing_ok=True)
             raise
@@ -161,7 +240,7 @@ class FileSnapshotStore:
                 log.error("ignoring %s: not a snapshot name", path)
                 continue
             try:
-                validate_snapshot(path.read_bytes(), str(path))
+                validate_snapshot_file(path)
             except CorruptSnapshotError as exc:
                 log.error("refusing corrupt snapshot: %s", exc)
                 self.refused.append(path)
