@@ -244,9 +244,15 @@ def _rates(
 
 
 def run_catchup(
-    workdir: Path, *, down_s: float, spec: LoadSpec, log: Any = print
+    workdir: Path,
+    *,
+    down_s: float,
+    spec: LoadSpec,
+    profile_dir: Path | None = None,
+    log: Any = print,
 ) -> dict[str, Any]:
-    """Stop a follower, load the leader for ``down_s``, restart it, time its catch-up."""
+    """Stop a follower, load the leader for ``down_s``, restart it, time its catch-up
+    (``profile_dir``: a pyinstrument profile of the follower while it catches up)."""
     name = f"follower down {down_s:.0f} s"
     base = workdir / "kraft-catchup"
     try:
@@ -262,11 +268,16 @@ def run_catchup(
             target = kc.status(lid)["log_end_offset"]
             bytes_before = data_bytes(kc.node_dir(follower))
             t_spawn = time.time()
-            kc.start(follower)
+            child = kc.start(follower)
             t_started = float(kc.last_started.get("t", t_spawn))
+            if profile_dir is not None:
+                child.send({"cmd": "profile_start"})
             start_offset = kc.status(follower)["log_end_offset"]
             t_reach, st = _wait_offset(kc, follower, target, CATCHUP_WAIT_S)
             received = data_bytes(kc.node_dir(follower)) - bytes_before
+            if profile_dir is not None:
+                path = profile_dir / "profile-catchup-follower.txt"
+                child.request({"cmd": "profile_stop", "path": str(path)}, "profiled", 60)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     if t_reach is None:
@@ -401,7 +412,9 @@ def main() -> None:
     )
     parser.add_argument("--log-mib", type=int, default=64, help="new-voter log size")
     parser.add_argument("--snapshot-mib", type=int, default=16, help="new-voter snapshot size")
-    parser.add_argument("--profile-dir", type=Path, help="new-voter: pyinstrument profiles")
+    parser.add_argument(
+        "--profile-dir", type=Path, help="pyinstrument profiles of the catching-up node"
+    )
     args = parser.parse_args()
     install_reaper()
 
@@ -412,7 +425,9 @@ def main() -> None:
         out: Any
         if args.catchup == "follower":
             spec = LoadSpec(1024, 256, warmup_s=0.0, measure_s=args.seconds)
-            out = run_catchup(Path(tmp), down_s=args.seconds, spec=spec, log=say)
+            out = run_catchup(
+                Path(tmp), down_s=args.seconds, spec=spec, profile_dir=args.profile_dir, log=say
+            )
         elif args.catchup == "new-voter":
             out = run_catchup_new_voter(
                 Path(tmp),
