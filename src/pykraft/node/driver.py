@@ -17,11 +17,9 @@ which performs the core's ``Ready`` exactly as its docstring orders:
    (commit futures, the optional ``on_commit`` callback, a log line);
 4. ``next_deadline_ms``: one loop timer calls ``poll`` then.
 
-The network edges (``pykraft.net``) call in and out synchronously: a request is decoded and
-stepped in the socket's ``data_received``, and the core's answer is encoded and written
-inside ``_pump``; a peer's response reaches the core the same way. No input or output waits
-for a turn of the loop's ready queue, which matters because one commit crosses the edges
-four times (leader -> follower records, follower -> leader Fetch, on two followers).
+The network edges (``pykraft.net``) call in and out synchronously: requests and peers'
+responses are stepped from the socket's ``data_received``, answers written inside ``_pump``;
+nothing waits for a turn of the loop's ready queue (a commit crosses the edges four times).
 
 Where the flush runs (``flush.py``). A fast fsync runs inline: handing it to a thread costs
 two thread switches and, on a busy process, waits for the GIL on both sides (0.1-0.8 ms each
@@ -36,8 +34,8 @@ so the log is never written while being flushed (FileLog is not thread-safe, and
 producers: each connection has at most ``in_flight_max`` requests, each peer channel a
 bounded backlog, there is one poll timer and one linger timer.
 
-After a flush the core may have more to say (``on_flushed`` can commit and answer parked
-fetches), so the pump asks again.
+After a flush the core may have more to say (``on_flushed`` can commit), so the pump asks
+again.
 
 The clock is the loop's monotonic clock in milliseconds; the core never reads it itself.
 Request ids: the core numbers the requests it sends; this driver numbers the requests it
@@ -129,7 +127,8 @@ class NodeStartError(Exception):
 
 class RaftNode:
     """A KRaft controller process's quorum machinery. Create, ``await start()``, then use
-    :meth:`append` / :meth:`wait_committed`; ``await shutdown()`` resigns gracefully."""
+    :meth:`append` / :meth:`wait_committed`; ``await shutdown()`` resigns gracefully.
+    Embedders: ``gc.freeze()`` once started, as ``pykraft server`` does (see node/server.py)."""
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -67,6 +68,12 @@ async def serve(config: NodeConfig) -> int:
     except OSError as e:
         log.error("cannot listen on %s: %s", config.controller_listener, e)
         return 1
+    # Everything built so far (modules, kio's schema classes, the core) lives as long as the
+    # process: keep it out of the cyclic GC's scans. A full collection over it took 30-50 ms
+    # on a loaded leader (the K=1024 bench's p99); frozen, a collection sees only what the
+    # load allocates.
+    gc.collect()
+    gc.freeze()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
