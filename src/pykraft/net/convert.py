@@ -90,7 +90,6 @@ __all__ = [
     "VersionTooOld",
     "api_key_of",
     "error_response_for",
-    "is_top_level_error",
     "request_from_kio",
     "request_to_kio",
     "response_from_kio",
@@ -106,12 +105,6 @@ _TOP_LEVEL_ERRORS: Final = frozenset(
         ErrorCode.cluster_authorization_failed,
     }
 )
-
-
-def is_top_level_error(error: ErrorCode) -> bool:
-    """An error a response carries at the top level (no partition data)."""
-    return error in _TOP_LEVEL_ERRORS
-
 
 _API_KEY_OF: Final[dict[type, ApiKey]] = {
     VoteRequest: ApiKey.VOTE,

@@ -9,9 +9,7 @@ the same connection, in Kafka too). A handler answers in one of two ways:
   is encoded and written inside that call, once every earlier answer on the connection is
   out. The node does this: a request goes from the socket into the core and its answer back
   to the socket without a trip through the event loop's ready queue (each such trip costs a
-  loop iteration, and a follower's Fetch crosses this edge on every commit). The payload is
-  kio's message, or a ``FrameWriter`` when the handler encodes the answer itself (the
-  leader's Fetch answers, ``fetch_wire.py``);
+  loop iteration, and a follower's Fetch crosses this edge on every commit);
 * it returns an awaitable (a coroutine): run as a task, written when it completes.
 
 At most ``in_flight_max`` requests per connection are outstanding, and nothing more is
@@ -50,15 +48,11 @@ from pykraft.protocol import (
     error_response,
 )
 
-__all__ = ["Answer", "FrameWriter", "Handler", "KafkaServer"]
+__all__ = ["Answer", "Handler", "KafkaServer"]
 
 log = logging.getLogger("pykraft.net.server")
 
 IN_FLIGHT_MAX_DEFAULT: Final = 64
-
-
-FrameWriter = Callable[[int], bytes]
-"""An answer encoded by the handler: ``frame(correlation_id)`` is its whole framed form."""
 
 
 class Answer:
@@ -68,7 +62,7 @@ class Answer:
 
     __slots__ = ("_deliver", "done", "on_cancel", "payload")
 
-    def __init__(self, payload: ResponsePayload | FrameWriter | None = None) -> None:
+    def __init__(self, payload: ResponsePayload | None = None) -> None:
         self.payload = payload
         self.done = payload is not None
         self._deliver: Callable[[], None] | None = None
@@ -78,7 +72,7 @@ class Answer:
         """The connection's side: ``deliver()`` runs inside ``set``."""
         self._deliver = deliver
 
-    def set(self, payload: ResponsePayload | FrameWriter) -> None:
+    def set(self, payload: ResponsePayload) -> None:
         if self.done:
             return
         self.payload = payload
@@ -328,10 +322,7 @@ class _ServerConnection(asyncio.Protocol):
             if transport.is_closing():
                 continue
             assert payload is not None
-            if callable(payload):
-                transport.write(payload(correlation_id))
-            else:
-                transport.write(encode_response(correlation_id, payload))
+            transport.write(encode_response(correlation_id, payload))
         if self._paused_reading:
             self._take_requests()
         self._close_if_done()

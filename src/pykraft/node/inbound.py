@@ -11,7 +11,7 @@ from typing import Final
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.net.convert import is_top_level_error, request_from_kio, response_to_kio
+from pykraft.net.convert import request_from_kio, response_to_kio
 from pykraft.net.convert_voters import (
     FEATURE_APIS,
     KRAFT_VERSION_FEATURE,
@@ -19,8 +19,7 @@ from pykraft.net.convert_voters import (
     voter_request_from_kio,
     voter_response_to_kio,
 )
-from pykraft.net.fetch_wire import FETCH_VERSIONS, fetch_response_frame
-from pykraft.net.server import Answer, FrameWriter
+from pykraft.net.server import Answer
 from pykraft.node.cluster import CLUSTER_APIS
 from pykraft.protocol import KRAFT_APIS, ApiKey, DecodedRequest, build_api_versions_response
 from pykraft.raft.config import RaftConfig
@@ -143,17 +142,8 @@ def answer_wait_ms(body: AnyRequest, voter_change_timeout_ms: int) -> int:
     return 0
 
 
-def encode_answer(
-    body: AnyResponse, pending: PendingAnswer
-) -> ResponsePayload | FrameWriter | None:
-    """The wire form of the core's response to ``pending``; None when it has none. A
-    leader's Fetch answer (one per follower per commit) is written without kio."""
-    if (
-        isinstance(body, FetchResponse)
-        and pending.api_version in FETCH_VERSIONS
-        and not is_top_level_error(body.error)
-    ):
-        return fetch_response_frame(body, pending.api_version, pending.listener_name)
+def encode_answer(body: AnyResponse, pending: PendingAnswer) -> ResponsePayload | None:
+    """The wire form of the core's response to ``pending``; None when it has none."""
     if isinstance(body, _RESPONSE_TYPES):
         return response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
     if isinstance(body, _VOTER_RESPONSE_TYPES):
