@@ -398,7 +398,10 @@ def _section_catchup(rep: Report) -> None:
         "the leader adds it once it has caught up. Both are timed until the node's log end "
         "offset reaches the leader's; bytes are what the node's log and snapshot files grew by. "
         "*incl. start*: from the process spawn (interpreter, imports, storage open, leader "
-        "discovery); *from first data*: from the first fetched bytes the node held.",
+        "discovery); *from first data*: from the first fetched bytes the node held. The log "
+        "keeps only its last 64 MiB in the page cache (see `storage/log.py`): on this VM, "
+        "writing into new page cache costs first-touch faults (~300-450 MB/s) that recycled "
+        "pages do not (~3.5 GB/s).",
         "",
     )
     rows = []
@@ -541,11 +544,23 @@ LIMITS = {
     "failover p50, tuned": "Fetch timeout 200 ms + election timeout up to 100 ms + pre-vote, "
     "vote, a BeginQuorumEpoch and the first fsynced commit; restarts of the victim and CPU "
     "contention add tail. Check again on a quiet machine.",
-    "catch-up MB/s (follower": "A follower fetches one batch range per round trip "
-    "(fetch_max_bytes 8 MiB) and fsyncs each; on a 5 s backlog the process start dominates. "
-    "The full run's 30 s backlog is the meaningful figure.",
-    "catch-up MB/s (new": "Needs AddRaftVoter (KIP-853) in the node, and a bench step that "
-    "builds a 1 GiB log plus a snapshot; not wired yet.",
+    "catch-up MB/s (follower": "Process start (interpreter and ~1 s of imports -- kio's "
+    "schema modules; kio.static._phantom pulls in hypothesis -- plus storage open: 0.6-1.4 s "
+    "here) dominates small backlogs: a 5 s quick backlog is ~40 MB, so read the rate from the "
+    "first fetched bytes there. After it, each 8 MiB Fetch round is strictly serial: the "
+    "leader reads (from the disk when older than its 64 MiB cached tail, with the next range "
+    "read ahead) and encodes (kio copies the records into a BytesIO, ~2.4 s per 1.3 GB in the "
+    "leader's profile, and the transport copies again, ~1 s), the follower copies the frame "
+    "out of its receive buffer (tobytes), appends, fsyncs, and only then sends its next Fetch "
+    "(B13: a fetch offset states durable data). Closing the rest: write the records field "
+    "without the encode copy (writelines of header + records), hand the decoder a memoryview, "
+    "lazy kio schema imports, and let an observer fetch ahead of its flush (its offset does "
+    "not count until a VotersRecord makes it a voter, which would then need a flush first).",
+    "catch-up MB/s (new": "Same serial Fetch rounds as a restarted follower, after a "
+    "FetchSnapshot phase (8 MiB chunks, no fsync until the end; the new node's snapshot writes "
+    "still pay first-touch page faults, slow on this VM -- a drop-behind for snapshot files "
+    "did not help in an A/B, nor did 32 MiB fetches). See the follower row for what would "
+    "close the rest.",
     "simulator": "See bench_sim.py --cprofile; owned by the simulator's engineer.",
 }
 

@@ -162,16 +162,32 @@ def failover(plan: Plan, work: Path) -> list[dict[str, Any]]:
 
 
 def catchup(plan: Plan, work: Path) -> list[dict[str, Any]]:
+    """Both cases; one that fails is reported as an error row, the other still runs."""
     spec = LoadSpec(1024, 256, warmup_s=0.0, measure_s=plan.catchup_down_s)
-    return [
-        run_catchup(work, down_s=plan.catchup_down_s, spec=spec, log=say),
-        run_catchup_new_voter(
-            work,
-            log_bytes=plan.catchup_log_bytes,
-            snapshot_bytes=plan.catchup_snapshot_bytes,
-            log=say,
+    cases: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        (
+            "follower down",
+            lambda: run_catchup(work, down_s=plan.catchup_down_s, spec=spec, log=say),
+        ),
+        (
+            "new voter",
+            lambda: run_catchup_new_voter(
+                work,
+                log_bytes=plan.catchup_log_bytes,
+                snapshot_bytes=plan.catchup_snapshot_bytes,
+                log=say,
+            ),
         ),
     ]
+    out: list[dict[str, Any]] = []
+    for name, run in cases:
+        try:
+            out.append(run())
+        except Exception as exc:
+            say(f"   catch-up {name} FAILED: {exc}")
+            traceback.print_exc()
+            out.append({"name": name, "error": f"{type(exc).__name__}: {exc}"})
+    return out
 
 
 def profile(plan: Plan, work: Path, out_dir: Path) -> dict[str, Any]:

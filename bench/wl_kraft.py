@@ -39,6 +39,7 @@ from _load import LoadSpec
 
 LEADER_WAIT_S = 60.0
 CATCHUP_WAIT_S = 600.0
+ADDED_WAIT_S = 60.0
 FILL_WAIT_S = 600.0
 KAFKA_DEFAULTS = {"election_timeout_ms": 1000, "fetch_timeout_ms": 2000}
 TUNED = {"election_timeout_ms": 100, "fetch_timeout_ms": 200}
@@ -210,6 +211,15 @@ def data_bytes(node_dir: Path) -> int:
     return total
 
 
+def _tails(base: Path, what: str, lines: int = 8) -> str:
+    """``what`` plus the last lines of each node's log under ``base`` (which is deleted)."""
+    parts = [what]
+    for path in sorted(base.glob("kraft-*.log")):
+        tail = path.read_text(errors="replace").splitlines()[-lines:]
+        parts.append(f"{path.name}: " + " | ".join(tail))
+    return "; ".join(parts)
+
+
 def _wait_offset(
     kc: KraftCluster, node_id: int, target: int, timeout_s: float
 ) -> tuple[float | None, dict[str, Any]]:
@@ -376,7 +386,15 @@ def run_catchup_new_voter(
                 for who, node in (("new-voter", child),):
                     path = profile_dir / f"profile-catchup-{who}.txt"
                     node.request({"cmd": "profile_stop", "path": str(path)}, "profiled", 60)
-            added = child.expect("added", timeout_s=120) if t_reach is not None else None
+            added = None
+            if t_reach is not None:
+                try:
+                    added = child.expect("added", timeout_s=ADDED_WAIT_S)
+                except TimeoutError:
+                    added = {
+                        "t": time.time(),
+                        "error": _tails(base, f"no answer in {ADDED_WAIT_S:.0f} s"),
+                    }
             voter_ids = kc.status(new_id).get("voter_ids") if added else None
     finally:
         shutil.rmtree(base, ignore_errors=True)
