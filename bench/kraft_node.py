@@ -14,7 +14,7 @@ answers JSON-line commands on stdin with ``@@ {json}`` lines on stdout:
   ``appenders`` concurrent callers until ``target_bytes`` more log bytes are committed (the
   catch-up benchmark's fast log builder);
 - ``snapshot``: a snapshot at the high watermark holding ``bytes`` of synthetic records
-  (``RaftCore.create_snapshot``); the log start offset moves to it;
+  (``RaftNode.create_snapshot``); the log start offset moves to it;
 - ``add_self``: AddRaftVoter for this node (``AdminClient.add_controller`` to the voters), in
   the background; an ``added`` message (wall-clock ``t``, ``error``) follows when answered;
 - ``profile_start`` / ``profile_stop`` {``path``}: pyinstrument over the whole process
@@ -55,6 +55,7 @@ from _common import LOOPBACK, emit
 from _load import AsyncLoad, LoadSpec
 from pykraft.node.config import NodeConfig
 from pykraft.node.driver import RaftNode
+from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.storage import InitialController, ServerConfig, format_storage
 
 # Directory ids of the initial voters in --dynamic mode: derived from the node id, so that
@@ -257,26 +258,22 @@ async def fill(node: RaftNode, committed: Committed, cmd: dict[str, Any]) -> dic
 
 
 async def snapshot(node: RaftNode, cmd: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot at the high watermark of ``bytes`` synthetic records, written in one go on
-    the loop (no flush may run meanwhile: freezing it moves the log start)."""
+    """A snapshot at the high watermark of ``bytes`` synthetic records, written in one go
+    through ``RaftNode.create_snapshot`` (which keeps it clear of a running flush)."""
     core = node.core
     assert core is not None
     t0 = time.perf_counter()
-    deadline = time.monotonic() + 30
-    # RaftNode has no snapshot API yet: wait out a running flush (the driver's invariant:
-    # nothing touches the log while it is flushed), then write without yielding.
-    while getattr(node, "_flushing", None) is not None and time.monotonic() < deadline:
-        await asyncio.sleep(0.001)
     record_bytes = int(cmd.get("record_bytes", 10240))
     per_batch = int(cmd.get("records_per_batch", 100))
     values = [b"s" * record_bytes] * per_batch
-    writer = core.create_snapshot(core.high_watermark, node.now_ms())
-    written = 0
-    while written < int(cmd["bytes"]):
-        writer.append(values, node.now_ms())
-        written += record_bytes * per_batch
-    writer.freeze(node.now_ms())
-    sid = writer.snapshot_id
+
+    def write(writer: RaftSnapshotWriter) -> None:
+        written = 0
+        while written < int(cmd["bytes"]):
+            writer.append(values, node.now_ms())
+            written += record_bytes * per_batch
+
+    sid = await node.create_snapshot(write)
     return {
         "type": "snapshotted",
         "offset": sid.offset,

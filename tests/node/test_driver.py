@@ -18,7 +18,8 @@ from pykraft.node.config import load_config
 from pykraft.node.describe import describe_quorum_request
 from pykraft.node.driver import RaftNode
 from pykraft.node.flush import FLUSH_INLINE_MAX_MS, Flusher
-from pykraft.storage import ServerConfig, format_storage
+from pykraft.raft.snapshots import RaftSnapshotWriter
+from pykraft.storage import ServerConfig, format_storage, read_snapshot
 
 from .procs import CLUSTER_ID, free_ports
 
@@ -183,6 +184,44 @@ def test_api_versions_advertises_the_cores_kraft_versions_and_many_appends_share
             lasts = await asyncio.gather(*(node.append([b"x"] * n) for n in (1, 2, 3)))
             assert lasts[1] - lasts[0] == 2 and lasts[2] - lasts[1] == 3
             await node.wait_committed(lasts[2])
+        finally:
+            await node.shutdown()
+
+    asyncio.run(go())
+
+
+def test_create_snapshot_writes_the_state_at_the_high_watermark_and_drops_a_failed_one(
+    tmp_path: Path,
+) -> None:
+    """RaftNode.create_snapshot: the application's records are in the frozen snapshot, its id
+    is the high watermark, the log start may move to it; an error in ``write`` leaves no
+    snapshot behind and the node keeps working."""
+    config = load_config(single_voter(tmp_path))
+
+    async def go() -> None:
+        node = RaftNode(config)
+        await node.start()
+        try:
+            await elected(node)
+            assert node.core is not None
+            last = await node.append([b"a"] * 50)
+            await node.wait_committed(last)
+
+            def fail(writer: RaftSnapshotWriter) -> None:
+                writer.append([b"partial"])
+                raise RuntimeError("application failed")
+
+            with pytest.raises(RuntimeError):
+                await node.create_snapshot(fail)
+            assert node.core.snapshots.latest() is None
+
+            sid = await node.create_snapshot(lambda w: w.append([b"state-1", b"state-2"]))
+            assert sid.offset == node.core.high_watermark
+            contents = read_snapshot(node.core.snapshots, sid)
+            assert [r.value for r in contents.records] == [b"state-1", b"state-2"]
+            assert node.core.log.start_offset <= sid.offset
+            after = await node.append([b"b"])  # appends still commit after the snapshot
+            await node.wait_committed(after)
         finally:
             await node.shutdown()
 

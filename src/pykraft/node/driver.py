@@ -105,7 +105,8 @@ from pykraft.raft.messages import (
     is_request,
 )
 from pykraft.raft.roles import Role
-from pykraft.raft.types import Endpoint, ReplicaKey
+from pykraft.raft.snapshots import RaftSnapshotWriter
+from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.raft.voters import VoterSet
 from pykraft.storage import (
     PARTITION_DIR_NAME,
@@ -624,6 +625,28 @@ class RaftNode:
             self.metrics.on_append(now, len(batch.values))
         self._commits.mark(last, now)
         batch.appended(last)
+
+    async def create_snapshot(
+        self, write: Callable[[RaftSnapshotWriter], None], end_offset: int | None = None
+    ) -> OffsetAndEpoch:
+        """A snapshot of the committed log below ``end_offset`` (default: the high
+        watermark). ``write`` appends the application's state to the writer and must not
+        await: the log is not touched while it runs, then the snapshot is frozen (durable,
+        visible) and the log start may move past it. On an error the snapshot is dropped."""
+        core = self.core
+        if core is None or self._stopping:
+            raise ConnectionError("node is not running")
+        await self._flush_done()  # freezing moves the log start: never during a flush
+        end = core.high_watermark if end_offset is None else end_offset
+        writer = core.create_snapshot(end, self.now_ms())
+        try:
+            write(writer)
+            writer.freeze(self.now_ms())
+        except BaseException:
+            writer.abort()
+            raise
+        self._pump()
+        return writer.snapshot_id
 
     async def wait_committed(self, offset: int, epoch: int | None = None) -> None:
         """Wait until ``offset`` is below the high watermark. With ``epoch`` (the epoch the
