@@ -10,9 +10,17 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.raft.config import InvalidSnapshotError, NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
-from pykraft.raft.messages import FetchRequest, FetchResponse, Inbound, VoteResponse
+from pykraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    Inbound,
+    VoteResponse,
+)
+from pykraft.raft.outputs import IdleReady
 from pykraft.raft.types import ReplicaKey
 from pykraft.raft.voters import VoterSet
+from pykraft.records import build_batch
 from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
 
 
@@ -107,3 +115,73 @@ def test_not_leader_error_and_snapshot_bounds() -> None:
     w = single.create_snapshot(1, 0)
     w.freeze()
     assert single.log.start_offset == 1 and single.snapshots.latest() == w.snapshot_id
+
+
+def test_idle_ready_is_shared_and_read_only() -> None:
+    c = leader_of_three()
+    idle = c.ready(2000)
+    assert isinstance(idle, IdleReady) and not idle.must_flush and not idle.messages
+    assert c.ready(2000) is idle  # same deadline: the same object
+    with pytest.raises(AttributeError):
+        idle.next_deadline_ms = 0
+    with pytest.raises(AttributeError):
+        idle.messages.append(idle.messages[0])  # type: ignore[attr-defined]
+    c.append([b"a"], 2001)
+    busy = c.ready(2001)
+    assert busy.must_flush and not isinstance(busy, IdleReady)
+    c.log.flush()
+    c.on_flushed(2001)
+    assert fetch(c, 2, 1, 2, 1, 2100)  # moves the HWM: answered at once
+    assert fetch(c, 2, 2, 2, 1, 2100) == []  # nothing new: parked until 2600
+    later = c.ready(2100)
+    assert isinstance(later, IdleReady) and later is not idle
+    assert (idle.next_deadline_ms, later.next_deadline_ms) == (3000, 2600)
+
+
+def test_check_invariants_two_voter_records_above_the_hwm() -> None:
+    c = core(voters=(1,))
+    c.log.flush()
+    c.on_flushed(0)
+    hwm = c.high_watermark
+    assert c.role == "leader" and hwm > c.quorum.role.epoch_start_offset  # type: ignore[attr-defined]
+    entries = c.voter_history.entries
+    entries.append((hwm, c.voters))
+    c.check_invariants()  # one change above the HWM: allowed
+    entries.append((hwm + 1, c.voters))
+    with pytest.raises(AssertionError, match=rf"\[{hwm}, {hwm + 1}\]"):
+        c.check_invariants()
+    del entries[-2:]
+    c.check_invariants()
+
+
+def follower_after_fetch(now: int) -> RaftCore:
+    """Node 2 following 1 in epoch 1; its first Fetch answered with one record at ``now``."""
+    c = core(local=2)
+    c.ready(0)  # Unattached: fetching from the voters in turn (D8)
+    c.step(Inbound(1, 1, BeginQuorumEpochRequest(None, 1, 1, ReplicaKey(2))), 100)
+    (rid,) = [m.request_id for m in c.ready(100).messages if isinstance(m.body, FetchRequest)]
+    batch = build_batch(0, 1, [b"a"], 100)
+    c.step(Inbound(1, rid, FetchResponse(ErrorCode.none, 1, 1, 0, 0, batch)), now)
+    return c
+
+
+def test_follower_flush_releases_its_next_fetch() -> None:
+    """The Fetch stating the new offset waits for the flush; the flush itself sends nothing
+    more (the follower's drive at the same time already sent it)."""
+    c = follower_after_fetch(150)
+    ready = c.ready(150)
+    assert ready.must_flush and not ready.messages
+    (held,) = ready.messages_after_flush
+    assert isinstance(held.body, FetchRequest) and held.body.fetch_offset == 1
+    c.log.flush()
+    c.on_flushed(150)
+    assert isinstance(c.ready(150), IdleReady) and c.role == "follower"
+
+
+def test_follower_flush_later_fires_its_timers() -> None:
+    """A flush that completes after the fetch timeout drives the follower like a poll."""
+    c = follower_after_fetch(150)
+    c.ready(150)
+    c.log.flush()
+    c.on_flushed(150 + RaftConfig().fetch_timeout_ms)
+    assert c.role == "prospective"

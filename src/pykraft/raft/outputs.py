@@ -1,4 +1,5 @@
-"""Which of a ``Ready``'s messages must wait for the flush (B13).
+"""What ``RaftCore.ready`` hands out: which messages must wait for the flush (B13), when to
+poll next, and the shared read-only ``Ready`` of an idle core.
 
 Messages that tell a peer our log end offset as something it may count -- a Fetch's fetch
 offset toward the leader's high watermark, a Vote request's last offset -- wait for the flush
@@ -7,9 +8,14 @@ offset toward the leader's high watermark, a Vote request's last offset -- wait 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from pykraft.raft.interfaces import Ready
 from pykraft.raft.messages import FetchRequest, Outbound, VoteRequest
+
+if TYPE_CHECKING:
+    from pykraft.raft.core import RaftCore
+    from pykraft.raft.requests import RequestManager
 
 FLUSH_GATED: Final = (FetchRequest, VoteRequest)
 
@@ -31,3 +37,48 @@ def split_at_flush(out: list[Outbound]) -> tuple[list[Outbound], list[Outbound]]
         else:
             now.append(m)
     return now, later
+
+
+def next_deadline_ms(core: RaftCore, requests: RequestManager, now_ms: int) -> int:
+    """``Ready.next_deadline_ms``: the earliest of the role's timer, the requests' timeouts
+    and backoffs, the parked fetches, the fetch retry and the voter change's timeout."""
+    # Computed afresh on every call: what it reads changes in many modules (role timers,
+    # the purgatory, the voter change), too many to invalidate a cache reliably.
+    deadline = requests.next_deadline_ms(core.quorum.role.wakeup_ms(), now_ms)
+    purgatory = core.purgatory
+    if purgatory:
+        for parked in purgatory.values():
+            if parked.deadline_ms < deadline:
+                deadline = parked.deadline_ms
+    if now_ms < core.fetch_retry_at_ms < deadline:
+        deadline = core.fetch_retry_at_ms
+    change = core.voter_change
+    if change is not None and change.deadline_ms < deadline:
+        deadline = change.deadline_ms
+    return deadline if deadline > now_ms else now_ms
+
+
+class IdleReady(Ready):
+    """A ``Ready`` with nothing to do but poll by ``next_deadline_ms`` (half of all calls in
+    the simulator). ``RaftCore.ready`` hands the same one out again while the deadline holds,
+    so it is read-only: setting a field raises, and its lists are empty tuples (a driver that
+    appended to a shared list would resend those messages on every later idle Ready)."""
+
+    __slots__ = ()
+
+    def __init__(self, next_deadline_ms: int) -> None:
+        init = object.__setattr__
+        init(self, "must_flush", False)
+        init(self, "messages", ())
+        init(self, "messages_after_flush", ())
+        init(self, "snapshot_loaded", None)
+        init(self, "high_watermark", None)
+        init(self, "leader_change", None)
+        init(self, "next_deadline_ms", next_deadline_ms)
+        init(self, "completed", ())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"IdleReady is shared and read-only: cannot set {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"IdleReady is shared and read-only: cannot delete {name}")
