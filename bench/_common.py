@@ -11,6 +11,7 @@ other output is kept in the child's log file only.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import os
@@ -79,6 +80,7 @@ class Child:
         )
         _LIVE.add(self)
         self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=100_000)
+        self._kept: dict[str, collections.deque[dict[str, Any]]] = {}
         self._reader = threading.Thread(target=self._read, name=f"read-{name}", daemon=True)
         self._reader.start()
 
@@ -105,7 +107,12 @@ class Child:
             raise ChildDied(f"{self.name}: {exc}") from exc
 
     def expect(self, kind: str, timeout_s: float) -> dict[str, Any]:
-        """Next protocol message of type ``kind`` (others are dropped); bounded by time."""
+        """Next protocol message of type ``kind``; bounded by time. Messages of other types
+        read meanwhile are kept (the last few of each type) for a later ``expect`` of theirs:
+        an asynchronous ``added`` must survive the ``status`` polls made while it arrived."""
+        kept = self._kept.get(kind)
+        if kept:
+            return kept.popleft()
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -121,6 +128,7 @@ class Child:
                 raise RuntimeError(f"{self.name}: {msg.get('error')}")
             if msg.get("type") == kind:
                 return msg
+            self._kept.setdefault(str(msg.get("type")), collections.deque(maxlen=16)).append(msg)
 
     def request(self, obj: dict[str, Any], kind: str, timeout_s: float) -> dict[str, Any]:
         self.send(obj)
