@@ -327,7 +327,13 @@ def _section_throughput(rep: Report) -> None:
         10.0,
         " ms",
         higher=False,
-        note=f"{best_half['system']}, {best_half['rate_rps']:,.0f} rec/s offered"
+        note=f"{best_half['system']}, {best_half['rate_rps']:,.0f} rec/s offered by "
+        f"K={best_half['appenders']} paced appenders; "
+        + ", ".join(
+            f"K={r['appenders']} {r['system']}: p99 {_fmt(r['p99_ms'], digits=1)} ms"
+            for r in halves
+            if r is not best_half
+        )
         if best_half
         else "",
     )
