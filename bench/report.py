@@ -321,6 +321,10 @@ def _section_throughput(rep: Report) -> None:
         )
     halves = [r for r in kraft if r.get("half_load_of")]
     best_half = min(halves, key=lambda r: r["p99_ms"] or 1e9) if halves else None
+
+    def delivered(r: Row) -> str:
+        return f"{r['records_per_s'] / r['rate_rps']:.0%} of it delivered"
+
     rep.target(
         "commit latency p99 at half the saturating load",
         best_half["p99_ms"] if best_half else None,
@@ -328,15 +332,21 @@ def _section_throughput(rep: Report) -> None:
         " ms",
         higher=False,
         note=f"{best_half['system']}, {best_half['rate_rps']:,.0f} rec/s offered by "
-        f"K={best_half['appenders']} paced appenders; "
+        f"K={best_half['appenders']} paced appenders, {delivered(best_half)}; "
         + ", ".join(
-            f"K={r['appenders']} {r['system']}: p99 {_fmt(r['p99_ms'], digits=1)} ms"
+            f"K={r['appenders']} {r['system']}: p99 {_fmt(r['p99_ms'], digits=1)} ms, "
+            f"{delivered(r)}"
             for r in halves
             if r is not best_half
         )
         if best_half
         else "",
     )
+    if best_half and best_half["records_per_s"] < 0.9 * best_half["rate_rps"]:
+        # A bound met at a lower rate than the one offered says little about half load.
+        name, measured, verdict, note = rep.targets[-1]
+        verdict = f"not shown ({verdict} at {delivered(best_half)})"
+        rep.targets[-1] = (name, measured, verdict, note)
     singles = [r for r in _closed(k100) if r["appenders"] == 1 and r["p50_ms"] is not None]
     best_single = min(singles, key=lambda r: r["p50_ms"]) if singles else None
     rep.target(
@@ -537,12 +547,15 @@ LIMITS = {
     "curve is still rising at K=256), overlapping the leader's fsync with serving Fetch (a "
     "FileLog flush that runs on a thread while appends continue, instead of freezing the "
     "core), and kio's encode copy of the records field (~60 us per Fetch answer).",
-    "commit latency p99": "The paced appenders are tasks on the leader's own event loop: at "
-    "the same offered rate, 1024 of them wake in bursts and queue behind each other and the "
-    "node's work on one loop (two cores for three node processes plus the load), while 256 "
-    "keep the tail under the bound. Linger 1, 2 and 5 ms did not help (small batches are not "
-    "the cause). Closing it for many-caller workloads: run the load outside the leader's "
-    "process, or resolve commits per batch instead of per call.",
+    "commit latency p99": "The paced load runs in the leader's process (one sleeping task "
+    "per appender, a timer and a future per call), and that pacing costs the CPU the node "
+    "needs: at half the closed-loop peak neither K delivered the offered rate (the table's "
+    "paced rows), although the closed loop reached twice it. With 1024 appenders the calls "
+    "also wake in bursts and queue on the one loop (p99 ~23 ms); 256 keep the tail near the "
+    "bound but cannot hold the pace with one call outstanding each. Linger 1, 2 and 5 ms did "
+    "not help (small batches are not the cause). What would settle it: pace with one ticker "
+    "task releasing calls (a token bucket) or from a separate process, then judge the p99; in "
+    "the node, resolve commits per batch rather than per call.",
     "commit latency p50": "One commit is the leader's flush, the follower's long-poll Fetch "
     "answer, its append and fsync and its next Fetch: two fsyncs (~0.2 ms each here) and two "
     "loopback round trips, plus kio encode/decode (~60-90 us per Fetch message).",
