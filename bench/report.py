@@ -547,15 +547,12 @@ LIMITS = {
     "curve is still rising at K=256), overlapping the leader's fsync with serving Fetch (a "
     "FileLog flush that runs on a thread while appends continue, instead of freezing the "
     "core), and kio's encode copy of the records field (~60 us per Fetch answer).",
-    "commit latency p99": "The paced load runs in the leader's process (one sleeping task "
-    "per appender, a timer and a future per call), and that pacing costs the CPU the node "
-    "needs: at half the closed-loop peak neither K delivered the offered rate (the table's "
-    "paced rows), although the closed loop reached twice it. With 1024 appenders the calls "
-    "also wake in bursts and queue on the one loop (p99 ~23 ms); 256 keep the tail near the "
-    "bound but cannot hold the pace with one call outstanding each. Linger 1, 2 and 5 ms did "
-    "not help (small batches are not the cause). What would settle it: pace with one ticker "
-    "task releasing calls (a token bucket) or from a separate process, then judge the p99; in "
-    "the node, resolve commits per batch rather than per call.",
+    "commit latency p99": "The load runs in the leader's process: at the same offered rate, "
+    "1024 appenders (tasks on the node's own loop) see a p99 about 4x that of 256, as the "
+    "calls released together queue on the one loop with the node's work (two cores for three "
+    "node processes plus the load). Linger 1, 2 and 5 ms did not help. What would close it "
+    "for many-caller workloads: resolve commits per batch rather than per call, or run the "
+    "callers outside the leader's process.",
     "commit latency p50": "One commit is the leader's flush, the follower's long-poll Fetch "
     "answer, its append and fsync and its next Fetch: two fsyncs (~0.2 ms each here) and two "
     "loopback round trips, plus kio encode/decode (~60-90 us per Fetch message).",
