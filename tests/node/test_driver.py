@@ -5,8 +5,10 @@ that asked for a flush is acted on before the flush completed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 
 from pykraft.net.client import Connection
 from pykraft.node import flush as flush_module
-from pykraft.node.config import load_config
+from pykraft.node.config import NodeConfig, load_config
 from pykraft.node.describe import describe_quorum_request
 from pykraft.node.driver import RaftNode
 from pykraft.node.flush import FLUSH_INLINE_MAX_MS, Flusher
@@ -47,6 +49,19 @@ async def elected(node: RaftNode) -> None:
     while node.core.role != "leader":
         assert loop.time() < deadline, "no election"
         await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def leader_node(config: NodeConfig) -> AsyncIterator[RaftNode]:
+    """A started single-voter node, once elected; shut down on exit."""
+    node = RaftNode(config)
+    await node.start()
+    try:
+        await elected(node)
+        assert node.core is not None
+        yield node
+    finally:
+        await node.shutdown()
 
 
 def test_slow_fsync_does_not_block_the_loop_and_gates_the_commit(tmp_path: Path) -> None:
@@ -170,10 +185,7 @@ def test_api_versions_advertises_the_cores_kraft_versions_and_many_appends_share
     config = load_config(single_voter(tmp_path))
 
     async def go() -> None:
-        node = RaftNode(config)
-        await node.start()
-        try:
-            await elected(node)
+        async with leader_node(config) as node:
             assert node.core is not None
             answer: Any = node._api_versions(4)  # v3 omits features whose minimum is 0
             supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
@@ -184,8 +196,6 @@ def test_api_versions_advertises_the_cores_kraft_versions_and_many_appends_share
             lasts = await asyncio.gather(*(node.append([b"x"] * n) for n in (1, 2, 3)))
             assert lasts[1] - lasts[0] == 2 and lasts[2] - lasts[1] == 3
             await node.wait_committed(lasts[2])
-        finally:
-            await node.shutdown()
 
     asyncio.run(go())
 
@@ -199,10 +209,7 @@ def test_create_snapshot_writes_the_state_at_the_high_watermark_and_drops_a_fail
     config = load_config(single_voter(tmp_path))
 
     async def go() -> None:
-        node = RaftNode(config)
-        await node.start()
-        try:
-            await elected(node)
+        async with leader_node(config) as node:
             assert node.core is not None
             last = await node.append([b"a"] * 50)
             await node.wait_committed(last)
@@ -222,7 +229,5 @@ def test_create_snapshot_writes_the_state_at_the_high_watermark_and_drops_a_fail
             assert node.core.log.start_offset <= sid.offset
             after = await node.append([b"b"])  # appends still commit after the snapshot
             await node.wait_committed(after)
-        finally:
-            await node.shutdown()
 
     asyncio.run(go())
