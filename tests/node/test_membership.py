@@ -177,7 +177,7 @@ def status_voters(bootstrap: str) -> dict[int, str]:
     out = quorum_cli(bootstrap, "describe", "--status")
     line = next(ln for ln in out.splitlines() if ln.startswith("CurrentVoters:"))
     voters = json.loads(line.split(":", 1)[1])
-    return {int(v["id"]): str(v["directoryId"]) for v in voters}
+    return {int(v["id"]): str(v.get("directoryId", "null")) for v in voters}
 
 
 def test_node_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:

@@ -6,14 +6,18 @@
     add-controller --command-config F       (run with the new controller's config)
     remove-controller --controller-id N --controller-directory-id UUID
 
-Output follows Kafka 3.9+. ``describe --status`` prints ``Key: value`` lines with values from
-column 25; ``CurrentVoters`` is a list of ``{"id": N, "directoryId": "...", "endpoints":
-["LISTENER://host:port"]}`` and ``CurrentObservers`` of ``{"id": N, "directoryId": "..."}``
-(directory ids in Kafka's base64 form, ``null`` when unknown). ``MaxFollowerLag`` is the
+Output is Kafka's tool's, character for character (checked against Kafka 4.3's
+``MetadataQuorumCommand`` in ``tests/interop``). ``describe --status`` prints ``Key: value``
+lines with values from column 25; ``CurrentVoters`` is a list of ``{"id": N, "directoryId":
+"...", "endpoints": ["LISTENER://host:port"]}`` and ``CurrentObservers`` of ``{"id": N,
+"directoryId": "..."}`` (directory ids in Kafka's base64 form; the key is left out when the
+directory id is unknown, and ``endpoints`` when there are none). ``MaxFollowerLag`` is the
 largest (leader LEO - voter LEO); ``MaxFollowerLagTimeMs`` the difference between the
 leader's and that voter's last caught-up times (0 when it is the leader, -1 when unknown).
-``describe --replication`` prints a table (leader, other voters, observers) whose columns
-are left-aligned to the widest cell; ``--human-readable`` shows timestamps as ``N ms ago``.
+``describe --replication`` prints a table (leader, other voters, observers) as Kafka's
+``ToolsUtils.prettyPrintTable`` does: every cell left-aligned to its column's widest cell and
+followed by a tab; an unknown directory id shows as the zero UUID
+(``AAAAAAAAAAAAAAAAAAAAAA``); ``--human-readable`` shows timestamps as ``N ms ago``.
 
 Every command calls :class:`pykraft.admin.AdminClient`; errors are one line on stderr and exit
 code 1.
@@ -104,13 +108,16 @@ def _run(args: argparse.Namespace, main: Any) -> int:
 
 
 def _directory(directory_id: uuid.UUID | None) -> str:
+    """Kafka's base64 form; the zero UUID when unknown (as Kafka's ``Uuid.ZERO_UUID``)."""
     from pykraft.storage import uuid_to_kafka
 
-    return "null" if directory_id is None else uuid_to_kafka(directory_id)
+    return uuid_to_kafka(directory_id or uuid.UUID(int=0))
 
 
 def _node(info: Any, replica: Any, *, endpoints: bool) -> str:
-    text = f'{{"id": {replica.replica_id}, "directoryId": "{_directory(replica.directory_id)}"'
+    text = f'{{"id": {replica.replica_id}'
+    if replica.directory_id is not None and replica.directory_id.int != 0:
+        text += f', "directoryId": "{_directory(replica.directory_id)}"'
     if endpoints:
         listed = info.nodes.get(replica.replica_id, ())
         if listed:
@@ -161,7 +168,7 @@ def replication_lines(info: Any, *, human_readable: bool, now_ms: int) -> list[s
             str(r.replica_id),
             _directory(r.directory_id),
             str(r.log_end_offset),
-            str(max(0, leader_leo - r.log_end_offset)),
+            str(leader_leo - r.log_end_offset),  # as Kafka: not clamped
             when(r.last_fetch_timestamp),
             when(r.last_caught_up_timestamp),
             status,
@@ -185,10 +192,7 @@ def replication_lines(info: Any, *, human_readable: bool, now_ms: int) -> list[s
     ]
     table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    return [
-        "  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in table
-    ]
+    return ["".join(f"{cell:<{w}}\t" for cell, w in zip(row, widths, strict=True)) for row in table]
 
 
 def _describe(args: argparse.Namespace) -> int:

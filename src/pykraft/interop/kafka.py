@@ -1,0 +1,287 @@
+"""Apache Kafka as a peer: its jars (through ``scripts/kafka.sh``), its servers and its tools
+as real processes on 127.0.0.1.
+
+``KafkaDist.get("4")`` fetches (once; later calls are offline) the distribution pinned in
+``interop/kafka-4/pom.xml`` and knows its classpath. From it:
+
+* ``dist.run(main_class, *args)`` runs a tool to completion (``MetadataQuorumCommand``,
+  ``DumpLogSegments``, ``StorageTool`` ...) and returns its ``CompletedProcess``;
+* ``dist.start(main_class, *args, log=path)`` starts a long-lived process (a controller, a
+  broker, ``TestRaftServer``) whose stdout and stderr go to ``log``; ``KafkaProcess`` waits for
+  a log line with a bound, and ``kill``/``stop`` always leave no process behind.
+
+Every process is started in its own session, so a kill reaches the JVM and anything it
+spawned; ``KafkaProcess.kill_all()`` (called by the test fixtures and at exit) ends every
+process this module started that is still running.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Final
+
+__all__ = [
+    "KAFKA_MAIN",
+    "KafkaDist",
+    "KafkaError",
+    "KafkaProcess",
+    "pom_version",
+    "repo_root",
+    "write_properties",
+]
+
+# Main classes of the servers and tools pykraft runs (the same the shell scripts of a Kafka
+# distribution run).
+KAFKA_MAIN: Final = {
+    "server": "kafka.Kafka",
+    "storage": "kafka.tools.StorageTool",
+    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "dump-log": "org.apache.kafka.tools.DumpLogSegments",
+    "metadata-shell": "org.apache.kafka.shell.MetadataShell",
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "features": "org.apache.kafka.tools.FeatureCommand",
+    "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "test-raft-server": "kafka.tools.TestRaftServer",
+    "zookeeper": "org.apache.zookeeper.server.ZooKeeperServerMain",
+}
+
+# A tool's JVM: small heap, quick start (C1 only, serial GC); servers get the full JIT.
+TOOL_JVM: Final = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+SERVER_JVM: Final = ("-Xms128m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+COMMON_JVM: Final = ("-Djava.awt.headless=true", "-Dfile.encoding=UTF-8")
+
+
+class KafkaError(RuntimeError):
+    """Kafka could not be fetched or a Kafka process did not do what was asked."""
+
+
+def repo_root() -> Path:
+    """The source tree this package runs from (``scripts/`` and ``interop/`` live there)."""
+    return Path(__file__).resolve().parents[3]
+
+
+def pom_version(name: str) -> str:
+    """The Kafka version ``interop/kafka-<name>/pom.xml`` pins (no fetch needed)."""
+    pom = repo_root() / "interop" / f"kafka-{name}" / "pom.xml"
+    match = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom.read_text())
+    if match is None:
+        raise KafkaError(f"{pom} pins no <kafka.version>")
+    return match.group(1)
+
+
+def write_properties(path: Path, values: Mapping[str, object]) -> Path:
+    """A Kafka ``.properties`` file of ``values`` (one ``key=value`` line each)."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return path
+
+
+@dataclass(frozen=True)
+class KafkaDist:
+    """A fetched Kafka distribution: ``name`` is the ``interop/kafka-<name>`` project."""
+
+    name: str
+    version: str
+    classpath: str
+
+    _cache: ClassVar[dict[str, KafkaDist]] = {}
+
+    @classmethod
+    def get(cls, name: str = "4") -> KafkaDist:
+        """Fetch (first call; later runs are offline) and return the distribution."""
+        if name in cls._cache:
+            return cls._cache[name]
+        script = repo_root() / "scripts" / "kafka.sh"
+        if shutil.which("java") is None:
+            raise KafkaError("Java 17+ is needed to run Apache Kafka (no `java` on PATH)")
+        result = subprocess.run(
+            [str(script), "fetch", name], capture_output=True, text=True, timeout=900
+        )
+        if result.returncode != 0:
+            raise KafkaError(f"scripts/kafka.sh fetch {name} failed: {result.stderr.strip()}")
+        dist = cls(name, pom_version(name), result.stdout.strip())
+        cls._cache[name] = dist
+        return dist
+
+    @property
+    def label(self) -> str:
+        """How tests name it: ``kafka-4.3.1``."""
+        return f"kafka-{self.version}"
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    def _logging(self) -> list[str]:
+        interop = repo_root() / "interop"
+        if self.major >= 4:
+            return [f"-Dlog4j2.configurationFile={interop / 'log4j2.yaml'}"]
+        return [f"-Dlog4j.configuration=file:{interop / 'log4j.properties'}"]
+
+    def command(
+        self, main: str, args: Iterable[str], *, jvm: Sequence[str] = TOOL_JVM
+    ) -> list[str]:
+        """The ``java`` command line running ``main`` (a class name or a ``KAFKA_MAIN`` key)."""
+        main_class = KAFKA_MAIN.get(main, main)
+        return [
+            "java",
+            *jvm,
+            *COMMON_JVM,
+            *self._logging(),
+            "-cp",
+            self.classpath,
+            main_class,
+            *args,
+        ]
+
+    def run(
+        self,
+        main: str,
+        *args: str,
+        timeout_s: float = 120,
+        input_text: str | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a tool to completion; with ``check`` a non-zero exit raises ``KafkaError``
+        carrying the tool's output."""
+        result = subprocess.run(
+            self.command(main, args),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            input=input_text,
+        )
+        if check and result.returncode != 0:
+            raise KafkaError(
+                f"{main} {' '.join(args)} exited {result.returncode}\n"
+                f"stdout:\n{result.stdout[-4000:]}\nstderr:\n{result.stderr[-4000:]}"
+            )
+        return result
+
+    def start(
+        self,
+        main: str,
+        *args: str,
+        log: Path,
+        jvm: Sequence[str] = SERVER_JVM,
+        env: Mapping[str, str] | None = None,
+    ) -> KafkaProcess:
+        """Start a long-lived process; its stdout and stderr are appended to ``log``."""
+        return KafkaProcess.spawn(self.command(main, args, jvm=jvm), log=log, env=env)
+
+    def format_storage(
+        self,
+        config: Path,
+        cluster_id: str,
+        *flags: str,
+    ) -> subprocess.CompletedProcess[str]:
+        """``kafka-storage format --config <config> --cluster-id <id> <flags>``."""
+        return self.run(
+            "storage", "format", "--config", str(config), "--cluster-id", cluster_id, *flags
+        )
+
+
+class KafkaProcess:
+    """One running JVM (or any process this module spawned) with its log file."""
+
+    _running: ClassVar[weakref.WeakSet[KafkaProcess]] = weakref.WeakSet()
+
+    def __init__(self, popen: subprocess.Popen[bytes], log: Path, argv: Sequence[str]) -> None:
+        self.popen = popen
+        self.log = log
+        self.argv = list(argv)
+        KafkaProcess._running.add(self)
+
+    @classmethod
+    def spawn(
+        cls, argv: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None
+    ) -> KafkaProcess:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            popen = subprocess.Popen(
+                list(argv),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **env} if env is not None else None,
+            )
+        return cls(popen, log, argv)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.text().splitlines()[-lines:])
+
+    def wait_for_line(
+        self, pattern: str, timeout_s: float = 60, *, after: int = 0
+    ) -> re.Match[str]:
+        """Wait until the log (from character ``after``) has a line matching ``pattern``;
+        raises ``KafkaError`` with the log's tail when the process exits or time runs out."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            match = regex.search(self.text(), after)
+            if match is not None:
+                return match
+            if not self.running:
+                raise KafkaError(
+                    f"process exited ({self.popen.returncode}) before /{pattern}/:\n{self.tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise KafkaError(f"no /{pattern}/ within {timeout_s} s:\n{self.tail()}")
+            time.sleep(0.1)
+
+    def signal(self, signum: int) -> None:
+        if self.running:
+            os.killpg(self.popen.pid, signum)
+
+    def kill(self) -> int:
+        """SIGKILL the process group and reap it."""
+        if self.running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+        return self.popen.wait(timeout=30)
+
+    def stop(self, timeout_s: float = 30) -> int:
+        """SIGTERM (a clean shutdown), SIGKILL after ``timeout_s``."""
+        if self.running:
+            self.signal(signal.SIGTERM)
+            try:
+                return self.popen.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        return self.kill()
+
+    @classmethod
+    def kill_all(cls) -> None:
+        for process in list(cls._running):
+            process.kill()
+
+
+atexit.register(KafkaProcess.kill_all)
