@@ -125,14 +125,22 @@ class KafkaDist:
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
-    def _logging(self) -> list[str]:
+    def _logging(self, server: bool) -> list[str]:
+        """Servers log INFO to stdout (their log file); tools WARN to stderr, so that their
+        stdout is only what they print."""
         interop = repo_root() / "interop"
         if self.major >= 4:
-            return [f"-Dlog4j2.configurationFile={interop / 'log4j2.yaml'}"]
+            config = "log4j2.yaml" if server else "log4j2-tools.yaml"
+            return [f"-Dlog4j2.configurationFile={interop / config}"]
         return [f"-Dlog4j.configuration=file:{interop / 'log4j.properties'}"]
 
     def command(
-        self, main: str, args: Iterable[str], *, jvm: Sequence[str] = TOOL_JVM
+        self,
+        main: str,
+        args: Iterable[str],
+        *,
+        jvm: Sequence[str] = TOOL_JVM,
+        server: bool = False,
     ) -> list[str]:
         """The ``java`` command line running ``main`` (a class name or a ``KAFKA_MAIN`` key)."""
         main_class = KAFKA_MAIN.get(main, main)
@@ -140,7 +148,7 @@ class KafkaDist:
             "java",
             *jvm,
             *COMMON_JVM,
-            *self._logging(),
+            *self._logging(server),
             "-cp",
             self.classpath,
             main_class,
@@ -180,7 +188,7 @@ class KafkaDist:
         env: Mapping[str, str] | None = None,
     ) -> KafkaProcess:
         """Start a long-lived process; its stdout and stderr are appended to ``log``."""
-        return KafkaProcess.spawn(self.command(main, args, jvm=jvm), log=log, env=env)
+        return KafkaProcess.spawn(self.command(main, args, jvm=jvm, server=True), log=log, env=env)
 
     def format_storage(
         self,

@@ -230,6 +230,8 @@ class RaftNode:
             fetch_max_wait_ms=500,
             cluster_id=self.cluster_id,
             auto_join=cfg.quorum_auto_join_enable,
+            # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
+            clock_offset_ms=int(time.time() * 1000) - self.now_ms(),
         )
         own = (voters.endpoints(cfg.node_id) if voters is not None else ()) or (
             Endpoint(name, self.listener.host or "localhost", self.listener.port),

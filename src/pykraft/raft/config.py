@@ -22,6 +22,14 @@ class RaftConfig:
     kraft_versions: tuple[int, int] = (0, 1)  # (min, max) kraft.version this replica supports
     auto_join: bool = False  # controller.quorum.auto.join.enable (D9)
     voter_change_timeout_ms: int = 30_000  # RemoveRaftVoter / UpdateFeatures / KIP-642 steps
+    # Wall-clock milliseconds minus the ``now_ms`` clock. Timers run on ``now_ms`` (a
+    # monotonic clock in the driver), but record batches carry Kafka's CreateTime, wall-clock
+    # epoch milliseconds: ``now_ms + clock_offset_ms``. The simulator keeps 0.
+    clock_offset_ms: int = 0
+
+    def timestamp_ms(self, now_ms: int) -> int:
+        """A record batch's timestamp (CreateTime) at ``now_ms``."""
+        return now_ms + self.clock_offset_ms
 
     def __post_init__(self) -> None:
         assert self.election_timeout_ms > 0 and self.fetch_timeout_ms > 0

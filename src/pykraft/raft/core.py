@@ -285,9 +285,10 @@ class RaftCore:
         epoch = log.epoch_at(end_offset - 1)
         assert epoch is not None, end_offset
         sid = OffsetAndEpoch(end_offset, epoch)
-        control = self.control.snapshot_batches(end_offset, epoch, now_ms)
+        offset_ms = self.config.clock_offset_ms
+        control = self.control.snapshot_batches(end_offset, epoch, now_ms + offset_ms)
         return RaftSnapshotWriter(
-            self.snapshots.create(sid), sid, now_ms, self._snapshot_frozen, control
+            self.snapshots.create(sid), sid, now_ms, self._snapshot_frozen, control, offset_ms
         )
 
     # -- admin operations (KIP-853, KIP-642): answered in Ready.completed ---------------------

@@ -186,7 +186,8 @@ def append_voters(core: RaftCore, leader: Leader, voters: VoterSet, now_ms: int)
     assert ready_to_change(core, leader), "voter change before the epoch or last change committed"
     log = core.log
     offset = log.end_offset
-    core.append_own(voters_batch(offset, leader.epoch, now_ms, voter_entries(voters)), now_ms)
+    ts = core.config.timestamp_ms(now_ms)
+    core.append_own(voters_batch(offset, leader.epoch, ts, voter_entries(voters)), now_ms)
     return offset
 
 

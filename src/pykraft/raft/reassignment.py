@@ -127,7 +127,8 @@ def submit(core: RaftCore, voters: Sequence[VoterInfo], reply: Reply, now_ms: in
         membership.refuse(core, OPERATION, reply, ErrorCode.none, None)  # already durable
         return
     offset = core.log.end_offset
-    core.append_own(target_voters_batch(offset, leader.epoch, now_ms, target), now_ms)
+    ts = core.config.timestamp_ms(now_ms)
+    core.append_own(target_voters_batch(offset, leader.epoch, ts, target), now_ms)
     if not reply.internal:
         core.target_waits.append(TargetWait(offset, reply))
     _drop_unwanted_step(core, target)

@@ -74,22 +74,22 @@ def become_leader(core: RaftCore, now_ms: int) -> None:
         leader.voters[vid] = ReplicaProgress(voters.voters[vid].key)
     granting = [voters.voters[v].key for v in sorted(leader.granting_voters) if v in voters.ids]
     offset = log.end_offset
-    batch = leader_change_batch(
-        offset, leader.epoch, now_ms, core.local_key.id, voters.keys, granting
-    )
+    ts = core.config.timestamp_ms(now_ms)
+    batch = leader_change_batch(offset, leader.epoch, ts, core.local_key.id, voters.keys, granting)
     control = core.control
     if control.kraft_version >= 1 and (control.voters_offset or -1) < 0:
         # D3: the voter set came from the bootstrap checkpoint only (each replica's own
         # file): the first leader writes KRaftVersion and Voters into the log with its
         # LeaderChange, in one batch, so that every replica learns them by replication.
-        parts = [batch, bootstrap_batches(0, leader.epoch, now_ms, control.kraft_version, voters)]
-        batch = control_batch(offset, leader.epoch, now_ms, parts)
+        parts = [batch, bootstrap_batches(0, leader.epoch, ts, control.kraft_version, voters)]
+        batch = control_batch(offset, leader.epoch, ts, parts)
     core.append_own(batch, now_ms)
 
 
 def leader_append(core: RaftCore, leader: Leader, values: Sequence[bytes], now_ms: int) -> int:
     log = core.log
-    return core.append_own(build_batch(log.end_offset, leader.epoch, values, now_ms), now_ms) - 1
+    ts = core.config.timestamp_ms(now_ms)
+    return core.append_own(build_batch(log.end_offset, leader.epoch, values, ts), now_ms) - 1
 
 
 def update_high_watermark(core: RaftCore, leader: Leader, now_ms: int) -> None:

@@ -25,7 +25,14 @@ class RaftSnapshotWriter:
     """Writes one snapshot. Invariant: ``_next_offset`` is the offset of the next record in
     the snapshot file (the header batch holds offset 0)."""
 
-    __slots__ = ("_closed", "_next_offset", "_on_frozen", "_writer", "snapshot_id")
+    __slots__ = (
+        "_clock_offset_ms",
+        "_closed",
+        "_next_offset",
+        "_on_frozen",
+        "_writer",
+        "snapshot_id",
+    )
 
     def __init__(
         self,
@@ -34,14 +41,17 @@ class RaftSnapshotWriter:
         now_ms: int,
         on_frozen: Callable[[OffsetAndEpoch], None],
         control_batches: Sequence[bytes] = (),
+        clock_offset_ms: int = 0,
     ) -> None:
         self.snapshot_id = snapshot_id
         self._writer = writer
         self._on_frozen = on_frozen
         self._closed = False
-        # last_contained_log_timestamp: the core does not track record timestamps; now_ms
+        self._clock_offset_ms = clock_offset_ms  # RaftConfig.clock_offset_ms
+        # last_contained_log_timestamp: the core does not track record timestamps; now
         # is an upper bound of it.
-        writer.append(snapshot_header_batch(0, snapshot_id.epoch, now_ms, now_ms))
+        now = now_ms + clock_offset_ms
+        writer.append(snapshot_header_batch(0, snapshot_id.epoch, now, now))
         self._next_offset = 1
         # KRaftVersion, Voters (kraft.version >= 1) and pykraft's target voter set follow
         # the header (B11, E1), renumbered to their place in the file.
@@ -55,7 +65,10 @@ class RaftSnapshotWriter:
             raise ValueError("snapshot writer is closed")
         if not values:
             return
-        self._writer.append(build_batch(self._next_offset, self.snapshot_id.epoch, values, now_ms))
+        timestamp_ms = now_ms + self._clock_offset_ms
+        self._writer.append(
+            build_batch(self._next_offset, self.snapshot_id.epoch, values, timestamp_ms)
+        )
         self._next_offset += len(values)
 
     def freeze(self, now_ms: int = 0) -> None:
@@ -63,8 +76,9 @@ class RaftSnapshotWriter:
         its retention policy (advance the log start)."""
         if self._closed:
             raise ValueError("snapshot writer is closed")
+        timestamp_ms = now_ms + self._clock_offset_ms
         self._writer.append(
-            snapshot_footer_batch(self._next_offset, self.snapshot_id.epoch, now_ms)
+            snapshot_footer_batch(self._next_offset, self.snapshot_id.epoch, timestamp_ms)
         )
         self._writer.freeze()
         self._closed = True

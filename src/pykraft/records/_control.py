@@ -114,29 +114,22 @@ def leader_change_batch(
     voters: Sequence[ReplicaKey],
     granting_voters: Sequence[ReplicaKey],
 ) -> bytes:
-    """A LeaderChangeMessage; version 1 (with directory ids) when any key has one."""
-    message: lcm_v0.LeaderChangeMessage | lcm_v1.LeaderChangeMessage
-    if any(k.directory_id is not None for k in (*voters, *granting_voters)):
-        message = lcm_v1.LeaderChangeMessage(
-            version=i16(1),
-            leader_id=i32(leader_id),  # type: ignore[arg-type]
-            voters=tuple(_voter_v1(k) for k in voters),
-            granting_voters=tuple(_voter_v1(k) for k in granting_voters),
-        )
-    else:
-        message = lcm_v0.LeaderChangeMessage(
-            version=i16(0),
-            leader_id=i32(leader_id),  # type: ignore[arg-type]
-            voters=tuple(lcm_v0.Voter(voter_id=i32(k.id)) for k in voters),
-            granting_voters=tuple(lcm_v0.Voter(voter_id=i32(k.id)) for k in granting_voters),
-        )
+    """A LeaderChangeMessage at version 0 (voter ids only), as Kafka writes it.
+
+    The schema has a version 1 with each voter's directory id, but Kafka (4.3's
+    ``ControlRecordUtils.deserializeLeaderChangeMessage``) always *reads* the value at
+    version 0: a version-1 value makes every Kafka replica, ``kafka-dump-log`` and
+    ``kafka-metadata-shell`` fail on the batch (found with Kafka's dump tool,
+    ``tests/interop``). The directory ids are in the VotersRecord anyway."""
+    message = lcm_v0.LeaderChangeMessage(
+        version=i16(0),
+        leader_id=i32(leader_id),  # type: ignore[arg-type]
+        voters=tuple(lcm_v0.Voter(voter_id=i32(k.id)) for k in voters),
+        granting_voters=tuple(lcm_v0.Voter(voter_id=i32(k.id)) for k in granting_voters),
+    )
     return _control_batch(
         base_offset, epoch, timestamp_ms, ControlRecordType.LEADER_CHANGE, message
     )
-
-
-def _voter_v1(key: ReplicaKey) -> lcm_v1.Voter:
-    return lcm_v1.Voter(voter_id=i32(key.id), voter_directory_id=key.directory_id or _ZERO_UUID)
 
 
 def snapshot_header_batch(
