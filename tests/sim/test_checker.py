@@ -363,3 +363,26 @@ def test_a_stuck_reassignment_is_a_liveness_violation() -> None:
             assert "did not complete within" in result.violation.message
             return
     raise AssertionError("no seed needed a new voter in its final reassignment")
+
+
+def test_a_fetch_answer_stating_a_lower_high_watermark_is_detected() -> None:
+    """``fetch-hwm-monotonic``: only a successful answer of the receiver's epoch counts,
+    and -1 (unknown) is always allowed."""
+    from types import SimpleNamespace
+
+    from kio.schema.errors import ErrorCode
+
+    from pykraft.raft.messages import FetchResponse
+    from pykraft.sim.history import InvariantViolation
+    from pykraft.sim.simulator import _check_stated_hwm
+
+    receiver: Any = SimpleNamespace(high_watermark=10, epoch=3)
+    with pytest.raises(InvariantViolation, match="fetch-hwm-monotonic"):
+        _check_stated_hwm(1, receiver, FetchResponse(ErrorCode.none, 3, 2, 9, 0))
+    for fine in (
+        FetchResponse(ErrorCode.none, 3, 2, 10, 0),
+        FetchResponse(ErrorCode.none, 3, 2, -1, 0),
+        FetchResponse(ErrorCode.none, 4, 2, 9, 0),
+        FetchResponse(ErrorCode.not_leader_or_follower, 3, -1, 9, 0),
+    ):
+        _check_stated_hwm(1, receiver, fine)

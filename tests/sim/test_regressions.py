@@ -104,6 +104,14 @@ CASES = [
     Case(50, "upgrade", 8000, 1, "liveness"),
     Case(154, "membership", 5000, 1, "liveness"),  # from the 2,000-seed sweep
     Case(285, "membership", 8000, 1, "liveness"),  # in the CI sweep (test_sweep.py)
+    # Bug 10 (B7, found by a Kafka follower in a mixed quorum, tests/interop): a leader
+    # just elected stated, in its Fetch answers, the high watermark it had learned as a
+    # follower -- below what another follower already held (the previous leader's last
+    # advance reached only some). pykraft's followers ignored it; Kafka's stop on
+    # "Non-monotonic update of high watermark". A leader now states -1 (unknown) until its
+    # own high watermark passes its epoch start, and so does every error answer, as Kafka.
+    Case(2, "crashes", 8000, 1, "fetch-hwm-monotonic"),
+    Case(7, "crashes", 8000, 1, "fetch-hwm-monotonic"),
 ]
 
 

@@ -174,13 +174,26 @@ def _fetch_response(
         error,
         core.epoch,
         core.leader_id,
-        core.high_watermark,
+        _reported_high_watermark(core),
         core.log.start_offset,
         records,
         diverging,
         snapshot_id,
         core.leader_endpoints(),
     )
+
+
+def _reported_high_watermark(core: RaftCore) -> int:
+    """The high watermark a Fetch answer states: the leader's once it has passed the start
+    offset of its epoch (B4), else -1 (unknown), as Kafka answers. Before that a new leader
+    holds what it learned as a follower, which can be below what another follower already
+    learned from the previous leader, and so can any non-leader; a follower must never be
+    told a lower one (B7), and Kafka's followers treat it as fatal ("Non-monotonic update of
+    high watermark", found in a mixed quorum, tests/interop)."""
+    state = core.state
+    if isinstance(state, Leader) and core.high_watermark > state.epoch_start_offset:
+        return core.high_watermark
+    return -1
 
 
 def _validate_position(core: RaftCore, req: FetchRequest) -> FetchResponse | None:

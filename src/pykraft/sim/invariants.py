@@ -30,6 +30,8 @@ observation, so the cost per event is a few attribute reads):
   log or under its snapshot), hence, by log matching, the whole committed prefix.
 * ``log-start-snapshot``: a node's log start offset, when above 0, is covered by a snapshot it
   holds.
+* ``fetch-hwm-monotonic`` (checked by the simulator as it delivers each Fetch answer): an
+  answer of the receiver's epoch never states a high watermark below the receiver's own.
 
 The invariants of voter changes (``one-uncommitted-voters-record``,
 ``voter-sets-differ-by-one``, ``voter-change-after-epoch-commit``,

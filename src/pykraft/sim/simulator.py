@@ -46,9 +46,11 @@ from collections import deque
 from heapq import heappush
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
-from pykraft.raft.messages import REQUEST_TYPES, Inbound, Outbound, RequestFailed
+from pykraft.raft.messages import REQUEST_TYPES, FetchResponse, Inbound, Outbound, RequestFailed
 from pykraft.raft.types import Endpoint
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.sim.bootstrap import PORT_BASE, endpoint_of, format_bootstrap
@@ -434,6 +436,8 @@ class Simulation:
                         self.event_index += 1
                         if self.trace is not None:
                             self._trace_deliver(node_id, responder, entry[2], body)
+                        if type(body) is FetchResponse:
+                            _check_stated_hwm(node_id, core, body)
                         core.step(Inbound(responder, entry[2], body), at_ms)
                     elif kind == EV_POLL:
                         if payload != node.incarnation:
@@ -603,6 +607,24 @@ class Simulation:
             where = f"node {node_id}" if node_id else "cluster"
             lines.append(f"t={at_ms} #{index} {EVENT_NAMES[kind]} {where} {detail}".rstrip())
         return lines
+
+
+def _check_stated_hwm(node_id: int, core: RaftCore, response: FetchResponse) -> None:
+    """``fetch-hwm-monotonic`` (B7): a successful Fetch answer of the receiver's own epoch
+    never states a high watermark (-1 = unknown aside) below the one the receiver holds.
+    Kafka's followers treat that as fatal ("Non-monotonic update of high watermark")."""
+    stated = response.high_watermark
+    if (
+        0 <= stated < core.high_watermark
+        and response.epoch == core.epoch
+        and response.error == ErrorCode.none
+    ):
+        raise InvariantViolation(
+            "fetch-hwm-monotonic",
+            f"leader {response.leader_id} stated high watermark {stated} in epoch "
+            f"{response.epoch}, the receiver holds {core.high_watermark}",
+            node_id,
+        )
 
 
 def run(config: SimConfig, trace: TraceWriter | None = None) -> SimResult:

@@ -1,0 +1,228 @@
+"""pykraft and Apache Kafka controllers voting in one quorum (SPEC J3; B, C, D across
+implementations), kraft.version 1, formatted with one ``--initial-controllers`` list:
+
+* two pykraft + one Kafka, and one pykraft + two Kafka: the leader is killed (SIGKILL) again
+  and again, so that leadership crosses between the implementations; afterwards every
+  replica's committed prefix is identical byte for byte (offsets, epochs, CRCs, bytes);
+* KIP-853 across implementations: Kafka's tool adds a pykraft controller to a Kafka quorum,
+  pykraft's tool adds a Kafka controller to a pykraft quorum, and each is removed again;
+* KIP-996 across implementations: a follower of either kind stopped past its fetch timeout
+  and resumed changes no epoch.
+
+A Kafka controller leads such a quorum as it leads its own: it writes its bootstrap metadata
+records (metadata.version and the other features, in a metadata transaction) and NoOpRecords,
+which pykraft replicates untouched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pykraft.interop.kafka import KafkaDist
+
+from ..node.procs import cli
+from .mixed import Member, MixedQuorum, committed_batches
+
+pytestmark = pytest.mark.slow
+
+KILLS_MIN = 10
+KILLS_MAX = 20
+LEADS_PER_KIND = 2
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def _kill_leaders(quorum: MixedQuorum) -> list[tuple[int, str, int]]:
+    """Kill the leader at least KILLS_MIN times (up to KILLS_MAX, until each kind has led
+    LEADS_PER_KIND epochs); each time wait for a new leader in a higher epoch, restart the
+    killed one and wait until it caught up. Returns (leader id, kind, epoch) per epoch."""
+    led: list[tuple[int, str, int]] = []
+    for kill in range(KILLS_MAX):
+        info = quorum.caught_up()
+        leader = quorum.members[info.leader_id]
+        led.append((leader.node_id, leader.kind, info.leader_epoch))
+        kinds = [kind for _, kind, _ in led]
+        if kill >= KILLS_MIN and all(
+            kinds.count(k) >= LEADS_PER_KIND for k in ("pykraft", "kafka")
+        ):
+            break
+        leader.kill()
+        quorum.wait(
+            lambda i, old=info: (
+                i.leader_id not in (-1, old.leader_id) and i.leader_epoch > old.leader_epoch
+            ),
+            f"a new leader after killing {leader.kind} {leader.node_id} (kill {kill})",
+        )
+        leader.start()
+    return led
+
+
+@pytest.mark.parametrize("kinds", ["ppk", "pkk"], ids=["2-pykraft-1-kafka", "1-pykraft-2-kafka"])
+def test_leadership_crosses_implementations_and_the_committed_log_is_identical(
+    kafka: KafkaDist, tmp: Path, kinds: str
+) -> None:
+    # The minority kind notices a dead leader last (a longer fetch timeout), so that it
+    # often wins the next election and leadership keeps crossing over: under KIP-996 the
+    # first survivor to time out asks for pre-votes while the other still trusts the old
+    # leader and refuses; the second one, asking later, is granted them.
+    slower = "controller.quorum.fetch.timeout.ms"
+    quorum = MixedQuorum(
+        kafka,
+        tmp,
+        kinds,
+        kafka_overrides={slower: 1400} if kinds == "ppk" else {},
+        pykraft_extra="" if kinds == "ppk" else f"{slower}=1400\n",
+    )
+    try:
+        quorum.start()
+        led = _kill_leaders(quorum)
+        kinds_led = [kind for _, kind, _ in led]
+        assert kinds_led.count("kafka") >= LEADS_PER_KIND, led
+        assert kinds_led.count("pykraft") >= LEADS_PER_KIND, led
+        epochs = [epoch for *_, epoch in led]
+        assert epochs == sorted(set(epochs)), led  # one leader per epoch, epochs increase
+
+        info = quorum.caught_up()
+        for member in quorum.members.values():
+            member.stop()
+        high_watermark = info.high_watermark
+        logs = {m.node_id: committed_batches(m, high_watermark) for m in quorum.members.values()}
+        reference = logs[1]
+        assert reference and reference[-1][0] < high_watermark
+        # Dense offsets from 0 up to the high watermark, then identical on every replica.
+        offsets = [base for base, *_ in reference]
+        assert offsets[0] == 0 and offsets == sorted(offsets)
+        for node_id, batches in logs.items():
+            assert batches == reference, f"replica {node_id} differs"
+        # Kafka-led epochs wrote metadata records (its bootstrap and NoOps) that pykraft kept.
+        written_by = {epoch for _, epoch, _, _ in reference}
+        assert any(kind == "kafka" and epoch in written_by for _, kind, epoch in led)
+    finally:
+        quorum.close()
+
+
+def _voters(quorum: MixedQuorum) -> set[int]:
+    return {v.replica_id for v in quorum.describe().voters}
+
+
+def test_kafkas_tool_adds_a_pykraft_controller_to_a_kafka_quorum(
+    kafka: KafkaDist, tmp: Path
+) -> None:
+    quorum = MixedQuorum(kafka, tmp, "k", extra_ids=1)
+    try:
+        quorum.start()
+        quorum.caught_up()
+        joining = quorum.add_observer(2, "pykraft")
+        joining.start()
+        quorum.wait(lambda i: any(o.replica_id == 2 for o in i.observers), "pykraft 2 observing")
+        out = kafka.run(
+            "metadata-quorum",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "--command-config",
+            str(joining.config),
+            "add-controller",
+        ).stdout
+        assert f"Added controller 2 with directory id {joining.directory_id}" in out
+        quorum.wait(lambda i: {v.replica_id for v in i.voters} == {1, 2}, "pykraft 2 a voter")
+        quorum.caught_up()
+        kafka.run(
+            "metadata-quorum",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "remove-controller",
+            "--controller-id",
+            "2",
+            "--controller-directory-id",
+            joining.directory_id,
+        )
+        quorum.wait(lambda i: {v.replica_id for v in i.voters} == {1}, "pykraft 2 removed")
+    finally:
+        quorum.close()
+
+
+def test_pykrafts_tool_adds_a_kafka_controller_to_a_pykraft_quorum(
+    kafka: KafkaDist, tmp: Path
+) -> None:
+    quorum = MixedQuorum(kafka, tmp, "p", extra_ids=1)
+    try:
+        quorum.start()
+        quorum.caught_up()
+        joining = quorum.add_observer(2, "kafka")
+        joining.start()
+        quorum.wait(lambda i: any(o.replica_id == 2 for o in i.observers), "Kafka 2 observing")
+        result = cli(
+            "metadata-quorum",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "add-controller",
+            "--command-config",
+            str(joining.config),
+            timeout_s=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Added controller 2" in result.stdout
+        quorum.wait(lambda i: {v.replica_id for v in i.voters} == {1, 2}, "Kafka 2 a voter")
+        quorum.caught_up()
+        result = cli(
+            "metadata-quorum",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "remove-controller",
+            "--controller-id",
+            "2",
+            "--controller-directory-id",
+            joining.directory_id,
+            timeout_s=60,
+        )
+        assert result.returncode == 0, result.stderr
+        quorum.wait(lambda i: {v.replica_id for v in i.voters} == {1}, "Kafka 2 removed")
+    finally:
+        quorum.close()
+
+
+@pytest.fixture
+def ppk(kafka: KafkaDist, tmp: Path) -> Iterator[MixedQuorum]:
+    quorum = MixedQuorum(kafka, tmp, "ppk")
+    try:
+        quorum.start()
+        yield quorum
+    finally:
+        quorum.close()
+
+
+def test_pre_vote_across_implementations(ppk: MixedQuorum) -> None:
+    """A follower of each kind is stopped (SIGSTOP) for three fetch timeouts, then resumed:
+    its pre-votes are refused (the others still fetch from the leader), no epoch changes."""
+    info = ppk.caught_up()
+    for _ in range(5):  # a pykraft leader, so that there is a follower of each kind
+        if ppk.members[info.leader_id].kind == "pykraft":
+            break
+        killed = ppk.members[info.leader_id]
+        killed.kill()
+        ppk.wait(
+            lambda i, old=info: i.leader_epoch > old.leader_epoch and i.leader_id > 0,
+            "a new leader",
+        )
+        killed.start()
+        info = ppk.caught_up()
+    epoch, leader_id = info.leader_epoch, info.leader_id
+    followers: dict[str, Member] = {
+        m.kind: m for m in ppk.members.values() if m.node_id != leader_id
+    }
+    assert set(followers) == {"pykraft", "kafka"}, (leader_id, followers)
+    for kind in ("pykraft", "kafka"):
+        follower = followers[kind]
+        follower.pause()
+        time.sleep(3.0)  # fetch timeout 1 s
+        follower.resume()
+        time.sleep(3.0)
+        after = ppk.caught_up()
+        assert (after.leader_id, after.leader_epoch) == (leader_id, epoch), (kind, after)
