@@ -216,6 +216,7 @@ def summarize_latencies_ms(samples_ms: list[float]) -> dict[str, float | None]:
     samples_ms.sort()
     return {
         "p50_ms": percentile(samples_ms, 50),
+        "p75_ms": percentile(samples_ms, 75),
         "p99_ms": percentile(samples_ms, 99),
         "p999_ms": percentile(samples_ms, 99.9),
         "max_ms": samples_ms[-1] if samples_ms else None,

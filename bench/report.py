@@ -400,6 +400,189 @@ def _section_failover(rep: Report) -> None:
         )
 
 
+def plot_kafka_anchor(points: list[Row], size: int, out: Path) -> str:
+    """Committed records/s and p99 against the offered rate, Kafka's TestRaftServer beside
+    pykraft, one record size."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for system, color in (("kafka", "tab:orange"), ("pykraft", "tab:blue")):
+        rows = sorted(
+            (
+                r
+                for r in points
+                if r["system"] == system and r["record_bytes"] == size and "error" not in r
+            ),
+            key=lambda r: r["offered_rps"],
+        )
+        offered = [r["offered_rps"] for r in rows]
+        a1.plot(offered, [r["records_per_s"] for r in rows], "o-", color=color, label=system)
+        a2.plot(offered, [r["p99_ms"] for r in rows], "o-", color=color, label=f"{system} p99")
+        a2.plot(offered, [r["p75_ms"] for r in rows], "x--", color=color, label=f"{system} p75")
+    lim = max((r["offered_rps"] for r in points if r["record_bytes"] == size), default=1)
+    a1.plot([0, lim], [0, lim], color="grey", lw=0.8, ls=":", label="offered")
+    a1.set_xlabel("offered records/s")
+    a1.set_ylabel("committed records/s")
+    a2.set_xlabel("offered records/s")
+    a2.set_ylabel("commit latency, ms (Kafka's histogram stops at 250)")
+    for ax in (a1, a2):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"pykraft vs Kafka's raft (TestRaftServer), {size} B records, 3 voters, fsync")
+    name = f"kafka-anchor-{size}.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def _section_kafka(rep: Report) -> None:
+    anchor = rep.r.get("kafka")
+    if not anchor:
+        return
+    points: list[Row] = anchor.get("points", [])
+    rep.add(
+        f"## 0. The anchor: Apache Kafka {anchor.get('kafka_version', '')}'s own raft beside pykraft",
+        "",
+        "Kafka's raft benchmark server (`kafka.tools.TestRaftServer`, three processes, static "
+        "voters, Kafka's default JVM options) against three pykraft voters, on this machine in "
+        "this run, interleaved point by point. Both: one record per append call at a fixed "
+        "offered rate (Kafka's workload thread; 1,024 paced pykraft appenders), linger 25 ms, "
+        "fsync before a record counts toward the high watermark, latency from the append "
+        "call to the leader's commit callback. Kafka's figures are what it prints: the last "
+        "of its 5-second summaries after 66 s, a window of the last 30-60 s (warm-up left "
+        "out), latency percentiles from 1,000 buckets up to 250 ms (**249 means 249 ms or "
+        "more**); it prints p75/p99/p999, not p50. Details: `bench/wl_kafka.py`.",
+        "",
+    )
+    sizes = sorted({r["record_bytes"] for r in points})
+    for size in sizes:
+        rep.add(f"![kafka anchor {size} B](./{plot_kafka_anchor(points, size, rep.out)})", "")
+    table = []
+    for size in sizes:
+        for rate in sorted({r["offered_rps"] for r in points if r["record_bytes"] == size}):
+            pair = {
+                r["system"]: r
+                for r in points
+                if r["record_bytes"] == size and r["offered_rps"] == rate
+            }
+            k, p = pair.get("kafka", {}), pair.get("pykraft", {})
+            ratio = (
+                f"{p['records_per_s'] / k['records_per_s']:.2f}x"
+                if k.get("records_per_s") and p.get("records_per_s")
+                else "n/a"
+            )
+            p99_k = _fmt(k.get("p99_ms"), digits=1) + ("+" if k.get("p99_censored") else "")
+            table.append(
+                [
+                    f"{size} B",
+                    f"{rate:,}",
+                    _fmt(k.get("records_per_s")),
+                    _fmt(p.get("records_per_s")),
+                    ratio,
+                    f"{_fmt(k.get('p75_ms'), digits=1)} / {p99_k}",
+                    f"{_fmt(p.get('p75_ms'), digits=1)} / {_fmt(p.get('p99_ms'), digits=1)}",
+                ]
+            )
+    rep.table(
+        [
+            "record",
+            "offered rec/s",
+            "Kafka committed rec/s",
+            "pykraft committed rec/s",
+            "pykraft / Kafka",
+            "Kafka p75 / p99 ms",
+            "pykraft p75 / p99 ms",
+        ],
+        table,
+    )
+    for size in sizes:
+        best = {
+            system: max(
+                (
+                    r["records_per_s"]
+                    for r in points
+                    if r["system"] == system and r["record_bytes"] == size and "records_per_s" in r
+                ),
+                default=None,
+            )
+            for system in ("kafka", "pykraft")
+        }
+        if best["kafka"] and best["pykraft"]:
+            rep.target(
+                f"throughput vs Kafka's raft, {size} B (best committed rec/s over the offered points)",
+                best["pykraft"] / best["kafka"],
+                1.0,
+                "x",
+                higher=True,
+                note=f"pykraft {best['pykraft']:,.0f} vs Kafka {best['kafka']:,.0f} rec/s",
+            )
+        # p99 at the same offered load: the highest offered rate Kafka delivered (>= 90%).
+        delivered = [
+            r
+            for r in points
+            if r["system"] == "kafka"
+            and r["record_bytes"] == size
+            and r.get("records_per_s", 0) >= 0.9 * r["offered_rps"]
+        ]
+        if delivered:
+            k = max(delivered, key=lambda r: r["offered_rps"])
+            p = next(
+                (
+                    r
+                    for r in points
+                    if r["system"] == "pykraft"
+                    and r["record_bytes"] == size
+                    and r["offered_rps"] == k["offered_rps"]
+                ),
+                None,
+            )
+            if p is not None and p.get("p99_ms") is not None:
+                rep.target(
+                    f"p99 vs Kafka's raft, {size} B at {k['offered_rps']:,} rec/s offered",
+                    p["p99_ms"] / k["p99_ms"],
+                    1.0,
+                    "x",
+                    higher=False,
+                    note=f"pykraft {p['p99_ms']:.1f} ms vs Kafka {k['p99_ms']:.1f}"
+                    + (
+                        " ms or more (Kafka's histogram ceiling)"
+                        if k.get("p99_censored")
+                        else " ms"
+                    ),
+                )
+    fos = anchor.get("failover") or []
+    if fos:
+        rep.add(
+            "Failover, measured the same way on both (`bench/_probe.py`): 200 records/s of "
+            "steady load, SIGKILL the leader, time to the first observer Fetch answer from a new "
+            "leader whose high watermark moved past the one seen before the kill; Kafka's "
+            "default timeouts (fetch 2,000 ms, election 1,000 ms).",
+            "",
+        )
+        rep.table(
+            ["system", "repetitions", "p50 ms", "max ms", "no commit in 60 s"],
+            [
+                [
+                    f["system"],
+                    str(len(f["samples_ms"])),
+                    _fmt(f["p50_ms"]),
+                    _fmt(f["max_ms"]),
+                    str(f["failures"]),
+                ]
+                for f in fos
+            ],
+        )
+        by = {f["system"]: f for f in fos}
+        if by.get("kafka", {}).get("p50_ms") and by.get("pykraft", {}).get("p50_ms"):
+            rep.target(
+                "failover p50 vs Kafka's raft (same probe, default timeouts)",
+                by["pykraft"]["p50_ms"] / by["kafka"]["p50_ms"],
+                1.0,
+                "x",
+                higher=False,
+                note=f"pykraft {by['pykraft']['p50_ms']:,.0f} ms vs Kafka {by['kafka']['p50_ms']:,.0f} ms",
+            )
+
+
 def _section_catchup(rep: Report) -> None:
     cus = rep.r.get("catchup") or []
     rep.add(
@@ -605,6 +788,7 @@ def _closing(rep: Report) -> None:
 def write(results: dict[str, Any], out: Path) -> Path:
     rep = Report(results, out)
     sections: list[Callable[[Report], None]] = [
+        _section_kafka,
         _section_throughput,
         _section_failover,
         _section_catchup,

@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/run_all.py [--quick] [--publish] [--only PHASES] [--out DIR]
 
-Phases (in order): machine facts, pykraft throughput/latency (linger 25 ms = Kafka's default,
+Phases (in order): machine facts, Apache Kafka's raft benchmark server (TestRaftServer)
+against pykraft at the same offered loads, interleaved, and both failovers (``wl_kafka.py``,
+~20 min; Kafka's jars come through scripts/kafka.sh), pykraft throughput/latency (linger 25 ms = Kafka's default,
 and linger 0), the same load on PySyncObj (4 configurations), pykraft failover (Kafka's
 default timeouts and tuned ones), catch-up (a follower down, a new voter), a profile of pykraft at saturation, the
 simulator's speed and the single-area benches (``bench_log.py``, ``bench_protocol.py``,
@@ -32,6 +34,7 @@ from typing import Any
 import report
 from _common import BENCH_DIR, REPO_DIR, fsync_probe_ms, install_reaper, machine_info
 from _load import LoadSpec
+from wl_kafka import run_kafka_anchor
 from wl_kraft import (
     KAFKA_DEFAULTS,
     TUNED,
@@ -43,7 +46,7 @@ from wl_kraft import (
 from wl_syncobj import run_syncobj
 
 SYNCOBJ_VARIANTS = ((False, True), (False, False), (True, True), (True, False))  # journal, batch
-PHASES = ("kraft", "syncobj", "failover", "catchup", "profile", "single")
+PHASES = ("kafka", "kraft", "syncobj", "failover", "catchup", "profile", "single")
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,8 @@ def main() -> int:
         results["machine"] = machine_info(work)
         results["machine"]["fsync_4k_median_ms"] = round(fsync_probe_ms(work), 3)
         say(f"machine: {json.dumps(results['machine'])}")
+        if "kafka" in only:
+            phase(results, "kafka", lambda: run_kafka_anchor(work, quick=args.quick, log=say))
         if "kraft" in only:
             phase(results, "kraft", lambda: kraft_throughput(plan, work))
         if "syncobj" in only:
