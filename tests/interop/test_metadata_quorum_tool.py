@@ -63,16 +63,23 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
         p.start()
     q = Quorum(nodes[:3], nodes[3:])
     try:
-        wait_for(
-            lambda: (
-                (info := describe_quorum(q.bootstrap, timeout_ms=5_000)).leader_id > 0
+        seen: list[object] = []
+
+        def ready() -> bool:
+            info = describe_quorum(q.bootstrap, timeout_ms=5_000)
+            seen[:] = [info]
+            return (
+                info.leader_id > 0
                 and {o.replica_id for o in info.observers} == {4}
                 and info.high_watermark >= 3
                 and all(v.log_end_offset == info.high_watermark for v in info.voters)
-            ),
-            "a leader, its epoch's records committed everywhere and observer 4",
-            timeout_s=30,
-        )
+            )
+
+        try:
+            wait_for(ready, "a leader, its epoch's records committed everywhere and observer 4", 60)
+        except AssertionError as e:
+            tails = "\n".join(f"--- {p.node_id}\n{p.text()[-3000:]}" for p in nodes)
+            raise AssertionError(f"{e}; last: {seen}\n{tails}") from None
         yield q
     finally:
         for p in nodes:
@@ -200,3 +207,41 @@ def test_kafka_tool_adds_and_removes_a_pykraft_controller(
         )
     finally:
         new.kill()
+
+
+def test_kafka_features_tool_and_pykrafts_print_the_same(kafka: KafkaDist, quorum: Quorum) -> None:
+    """``kafka-features describe`` against pykraft, and pykraft's own: the same lines; a
+    kraft.version downgrade is refused to both (D10)."""
+    theirs = kafka.run("features", "--bootstrap-controller", quorum.bootstrap, "describe").stdout
+    result = cli("features", "--bootstrap-controller", quorum.bootstrap, "describe")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == theirs
+    assert re.search(
+        r"Feature: kraft\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s",
+        theirs,
+    ), theirs
+
+    refused = kafka.run(
+        "features",
+        "--bootstrap-controller",
+        quorum.bootstrap,
+        "downgrade",
+        "--feature",
+        "kraft.version=0",
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert (
+        "Could not downgrade kraft.version to 0. kraft.version cannot be downgraded from 1 to 0"
+        in refused.stdout
+    )
+    ours = cli(
+        "features",
+        "--bootstrap-controller",
+        quorum.bootstrap,
+        "downgrade",
+        "--feature",
+        "kraft.version=0",
+    )
+    assert ours.returncode == 1
+    assert ours.stdout.splitlines()[0] == refused.stdout.splitlines()[0]

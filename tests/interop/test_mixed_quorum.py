@@ -226,3 +226,72 @@ def test_pre_vote_across_implementations(ppk: MixedQuorum) -> None:
         time.sleep(3.0)
         after = ppk.caught_up()
         assert (after.leader_id, after.leader_epoch) == (leader_id, epoch), (kind, after)
+
+
+def test_a_kip642_reassignment_with_a_kafka_voter_in_the_quorum(
+    kafka: KafkaDist, tmp: Path
+) -> None:
+    """pykraft's KIP-642 target travels in a LeaderChangeMessage tagged field (Kafka stops on
+    control record types it does not know): a reassignment run by a pykraft leader, with a
+    Kafka voter replicating every record of it, completes and the Kafka voter keeps
+    following; Kafka's dump tool reads the target records as LeaderChange records."""
+    quorum = MixedQuorum(kafka, tmp, "ppk", extra_ids=1)
+    try:
+        joining = quorum.add_observer(4, "pykraft")
+        quorum.start()
+        info = quorum.caught_up()
+        for _ in range(5):  # the reassignment is pykraft's: a pykraft leader runs it
+            if quorum.members[info.leader_id].kind == "pykraft":
+                break
+            killed = quorum.members[info.leader_id]
+            killed.kill()
+            quorum.wait(
+                lambda i, old=info: i.leader_epoch > old.leader_epoch and i.leader_id > 0,
+                "a new leader",
+            )
+            killed.start()
+            info = quorum.caught_up()
+        leader_id = info.leader_id
+        assert quorum.members[leader_id].kind == "pykraft"
+        removed = next(
+            m.node_id
+            for m in quorum.members.values()
+            if m.kind == "pykraft" and m.node_id not in (leader_id, 4)
+        )
+        quorum.wait(lambda i: any(o.replica_id == 4 for o in i.observers), "pykraft 4 observing")
+        assert joining.proc is not None
+        from ..node.procs import wait_for
+
+        wait_for(lambda: "registered with leader" in joining.proc.text(), "4 registered")
+        target = sorted({1, 2, 3, 4} - {removed})
+        result = cli(
+            "metadata-quorum",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "reassign",
+            "--voters",
+            ",".join(map(str, target)),
+            "--wait",
+            timeout_s=180,
+        )
+        assert result.returncode == 0, result.stderr
+        info = quorum.wait(
+            lambda i: {v.replica_id for v in i.voters} == set(target), "the target voters"
+        )
+        kafka_member = quorum.members[3]
+        assert kafka_member.running, kafka_member.tail()
+        info = quorum.caught_up()
+        assert any(
+            v.replica_id == 3 and v.log_end_offset >= info.high_watermark for v in info.voters
+        )
+        assert "fatal" not in kafka_member.log.read_text().lower()
+        kafka_member.stop()
+        out = kafka.run(
+            "dump-log",
+            "--cluster-metadata-decoder",
+            "--files",
+            ",".join(str(s) for s in kafka_member.segments()),
+        ).stdout
+        assert out.count("LeaderChange:") >= 3  # epoch starts plus the target and its clearing
+    finally:
+        quorum.close()

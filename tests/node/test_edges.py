@@ -14,6 +14,7 @@ import random
 import signal
 import socket
 import struct
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -36,7 +37,7 @@ from pykraft.protocol import (
 )
 from pykraft.storage import read_meta_properties, uuid_to_kafka
 
-from .procs import Proc, cli, describe_quorum, fmt, free_ports, make_config, wait_for
+from .procs import CLUSTER_ID, Proc, cli, describe_quorum, fmt, free_ports, make_config, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -357,6 +358,41 @@ def test_unsupported_version_gets_unsupported_version_and_keeps_the_connection(
     client.send_quietly(bytes(frame))
     target.assert_closed_with_log_line(client, "a version with no response format")
     target.assert_still_serving("after a version with no response format")
+
+
+def test_vote_for_another_replica_key_gets_invalid_voter_key(target: Target) -> None:
+    """D7 over the wire: a Vote (v2) addressed to this node's id with another directory id
+    is answered INVALID_VOTER_KEY, and nothing changes."""
+    import kio.schema.vote.v2.request as vote_v2
+
+    meta = read_meta_properties(target.node.data)
+    assert meta is not None
+    epoch = describe(target.servers).leader_epoch
+    partition = vote_v2.PartitionData(
+        partition_index=0,
+        replica_epoch=epoch + 5,
+        replica_id=9,
+        replica_directory_id=uuid.uuid4(),
+        voter_directory_id=uuid.uuid4(),  # not the node's
+        last_offset_epoch=epoch,
+        last_offset=10**9,
+        pre_vote=False,
+    )
+    request = vote_v2.VoteRequest(
+        cluster_id=CLUSTER_ID,
+        voter_id=target.node.node_id,  # type: ignore[arg-type]
+        topics=(vote_v2.TopicData(topic_name="__cluster_metadata", partitions=(partition,)),),
+    )
+    client = RawClient(target.node.port)
+    try:
+        answer = cast(Any, client.request(request))
+    finally:
+        client.close()
+    assert answer.error_code == ErrorCode.none
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.invalid_voter_key
+    assert not answer.topics[0].partitions[0].vote_granted
+    assert describe(target.servers).leader_epoch == epoch  # no epoch bump from it
+    target.assert_still_serving("after a vote for another replica key")
 
 
 def test_truncated_requests_close_the_connection_with_a_log_line(target: Target) -> None:

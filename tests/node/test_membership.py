@@ -228,10 +228,11 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
     add-controller with UNSUPPORTED_VERSION; ``pykraft features upgrade --feature
     kraft.version=1`` upgrades it; the voter set then comes from the log (directory ids
     known) and add-controller works."""
-    ports = free_ports(4)
+    ports = free_ports(5)
     voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports[:3]))
     servers = ",".join(f"127.0.0.1:{p}" for p in ports[:3])
     nodes = [make_config(tmp_path, i + 1, ports[i], voters=voters) for i in range(4)]
+    nodes[0] = make_config(tmp_path, 1, ports[0], voters=voters, metrics_port=ports[4])
     for p in nodes:
         fmt(p, "-N")
     for p in nodes:
@@ -277,3 +278,32 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
     out = quorum_cli(servers, "add-controller", "--command-config", str(nodes[3].config))
     assert "Added controller 4" in out
     wait_for(lambda: 4 in status_voters(servers), "node 4 a voter")
+
+    # controller.quorum.voters is now ignored: said once in the log and by the metric; a
+    # restart without it (bootstrap servers instead) rejoins as the same voter.
+    node1 = nodes[0]
+
+    def ignored() -> float | None:
+        try:
+            return node1.scrape()["kafka_raft_metrics_ignored_static_voters"]
+        except OSError:  # the endpoint is not up (yet)
+            return None
+
+    wait_for(lambda: ignored() == 1, "ignored-static-voters 1")
+    assert node1.text().count("controller.quorum.voters is ignored") == 1
+    assert node1.stop() == 0
+    node1.config.write_text(
+        node1.config.read_text().replace(
+            f"controller.quorum.voters={voters}", f"controller.quorum.bootstrap.servers={servers}"
+        )
+    )
+    node1.start()
+    wait_for(lambda: ignored() == 0, "ignored-static-voters 0")
+    wait_for(
+        lambda: (
+            any(v.replica_id == 1 and v.log_end_offset > 0 for v in describe(servers).voters)
+            and describe(servers).leader_id > 0
+        ),
+        "node 1 back as a voter",
+    )
+    assert set(status_voters(servers)) == {1, 2, 3, 4}

@@ -89,8 +89,14 @@ def test_metrics_endpoint(quorum: list[Proc]) -> None:
     assert m["kafka_raft_metrics_current_epoch"] >= 1
     assert m["kafka_raft_metrics_number_of_voters"] == 3
     assert m["kafka_raft_metrics_number_of_offline_voters"] == 0
-    assert m["kafka_raft_metrics_duplicate_voter_ids"] == 0
+    assert "kafka_raft_metrics_duplicate_voter_ids" not in m  # see node/metrics.py
     assert m["kafka_raft_metrics_uncommitted_voter_change"] == 0
+    assert m["kafka_raft_metrics_pending_add_voter"] == 0
+    assert m["kafka_raft_metrics_pending_remove_voter"] == 0
+    assert m["kafka_raft_metrics_is_observer"] == 0
+    # Static voters at kraft.version 0: the setting is in use.
+    assert m["kafka_raft_metrics_ignored_static_voters"] == 0
+    assert m["kafka_raft_metrics_log_end_epoch"] == m["kafka_raft_metrics_current_epoch"]
     assert 0 < m["kafka_raft_metrics_high_watermark"] <= m["kafka_raft_metrics_log_end_offset"]
     assert m["kafka_raft_metrics_append_records_total"] > 0
     assert m["kafka_raft_metrics_append_records_rate"] > 0

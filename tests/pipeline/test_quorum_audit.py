@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from node.procs import CLUSTER_ID, Proc, cli, free_ports, make_config, wait_for
 from pykraft.cli.main import main
 from pykraft.pipeline.audit import run_audit
 from pykraft.records import BATCH_HEADER_SIZE, iter_batches
+
+from ..node.procs import CLUSTER_ID, Proc, cli, free_ports, make_config, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -171,11 +171,11 @@ def test_target_record_round_trip_and_snapshot_replay() -> None:
     target = VoterSet({4: VoterInfo(ReplicaKey(4, uuid.uuid4()), EP, 0, 1)})
     log = MemoryLog()
     state = ControlState(VoterSet.from_ids([1]))
-    batch = target_voters_batch(0, 1, 0, target)
+    batch = target_voters_batch(0, 1, 0, target, leader_id=1, voters=VoterSet.from_ids([1]))
     log.append(batch)
     state.apply_batches(batch)
     assert state.target == (0, target)
-    cleared = target_voters_batch(1, 1, 0, None)
+    cleared = target_voters_batch(1, 1, 0, None, leader_id=1, voters=VoterSet.from_ids([1]))
     log.append(cleared)
     state.apply_batches(cleared)
     assert state.target is None

@@ -216,7 +216,7 @@ def test_control_batches_round_trip() -> None:
     ]
     kind, msg = _single_control(voters_batch(2, 0, TS, entries))
     assert kind is ControlRecordType.KRAFT_VOTERS
-    assert [VoterRecordEntry.from_kio(v) for v in msg.voters] == entries  # type: ignore[attr-defined]
+    assert [VoterRecordEntry.from_record(v) for v in msg.voters] == entries  # type: ignore[attr-defined]
 
 
 def test_decode_control_refuses_data_records() -> None:
@@ -225,20 +225,32 @@ def test_decode_control_refuses_data_records() -> None:
         decode_control(record)
 
 
-def test_target_voters_control_record_decodes_like_a_voters_record() -> None:
-    # pykraft's KIP-642 target record (type 1000) must be readable by every reader
-    # (storage.inspect, read_snapshot, the pipeline), not only by the core.
+def test_target_voters_record_is_a_leader_change_every_reader_accepts() -> None:
+    # pykraft's KIP-642 target record must be readable by every reader (storage.inspect,
+    # read_snapshot, the pipeline, Kafka's replicas): a LeaderChangeMessage v0 whose tagged
+    # field 642 holds the target.
     from pykraft.raft.control import target_voters_batch, voter_set_from_entries
     from pykraft.records import (
+        TARGET_VOTERS_TAG,
         ControlRecordType,
         VoterRecordEntry,
         decode_control,
         decode_records,
+        target_of,
     )
 
     entries = [VoterRecordEntry(voter_id=i, directory_id=None, endpoints=()) for i in (4, 5, 6)]
-    batch = target_voters_batch(7, 3, 1_000, voter_set_from_entries(entries))
+    voters = voter_set_from_entries(entries[:1])
+    batch = target_voters_batch(
+        7, 3, 1_000, voter_set_from_entries(entries), leader_id=4, voters=voters
+    )
     (record,) = decode_records(batch)
-    kind, entity = decode_control(record)
-    assert kind is ControlRecordType.TARGET_VOTERS
-    assert [int(v.voter_id) for v in entity.voters] == [4, 5, 6]  # type: ignore[attr-defined]
+    kind, message = decode_control(record)
+    assert kind is ControlRecordType.LEADER_CHANGE
+    assert message.version == 0 and message.leader_id == 4  # type: ignore[attr-defined]
+    assert [t for t, _ in message.unknown_tagged_fields] == [TARGET_VOTERS_TAG]  # type: ignore[attr-defined]
+    target = target_of(kind, message)
+    assert target is not None and [v.voter_id for v in target] == [4, 5, 6]
+    # A plain LeaderChange carries no target.
+    plain = decode_records(leader_change_batch(0, 1, TS, 1, [ReplicaKey(1)], []))[0]
+    assert target_of(*decode_control(plain)) is None

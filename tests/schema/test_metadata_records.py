@@ -24,7 +24,7 @@ from pykraft.schema.spec import load_spec
 
 from .strategies import message_values
 
-SCHEMAS = PACKAGES[0].schemas
+SCHEMAS = next(p.schemas for p in PACKAGES if p.module == "pykraft.metadata.records")
 SPECS = {s.api_key: s for s in (load_spec(p) for p in sorted(SCHEMAS.glob("*.json")))}
 CASES = [
     (api_key, version)

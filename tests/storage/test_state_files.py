@@ -16,6 +16,7 @@ from pykraft.storage import (
     MetaProperties,
     PositionOutOfRangeError,
     QuorumStateError,
+    StorageError,
     kafka_to_uuid,
     random_uuid,
     read_meta_properties,
@@ -127,6 +128,18 @@ def test_quorum_state_round_trip_and_kafka_format(tmp_path: Path) -> None:
     assert store.read() == ElectionState(epoch=2, leader_id=1)
 
 
+def test_quorum_state_at_kraft_version_0_is_data_version_0(tmp_path: Path) -> None:
+    """As Kafka (KRaftVersion.quorumStateVersion): a binary from before KIP-853 can read it."""
+    store = FileQuorumStateStore(tmp_path)
+    state = ElectionState(epoch=4, leader_id=2, voted_key=ReplicaKey(2))
+    store.write(state, kraft_version=0, voter_ids=(1, 2, 3))
+    assert (tmp_path / "quorum-state").read_text() == (
+        '{"clusterId":"","leaderId":2,"leaderEpoch":4,"votedId":2,"appliedOffset":0,'
+        '"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}'
+    )
+    assert store.read() == state
+
+
 @pytest.mark.parametrize("cut", [1, 10, 30, 60])
 def test_torn_quorum_state_is_a_clear_error(tmp_path: Path, cut: int) -> None:
     store = FileQuorumStateStore(tmp_path)
@@ -135,6 +148,19 @@ def test_torn_quorum_state_is_a_clear_error(tmp_path: Path, cut: int) -> None:
     (tmp_path / "quorum-state").write_bytes(text[:cut])
     with pytest.raises(QuorumStateError, match="quorum-state"):
         store.read()
+
+
+def test_meta_properties_without_directory_id_gets_one_on_start(tmp_path: Path) -> None:
+    """D1: a meta.properties from before KIP-858 (no directory.id): a starting node assigns
+    one and writes it; other readers refuse it with a clear error."""
+    (tmp_path / "meta.properties").write_text(
+        "#\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\nnode.id=3\nversion=1\n"
+    )
+    with pytest.raises(StorageError, match=r"directory\.id is missing"):
+        read_meta_properties(tmp_path)
+    meta = read_meta_properties(tmp_path, assign_directory_id=True)
+    assert meta is not None and meta.node_id == 3
+    assert read_meta_properties(tmp_path) == meta  # persisted, and kept from now on
 
 
 def test_meta_properties_round_trip(tmp_path: Path) -> None:

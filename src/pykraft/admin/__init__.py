@@ -11,16 +11,20 @@ from pykraft.admin.client import (
     AdminClient,
     AdminError,
     ClusterInfo,
+    FeatureInfo,
     QuorumInfo,
     RaftVoterEndpoint,
     ReplicaState,
+    VoterReassignment,
 )
 
 __all__ = [
     "AdminClient",
     "AdminError",
     "ClusterInfo",
+    "FeatureInfo",
     "QuorumInfo",
     "RaftVoterEndpoint",
     "ReplicaState",
+    "VoterReassignment",
 ]

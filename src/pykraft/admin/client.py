@@ -40,7 +40,9 @@ import kio.schema.add_raft_voter.v0.request as add_v0
 import kio.schema.remove_raft_voter.v0.request as remove_v0
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
+from pykraft.net.convert_reassign import REASSIGNMENT_API_VERSIONS
 from pykraft.net.convert_voters import FEATURE_APIS, KRAFT_VERSION_FEATURE
 from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol import KRAFT_APIS, ApiKey, ErrorCode, ProtocolError
@@ -54,7 +56,7 @@ __all__ = [
     "ReplicaState",
 ]
 
-ADMIN_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS)
+ADMIN_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS, *REASSIGNMENT_API_VERSIONS)
 RETRY_BACKOFF_MS: Final = 100
 RETRY_BACKOFF_MAX_MS: Final = 1000
 BROKER_ENDPOINT_TYPE: Final = 1
@@ -119,6 +121,26 @@ class QuorumInfo:
     @property
     def leader(self) -> ReplicaState | None:
         return next((v for v in self.voters if v.replica_id == self.leader_id), None)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureInfo:
+    """A feature as a node's ApiVersions describes it."""
+
+    name: str
+    min_version: int
+    max_version: int
+    finalized: int | None  # None when not finalized
+    epoch: int  # FinalizedFeaturesEpoch (-1: unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class VoterReassignment:
+    """KIP-455's listing of the metadata partition during a KIP-642 reassignment."""
+
+    replicas: tuple[int, ...]  # current voters and the target's
+    adding: tuple[int, ...]  # target - current
+    removing: tuple[int, ...]  # current - target
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,16 +451,141 @@ class AdminClient:
         --feature kraft.version=N``): the leader answers once the new version committed;
         raises :class:`AdminError` (UNSUPPORTED_VERSION when a voter or observer cannot run
         it, INVALID_UPDATE_VERSION for a downgrade, ...)."""
+        await self.update_feature(
+            KRAFT_VERSION_FEATURE,
+            version,
+            upgrade_type=1,
+            validate_only=validate_only,
+            timeout_ms=timeout_ms,
+        )
+
+    async def reassign_voters(
+        self, voter_ids: Sequence[int] | None, *, timeout_ms: int | None = None
+    ) -> None:
+        """KIP-642 through KIP-455's AlterPartitionReassignments of ``__cluster_metadata``
+        partition 0: move the voter set to ``voter_ids`` one voter at a time (``None``
+        cancels: back to the voters the reassignment started from). Returns once the leader
+        has the target durably in the log; raises :class:`AdminError`
+        (INVALID_REPLICA_ASSIGNMENT names the id it cannot use)."""
+        wait = timeout_ms if timeout_ms is not None else self.timeout_ms
+        replicas = None if voter_ids is None else tuple(voter_ids)
+
+        def build(version: int) -> RequestPayload:
+            mod = _module("alter_partition_reassignments", version)
+            partition = mod.ReassignablePartition(
+                partition_index=METADATA_PARTITION, replicas=replicas
+            )
+            fields: dict[str, object] = {
+                "timeout": datetime.timedelta(milliseconds=wait),
+                "topics": (mod.ReassignableTopic(name=METADATA_TOPIC, partitions=(partition,)),),
+            }
+            if version >= 1:
+                fields["allow_replication_factor_change"] = True
+            request: RequestPayload = mod.AlterPartitionReassignmentsRequest(**fields)
+            return request
+
+        async def call(address: tuple[str, int]) -> tuple[Any, Any]:
+            m = await self._send(address, build, ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+            code = ErrorCode(m.error_code)
+            if code == ErrorCode.none:
+                part = m.responses[0].partitions[0]
+                code, message = ErrorCode(part.error_code), part.error_message
+            else:
+                message = m.error_message
+            if code == ErrorCode.none:
+                return True, None
+            error = AdminError(code, message)
+            if code not in _RETRIABLE and code != ErrorCode.not_controller:
+                raise error
+            return None, (error, await self.describe_quorum_leader_hint())
+
+        await self._call_leader(call, "AlterPartitionReassignments")
+
+    async def voter_reassignment(self) -> VoterReassignment | None:
+        """ListPartitionReassignments of the metadata partition: the reassignment of the
+        voter set in progress (None when there is none)."""
+
+        def build(version: int) -> RequestPayload:
+            mod = _module("list_partition_reassignments", version)
+            topic = mod.ListPartitionReassignmentsTopics(
+                name=METADATA_TOPIC, partition_indexes=(METADATA_PARTITION,)
+            )
+            request: RequestPayload = mod.ListPartitionReassignmentsRequest(
+                timeout=datetime.timedelta(milliseconds=self.request_timeout_ms), topics=(topic,)
+            )
+            return request
+
+        async def call(address: tuple[str, int]) -> tuple[Any, Any]:
+            m = await self._send(address, build, ApiKey.LIST_PARTITION_REASSIGNMENTS)
+            code = ErrorCode(m.error_code)
+            if code == ErrorCode.none:
+                for topic in m.topics:
+                    for p in topic.partitions:
+                        return (
+                            VoterReassignment(
+                                tuple(int(r) for r in p.replicas),
+                                tuple(int(r) for r in p.adding_replicas),
+                                tuple(int(r) for r in p.removing_replicas),
+                            ),
+                            None,
+                        )
+                return None, None
+            error = AdminError(code, m.error_message)
+            if code not in _RETRIABLE and code != ErrorCode.not_controller:
+                raise error
+            return None, (error, await self.describe_quorum_leader_hint())
+
+        result: VoterReassignment | None = await self._call_leader(
+            call, "ListPartitionReassignments"
+        )
+        return result
+
+    async def describe_features(self) -> list[FeatureInfo]:
+        """The features the first bootstrap address that answers supports and finalized
+        (its ApiVersions, as Kafka's ``Admin.describeFeatures``)."""
+        last: BaseException | None = None
+        for address in self.bootstrap:
+            try:
+                conn = await self._connection(address)
+            except (OSError, TimeoutError, ConnectionError, ProtocolError) as e:
+                last = e
+                self._drop(address)
+                continue
+            answer = conn.api_versions
+            finalized = {str(f.name): int(f.max_version_level) for f in answer.finalized_features}
+            epoch = int(answer.finalized_features_epoch)
+            return [
+                FeatureInfo(
+                    str(f.name),
+                    int(f.min_version),
+                    int(f.max_version),
+                    finalized.get(str(f.name)),
+                    epoch,
+                )
+                for f in sorted(answer.supported_features, key=lambda f: str(f.name))
+            ]
+        raise AdminError(ErrorCode.request_timed_out, f"no bootstrap address answered ({last})")
+
+    async def update_feature(
+        self,
+        name: str,
+        level: int,
+        *,
+        upgrade_type: int,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """UpdateFeatures of one feature: ``upgrade_type`` 1 upgrade, 2 safe downgrade,
+        3 unsafe downgrade (Kafka's FeatureUpdate.UpgradeType); raises :class:`AdminError`."""
         wait = timeout_ms if timeout_ms is not None else self.timeout_ms
 
         def build(api_version: int) -> RequestPayload:
             mod = _module("update_features", api_version)
-            update: dict[str, object] = {"feature": KRAFT_VERSION_FEATURE}
-            update["max_version_level"] = version
+            update: dict[str, object] = {"feature": name, "max_version_level": level}
             if api_version == 0:
-                update["allow_downgrade"] = False
+                update["allow_downgrade"] = upgrade_type != 1
             else:
-                update["upgrade_type"] = 1  # upgrade only
+                update["upgrade_type"] = upgrade_type
             fields: dict[str, object] = {
                 "timeout": datetime.timedelta(milliseconds=wait),
                 "feature_updates": (mod.FeatureUpdateKey(**update),),

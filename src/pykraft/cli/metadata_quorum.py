@@ -5,6 +5,7 @@
     describe --status | --replication [--human-readable]
     add-controller --command-config F       (run with the new controller's config)
     remove-controller --controller-id N --controller-directory-id UUID
+    reassign (--voters ID,ID,... | --cancel | --describe) [--wait]   (KIP-642, pykraft's own)
 
 Output is Kafka's tool's, character for character (checked against Kafka 4.3's
 ``MetadataQuorumCommand`` in ``tests/interop``). ``describe --status`` prints ``Key: value``
@@ -70,6 +71,25 @@ def register(sub: Any) -> None:
     remove.add_argument("--controller-id", type=int, required=True)
     remove.add_argument("--controller-directory-id", required=True, help="Kafka base64 UUID")
     remove.set_defaults(func=_remove)
+    reassign = commands.add_parser(
+        "reassign",
+        help="move the voter set to other controllers, one voter at a time (KIP-642)",
+    )
+    action = reassign.add_mutually_exclusive_group(required=True)
+    action.add_argument(
+        "--voters", metavar="ID,ID,...", help="the target voter set (voters or observers)"
+    )
+    action.add_argument(
+        "--cancel", action="store_true", help="go back to the voters it started from"
+    )
+    action.add_argument("--describe", action="store_true", help="the reassignment in progress")
+    reassign.add_argument(
+        "--wait", action="store_true", help="wait until the voter set is the target"
+    )
+    reassign.add_argument(
+        "--wait-ms", type=int, default=300_000, help="bound on --wait (default 300000)"
+    )
+    reassign.set_defaults(func=_reassign)
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -278,6 +298,63 @@ def _remove(args: argparse.Namespace) -> int:
             f"Removed KRaft controller {args.controller_id} with directory id "
             f"{args.controller_directory_id}"
         )
+        return 0
+
+    return _run(args, main)
+
+
+# -- reassign (KIP-642) --------------------------------------------------------------------
+
+WAIT_POLL_S = 0.5
+
+
+def reassignment_lines(moving: Any, info: Any) -> list[str]:
+    """``reassign --describe``: KIP-455's listing of the metadata partition plus each
+    replica's lag from DescribeQuorum."""
+    if moving is None:
+        return ["No reassignment of the voter set is in progress."]
+    end = info.leader.log_end_offset if info.leader is not None else 0
+    offsets = {r.replica_id: r.log_end_offset for r in (*info.voters, *info.observers)}
+    target = sorted(set(moving.replicas) - set(moving.removing))
+    lines = [
+        f"Current voters: {','.join(str(v.replica_id) for v in info.voters)}",
+        f"Target voters:  {','.join(map(str, target))}",
+        f"Adding:         {','.join(map(str, moving.adding)) or '-'}",
+        f"Removing:       {','.join(map(str, moving.removing)) or '-'}",
+    ]
+    for replica in moving.replicas:
+        reached = offsets.get(replica)
+        lag = "unknown" if reached is None or reached < 0 else str(max(0, end - reached))
+        lines.append(f"  replica {replica}: log end offset {reached}, lag {lag}")
+    return lines
+
+
+def _reassign(args: argparse.Namespace) -> int:
+    ids: list[int] | None = None
+    if args.voters is not None:
+        try:
+            ids = [int(x) for x in args.voters.split(",") if x.strip()]
+        except ValueError:
+            return _fail(f"--voters {args.voters!r}: expected comma-separated node ids")
+
+    async def main(admin: Any) -> int:
+        if args.describe:
+            moving = await admin.voter_reassignment()
+            info = await admin.describe_quorum()
+            print("\n".join(reassignment_lines(moving, info)), flush=True)
+            return 0
+        await admin.reassign_voters(None if args.cancel else ids)
+        what = "Cancelled the reassignment" if args.cancel else f"Target voter set {ids}"
+        print(f"{what}: accepted (written to the metadata log)", flush=True)
+        if args.wait:  # bounded: --wait-ms
+            deadline = time.monotonic() + args.wait_ms / 1000
+            while await admin.voter_reassignment() is not None:
+                if time.monotonic() > deadline:
+                    return _fail(f"the reassignment did not complete within {args.wait_ms} ms")
+                await asyncio.sleep(WAIT_POLL_S)
+            info = await admin.describe_quorum()
+            voters = ",".join(str(v.replica_id) for v in info.voters)
+            print(f"Reassignment complete: voters {voters}", flush=True)
         return 0
 
     return _run(args, main)

@@ -21,10 +21,17 @@ def register(sub: Any) -> None:
     fmt = commands.add_parser("format", help="format the metadata log directory")
     fmt.add_argument("--config", "-c", required=True, type=Path, help="server .properties")
     fmt.add_argument("--cluster-id", "-t", required=True)
-    mode = fmt.add_mutually_exclusive_group(required=True)
+    # As kafka-storage: a controller without controller.quorum.voters needs one of these.
+    mode = fmt.add_mutually_exclusive_group()
     mode.add_argument("--standalone", "-s", action="store_true")
     mode.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRID,...")
     mode.add_argument("--no-initial-controllers", "-N", action="store_true")
+    fmt.add_argument(
+        "--release-version",
+        "-r",
+        metavar="VERSION",
+        help="the metadata.version to start with, e.g. 3.9 or 4.0-IV3 (default 4.0-IV3)",
+    )
     fmt.add_argument("--feature", "-f", action="append", default=[], metavar="NAME=LEVEL")
     fmt.add_argument("--ignore-formatted", "-g", action="store_true")
     fmt.set_defaults(func=_format)
@@ -41,18 +48,49 @@ def _random_uuid(args: argparse.Namespace) -> int:
     return 0
 
 
-def _kraft_version(features: list[str]) -> int | None:
+def _features(args: argparse.Namespace) -> tuple[int | None, dict[str, int]]:
+    """(kraft.version, the other features) from ``--feature`` and ``--release-version``."""
+    from pykraft.metadata.versions import (
+        FEATURES,
+        METADATA_VERSION,
+        metadata_version,
+        parse_release_version,
+    )
     from pykraft.storage import ConfigError
 
-    version = None
-    for feature in features:
+    kraft_version = None
+    features: dict[str, int] = {}
+    if args.release_version is not None:
+        try:
+            features[METADATA_VERSION] = parse_release_version(args.release_version).level
+        except ValueError as e:
+            raise ConfigError(f"--release-version: {e}") from None
+    for feature in args.feature:
         name, eq, level = feature.partition("=")
+        name = name.strip()
         if not eq or not level.strip().isdigit():
             raise ConfigError(f"--feature {feature!r}: expected NAME=LEVEL")
-        if name.strip() != "kraft.version":
-            raise ConfigError(f"--feature {name.strip()}: only kraft.version is supported")
-        version = int(level)
-    return version
+        value = int(level)
+        if name == "kraft.version":
+            kraft_version = value
+        elif name == METADATA_VERSION:
+            if args.release_version is not None:
+                raise ConfigError(
+                    "give metadata.version by --release-version or --feature, not both"
+                )
+            try:
+                features[name] = metadata_version(value).level
+            except ValueError as e:
+                raise ConfigError(f"--feature {feature}: {e}") from None
+        elif name in FEATURES:
+            low, high = FEATURES[name]
+            if not low <= value <= high:
+                raise ConfigError(f"--feature {feature}: supported levels are {low}-{high}")
+            features[name] = value
+        else:
+            known = ", ".join(["kraft.version", METADATA_VERSION, *sorted(FEATURES)])
+            raise ConfigError(f"--feature {name}: unknown feature (known: {known})")
+    return kraft_version, features
 
 
 def _format(args: argparse.Namespace) -> int:
@@ -72,13 +110,16 @@ def _format(args: argparse.Namespace) -> int:
             if args.initial_controllers is not None
             else None
         )
+        kraft_version, features = _features(args)
         meta = format_storage(
             config,
             args.cluster_id,
             standalone=args.standalone,
             initial_controllers=controllers,
-            kraft_version=_kraft_version(args.feature),
+            kraft_version=kraft_version,
             ignore_formatted=args.ignore_formatted,
+            no_initial_controllers=args.no_initial_controllers,
+            features=features,
         )
     except (ConfigError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -32,9 +32,14 @@ class MetadataRecordError(SchemaDecodeError):
 
 
 class _Record(Protocol):
-    API_KEY: int
-    LOWEST_VERSION: int
-    HIGHEST_VERSION: int
+    @property
+    def API_KEY(self) -> int: ...
+
+    @property
+    def LOWEST_VERSION(self) -> int: ...
+
+    @property
+    def HIGHEST_VERSION(self) -> int: ...
 
     def write(self, out: bytearray, version: int) -> None: ...
 

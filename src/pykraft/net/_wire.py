@@ -11,7 +11,7 @@ from typing import Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.protocol import ApiKey
+from pykraft.protocol import ApiKey, request_schema, response_schema
 
 __all__ = [
     "METADATA_PARTITION",
@@ -28,20 +28,6 @@ METADATA_TOPIC: Final = "__cluster_metadata"
 METADATA_PARTITION: Final = 0
 METADATA_TOPIC_ID: Final = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID`` (``AAAAAAAAAAAAAAAAAAAAAQ``), used by Fetch v13+."""
-
-_PACKAGE: Final = {
-    ApiKey.VOTE: "vote",
-    ApiKey.BEGIN_QUORUM_EPOCH: "begin_quorum_epoch",
-    ApiKey.END_QUORUM_EPOCH: "end_quorum_epoch",
-    ApiKey.FETCH: "fetch",
-    ApiKey.FETCH_SNAPSHOT: "fetch_snapshot",
-    ApiKey.ADD_RAFT_VOTER: "add_raft_voter",
-    ApiKey.REMOVE_RAFT_VOTER: "remove_raft_voter",
-    ApiKey.UPDATE_RAFT_VOTER: "update_raft_voter",
-    ApiKey.DESCRIBE_QUORUM: "describe_quorum",
-    ApiKey.UPDATE_FEATURES: "update_features",
-    ApiKey.API_VERSIONS: "api_versions",
-}
 
 
 class RejectedRequest(Exception):
@@ -63,8 +49,12 @@ class InvalidResponse(Exception):
 
 @cache
 def kio_module(api_key: ApiKey, version: int, kind: str) -> ModuleType:
-    """kio's ``request`` or ``response`` schema module of ``api_key`` at ``version``."""
-    return importlib.import_module(f"kio.schema.{_PACKAGE[api_key]}.v{version}.{kind}")
+    """kio's ``request`` or ``response`` schema module of ``api_key`` at ``version`` (found
+    through kio's own index: one table of APIs, kio's)."""
+    schema = (
+        request_schema(api_key, version) if kind == "request" else response_schema(api_key, version)
+    )
+    return importlib.import_module(schema.__module__)
 
 
 def message_version(message: RequestPayload | ResponsePayload) -> int:

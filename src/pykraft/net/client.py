@@ -55,11 +55,14 @@ from pykraft.protocol import (
 )
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
+    AlterVotersRequest,
     AnyRequest,
     AnyResponse,
     ApiVersionsRequest,
+    ControllerRegistrationRequest,
     DescribeQuorumRequest,
     FetchRequest,
+    ListVoterReassignmentRequest,
     RemoveRaftVoterRequest,
     UpdateFeaturesRequest,
     UpdateRaftVoterRequest,
@@ -70,7 +73,14 @@ __all__ = ["AnswerCallback", "Connection", "PeerChannel", "ResultCallback"]
 log = logging.getLogger("pykraft.net.client")
 
 # Requests the core answers but never sends.
-_NOT_SENT: Final = (DescribeQuorumRequest, UpdateFeaturesRequest)
+# Requests the core answers but never sends to a peer (from admin clients and controllers).
+_NOT_SENT: Final = (
+    DescribeQuorumRequest,
+    UpdateFeaturesRequest,
+    AlterVotersRequest,
+    ListVoterReassignmentRequest,
+    ControllerRegistrationRequest,
+)
 _VOTER_REQUESTS: Final = (
     AddRaftVoterRequest,
     RemoveRaftVoterRequest,
@@ -106,6 +116,7 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._lost: asyncio.Future[None] = self._loop.create_future()
         self.peer_versions: dict[int, tuple[int, int]] = {}
+        self.api_versions: Any = None  # the peer's whole ApiVersions (v3) answer
 
     @classmethod
     async def open(
@@ -148,6 +159,7 @@ class Connection(asyncio.Protocol):
         conn.peer_versions = {
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
         }
+        conn.api_versions = versions
         return conn
 
     @property

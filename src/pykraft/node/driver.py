@@ -85,6 +85,7 @@ from pykraft.node.inbound import (
 )
 from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, record_count, snapshot_of
 from pykraft.node.peers import Peers
+from pykraft.node.registration import ControllerRegistrar
 from pykraft.protocol import (
     ApiKey,
     DecodedRequest,
@@ -120,6 +121,20 @@ from pykraft.storage import (
 __all__ = ["AppendLostError", "NodeStartError", "RaftNode"]
 
 log = logging.getLogger("pykraft.node")
+
+
+FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.MAX_FETCH_WAIT_MS
+
+
+def fetch_max_wait_ms(fetch_timeout_ms: int) -> int:
+    """How long a follower lets the leader hold its Fetch: Kafka's 500 ms, but never more
+    than half the fetch timeout. A follower's fetch timer restarts on each answer, so with
+    ``controller.quorum.fetch.timeout.ms`` below 500 an idle long poll outlived it and every
+    follower of an idle quorum started elections, forever (epoch 1 -> 19 in 6 s at 300 ms).
+    Kafka's own controllers would do the same with such a setting: it holds polls for 500 ms
+    whatever the timeout (an idle Kafka 4.3.1 quorum at 300 ms: epoch 1 to 50 in 20 s;
+    docs/DECISIONS.md)."""
+    return max(0, min(FETCH_MAX_WAIT_MS, fetch_timeout_ms // 2))
 
 
 class NodeStartError(Exception):
@@ -165,6 +180,8 @@ class RaftNode:
         self.cluster_id = ""
         self.directory_id: Any = None
         self.listener = config.controller_listener
+        self._registrar: ControllerRegistrar | None = None
+        self._static_voters_ignored = False  # logged once, when kraft.version >= 1
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -180,7 +197,7 @@ class RaftNode:
     def _open_storage(self) -> tuple[FileLog, FileSnapshotStore, FileQuorumStateStore]:
         cfg = self.config
         try:
-            meta = read_meta_properties(cfg.metadata_log_dir)
+            meta = read_meta_properties(cfg.metadata_log_dir, assign_directory_id=True)
         except StorageError as e:
             raise NodeStartError(str(e)) from None
         if meta is None:
@@ -226,8 +243,7 @@ class RaftNode:
             election_backoff_max_ms=cfg.quorum_election_backoff_max_ms,
             request_timeout_ms=cfg.quorum_request_timeout_ms,
             retry_backoff_ms=cfg.quorum_retry_backoff_ms,
-            # Kafka's fixed 500 ms; the channel's timeout for a Fetch adds this wait.
-            fetch_max_wait_ms=500,
+            fetch_max_wait_ms=fetch_max_wait_ms(cfg.quorum_fetch_timeout_ms),
             cluster_id=self.cluster_id,
             auto_join=cfg.quorum_auto_join_enable,
             # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
@@ -268,6 +284,12 @@ class RaftNode:
         core = self._new_core(log_, snapshots, quorum_state)
         core.on_transition = self._on_transition
         self.core = core
+        self._registrar = ControllerRegistrar(
+            cfg.node_id,
+            core.endpoints,
+            core.config.kraft_versions,
+            timeout_ms=cfg.quorum_request_timeout_ms,
+        )
         self.metrics = RaftMetrics(self.now_ms(), cfg.quorum_fetch_timeout_ms)
         if cfg.metrics_port is not None:
             self._metrics_server = MetricsServer(self._loop, self.metrics_snapshot)
@@ -308,6 +330,8 @@ class RaftNode:
         if self._server is not None:
             await self._server.close()
         await self._peers.close()
+        if self._registrar is not None:
+            await self._registrar.close()
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self._flush_done()
@@ -394,15 +418,23 @@ class RaftNode:
         if ready.high_watermark is not None:
             self._committed(ready.high_watermark)
         if ready.leader_change is not None:
-            log.info(
-                "leader change leader=%d epoch=%d",
-                ready.leader_change.leader_id,
-                ready.leader_change.epoch,
-            )
+            change = ready.leader_change
+            log.info("leader change leader=%d epoch=%d", change.leader_id, change.epoch)
+            if self._registrar is not None:
+                self._registrar.leader_changed(change.leader_id, change.epoch, self.leader_address)
         for done in ready.completed:
             log.info("operation done op=%s error=%s", done.operation, done.error.name)
         assert self.core is not None
         self._voter_log.update(self.config.node_id, self.core)
+        ignored = bool(self.config.quorum_voters) and self.core.kraft_version >= 1
+        if ignored and not self._static_voters_ignored:
+            self._static_voters_ignored = True
+            log.warning(
+                "controller.quorum.voters is ignored: kraft.version is %d, the voter set comes "
+                "from the metadata log; it is safe to remove the setting "
+                "(ignored-static-voters=1)",
+                self.core.kraft_version,
+            )
         self._schedule_poll(ready.next_deadline_ms)
 
     def _api_versions(self, api_version: int) -> ResponsePayload:
@@ -414,7 +446,9 @@ class RaftNode:
         """The raft-metrics group now (on the loop thread); None before start."""
         if self.core is None or self.metrics is None:
             return None
-        return snapshot_of(self.core, self.metrics, self.now_ms())
+        return snapshot_of(
+            self.core, self.metrics, self.now_ms(), static_voters=bool(self.config.quorum_voters)
+        )
 
     def _schedule_poll(self, deadline_ms: int) -> None:
         assert self._loop is not None

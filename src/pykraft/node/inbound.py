@@ -12,6 +12,12 @@ from typing import Final
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.convert import request_from_kio, response_to_kio
+from pykraft.net.convert_reassign import (
+    REASSIGNMENT_API_VERSIONS,
+    REASSIGNMENT_APIS,
+    reassign_request_from_kio,
+    reassign_response_to_kio,
+)
 from pykraft.net.convert_voters import (
     FEATURE_APIS,
     KRAFT_VERSION_FEATURE,
@@ -27,10 +33,14 @@ from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
     AddRaftVoterResponse,
+    AlterVotersRequest,
+    AlterVotersResponse,
     AnyRequest,
     AnyResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    ControllerRegistrationRequest,
+    ControllerRegistrationResponse,
     DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
@@ -38,6 +48,7 @@ from pykraft.raft.messages import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    ListVoterReassignmentResponse,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
     ReplicaState,
@@ -62,7 +73,7 @@ RAFT_APIS: Final = frozenset(
 )
 # Every quorum RPC (KIP-595/630/853/996), plus Metadata and DescribeCluster, which let
 # clients find the leader (pykraft.node.cluster), and UpdateFeatures for kraft.version (D10).
-SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS)
+SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS, *REASSIGNMENT_API_VERSIONS)
 ADMIN_SOURCE_ID: Final = -1  # the "source" of an admin client's request, for the core
 
 _RESPONSE_TYPES: Final = (
@@ -107,13 +118,15 @@ def api_versions_response(api_version: int, core: RaftCore | None) -> ResponsePa
 
 
 def goes_to_core(api_key: int) -> bool:
-    return api_key in RAFT_APIS or api_key in VOTER_APIS
+    return api_key in RAFT_APIS or api_key in VOTER_APIS or api_key in REASSIGNMENT_APIS
 
 
 def decode_for_core(request: DecodedRequest, local_id: int) -> AnyRequest:
     """The core's message for a request ``goes_to_core``; raises ``RejectedRequest``."""
     if request.api_key in RAFT_APIS:
         return request_from_kio(request.message, local_id=local_id)
+    if request.api_key in REASSIGNMENT_APIS:
+        return reassign_request_from_kio(request.message)
     return voter_request_from_kio(request.message)
 
 
@@ -122,6 +135,8 @@ def source_of(body: AnyRequest) -> int:
         return body.candidate_key.id
     if isinstance(body, BeginQuorumEpochRequest | EndQuorumEpochRequest):
         return body.leader_id
+    if isinstance(body, ControllerRegistrationRequest):
+        return body.controller_id
     if isinstance(body, FetchRequest | FetchSnapshotRequest | UpdateRaftVoterRequest):
         return (
             body.replica_key.id
@@ -135,7 +150,7 @@ def answer_wait_ms(body: AnyRequest, voter_change_timeout_ms: int) -> int:
     """How long the core may take to answer ``body`` on purpose (then a grace period)."""
     if isinstance(body, FetchRequest):
         return body.max_wait_ms
-    if isinstance(body, AddRaftVoterRequest | UpdateFeaturesRequest):
+    if isinstance(body, AddRaftVoterRequest | UpdateFeaturesRequest | AlterVotersRequest):
         return body.timeout_ms
     if isinstance(body, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
         return voter_change_timeout_ms
@@ -148,6 +163,10 @@ def encode_answer(body: AnyResponse, pending: PendingAnswer) -> ResponsePayload 
         return response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
     if isinstance(body, _VOTER_RESPONSE_TYPES):
         return voter_response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
+    if isinstance(
+        body, AlterVotersResponse | ListVoterReassignmentResponse | ControllerRegistrationResponse
+    ):
+        return reassign_response_to_kio(body, pending.api_version)
     return None
 
 

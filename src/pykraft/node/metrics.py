@@ -27,22 +27,36 @@ append-records-rate                   ``kafka_raft_metrics_append_records_rate``
                                       and ``kafka_raft_metrics_append_records_total``
 fetch-records-rate                    ``kafka_raft_metrics_fetch_records_rate`` (records/s)
                                       and ``kafka_raft_metrics_fetch_records_total``
+log-end-epoch                         ``kafka_raft_metrics_log_end_epoch``
 number-of-voters                      ``kafka_raft_metrics_number_of_voters``
-number-of-observers                   ``kafka_raft_metrics_number_of_observers`` (leader)
+number-of-observers                   ``kafka_raft_metrics_number_of_observers`` (leader;
+                                      the observers DescribeQuorum lists)
 uncommitted-voter-change              ``kafka_raft_metrics_uncommitted_voter_change`` (0/1)
+pending-add-voter                     ``kafka_raft_metrics_pending_add_voter`` (0/1, seed 003)
+pending-remove-voter                  ``kafka_raft_metrics_pending_remove_voter`` (0/1)
 number-of-offline-voters              ``kafka_raft_metrics_number_of_offline_voters`` (leader)
-duplicate-voter-ids                   ``kafka_raft_metrics_duplicate_voter_ids``
+is-observer                           ``kafka_raft_metrics_is_observer`` (0/1: not a voter;
+                                      seed 003's "TBD" gauge)
+ignored-static-voters                 ``kafka_raft_metrics_ignored_static_voters`` (0/1)
 ====================================  ====================================================
 
+Seed 003 also lists duplicate-voter-ids; a voter set is keyed by replica id (in Kafka as
+here), so it could only ever be 0, and Kafka 4.3 does not publish it: pykraft does not
+either. Kafka 4.3 publishes ``IgnoredStaticVoters`` as a controller metric
+(``kafka.controller:type=KafkaController``); here it joins the group above.
+
 Where the values come from: the gauges are read off the core when Prometheus scrapes;
-latencies and record counts are recorded by the driver (:class:`RaftMetrics`). Commit latency
+latencies and record counts are recorded by the driver (:class:`RaftMetrics`).
+``uncommitted-voter-change`` is 1 from the moment a leader takes a voter change on (also
+while AddRaftVoter waits for the new voter to catch up) until its VotersRecord commits;
+``pending-add-voter`` / ``pending-remove-voter`` say which. ``ignored-static-voters`` is 1
+when ``controller.quorum.voters`` is configured but kraft.version is 1 or more (the voter set
+comes from the log: it is safe to remove the setting). Commit latency
 is measured at the leader from the moment a batch of application records is appended to the
 moment the high watermark passes it; election latency from the start of an election
 (entering Prospective or Candidate) to the moment a leader is known. A voter is *offline*
 when the leader has not had a Fetch from it within ``controller.quorum.fetch.timeout.ms``
-(only the leader knows; elsewhere 0). ``uncommitted-voter-change`` is read from the core's
-``has_uncommitted_voter_change`` (or ``uncommitted_voter_change``) once the KIP-853 core exposes
-it, and is 0 before.
+(only the leader knows; elsewhere 0).
 
 Threading: prometheus-client serves HTTP from its own thread; a scrape hops onto the node's
 event loop (``call_soon_threadsafe``) to take one consistent snapshot, so the core is only
@@ -63,6 +77,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from pykraft.raft.core import RaftCore
+from pykraft.raft.describe import active_observers
 from pykraft.raft.roles import Leader
 from pykraft.records import CorruptRecordError, iter_batches
 
@@ -144,7 +159,11 @@ class Snapshot:
     observers: int
     uncommitted_voter_change: int
     offline_voters: int
-    duplicate_voter_ids: int
+    log_end_epoch: int = 0
+    pending_add_voter: int = 0
+    pending_remove_voter: int = 0
+    is_observer: int = 0
+    ignored_static_voters: int = 0
 
 
 class RaftMetrics:
@@ -182,21 +201,15 @@ class RaftMetrics:
             self.election_started_ms = None
 
 
-def _core_flag(core: RaftCore, *names: str) -> int:
-    """A value the KIP-853 core may expose under one of ``names``; 0 while it does not."""
-    for name in names:
-        value = getattr(core, name, None)
-        if value is not None:
-            return int(value() if callable(value) else value)
-    return 0
-
-
-def snapshot_of(core: RaftCore, metrics: RaftMetrics, now_ms: int) -> Snapshot:
+def snapshot_of(
+    core: RaftCore, metrics: RaftMetrics, now_ms: int, *, static_voters: bool = False
+) -> Snapshot:
     """Read the group off the core (call on the loop thread)."""
     role = core.state
     observers = offline = 0
     if isinstance(role, Leader):
-        observers = len(role.observers)
+        # As DescribeQuorum: a leader removing itself (D5) lists itself as an observer.
+        observers = len(active_observers(core, role, now_ms)) + int(core.is_observer)
         offline = sum(
             1
             for p in role.voters.values()
@@ -204,6 +217,7 @@ def snapshot_of(core: RaftCore, metrics: RaftMetrics, now_ms: int) -> Snapshot:
         )
     ids = [key.id for key in core.voters.keys]
     voted = core.voted_key
+    change = core.voter_change
     elapsed = now_ms - metrics.started_ms
     return Snapshot(
         state=current_state(core),
@@ -220,11 +234,13 @@ def snapshot_of(core: RaftCore, metrics: RaftMetrics, now_ms: int) -> Snapshot:
         fetch_records_total=metrics.fetch_records_total,
         voters=len(ids),
         observers=observers,
-        uncommitted_voter_change=_core_flag(
-            core, "has_uncommitted_voter_change", "uncommitted_voter_change"
-        ),
+        uncommitted_voter_change=int(core.uncommitted_voter_change or change is not None),
         offline_voters=offline,
-        duplicate_voter_ids=len(ids) - len(set(ids)),
+        log_end_epoch=core.log.last_fetched_epoch(),
+        pending_add_voter=int(change is not None and change.operation == "add_voter"),
+        pending_remove_voter=int(change is not None and change.operation == "remove_voter"),
+        is_observer=int(core.is_observer),
+        ignored_static_voters=int(static_voters and core.kraft_version >= 1),
     )
 
 
@@ -274,7 +290,15 @@ def families(s: Snapshot) -> list[Metric]:
             "number-of-offline-voters (known by the leader)",
             s.offline_voters,
         ),
-        _gauge("duplicate_voter_ids", "duplicate-voter-ids", s.duplicate_voter_ids),
+        _gauge("log_end_epoch", "log-end-epoch: the epoch of the last batch", s.log_end_epoch),
+        _gauge("pending_add_voter", "pending-add-voter (0 or 1)", s.pending_add_voter),
+        _gauge("pending_remove_voter", "pending-remove-voter (0 or 1)", s.pending_remove_voter),
+        _gauge("is_observer", "1 if this controller is not a voter", s.is_observer),
+        _gauge(
+            "ignored_static_voters",
+            "ignored-static-voters: controller.quorum.voters is set but unused (kraft.version 1)",
+            s.ignored_static_voters,
+        ),
     ]
 
 

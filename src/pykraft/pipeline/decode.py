@@ -35,6 +35,7 @@ from pykraft.records import (
     decode_records,
     iter_batches,
     read_header,
+    target_of,
 )
 
 # Table names, in the order ``ingest`` writes them.
@@ -286,14 +287,17 @@ def _control_rows(
         error = json.dumps({"error": str(exc)})
         tables.open[RECORDS].add((*head, "UNKNOWN_CONTROL", None, key_hex, value_size, error))
         return
+    target = target_of(record_type, entity)
     rendered = json.dumps(to_jsonable(entity), sort_keys=True)
-    tables.open[RECORDS].add(
-        (*head, record_type.name, int(record_type), key_hex, value_size, rendered)
-    )
+    # pykraft's KIP-642 target record travels as a tagged LeaderChangeMessage: name it.
+    kind = "TARGET_VOTERS" if target is not None else record_type.name
+    tables.open[RECORDS].add((*head, kind, int(record_type), key_hex, value_size, rendered))
+    if target is not None:
+        return
     # In a snapshot the batch offsets are positions inside the file; the voter set it holds
     # is the one in force at the snapshot's last offset, as Kafka's VoterSetHistory puts it.
     offset = record.offset if snap is None else name.offset - 1
-    e: Any = entity  # a kio dataclass whose class depends on the record type
+    e: Any = entity  # a record class of pykraft.records.control_records, by record type
     if record_type is ControlRecordType.LEADER_CHANGE:
         tables.open[LEADER_CHANGES].add(
             (
@@ -389,7 +393,8 @@ def _voters(voters: tuple[Any, ...]) -> list[Row]:
 
 
 def to_jsonable(value: object) -> Any:
-    """A kio entity (frozen dataclasses of ints, strings, UUIDs, tuples) as JSON values."""
+    """A decoded control record (frozen dataclasses of ints, strings, UUIDs, tuples) as
+    JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple | list):

@@ -12,15 +12,14 @@ snapshot's records count as written at ``snapshot end offset - 1``; the bootstra
 ``RaftCore``): it equals the log end offset after every input, so every append is shown to
 ``apply_batches`` exactly once (the core passes it the bytes it appended; nothing is re-read).
 
-pykraft's target voter set record (KIP-642 has no Kafka record: this one is ours). A control
-batch holding one control record whose key is Kafka's control key layout (int16 version 0,
-int16 type) with type ``TARGET_VOTERS_TYPE = 1000``, far from Kafka's types (2..6), and whose
-value is encoded exactly like a VotersRecord (version 0): the target's voters with directory
-ids, endpoints and kraft.version ranges. An empty voter list clears the target. It always
-travels in a batch of its own, so a reader that does not know type 1000 (Kafka ignores
-unknown control types) loses nothing else. Snapshots carry it after KRaftVersion and Voters
-while a reassignment is in progress, so a leader elected after a log prefix was dropped still
-sees the target.
+pykraft's target voter set record (KIP-642 has no Kafka record). It must not stop a Kafka
+replica, which refuses control types it does not know, so it is a LeaderChangeMessage control
+record (Kafka reads and ignores those) carrying the target in a tagged field of pykraft's
+(``records._control``: tag 642, a VotersRecord of the target's voters, with directory ids,
+endpoints and kraft.version ranges; an empty voter list clears the target). It travels in a
+control batch of its own. Snapshots carry it after KRaftVersion and Voters while a
+reassignment is in progress, so a leader elected after a log prefix was dropped still sees
+the target. The type-1000 record earlier pykraft versions wrote is still read.
 """
 
 from __future__ import annotations
@@ -44,19 +43,22 @@ from pykraft.records import (
     decode_control,
     decode_records,
     kraft_version_batch,
+    original_of,
     read_header,
+    target_of,
+    target_voters_record,
     voters_batch,
 )
+from pykraft.records.control_records import KRaftVersionRecord, VotersRecord
 
 T = TypeVar("T")
 
-TARGET_VOTERS_TYPE = int(ControlRecordType.TARGET_VOTERS)
 _KEY = struct.Struct(">hh")
 # A v2 batch header's base offset, batch length, attributes and last offset delta (the
 # partition leader epoch, magic and CRC skipped); the length excludes its first 12 bytes.
 _SPAN = struct.Struct(">qi9xhi")
 _LENGTH_OVERHEAD = 12
-_TARGET_KEY = _KEY.pack(0, TARGET_VOTERS_TYPE)
+_LEADER_CHANGE_KEY = _KEY.pack(0, ControlRecordType.LEADER_CHANGE)
 _READ_CHUNK_BYTES = 1 << 20
 _SNAPSHOT_CONTROL_BATCHES_MAX = 16  # header, kraft.version, voters, target: a bound, not a guess
 
@@ -132,12 +134,26 @@ def control_batch(base_offset: int, epoch: int, timestamp_ms: int, parts: Sequen
 
 
 def target_voters_batch(
-    base_offset: int, epoch: int, timestamp_ms: int, target: VoterSet | None
+    base_offset: int,
+    epoch: int,
+    timestamp_ms: int,
+    target: VoterSet | None,
+    *,
+    leader_id: int,
+    voters: VoterSet | None,
+    original: VoterSet | None = None,
 ) -> bytes:
-    """pykraft's target voter set record (see the module docstring); None clears it."""
+    """pykraft's target voter set record (see the module docstring); None clears it.
+    ``leader_id`` and ``voters`` fill the LeaderChangeMessage it travels in (the writer and
+    the voter set now; -1 and the snapshot's voters in a snapshot); ``original`` is the voter
+    set the reassignment started from (what cancelling returns to)."""
     entries = voter_entries(target) if target is not None else []
-    value = decode_records(voters_batch(0, epoch, timestamp_ms, entries))[0].value
-    return build_batch(base_offset, epoch, [value], timestamp_ms, keys=[_TARGET_KEY], control=True)
+    keys = voters.keys if voters is not None else ()
+    start = voter_entries(original) if original is not None and target is not None else []
+    value = target_voters_record(leader_id, keys, entries, start)
+    return build_batch(
+        base_offset, epoch, [value], timestamp_ms, keys=[_LEADER_CHANGE_KEY], control=True
+    )
 
 
 def bootstrap_batches(
@@ -160,6 +176,7 @@ class ControlState:
 
     __slots__ = (
         "next_offset",
+        "original_history",
         "static_voters",
         "target_history",
         "version_history",
@@ -171,6 +188,9 @@ class ControlState:
         self.voter_history: LogHistory[VoterSet] = LogHistory()
         self.version_history: LogHistory[int] = LogHistory()
         self.target_history: LogHistory[VoterSet | None] = LogHistory()
+        # The voter set the reassignment in force started from (KIP-455's "original
+        # replicas": what a cancel returns to); set together with the target.
+        self.original_history: LogHistory[VoterSet | None] = LogHistory()
         self.next_offset = 0
 
     # -- the values in force --------------------------------------------------------------
@@ -213,11 +233,22 @@ class ControlState:
             return None
         return entry[0], entry[1]
 
+    @property
+    def original(self) -> VoterSet | None:
+        """The voter set the reassignment in force started from (None when unknown: a target
+        written by an earlier pykraft)."""
+        return self.original_history.value_at_or_before(self.next_offset) if self.target else None
+
     # -- reading ------------------------------------------------------------------------------
 
     def load(self, log: ReplicatedLog, snapshots: SnapshotStore) -> None:
         """Rebuild from the latest snapshot and the whole log (startup, snapshot install)."""
-        for history in (self.voter_history, self.version_history, self.target_history):
+        for history in (
+            self.voter_history,
+            self.version_history,
+            self.target_history,
+            self.original_history,
+        ):
             history.clear()
         sid = snapshots.latest()
         if sid is not None:
@@ -251,12 +282,22 @@ class ControlState:
 
     def truncate(self, end_offset: int) -> None:
         """The log was truncated to ``end_offset``: revert what was read above it."""
-        for history in (self.voter_history, self.version_history, self.target_history):
+        for history in (
+            self.voter_history,
+            self.version_history,
+            self.target_history,
+            self.original_history,
+        ):
             history.truncate_new_entries(end_offset)
         self.next_offset = min(self.next_offset, end_offset)
 
     def forget_before(self, start_offset: int) -> None:
-        for history in (self.voter_history, self.version_history, self.target_history):
+        for history in (
+            self.voter_history,
+            self.version_history,
+            self.target_history,
+            self.original_history,
+        ):
             history.truncate_old_entries(start_offset)
 
     def snapshot_batches(self, end_offset: int, epoch: int, timestamp_ms: int) -> list[bytes]:
@@ -273,7 +314,12 @@ class ControlState:
         out = [control_batch(0, epoch, timestamp_ms, parts)]
         target = self.target_history.value_at_or_before(end_offset - 1)
         if target is not None:
-            out.append(target_voters_batch(0, epoch, timestamp_ms, target))
+            original = self.original_history.value_at_or_before(end_offset - 1)
+            out.append(
+                target_voters_batch(
+                    0, epoch, timestamp_ms, target, leader_id=-1, voters=voters, original=original
+                )
+            )
         return out
 
     # -- internals ----------------------------------------------------------------------------
@@ -300,23 +346,25 @@ class ControlState:
             return
         _version, type_code = _KEY.unpack(key)
         if type_code == ControlRecordType.KRAFT_VERSION:
-            _, entity = decode_control(record)
-            self.version_history.add_at(offset, int(entity.k_raft_version))  # type: ignore[attr-defined]
+            _, message = decode_control(record)
+            assert isinstance(message, KRaftVersionRecord)
+            self.version_history.add_at(offset, message.k_raft_version)
         elif type_code == ControlRecordType.KRAFT_VOTERS:
-            self.voter_history.add_at(offset, _decode_voters(record))
-        elif type_code == TARGET_VOTERS_TYPE:
-            target = _decode_voters(record)
-            self.target_history.add_at(offset, target if len(target) else None)
-        # LeaderChange, snapshot header/footer and unknown types: nothing for us (Kafka
-        # ignores unknown control types too).
-
-
-def _decode_voters(record: Record) -> VoterSet:
-    _, entity = decode_control(record)
-    voters = getattr(entity, "voters", None)
-    if voters is None:
-        raise CorruptRecordError(f"not a VotersRecord at offset {record.offset}")
-    return voter_set_from_entries([VoterRecordEntry.from_kio(v) for v in voters])
+            _, message = decode_control(record)
+            assert isinstance(message, VotersRecord)
+            entries = [VoterRecordEntry.from_record(v) for v in message.voters]
+            self.voter_history.add_at(offset, voter_set_from_entries(entries))
+        elif type_code in (ControlRecordType.LEADER_CHANGE, ControlRecordType.TARGET_VOTERS):
+            record_type, message = decode_control(record)
+            target = target_of(record_type, message)
+            if target is not None:
+                self.target_history.add_at(offset, voter_set_from_entries(target) or None)
+                original = original_of(record_type, message) if target else None
+                self.original_history.add_at(
+                    offset, voter_set_from_entries(original) if original else None
+                )
+        # Snapshot header/footer and unknown types: nothing for us (Kafka refuses unknown
+        # control types; pykraft writes none).
 
 
 def same_members(a: VoterSet, b: VoterSet) -> bool:

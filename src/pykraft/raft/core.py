@@ -80,6 +80,7 @@ class RaftCore:
         "bootstrap_servers",
         "config",
         "control",
+        "controller_endpoints",
         "endpoints",
         "fetch_request_id",
         "fetch_retry_at_ms",
@@ -133,6 +134,9 @@ class RaftCore:
         self.reported_voters: dict[int, VoterInfo] = {}  # UpdateRaftVoter at kraft.version 0
         # Observers' kraft.version ranges, registered by the application (D10).
         self.registered_observers: dict[int, tuple[int, int]] = {}
+        # Controllers' endpoints from ControllerRegistration (KIP-919), what a KIP-642 target
+        # naming an observer by id needs; the registrations also fill registered_observers.
+        self.controller_endpoints: dict[int, tuple[Endpoint, ...]] = {}
         self._completed: list[OperationResult] = []
         self._next_op_id = 1
         self._qs = QuorumState(
@@ -143,6 +147,7 @@ class RaftCore:
             log=log,
             rng=rng,
             now_ms=now_ms,
+            kraft_version=lambda: self.control.kraft_version,
         )
         self._qs.on_transition = self._on_transition
         # Invariant: never decreases while this object lives; <= log end offset on a leader.

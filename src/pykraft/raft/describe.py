@@ -21,6 +21,16 @@ def _state(progress: ReplicaProgress) -> ReplicaState:
     )
 
 
+def active_observers(core: RaftCore, leader: Leader, now_ms: int) -> list[ReplicaProgress]:
+    """The observers a leader reports (DescribeQuorum, number-of-observers): those that
+    fetched within ``OBSERVER_EXPIRY_MS``, by replica key."""
+    return [
+        p
+        for _key, p in sorted(leader.observers.items())
+        if p.last_fetch_ms >= now_ms - OBSERVER_EXPIRY_MS
+    ]
+
+
 def describe_quorum(core: RaftCore, now_ms: int) -> DescribeQuorumResponse:
     """A leader describes voters and observers; anyone else answers NOT_LEADER_OR_FOLLOWER
     with the leader it knows."""
@@ -38,11 +48,7 @@ def describe_quorum(core: RaftCore, now_ms: int) -> DescribeQuorumResponse:
             voters.append(me)
         else:
             voters.append(_state(leader.voters[vid]))
-    observers = [
-        _state(p)
-        for key, p in sorted(leader.observers.items())
-        if p.last_fetch_ms >= now_ms - OBSERVER_EXPIRY_MS
-    ]
+    observers = [_state(p) for p in active_observers(core, leader, now_ms)]
     if qs.is_observer:
         observers.insert(0, me)  # a leader removing itself (D5)
     nodes = tuple(

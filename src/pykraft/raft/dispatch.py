@@ -13,17 +13,19 @@ from typing import TYPE_CHECKING, Final, get_args
 from kio.schema.errors import ErrorCode
 from typing_extensions import TypeIs
 
-from pykraft.raft import describe, elections, membership, messages, replication
+from pykraft.raft import describe, elections, membership, messages, reassignment, replication
 from pykraft.raft.messages import (
     REQUEST_TYPES,
     AddRaftVoterRequest,
     AddRaftVoterResponse,
+    AlterVotersRequest,
     AnyRequest,
     AnyResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    ControllerRegistrationRequest,
     DescribeQuorumRequest,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
@@ -31,6 +33,7 @@ from pykraft.raft.messages import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    ListVoterReassignmentRequest,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
     UpdateFeaturesRequest,
@@ -78,6 +81,12 @@ def on_request(core: RaftCore, src: int, rid: int, body: AnyRequest, now_ms: int
         core.respond(src, rid, describe.describe_quorum(core, now_ms))
     elif isinstance(body, AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest):
         membership.handle_admin_request(core, src, rid, body, now_ms)
+    elif isinstance(body, AlterVotersRequest):
+        reassignment.handle_alter(core, src, rid, body, now_ms)
+    elif isinstance(body, ListVoterReassignmentRequest):
+        core.respond(src, rid, reassignment.handle_list(core))
+    elif isinstance(body, ControllerRegistrationRequest):
+        core.respond(src, rid, membership.handle_controller_registration(core, body))
 
 
 def on_response(

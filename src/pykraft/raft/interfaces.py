@@ -109,8 +109,12 @@ class ReplicatedLog(Protocol):
 class QuorumStateStore(Protocol):
     def read(self) -> ElectionState | None: ...
 
-    def write(self, state: ElectionState) -> None:
-        """Durable when it returns."""
+    def write(
+        self, state: ElectionState, *, kraft_version: int = 1, voter_ids: tuple[int, ...] = ()
+    ) -> None:
+        """Durable when it returns. ``kraft_version`` picks the format (Kafka writes
+        data_version 0, with the voter ids, at kraft.version 0, so that an older binary can
+        read it; 1 otherwise)."""
         ...
 
 

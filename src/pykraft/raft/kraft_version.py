@@ -4,7 +4,8 @@ The upgrade is allowed only if every voter and every registered observer support
 level. The leader learns voters' ranges from UpdateRaftVoter (sent by every voter with
 listeners after each leader change, also at kraft.version 0) and its own from its config;
 observers' ranges are registered by the embedding application (Kafka's quorum controller
-reports broker registrations the same way): ``RaftCore.registered_observers``. The KRaftVersion
+reports broker registrations the same way) or by a controller's ControllerRegistration:
+``RaftCore.registered_observers``. The KRaftVersion
 record and the VotersRecord are then written in one batch (``membership``), through the one
 pending voter change, and the answer leaves once that batch commits. Downgrades are refused
 with INVALID_UPDATE_VERSION.
@@ -42,6 +43,8 @@ def unsupported_by(core: RaftCore, version: int) -> list[str]:
         elif not reported.min_kraft_version <= version <= reported.max_kraft_version:
             missing.append(f"voter {vid}")
     for oid, (o_low, o_high) in sorted(core.registered_observers.items()):
+        if oid in core.voters.voters:
+            continue  # a controller that registered and is a voter now: checked above
         if not o_low <= version <= o_high:
             missing.append(f"observer {oid}")
     return missing

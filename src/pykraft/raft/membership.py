@@ -33,8 +33,11 @@ from pykraft.raft.control import bootstrap_batches, has_key
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
     AddRaftVoterResponse,
+    AlterVotersResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    ControllerRegistrationRequest,
+    ControllerRegistrationResponse,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
     UpdateFeaturesRequest,
@@ -342,11 +345,18 @@ def finish(core: RaftCore, change: PendingChange, error: ErrorCode, message: str
     if reply.op_id > 0:
         core.complete(reply.op_id, change.operation, error, message)
         return
-    body: AddRaftVoterResponse | RemoveRaftVoterResponse | UpdateFeaturesResponse
+    body: (
+        AddRaftVoterResponse
+        | RemoveRaftVoterResponse
+        | UpdateFeaturesResponse
+        | AlterVotersResponse
+    )
     if change.operation == "add_voter":
         body = AddRaftVoterResponse(error, message)
     elif change.operation == "remove_voter":
         body = RemoveRaftVoterResponse(error, message)
+    elif change.operation == "set_target_voters":
+        body = AlterVotersResponse(error, message)
     else:
         body = UpdateFeaturesResponse(error, message)
     core.respond(reply.src, reply.request_id, body)
@@ -389,6 +399,12 @@ def handle_admin_request(
         )
         return
     if isinstance(body, AddRaftVoterRequest):
+        if body.voter_key.directory_id is None or not body.listeners:
+            # Answered at once (it cannot become valid by waiting), as Kafka's AddVoterHandler.
+            missing = "a directory id" if body.voter_key.directory_id is None else "listeners"
+            message = f"AddRaftVoter for {body.voter_key.id} needs {missing}"
+            refuse(core, operation, reply, ErrorCode.invalid_request, message)
+            return
         deadline = now_ms + body.timeout_ms
         change = PendingChange(operation, body.voter_key, body.listeners, deadline, reply)
     else:
@@ -501,6 +517,27 @@ def send_follower_requests(core: RaftCore, role: Follower, now_ms: int) -> None:
     core.send(
         dst, body, "join", now_ms, timeout_ms=AUTO_JOIN_TIMEOUT_MS + core.config.request_timeout_ms
     )
+
+
+def handle_controller_registration(
+    core: RaftCore, req: ControllerRegistrationRequest
+) -> ControllerRegistrationResponse:
+    """KIP-919: a controller tells the leader its endpoints and kraft.version range. Kept in
+    memory by this leader (each controller registers again with every new leader): an
+    observer's endpoints let a KIP-642 target name it by id, its range counts for D10."""
+    if not isinstance(core.state, Leader):
+        return ControllerRegistrationResponse(
+            ErrorCode.not_controller, f"the active controller is {core.leader_id}"
+        )
+    low, high = req.min_kraft_version, req.max_kraft_version
+    if req.controller_id < 0 or low > high or not req.listeners:
+        return ControllerRegistrationResponse(
+            ErrorCode.invalid_request,
+            "a registration needs a controller id, listeners and a kraft.version range",
+        )
+    core.registered_observers[req.controller_id] = (low, high)
+    core.controller_endpoints[req.controller_id] = req.listeners
+    return ControllerRegistrationResponse(ErrorCode.none)
 
 
 def handle_follower_response(

@@ -257,6 +257,58 @@ class UpdateFeaturesResponse:
     error_message: str | None = None
 
 
+# ---------------------------------------------------------------------------------------
+# KIP-642 over the wire: KIP-455's AlterPartitionReassignments (45) and
+# ListPartitionReassignments (46) for __cluster_metadata-0 (the edge checks topic and
+# partition); ControllerRegistration (70), how a controller tells the leader its endpoints
+# and supported kraft.version range (KIP-919), so that observers can become target voters.
+
+
+@dataclass(frozen=True, slots=True)
+class AlterVotersRequest:
+    target_ids: tuple[int, ...] | None  # None: cancel (back to the voters it started from)
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class AlterVotersResponse:
+    error: ErrorCode
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListVoterReassignmentRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ListVoterReassignmentResponse:
+    """KIP-455's view of the quorum's reassignment: ``replicas`` = current voters and the
+    target's, ``adding`` = target - current, ``removing`` = current - target; all empty when
+    none is in progress."""
+
+    error: ErrorCode
+    error_message: str | None = None
+    replicas: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRegistrationRequest:
+    controller_id: int
+    incarnation_id: str
+    listeners: tuple[Endpoint, ...]
+    min_kraft_version: int
+    max_kraft_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRegistrationResponse:
+    error: ErrorCode
+    error_message: str | None = None
+
+
 RaftRequest = (
     VoteRequest
     | BeginQuorumEpochRequest
@@ -272,6 +324,9 @@ MembershipRequest = (
     | ApiVersionsRequest
     | DescribeQuorumRequest
     | UpdateFeaturesRequest
+    | AlterVotersRequest
+    | ListVoterReassignmentRequest
+    | ControllerRegistrationRequest
 )
 RaftResponse = (
     VoteResponse
@@ -287,6 +342,9 @@ MembershipResponse = (
     | ApiVersionsResponse
     | DescribeQuorumResponse
     | UpdateFeaturesResponse
+    | AlterVotersResponse
+    | ListVoterReassignmentResponse
+    | ControllerRegistrationResponse
 )
 AnyRequest = RaftRequest | MembershipRequest
 AnyResponse = RaftResponse | MembershipResponse
@@ -303,6 +361,9 @@ REQUEST_TYPES: tuple[type, ...] = (
     ApiVersionsRequest,
     DescribeQuorumRequest,
     UpdateFeaturesRequest,
+    AlterVotersRequest,
+    ListVoterReassignmentRequest,
+    ControllerRegistrationRequest,
 )
 
 

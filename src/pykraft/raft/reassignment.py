@@ -32,6 +32,10 @@ from kio.schema.errors import ErrorCode
 from pykraft.raft import membership
 from pykraft.raft.control import has_key, same_members, target_voters_batch
 from pykraft.raft.membership import PendingChange, Reply
+from pykraft.raft.messages import (
+    AlterVotersRequest,
+    ListVoterReassignmentResponse,
+)
 from pykraft.raft.roles import Leader
 from pykraft.raft.types import ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
@@ -128,10 +132,120 @@ def submit(core: RaftCore, voters: Sequence[VoterInfo], reply: Reply, now_ms: in
         return
     offset = core.log.end_offset
     ts = core.config.timestamp_ms(now_ms)
-    core.append_own(target_voters_batch(offset, leader.epoch, ts, target), now_ms)
+    # The original voter set stays the one the first target started from (KIP-455).
+    original = core.control.original if in_force is not None else None
+    batch = target_voters_batch(
+        offset,
+        leader.epoch,
+        ts,
+        target,
+        leader_id=core.local_key.id,
+        voters=core.voters,
+        original=original or current,
+    )
+    core.append_own(batch, now_ms)
     if not reply.internal:
         core.target_waits.append(TargetWait(offset, reply))
     _drop_unwanted_step(core, target)
+
+
+# -- over the wire: AlterPartitionReassignments / ListPartitionReassignments -----------------
+
+
+def handle_alter(core: RaftCore, src: int, rid: int, req: AlterVotersRequest, now_ms: int) -> None:
+    """KIP-642 as KIP-455's AlterPartitionReassignments for the metadata partition: target
+    voter ids, resolved here to replica keys (current voters, then caught-up controllers
+    that fetch as observers and registered their endpoints); null replicas cancel, i.e. go
+    back to the voter set the reassignment started from. Answered once the target record
+    commits."""
+    reply = Reply(src=src, request_id=rid, peer=True)
+    leader = core.state
+    if not isinstance(leader, Leader):
+        membership.refuse(
+            core, OPERATION, reply, ErrorCode.not_controller, f"the leader is {core.leader_id}"
+        )
+        return
+    if req.target_ids is None:
+        if core.control.target is None:
+            membership.refuse(
+                core,
+                OPERATION,
+                reply,
+                ErrorCode.no_reassignment_in_progress,
+                "no reassignment of the voter set is in progress",
+            )
+            return
+        original = core.control.original or core.voters
+        submit(core, list(original.voters.values()), reply, now_ms)
+        return
+    resolved = resolve_target(core, leader, req.target_ids, now_ms)
+    if isinstance(resolved, str):
+        membership.refuse(core, OPERATION, reply, ErrorCode.invalid_replica_assignment, resolved)
+        return
+    submit(core, resolved, reply, now_ms)
+
+
+def resolve_target(
+    core: RaftCore, leader: Leader, ids: Sequence[int], now_ms: int
+) -> list[VoterInfo] | str:
+    """The target's replica keys, endpoints and kraft.version ranges for ``ids``, or why
+    they cannot be had."""
+    if not ids:
+        return "the target voter set is empty (null replicas cancel)"
+    if len(set(ids)) != len(ids):
+        return f"a replica id appears twice in {list(ids)}"
+    out = []
+    for replica_id in ids:
+        voter = core.voters.voters.get(replica_id)
+        if voter is not None:
+            out.append(voter)
+            continue
+        fetching = [
+            p
+            for key, p in leader.observers.items()
+            if key.id == replica_id and p.last_fetch_ms >= now_ms - core.config.fetch_timeout_ms
+        ]
+        if not fetching:
+            return (
+                f"replica {replica_id} is neither a voter nor an observer fetching from the leader"
+            )
+        progress = max(fetching, key=lambda p: p.last_fetch_ms)
+        if progress.key.directory_id is None:
+            return f"observer {replica_id} has no directory id (kraft.version 1 needs one)"
+        endpoints = core.controller_endpoints.get(replica_id)
+        if not endpoints:
+            return (
+                f"observer {replica_id} registered no endpoints (ControllerRegistration): "
+                "only a controller can be a voter"
+            )
+        # Caught up as DescribeQuorum counts it: it reached the log end within the fetch
+        # timeout (under a steady load a replica is always a little behind).
+        if progress.last_caught_up_ms < now_ms - core.config.fetch_timeout_ms:
+            behind = core.log.end_offset - max(progress.end_offset, 0)
+            return f"observer {replica_id} is not caught up ({behind} records behind)"
+        low, high = core.registered_observers.get(replica_id, core.config.kraft_versions)
+        out.append(VoterInfo(progress.key, endpoints, low, high))
+    return out
+
+
+def handle_list(core: RaftCore) -> ListVoterReassignmentResponse:
+    """KIP-455's ListPartitionReassignments for the metadata partition."""
+    if not isinstance(core.state, Leader):
+        return ListVoterReassignmentResponse(
+            ErrorCode.not_controller, f"the leader is {core.leader_id}"
+        )
+    state = progress(core)
+    if state is None:
+        return ListVoterReassignmentResponse(ErrorCode.none)
+    current = {k.id for k in state.current}
+    target = {k.id for k in state.target}
+    return ListVoterReassignmentResponse(
+        ErrorCode.none,
+        None,
+        replicas=tuple(sorted(current | target)),
+        adding=tuple(sorted(target - current)),
+        removing=tuple(sorted(current - target)),
+    )
 
 
 def _drop_unwanted_step(core: RaftCore, target: VoterSet) -> None:
@@ -173,9 +287,15 @@ def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
         return
     current = core.voters
     if same_members(current, target):
-        core.append_own(
-            target_voters_batch(core.log.end_offset, leader.epoch, now_ms, None), now_ms
+        cleared = target_voters_batch(
+            core.log.end_offset,
+            leader.epoch,
+            core.config.timestamp_ms(now_ms),
+            None,
+            leader_id=core.local_key.id,
+            voters=current,
         )
+        core.append_own(cleared, now_ms)
         return
     to_add = [i for i in target.voters.values() if not has_key(current, i.key)]
     to_remove = [i for i in current.voters.values() if not has_key(target, i.key)]

@@ -120,6 +120,7 @@ class QuorumState:
 
     __slots__ = (
         "_config",
+        "_kraft_version",
         "_log",
         "_persisted",
         "_rng",
@@ -144,9 +145,12 @@ class QuorumState:
         log: ReplicatedLog,
         rng: RandomSource,
         now_ms: int,
+        kraft_version: Callable[[], int] = lambda: 1,
     ) -> None:
         self._config = config
         self._store = store
+        # The finalized kraft.version: it decides the quorum-state file's data_version.
+        self._kraft_version = kraft_version
         self._log = log
         self._rng = rng
         self.local_key = local_key
@@ -361,7 +365,11 @@ class QuorumState:
     def _persist(self, role: Role) -> None:
         election = role.election(self.local_key)
         if election != self._persisted:
-            self._store.write(election)
+            self._store.write(
+                election,
+                kraft_version=self._kraft_version(),
+                voter_ids=tuple(sorted(self.voters.ids)),
+            )
             self._persisted = election
 
     def _initial_role(self, stored: ElectionState, now_ms: int) -> Role:

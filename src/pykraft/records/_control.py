@@ -1,33 +1,54 @@
-"""KRaft control records: control batches (attributes bit 5) holding one record whose key
-is Kafka's control record key (int16 version 0, int16 type) and whose value is a kio
-entity (LeaderChangeMessage, SnapshotHeaderRecord, ...). Every value starts with its own
-int16 ``version`` field, which selects the schema version when decoding.
+"""KRaft control records: control batches (attributes bit 5) whose records have Kafka's
+control record key (int16 version 0, int16 type) and a value encoded by the codecs generated
+from Kafka's own definitions (``records/schemas``, ``pykraft.records.control_records``):
+LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord,
+VotersRecord.
+
+Schema versions: Kafka writes and *reads* every control record at schema version 0
+(``ControlRecordUtils`` in kafka-clients: a LeaderChangeMessage value of version 1, with
+directory ids, stops every Kafka reader, found with ``kafka-dump-log``), so pykraft writes
+version 0 and reads version 0, whatever the record's own ``Version`` field says. Tagged
+fields a record carries and this code does not know are kept, not refused (Kafka does the
+same), so a newer writer's additions never make a log unreadable.
+
+pykraft's KIP-642 target voter set. Kafka has no record for it and refuses control types it
+does not know (``RecordsIterator``: "Unknown control record type" stops the replica), so the
+target rides in a record every Kafka reader accepts and ignores: a LeaderChangeMessage
+(Kafka's KRaftControlRecordStateMachine, metadata loader and tools skip those) carrying
+tagged field ``TARGET_VOTERS_TAG`` (642), whose value is a VotersRecord (v0) of the target's
+voters; an empty voter list clears the target. Its LeaderId is the leader that wrote it
+(-1 in a snapshot) and its Voters the voter set then, so it reads as what it is to a Kafka
+tool. Logs of earlier pykraft versions hold the target as a control record of its own type,
+1000 (``ControlRecordType.TARGET_VOTERS``); those are still read.
 """
 
 from __future__ import annotations
 
-import io
 import struct
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
-
-from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
-from kio.schema.leader_change_message.v0 import data as lcm_v0
-from kio.schema.leader_change_message.v1 import data as lcm_v1
-from kio.schema.snapshot_footer_record.v0.data import SnapshotFooterRecord
-from kio.schema.snapshot_header_record.v0.data import SnapshotHeaderRecord
-from kio.schema.voters_record.v0 import data as voters_v0
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32, i64, u16
+from typing import Any, Final
 
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.records._batch import CorruptRecordError, Record, build_batch
+from pykraft.records.control_records import (
+    KRaftVersionRecord,
+    LeaderChangeMessage,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    VotersRecord,
+)
+from pykraft.records.control_records import leader_change_message as lcm
+from pykraft.records.control_records import voters_record as vr
+from pykraft.schema.runtime import SchemaDecodeError
 
 _CONTROL_KEY = struct.Struct(">hh")
 _ZERO_UUID = uuid.UUID(int=0)
+SCHEMA_VERSION: Final = 0  # the only one Kafka reads (see the module docstring)
+TARGET_VOTERS_TAG: Final = 642  # KIP-642's number: pykraft's tag on a LeaderChangeMessage
+TARGET_ORIGINAL_TAG: Final = 643  # the voter set the reassignment started from (to cancel)
 
 
 class ControlRecordType(IntEnum):
@@ -36,11 +57,19 @@ class ControlRecordType(IntEnum):
     SNAPSHOT_FOOTER = 4
     KRAFT_VERSION = 5
     KRAFT_VOTERS = 6
-    # pykraft's own: the KIP-642 target voter set (Kafka has no record for it). Its value is
-    # encoded exactly like a VotersRecord v0; an empty voter list clears the target. Far from
-    # Kafka's numbers so that a future Kafka type never collides; readers that do not know it
-    # skip it, as Kafka does for unknown control types.
+    # The KIP-642 target as earlier pykraft versions wrote it: a type of its own, whose value
+    # is a VotersRecord. Read, never written (see the module docstring).
     TARGET_VOTERS = 1000
+
+
+_SCHEMAS: Final[dict[ControlRecordType, type[Any]]] = {
+    ControlRecordType.LEADER_CHANGE: LeaderChangeMessage,
+    ControlRecordType.SNAPSHOT_HEADER: SnapshotHeaderRecord,
+    ControlRecordType.SNAPSHOT_FOOTER: SnapshotFooterRecord,
+    ControlRecordType.KRAFT_VERSION: KRaftVersionRecord,
+    ControlRecordType.KRAFT_VOTERS: VotersRecord,
+    ControlRecordType.TARGET_VOTERS: VotersRecord,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,29 +86,28 @@ class VoterRecordEntry:
     def key(self) -> ReplicaKey:
         return ReplicaKey(self.voter_id, self.directory_id)
 
-    def to_kio(self) -> voters_v0.Voter:
-        return voters_v0.Voter(
-            voter_id=i32(self.voter_id),  # type: ignore[arg-type]
+    def to_record(self) -> vr.Voter:
+        return vr.Voter(
+            voter_id=self.voter_id,
             voter_directory_id=self.directory_id or _ZERO_UUID,
             endpoints=tuple(
-                voters_v0.Endpoint(name=e.name, host=e.host, port=u16(e.port))
-                for e in self.endpoints
+                vr.Endpoint(name=e.name, host=e.host, port=e.port) for e in self.endpoints
             ),
-            k_raft_version_feature=voters_v0.KRaftVersionFeature(
-                min_supported_version=i16(self.min_kraft_version),
-                max_supported_version=i16(self.max_kraft_version),
+            k_raft_version_feature=vr.KRaftVersionFeature(
+                min_supported_version=self.min_kraft_version,
+                max_supported_version=self.max_kraft_version,
             ),
         )
 
     @classmethod
-    def from_kio(cls, voter: voters_v0.Voter) -> VoterRecordEntry:
+    def from_record(cls, voter: vr.Voter) -> VoterRecordEntry:
         directory_id = voter.voter_directory_id
         return cls(
-            voter_id=int(voter.voter_id),
-            directory_id=None if directory_id in (None, _ZERO_UUID) else directory_id,
-            endpoints=tuple(Endpoint(e.name, e.host, int(e.port)) for e in voter.endpoints),
-            min_kraft_version=int(voter.k_raft_version_feature.min_supported_version),
-            max_kraft_version=int(voter.k_raft_version_feature.max_supported_version),
+            voter_id=voter.voter_id,
+            directory_id=None if directory_id == _ZERO_UUID else directory_id,
+            endpoints=tuple(Endpoint(e.name, e.host, e.port) for e in voter.endpoints),
+            min_kraft_version=voter.k_raft_version_feature.min_supported_version,
+            max_kraft_version=voter.k_raft_version_feature.max_supported_version,
         )
 
 
@@ -87,19 +115,21 @@ def control_key(record_type: ControlRecordType) -> bytes:
     return _CONTROL_KEY.pack(0, int(record_type))
 
 
-def _encode(entity: Any) -> bytes:
-    out = io.BytesIO()
-    entity_writer(type(entity))(out, entity)
-    return out.getvalue()
-
-
 def _control_batch(
-    base_offset: int, epoch: int, timestamp_ms: int, record_type: ControlRecordType, entity: Any
+    base_offset: int,
+    epoch: int,
+    timestamp_ms: int,
+    record_type: ControlRecordType,
+    record: LeaderChangeMessage
+    | SnapshotHeaderRecord
+    | SnapshotFooterRecord
+    | KRaftVersionRecord
+    | VotersRecord,
 ) -> bytes:
     return build_batch(
         base_offset,
         epoch,
-        [_encode(entity)],
+        [record.encode(SCHEMA_VERSION)],
         timestamp_ms,
         keys=[control_key(record_type)],
         control=True,
@@ -114,29 +144,88 @@ def leader_change_batch(
     voters: Sequence[ReplicaKey],
     granting_voters: Sequence[ReplicaKey],
 ) -> bytes:
-    """A LeaderChangeMessage at version 0 (voter ids only), as Kafka writes it.
-
-    The schema has a version 1 with each voter's directory id, but Kafka (4.3's
-    ``ControlRecordUtils.deserializeLeaderChangeMessage``) always *reads* the value at
-    version 0: a version-1 value makes every Kafka replica, ``kafka-dump-log`` and
-    ``kafka-metadata-shell`` fail on the batch (found with Kafka's dump tool,
-    ``tests/interop``). The directory ids are in the VotersRecord anyway."""
-    message = lcm_v0.LeaderChangeMessage(
-        version=i16(0),
-        leader_id=i32(leader_id),  # type: ignore[arg-type]
-        voters=tuple(lcm_v0.Voter(voter_id=i32(k.id)) for k in voters),
-        granting_voters=tuple(lcm_v0.Voter(voter_id=i32(k.id)) for k in granting_voters),
-    )
+    """A LeaderChangeMessage (voter ids only: schema version 0, see the module docstring)."""
     return _control_batch(
-        base_offset, epoch, timestamp_ms, ControlRecordType.LEADER_CHANGE, message
+        base_offset,
+        epoch,
+        timestamp_ms,
+        ControlRecordType.LEADER_CHANGE,
+        _leader_change(leader_id, voters, granting_voters),
     )
+
+
+def _leader_change(
+    leader_id: int,
+    voters: Sequence[ReplicaKey],
+    granting_voters: Sequence[ReplicaKey],
+    *,
+    tags: tuple[tuple[int, bytes], ...] = (),
+) -> LeaderChangeMessage:
+    return LeaderChangeMessage(
+        version=0,
+        leader_id=leader_id,
+        voters=tuple(lcm.Voter(voter_id=k.id) for k in voters),
+        granting_voters=tuple(lcm.Voter(voter_id=k.id) for k in granting_voters),
+        unknown_tagged_fields=tags,
+    )
+
+
+def _voters_value(entries: Sequence[VoterRecordEntry]) -> bytes:
+    record = VotersRecord(version=0, voters=tuple(v.to_record() for v in entries))
+    return record.encode(SCHEMA_VERSION)
+
+
+def target_voters_record(
+    leader_id: int,
+    voters: Sequence[ReplicaKey],
+    target: Sequence[VoterRecordEntry],
+    original: Sequence[VoterRecordEntry] = (),
+) -> bytes:
+    """The value of pykraft's KIP-642 target record: a LeaderChangeMessage (``leader_id``
+    and ``voters`` as they are now) tagged with the target (empty: cleared) and the voter
+    set the reassignment started from (what a cancel returns to). Its key is
+    ``control_key(ControlRecordType.LEADER_CHANGE)``."""
+    tags = [(TARGET_VOTERS_TAG, _voters_value(target))]
+    if original:
+        tags.append((TARGET_ORIGINAL_TAG, _voters_value(original)))
+    message = _leader_change(leader_id, voters, (), tags=tuple(tags))
+    return message.encode(SCHEMA_VERSION)
+
+
+def target_of(record_type: ControlRecordType, message: object) -> list[VoterRecordEntry] | None:
+    """The KIP-642 target a decoded control record carries (an empty list: cleared), or
+    None when it carries none."""
+    if record_type == ControlRecordType.TARGET_VOTERS:
+        assert isinstance(message, VotersRecord)
+        return [VoterRecordEntry.from_record(v) for v in message.voters]
+    if not isinstance(message, LeaderChangeMessage):
+        return None
+    return _tagged_voters(message, TARGET_VOTERS_TAG)
+
+
+def original_of(record_type: ControlRecordType, message: object) -> list[VoterRecordEntry] | None:
+    """The voter set a KIP-642 target record says its reassignment started from."""
+    if not isinstance(message, LeaderChangeMessage):
+        return None
+    return _tagged_voters(message, TARGET_ORIGINAL_TAG)
+
+
+def _tagged_voters(message: LeaderChangeMessage, tag: int) -> list[VoterRecordEntry] | None:
+    for found, value in message.unknown_tagged_fields:
+        if found == tag:
+            try:
+                voters = VotersRecord.decode(value, SCHEMA_VERSION)
+            except SchemaDecodeError as e:
+                raise CorruptRecordError(f"bad KIP-642 tag {tag} in a LeaderChange: {e}") from None
+            return [VoterRecordEntry.from_record(v) for v in voters.voters]
+    return None
 
 
 def snapshot_header_batch(
     base_offset: int, epoch: int, timestamp_ms: int, last_contained_log_timestamp_ms: int
 ) -> bytes:
     record = SnapshotHeaderRecord(
-        version=i16(0), last_contained_log_timestamp=i64(last_contained_log_timestamp_ms)
+        version=0, last_contained_log_timestamp=last_contained_log_timestamp_ms
     )
     return _control_batch(
         base_offset, epoch, timestamp_ms, ControlRecordType.SNAPSHOT_HEADER, record
@@ -144,7 +233,7 @@ def snapshot_header_batch(
 
 
 def snapshot_footer_batch(base_offset: int, epoch: int, timestamp_ms: int) -> bytes:
-    record = SnapshotFooterRecord(version=i16(0))
+    record = SnapshotFooterRecord(version=0)
     return _control_batch(
         base_offset, epoch, timestamp_ms, ControlRecordType.SNAPSHOT_FOOTER, record
     )
@@ -153,32 +242,21 @@ def snapshot_footer_batch(base_offset: int, epoch: int, timestamp_ms: int) -> by
 def kraft_version_batch(
     base_offset: int, epoch: int, timestamp_ms: int, kraft_version: int
 ) -> bytes:
-    record = KRaftVersionRecord(version=i16(0), k_raft_version=i16(kraft_version))
+    record = KRaftVersionRecord(version=0, k_raft_version=kraft_version)
     return _control_batch(base_offset, epoch, timestamp_ms, ControlRecordType.KRAFT_VERSION, record)
 
 
 def voters_batch(
     base_offset: int, epoch: int, timestamp_ms: int, voters: Sequence[VoterRecordEntry]
 ) -> bytes:
-    record = voters_v0.VotersRecord(version=i16(0), voters=tuple(v.to_kio() for v in voters))
+    record = VotersRecord(version=0, voters=tuple(v.to_record() for v in voters))
     return _control_batch(base_offset, epoch, timestamp_ms, ControlRecordType.KRAFT_VOTERS, record)
 
 
-# (type, value version) -> kio entity class
-_SCHEMAS: dict[tuple[int, int], type[Any]] = {
-    (ControlRecordType.LEADER_CHANGE, 0): lcm_v0.LeaderChangeMessage,
-    (ControlRecordType.LEADER_CHANGE, 1): lcm_v1.LeaderChangeMessage,
-    (ControlRecordType.SNAPSHOT_HEADER, 0): SnapshotHeaderRecord,
-    (ControlRecordType.SNAPSHOT_FOOTER, 0): SnapshotFooterRecord,
-    (ControlRecordType.KRAFT_VERSION, 0): KRaftVersionRecord,
-    (ControlRecordType.KRAFT_VOTERS, 0): voters_v0.VotersRecord,
-    (ControlRecordType.TARGET_VOTERS, 0): voters_v0.VotersRecord,
-}
-
-
 def decode_control(record: Record) -> tuple[ControlRecordType, object]:
-    """The type and kio entity of a control record; ``CorruptRecordError`` when the key or
-    value is not one pykraft knows."""
+    """The type and decoded value of a control record (a generated record class from
+    ``pykraft.records.control_records``); ``CorruptRecordError`` when the key or value is
+    not one pykraft knows."""
     key, value = record.key, record.value
     if key is None or len(key) != _CONTROL_KEY.size or value is None or len(value) < 2:
         raise CorruptRecordError(f"not a control record at offset {record.offset}")
@@ -189,15 +267,11 @@ def decode_control(record: Record) -> tuple[ControlRecordType, object]:
         record_type = ControlRecordType(type_code)
     except ValueError:
         raise CorruptRecordError(f"unknown control record type {type_code}") from None
-    (value_version,) = struct.unpack_from(">h", value)
-    schema = _SCHEMAS.get((record_type, value_version))
-    if schema is None:
-        raise CorruptRecordError(f"{record_type.name} version {value_version} is not supported")
-    reader: Callable[[bytes, int], tuple[object, int]] = entity_reader(schema)
+    version = SCHEMA_VERSION
+    if record_type == ControlRecordType.LEADER_CHANGE and value[:2] == b"\x00\x01":
+        version = 1  # written by pykraft before 2026-11-23 (with directory ids); Kafka cannot
     try:
-        entity, size = reader(value, 0)
-    except Exception as exc:  # kio raises several types on truncated or garbled input
+        message = _SCHEMAS[record_type].decode(value, version)
+    except SchemaDecodeError as exc:
         raise CorruptRecordError(f"bad {record_type.name} value: {exc}") from exc
-    if size != len(value):
-        raise CorruptRecordError(f"{len(value) - size} trailing bytes after {record_type.name}")
-    return record_type, entity
+    return record_type, message

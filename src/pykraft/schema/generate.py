@@ -50,6 +50,14 @@ class Package:
 
 
 PACKAGES: Final = (
+    # KRaft's control records (LeaderChange, SnapshotHeader/Footer, KRaftVersion, Voters),
+    # from kafka-clients' common/message: pykraft keeps the tagged fields it does not know.
+    Package(
+        _ROOT / "records" / "schemas",
+        _ROOT / "records" / "control_records",
+        "pykraft.records.control_records",
+        registry=False,
+    ),
     Package(
         _ROOT / "metadata" / "schemas",
         _ROOT / "metadata" / "records",

@@ -201,7 +201,9 @@ class MemoryQuorumStateStore:
     def read(self) -> ElectionState | None:
         return self._state
 
-    def write(self, state: ElectionState) -> None:
+    def write(
+        self, state: ElectionState, *, kraft_version: int = 1, voter_ids: tuple[int, ...] = ()
+    ) -> None:
         self._state = state
         self.writes += 1
 

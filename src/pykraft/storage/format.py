@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pykraft.metadata.versions import DEFAULT_METADATA_VERSION, METADATA_VERSION
 from pykraft.raft.types import Endpoint
 from pykraft.records import VoterRecordEntry
 from pykraft.storage._files import StorageError, fsync_dir
+from pykraft.storage.bootstrap import write_bootstrap_metadata
 from pykraft.storage.log import PARTITION_DIR_NAME
 from pykraft.storage.meta import (
     MetaProperties,
@@ -87,6 +89,35 @@ def write_bootstrap_checkpoint(
     return store.path(BOOTSTRAP_SNAPSHOT_ID)
 
 
+def _check_mode(
+    config: ServerConfig, dynamic: bool, no_initial_controllers: bool, kraft_version: int | None
+) -> None:
+    if "controller" not in config.roles:
+        if dynamic:
+            raise ConfigError("You can only use --standalone on a controller.")
+        return
+    if config.static_voters:
+        if dynamic:
+            raise ConfigError(
+                "You cannot specify controller.quorum.voters and format the node with "
+                "--initial-controllers or --standalone. If you want to use dynamic quorum, "
+                "please remove controller.quorum.voters and specify "
+                "controller.quorum.bootstrap.servers instead."
+            )
+        if kraft_version is not None and kraft_version >= 1:
+            raise ConfigError(
+                "Cannot set kraft.version to 1 unless controller.quorum.voters is empty and "
+                "one of the flags --standalone, --initial-controllers, or "
+                "--no-initial-controllers is used."
+            )
+    elif not dynamic and not no_initial_controllers:
+        raise ConfigError(
+            "Because controller.quorum.voters is not set on this controller, you must specify "
+            "one of the following: --standalone, --initial-controllers, or "
+            "--no-initial-controllers."
+        )
+
+
 def format_storage(
     config: ServerConfig,
     cluster_id: str,
@@ -95,14 +126,24 @@ def format_storage(
     initial_controllers: Sequence[InitialController] | None = None,
     kraft_version: int | None = None,
     ignore_formatted: bool = False,
+    no_initial_controllers: bool = False,
+    features: dict[str, int] | None = None,
 ) -> MetaProperties | None:
     """Format ``config.metadata_log_dir``; returns the new meta.properties, or None when
-    the directory was formatted already and ``ignore_formatted`` is set."""
+    the directory was formatted already and ``ignore_formatted`` is set.
+
+    Kafka's rules (``kafka-storage format``, checked against Kafka 4.3.1): a controller
+    without ``controller.quorum.voters`` needs one of ``standalone``, ``initial_controllers``
+    or ``no_initial_controllers``; with it, neither of the first two, nor kraft.version 1.
+    ``features`` (``metadata.version`` and other feature levels, from ``--release-version``
+    and ``--feature``) go into ``bootstrap.checkpoint``; metadata.version defaults to
+    ``DEFAULT_METADATA_VERSION``."""
     try:
         kafka_to_uuid(cluster_id)
     except ValueError as exc:
         raise ConfigError(f"--cluster-id: {exc}") from None
     dynamic = standalone or initial_controllers is not None
+    _check_mode(config, dynamic, no_initial_controllers, kraft_version)
     version = (1 if dynamic else 0) if kraft_version is None else kraft_version
     if version not in KRAFT_VERSIONS:
         raise ConfigError(f"--feature kraft.version={version}: supported are 0 and 1")
@@ -141,6 +182,9 @@ def format_storage(
     partition_dir.mkdir(parents=True, exist_ok=True)
     if version >= 1:
         write_bootstrap_checkpoint(partition_dir, version, voters)
+    write_bootstrap_metadata(
+        log_dir, {METADATA_VERSION: DEFAULT_METADATA_VERSION.level, **(features or {})}
+    )
     fsync_dir(log_dir)
     meta = MetaProperties(cluster_id, config.node_id, directory_id)
     # meta.properties last: its presence means "formatted".

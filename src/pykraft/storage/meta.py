@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import base64
 import datetime
+import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from pykraft.storage._files import StorageError, atomic_write
 from pykraft.storage.properties import ConfigError, load_properties
+
+log = logging.getLogger(__name__)
 
 META_PROPERTIES = "meta.properties"
 ZERO_UUID = uuid.UUID(int=0)
@@ -58,8 +61,14 @@ def write_meta_properties(log_dir: Path, meta: MetaProperties) -> None:
     atomic_write(log_dir / META_PROPERTIES, meta.to_text().encode())
 
 
-def read_meta_properties(log_dir: Path) -> MetaProperties | None:
-    """None when the directory is not formatted; ``StorageError`` when the file is bad."""
+def read_meta_properties(
+    log_dir: Path, *, assign_directory_id: bool = False
+) -> MetaProperties | None:
+    """None when the directory is not formatted; ``StorageError`` when the file is bad.
+
+    A ``meta.properties`` written before KIP-858 (Kafka < 3.7) has no ``directory.id``.
+    With ``assign_directory_id`` (a starting node, as Kafka's ``KafkaRaftServer`` does) one
+    is generated and the file rewritten (D1); otherwise that is a ``StorageError``."""
     path = log_dir / META_PROPERTIES
     if not path.exists():
         return None
@@ -71,12 +80,25 @@ def read_meta_properties(log_dir: Path) -> MetaProperties | None:
         version = int(props["version"])
         if version != 1:
             raise StorageError(f"{path}: version {version} is not supported (want 1)")
-        return MetaProperties(
+        text = props.get("directory.id")
+        if text is None and not assign_directory_id:
+            raise StorageError(
+                f"{path}: directory.id is missing (a node assigns one when it starts)"
+            )
+        meta = MetaProperties(
             cluster_id=props["cluster.id"],
             node_id=int(props["node.id"]),
-            directory_id=kafka_to_uuid(props["directory.id"]),
+            directory_id=random_uuid() if text is None else kafka_to_uuid(text),
             version=version,
         )
+        if text is None:
+            write_meta_properties(log_dir, meta)  # tmp + fsync + rename
+            log.warning(
+                "%s had no directory.id (written before KIP-858): assigned %s",
+                path,
+                uuid_to_kafka(meta.directory_id),
+            )
+        return meta
     except KeyError as exc:
         raise StorageError(f"{path}: {exc.args[0]} is missing") from None
     except ValueError as exc:

@@ -68,6 +68,8 @@ class ServerConfig:
     metadata_log_dir: Path
     listeners: tuple[Endpoint, ...]
     controller_listener_names: tuple[str, ...]
+    static_voters: bool = False  # controller.quorum.voters is set (kraft.version 0)
+    roles: tuple[str, ...] = ("controller",)  # process.roles
 
     @property
     def controller_endpoints(self) -> tuple[Endpoint, ...]:
@@ -91,7 +93,9 @@ class ServerConfig:
         names = tuple(
             n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()
         )
-        return cls(node_id, Path(log_dir), listeners, names)
+        voters = bool(props.get("controller.quorum.voters", "").strip())
+        roles = tuple(r.strip() for r in props.get("process.roles", "").split(",") if r.strip())
+        return cls(node_id, Path(log_dir), listeners, names, voters, roles)
 
     @classmethod
     def load(cls, path: Path) -> ServerConfig:

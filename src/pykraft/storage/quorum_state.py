@@ -1,6 +1,14 @@
-"""The ``quorum-state`` file: Kafka's QuorumStateData as JSON (data_version 1)::
+"""The ``quorum-state`` file: Kafka's QuorumStateData as JSON, in the version Kafka writes
+for the finalized kraft.version (``KRaftVersion.quorumStateVersion``): data_version 1 at
+kraft.version 1::
 
     {"leaderId":-1,"leaderEpoch":3,"votedId":2,"votedDirectoryId":"<22-char uuid>","data_version":1}
+
+and data_version 0 at kraft.version 0, which a binary from before KIP-853 can read (the
+rollback the seed asks for)::
+
+    {"clusterId":"","leaderId":1,"leaderEpoch":3,"votedId":-1,"appliedOffset":0,
+     "currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}
 
 Written tmp + fsync + rename + directory fsync, so ``write`` is durable when it returns.
 A file that cannot be parsed is a ``QuorumStateError`` naming it: the node must not start
@@ -61,15 +69,29 @@ class FileQuorumStateStore:
             epoch=epoch, leader_id=leader_id if leader_id >= 0 else NO_LEADER, voted_key=voted
         )
 
-    def write(self, state: ElectionState) -> None:
+    def write(
+        self, state: ElectionState, *, kraft_version: int = 1, voter_ids: tuple[int, ...] = ()
+    ) -> None:
         assert state.epoch >= 0
         voted = state.voted_key
-        directory_id = voted.directory_id if voted and voted.directory_id else ZERO_UUID
-        data = {
-            "leaderId": state.leader_id,
-            "leaderEpoch": state.epoch,
-            "votedId": voted.id if voted else -1,
-            "votedDirectoryId": uuid_to_kafka(directory_id),
-            "data_version": 1,
-        }
+        data: dict[str, object]
+        if kraft_version == 0:
+            data = {
+                "clusterId": "",
+                "leaderId": state.leader_id,
+                "leaderEpoch": state.epoch,
+                "votedId": voted.id if voted else -1,
+                "appliedOffset": 0,
+                "currentVoters": [{"voterId": v} for v in voter_ids],
+                "data_version": 0,
+            }
+        else:
+            directory_id = voted.directory_id if voted and voted.directory_id else ZERO_UUID
+            data = {
+                "leaderId": state.leader_id,
+                "leaderEpoch": state.epoch,
+                "votedId": voted.id if voted else -1,
+                "votedDirectoryId": uuid_to_kafka(directory_id),
+                "data_version": 1,
+            }
         atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode())

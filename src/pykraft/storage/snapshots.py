@@ -21,9 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
-from kio.schema.voters_record.v0.data import VotersRecord
-
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.records import (
     BATCH_HEADER_SIZE,
@@ -41,6 +38,11 @@ from pykraft.records import (
     snapshot_footer_batch,
     snapshot_header_batch,
     voters_batch,
+)
+from pykraft.records.control_records import (
+    KRaftVersionRecord,
+    SnapshotHeaderRecord,
+    VotersRecord,
 )
 from pykraft.storage._files import fsync_dir
 
@@ -361,13 +363,14 @@ def read_snapshot(store: FileSnapshotStore, snapshot_id: OffsetAndEpoch) -> Snap
     voters: tuple[VoterRecordEntry, ...] | None = None
     for kind, entity in control:
         if kind is ControlRecordType.SNAPSHOT_HEADER:
-            last_ts = int(entity.last_contained_log_timestamp)  # type: ignore[attr-defined]
+            assert isinstance(entity, SnapshotHeaderRecord)
+            last_ts = entity.last_contained_log_timestamp
         elif kind is ControlRecordType.KRAFT_VERSION:
             assert isinstance(entity, KRaftVersionRecord)
             kraft_version = int(entity.k_raft_version)
         elif kind is ControlRecordType.KRAFT_VOTERS:
             assert isinstance(entity, VotersRecord)
-            voters = tuple(VoterRecordEntry.from_kio(v) for v in entity.voters)
+            voters = tuple(VoterRecordEntry.from_record(v) for v in entity.voters)
     return SnapshotContents(
         snapshot_id, last_ts, kraft_version, voters, tuple(records), tuple(control)
     )

@@ -1,0 +1,79 @@
+"""``bootstrap.checkpoint``: the features a new cluster starts with, as Kafka's ``kafka-storage
+format`` writes them into the metadata log directory (``BootstrapDirectory``).
+
+A snapshot-format file (SnapshotHeader, one batch of FeatureLevelRecords with
+``metadata.version`` first, SnapshotFooter; epoch 0, offsets from 0), written tmp + fsync +
+rename. The active controller reads it to write its activation records into an empty log;
+brokers never use it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Final
+
+from pykraft.metadata.records import FeatureLevelRecord
+from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
+from pykraft.metadata.versions import METADATA_VERSION
+from pykraft.records import (
+    CorruptRecordError,
+    build_batch,
+    decode_records,
+    iter_batches,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+)
+from pykraft.storage._files import StorageError, atomic_write
+
+__all__ = ["BOOTSTRAP_FILE", "read_bootstrap_metadata", "write_bootstrap_metadata"]
+
+BOOTSTRAP_FILE: Final = "bootstrap.checkpoint"
+
+
+def write_bootstrap_metadata(log_dir: Path, features: dict[str, int]) -> Path:
+    """Write ``features`` (``metadata.version`` required) as the bootstrap checkpoint."""
+    if METADATA_VERSION not in features:
+        raise ValueError("the bootstrap metadata needs metadata.version")
+    ordered = [METADATA_VERSION, *sorted(n for n in features if n != METADATA_VERSION)]
+    values = [
+        encode_record(FeatureLevelRecord(name=name, feature_level=features[name]), 0)
+        for name in ordered
+    ]
+    now = int(time.time() * 1000)
+    data = b"".join(
+        (
+            snapshot_header_batch(0, 0, now, 0),
+            build_batch(1, 0, values, now),
+            snapshot_footer_batch(1 + len(values), 0, now),
+        )
+    )
+    path = log_dir / BOOTSTRAP_FILE
+    atomic_write(path, data)
+    return path
+
+
+def read_bootstrap_metadata(log_dir: Path) -> dict[str, int] | None:
+    """The features of the bootstrap checkpoint (None when there is none); a
+    ``StorageError`` names a file that is not one."""
+    path = log_dir / BOOTSTRAP_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    features: dict[str, int] = {}
+    try:
+        for header, pos in iter_batches(data):
+            if header.is_control:
+                continue
+            for record in decode_records(data[pos : pos + header.size]):
+                if record.value is None:
+                    raise StorageError(f"{path}: a record without a value")
+                value, _ = decode_record(record.value)
+                if isinstance(value, FeatureLevelRecord):
+                    features[value.name] = value.feature_level
+    except (CorruptRecordError, MetadataRecordError) as e:
+        raise StorageError(f"{path}: {e}") from None
+    if METADATA_VERSION not in features:
+        raise StorageError(f"{path}: no metadata.version")
+    return features
