@@ -281,3 +281,20 @@ def _log_batches(log: FileLog) -> Iterator[int]:
         for header, _ in iter_batches(data):
             yield header.base_offset
             offset = header.next_offset
+
+
+def test_kafka_reads_pykrafts_bootstrap_checkpoint(kafka: KafkaDist, tmp_path: Path) -> None:
+    """``bootstrap.checkpoint`` from ``pykraft storage format --release-version 4.0-IV3`` is
+    the file Kafka's format writes: Kafka's dump tool decodes its FeatureLevelRecord."""
+    config = _single_voter(tmp_path)  # formats (default metadata.version 4.0-IV3 = 25)
+    del config
+    dumped = kafka_dump(kafka, tmp_path / "data" / "bootstrap.checkpoint")
+    [batches] = dumped.values()
+    payloads = [r.payload for b in batches for r in b.records if r.kind == "FEATURE_LEVEL_RECORD"]
+    assert payloads == [
+        {
+            "type": "FEATURE_LEVEL_RECORD",
+            "version": 0,
+            "data": {"name": "metadata.version", "featureLevel": 25},
+        }
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -245,3 +246,61 @@ def test_kafka_features_tool_and_pykrafts_print_the_same(kafka: KafkaDist, quoru
     )
     assert ours.returncode == 1
     assert ours.stdout.splitlines()[0] == refused.stdout.splitlines()[0]
+
+
+def test_kafka_reassign_partitions_lists_the_quorum_reassignment(
+    kafka: KafkaDist, quorum: Quorum
+) -> None:
+    """Kafka 4.3's ``kafka-reassign-partitions --bootstrap-controller`` takes ``--list`` only
+    (``--execute`` with it: 'Option "[bootstrap-controller]" can't be used with action'); its
+    --list shows pykraft's KIP-642 move of the voter set as a reassignment of
+    ``__cluster_metadata-0``. Observer 4 is stopped right after it was last caught up, so the
+    move waits for it; cancelled afterwards."""
+    observer = quorum.observers[0]
+    observer.send(signal.SIGSTOP)
+    try:
+        result = cli(
+            "metadata-quorum",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "reassign",
+            "--voters",
+            "1,2,4",
+        )
+        assert result.returncode == 0, result.stderr
+        listed = kafka.run(
+            "reassign-partitions", "--bootstrap-controller", quorum.bootstrap, "--list"
+        ).stdout
+        assert "__cluster_metadata-0: replicas: 1,2,3,4. adding: 4. removing: 3." in listed, listed
+        refused = kafka.run(
+            "reassign-partitions",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "--cancel",
+            "--reassignment-json-file",
+            "/dev/null",
+            check=False,
+        )
+        assert refused.returncode != 0
+        cancelled = cli(
+            "metadata-quorum",
+            "--bootstrap-controller",
+            quorum.bootstrap,
+            "reassign",
+            "--cancel",
+            "--wait",
+        )
+        assert cancelled.returncode == 0, cancelled.stderr
+    finally:
+        observer.send(signal.SIGCONT)
+    assert {v.replica_id for v in describe_quorum(quorum.bootstrap, timeout_ms=5_000).voters} == {
+        1,
+        2,
+        3,
+    }
+    assert (
+        "No partition reassignments found."
+        in kafka.run(
+            "reassign-partitions", "--bootstrap-controller", quorum.bootstrap, "--list"
+        ).stdout
+    )

@@ -5,6 +5,7 @@ and through their log lines, killed with SIGKILL."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import time
 from collections.abc import Iterator
@@ -102,6 +103,14 @@ def test_three_voters_elect_and_survive_leader_kill(quorum: list[Proc]) -> None:
     for node in survivors:
         assert node.stop(signal.SIGTERM) == 0
     for node in survivors:
+        # Static voters (kraft.version 0): quorum-state in data_version 0, which a binary
+        # from before KIP-853 can read (Kafka's rule, seed 003).
+        state = json.loads((node.data / "__cluster_metadata-0" / "quorum-state").read_text())
+        assert state["data_version"] == 0 and state["currentVoters"] == [
+            {"voterId": 1},
+            {"voterId": 2},
+            {"voterId": 3},
+        ]
         values = node.log_values()
         for offset, _epoch, value in acknowledged:
             assert values.get(offset) == value.encode(), (node.node_id, offset)

@@ -172,6 +172,41 @@ def test_disk_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
     )
 
 
+def register_controller(address: str, controller_id: int, kraft: tuple[int, int]) -> None:
+    """A ControllerRegistration (KIP-919) as a controller sends it, straight to ``address``."""
+    import asyncio
+    import uuid as uuid_module
+
+    import kio.schema.controller_registration.v0.request as registration
+
+    from pykraft.net.client import Connection
+
+    request = registration.ControllerRegistrationRequest(
+        controller_id=controller_id,  # type: ignore[arg-type]
+        incarnation_id=uuid_module.uuid4(),
+        zk_migration_ready=False,
+        listeners=(
+            registration.Listener(name="CONTROLLER", host="127.0.0.1", port=1, security_protocol=0),  # type: ignore[arg-type]
+        ),
+        features=(
+            registration.Feature(
+                name="kraft.version", min_supported_version=kraft[0], max_supported_version=kraft[1]
+            ),  # type: ignore[arg-type]
+        ),
+    )
+
+    async def go() -> None:
+        host, port = address.split(":")
+        conn = await Connection.open(host, int(port), timeout_ms=5_000)
+        try:
+            answer = await conn.request(request, timeout_ms=5_000)
+        finally:
+            conn.close()
+        assert answer.error_code == 0, answer  # type: ignore[attr-defined]
+
+    asyncio.run(go())
+
+
 def status_voters(bootstrap: str) -> dict[int, str]:
     """``describe --status``'s CurrentVoters as {id: directoryId} (what an operator reads)."""
     out = quorum_cli(bootstrap, "describe", "--status")
@@ -260,6 +295,16 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
     )
     assert refused.returncode == 1
     assert "UNSUPPORTED_VERSION" in refused.stderr.upper(), refused.stderr
+
+    # D10: a controller that registered (ControllerRegistration) with kraft.version 0..0
+    # blocks the upgrade, named in the error; registered again with 0..1, it does not.
+    leader_address = next(p.address for p in nodes if p.node_id == describe(servers).leader_id)
+    register_controller(leader_address, 9, (0, 0))
+    blocked = cli(
+        "features", "upgrade", "--bootstrap-controller", servers, "--feature", "kraft.version=1"
+    )
+    assert blocked.returncode == 1 and "observer 9" in blocked.stderr, blocked.stderr
+    register_controller(leader_address, 9, (0, 1))
 
     upgraded = cli(
         "features",

@@ -128,3 +128,18 @@ def test_voter_change_gauges_while_an_add_waits_for_catch_up() -> None:
     waiting = snapshot_of(leader, metrics, 3_000)
     assert waiting.uncommitted_voter_change == 1
     assert (waiting.pending_add_voter, waiting.pending_remove_voter) == (1, 0)
+
+
+def test_add_raft_voter_without_directory_id_or_listeners_is_refused_at_once() -> None:
+    from pykraft.raft.messages import AddRaftVoterRequest, AddRaftVoterResponse
+
+    leader = dynamic_single_voter_leader()
+    for key, listeners in (
+        (ReplicaKey(4), (Endpoint("CONTROLLER", "h", 1),)),  # no directory id
+        (ReplicaKey(4, uuid.uuid4()), ()),  # no listeners
+    ):
+        leader.step(Inbound(-1, 7, AddRaftVoterRequest(None, 30_000, key, listeners)), 3_000)
+        ready = leader.ready(3_000)
+        [answer] = [m.body for m in ready.messages if isinstance(m.body, AddRaftVoterResponse)]
+        assert answer.error == ErrorCode.invalid_request, answer
+        assert leader.voter_change is None

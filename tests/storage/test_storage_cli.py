@@ -102,3 +102,72 @@ def test_demo_runs_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
     assert "reusing" in out and "epochs [(1, 0), (2, 501)]" in out and "LEADER_CHANGE" in out
+
+
+def _controller_config(tmp_path: Path, *, static: bool) -> Path:
+    path = tmp_path / "c.properties"
+    voters = "controller.quorum.voters=1@127.0.0.1:9093\n" if static else ""
+    path.write_text(
+        "node.id=1\nprocess.roles=controller\nlisteners=CONTROLLER://127.0.0.1:9093\n"
+        f"controller.listener.names=CONTROLLER\nmetadata.log.dir={tmp_path / 'd'}\n" + voters
+    )
+    return path
+
+
+def test_format_follows_kafkas_mode_rules(tmp_path: Path) -> None:
+    """As Kafka 4.3's kafka-storage (messages word for word, docs/DECISIONS.md)."""
+    import subprocess
+    import sys
+
+    def fmt(config: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pykraft.cli.main",
+                "storage",
+                "format",
+                "--config",
+                str(config),
+                "--cluster-id",
+                "X5SvYNT7TJu0jYq2_o3_vg",
+                *flags,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    dynamic = _controller_config(tmp_path, static=False)
+    refused = fmt(dynamic)
+    assert refused.returncode == 1
+    assert (
+        "Because controller.quorum.voters is not set on this controller, you must specify one of the following: --standalone, --initial-controllers, or --no-initial-controllers."
+        in refused.stderr
+    )
+    static = _controller_config(tmp_path, static=True)
+    refused = fmt(static, "--standalone")
+    assert refused.returncode == 1
+    assert (
+        "You cannot specify controller.quorum.voters and format the node with --initial-controllers or --standalone."
+        in refused.stderr
+    )
+    refused = fmt(static, "--feature", "kraft.version=1")
+    assert refused.returncode == 1 and "Cannot set kraft.version to 1 unless" in refused.stderr
+    refused = fmt(static, "--release-version", "2.8")
+    assert refused.returncode == 1 and "unknown release version '2.8'" in refused.stderr
+
+    done = fmt(static, "--release-version", "3.9")  # static voters: no mode flag needed
+    assert done.returncode == 0, done.stderr
+    from pykraft.storage.bootstrap import read_bootstrap_metadata
+
+    assert read_bootstrap_metadata(tmp_path / "d") == {"metadata.version": 21}
+
+
+def test_format_default_bootstrap_metadata(tmp_path: Path) -> None:
+    from pykraft.storage import ServerConfig, format_storage
+    from pykraft.storage.bootstrap import read_bootstrap_metadata
+
+    config = ServerConfig.load(_controller_config(tmp_path, static=True))
+    format_storage(config, "X5SvYNT7TJu0jYq2_o3_vg", features={"group.version": 1})
+    assert read_bootstrap_metadata(tmp_path / "d") == {"metadata.version": 25, "group.version": 1}

@@ -37,9 +37,11 @@ from types import TracebackType
 from typing import Any, Final
 
 import kio.schema.add_raft_voter.v0.request as add_v0
+import kio.schema.api_versions.v4.request as api_versions_v4
 import kio.schema.remove_raft_voter.v0.request as remove_v0
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from pykraft import __version__
 from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
 from pykraft.net.convert_reassign import REASSIGNMENT_API_VERSIONS
@@ -551,7 +553,18 @@ class AdminClient:
                 last = e
                 self._drop(address)
                 continue
-            answer = conn.api_versions
+            # v4: a v3 answer leaves out features whose minimum level is 0 (KAFKA-17011).
+            try:
+                answer: Any = await conn.request(
+                    api_versions_v4.ApiVersionsRequest(
+                        client_software_name="pykraft", client_software_version=__version__
+                    ),
+                    timeout_ms=self.request_timeout_ms,
+                )
+            except (OSError, TimeoutError, ConnectionError, ProtocolError) as e:
+                last = e
+                self._drop(address)
+                continue
             finalized = {str(f.name): int(f.max_version_level) for f in answer.finalized_features}
             epoch = int(answer.finalized_features_epoch)
             return [

@@ -116,7 +116,6 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._lost: asyncio.Future[None] = self._loop.create_future()
         self.peer_versions: dict[int, tuple[int, int]] = {}
-        self.api_versions: Any = None  # the peer's whole ApiVersions (v3) answer
 
     @classmethod
     async def open(
@@ -159,7 +158,6 @@ class Connection(asyncio.Protocol):
         conn.peer_versions = {
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
         }
-        conn.api_versions = versions
         return conn
 
     @property
