@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.admin import AdminClient, QuorumInfo
 from pykraft.cli.local import free_ports
+from pykraft.node.server import debug_value
 from pykraft.records import decode_records, iter_batches
 
 __all__ = [
@@ -107,7 +108,8 @@ class Proc:
         return [(int(o), int(e), v) for o, e, v in COMMITTED.findall(self.output.read_text())]
 
     def log_values(self) -> dict[int, bytes | None]:
-        """Every record of the on-disk log (read while the process is stopped)."""
+        """Every record of the on-disk log (read while the process is stopped): the debug
+        appender's values (``pykraft.node.server.debug_value``), others as stored."""
         values: dict[int, bytes | None] = {}
         for segment in sorted((self.data / "__cluster_metadata-0").glob("*.log")):
             buf = segment.read_bytes()
@@ -115,7 +117,7 @@ class Proc:
                 if header.is_control:
                     continue
                 for record in decode_records(buf[pos : pos + header.size]):
-                    values[record.offset] = record.value
+                    values[record.offset] = debug_value(record.value) or record.value
         return values
 
     def scrape(self) -> dict[str, float]:

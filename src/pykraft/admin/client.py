@@ -31,7 +31,7 @@ import datetime
 import importlib
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
@@ -42,12 +42,13 @@ import kio.schema.remove_raft_voter.v0.request as remove_v0
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft import __version__
+from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
 from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
 from pykraft.net.convert_reassign import REASSIGNMENT_API_VERSIONS
-from pykraft.net.convert_voters import FEATURE_APIS, KRAFT_VERSION_FEATURE
+from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
 from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
-from pykraft.protocol import KRAFT_APIS, ApiKey, ErrorCode, ProtocolError
+from pykraft.protocol import KRAFT_APIS, ApiKey, ApiVersionRange, ErrorCode, ProtocolError
 
 __all__ = [
     "AdminClient",
@@ -58,7 +59,11 @@ __all__ = [
     "ReplicaState",
 ]
 
-ADMIN_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS, *REASSIGNMENT_API_VERSIONS)
+ADMIN_APIS: Final = KRAFT_APIS.with_apis(
+    *(ApiVersionRange(k, lo, hi) for k, (lo, hi) in CONTROLLER_API_VERSIONS.items()),
+    *CLUSTER_APIS,
+    *REASSIGNMENT_API_VERSIONS,
+)
 RETRY_BACKOFF_MS: Final = 100
 RETRY_BACKOFF_MAX_MS: Final = 1000
 BROKER_ENDPOINT_TYPE: Final = 1
@@ -319,6 +324,9 @@ class AdminClient:
                     continue
                 if code != ErrorCode.none:
                     raise AdminError(code, m.error_message)
+                if endpoint_type == BROKER_ENDPOINT_TYPE and not m.brokers:
+                    # A pykraft controller answers for the brokers it knows: none yet.
+                    continue
                 return ClusterInfo(
                     cluster_id=str(m.cluster_id),
                     controller_id=int(m.controller_id),
@@ -588,20 +596,41 @@ class AdminClient:
         validate_only: bool = False,
         timeout_ms: int | None = None,
     ) -> None:
-        """UpdateFeatures of one feature: ``upgrade_type`` 1 upgrade, 2 safe downgrade,
-        3 unsafe downgrade (Kafka's FeatureUpdate.UpgradeType); raises :class:`AdminError`."""
+        """UpdateFeatures of one feature (see :meth:`update_features`)."""
+        await self.update_features(
+            {name: level},
+            upgrade_type=upgrade_type,
+            validate_only=validate_only,
+            timeout_ms=timeout_ms,
+        )
+
+    async def update_features(
+        self,
+        levels: Mapping[str, int],
+        *,
+        upgrade_type: int,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """One UpdateFeatures request for every feature of ``levels`` (name -> finalized
+        level, 0 = disabled), all or nothing: ``upgrade_type`` 1 upgrade, 2 safe downgrade,
+        3 unsafe downgrade (Kafka's FeatureUpdate.UpgradeType); raises :class:`AdminError`.
+        kraft.version goes to the quorum, every other feature to the metadata controller."""
         wait = timeout_ms if timeout_ms is not None else self.timeout_ms
 
         def build(api_version: int) -> RequestPayload:
             mod = _module("update_features", api_version)
-            update: dict[str, object] = {"feature": name, "max_version_level": level}
-            if api_version == 0:
-                update["allow_downgrade"] = upgrade_type != 1
-            else:
-                update["upgrade_type"] = upgrade_type
+            updates = []
+            for name, level in levels.items():
+                update: dict[str, object] = {"feature": name, "max_version_level": level}
+                if api_version == 0:
+                    update["allow_downgrade"] = upgrade_type != 1
+                else:
+                    update["upgrade_type"] = upgrade_type
+                updates.append(mod.FeatureUpdateKey(**update))
             fields: dict[str, object] = {
                 "timeout": datetime.timedelta(milliseconds=wait),
-                "feature_updates": (mod.FeatureUpdateKey(**update),),
+                "feature_updates": tuple(updates),
             }
             if api_version >= 1:
                 fields["validate_only"] = validate_only

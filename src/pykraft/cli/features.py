@@ -1,22 +1,22 @@
-"""``pykraft features`` (Kafka's kafka-features.sh), for the one feature the quorum owns:
+"""``pykraft features`` (Kafka's kafka-features.sh):
 
     pykraft features (--bootstrap-controller H:P[,H:P] | --bootstrap-server H:P)
         describe
-        upgrade --feature kraft.version=N [--dry-run]
-        downgrade --feature kraft.version=N [--dry-run]
+        upgrade (--feature NAME=LEVEL ... | --release-version R) [--dry-run]
+        downgrade --feature NAME=LEVEL ... [--unsafe] [--dry-run]
 
 ``describe`` prints Kafka's tool's lines, one per supported feature (``Feature: NAME
-SupportedMinVersion: .. SupportedMaxVersion: .. FinalizedVersionLevel: .. Epoch: ..``, from
-the ApiVersions of the first node that answers; ``-`` for an unknown epoch). ``downgrade`` is
-sent as Kafka's tool sends it (UpdateFeatures, safe downgrade) and refused by the quorum for
-kraft.version, as Kafka refuses it ("Could not downgrade ...").
-
-The bootstrap option may also follow ``upgrade`` (``pykraft features upgrade
---bootstrap-controller H:P --feature kraft.version=1``). ``upgrade`` sends UpdateFeatures to
-the quorum's leader (KIP-853, SPEC D10: 0 -> 1 only if every voter and registered observer
-supports it; a downgrade is refused) and prints Kafka's line ``kraft.version was upgraded
-to N.`` once it committed (``--dry-run``: ``kraft.version can be upgraded to N.``). Errors
-are one line on stderr and exit code 1.
+SupportedMinVersion: .. SupportedMaxVersion: .. FinalizedVersionLevel: .. Epoch: ..``), from
+the ApiVersions of the first node that answers: a feature not finalized is at level 0,
+metadata.version levels are printed as Kafka's release names (4.0-IV3), ``-`` is an unknown
+epoch. ``upgrade``/``downgrade`` send one UpdateFeatures for every ``--feature`` to the
+active controller (kraft.version to the quorum, SPEC D10; the others to the metadata
+controller, checked against every registered broker's and controller's supported range);
+metadata.version takes a level or a release name, and ``--release-version R`` means
+``--feature metadata.version=R``. A downgrade is a safe downgrade unless ``--unsafe``.
+Each success prints Kafka's line ``NAME was upgraded to LEVEL.`` (``can be upgraded`` with
+``--dry-run``); a refusal prints ``Could not upgrade NAME to LEVEL. <reason>`` and exits 1.
+The bootstrap option may also follow the command.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ import sys
 from typing import Any
 
 from pykraft.cli._common import add_timeout_ms, command_group
-
-KRAFT_VERSION = "kraft.version"
 
 
 def _where(parser: argparse.ArgumentParser, *, default: object) -> None:
@@ -47,7 +45,7 @@ def register(sub: Any) -> None:
     parser, commands = command_group(
         sub,
         "features",
-        help="describe, upgrade and downgrade kraft.version (kafka-features)",
+        help="describe, upgrade and downgrade feature levels (kafka-features)",
         dest="features_command",
     )
     _where(parser, default=None)
@@ -55,11 +53,10 @@ def register(sub: Any) -> None:
     upgrade = commands.add_parser("upgrade", help="upgrade a feature's finalized version")
     _where(upgrade, default=argparse.SUPPRESS)  # accepted after the command too
     upgrade.add_argument(
-        "--feature",
-        action="append",
-        required=True,
-        metavar="NAME=VERSION",
-        help="kraft.version=N (the only feature the quorum owns)",
+        "--feature", action="append", metavar="NAME=LEVEL", help="a feature's new level"
+    )
+    upgrade.add_argument(
+        "--release-version", metavar="R", help="metadata.version as a release (4.0-IV3)"
     )
     upgrade.add_argument(
         "--dry-run", action="store_true", help="validate only (UpdateFeatures ValidateOnly)"
@@ -70,7 +67,8 @@ def register(sub: Any) -> None:
     describe.set_defaults(func=_describe)
     downgrade = commands.add_parser("downgrade", help="downgrade a feature's finalized version")
     _where(downgrade, default=argparse.SUPPRESS)
-    downgrade.add_argument("--feature", action="append", required=True, metavar="NAME=VERSION")
+    downgrade.add_argument("--feature", action="append", required=True, metavar="NAME=LEVEL")
+    downgrade.add_argument("--unsafe", action="store_true", help="an unsafe (lossy) downgrade")
     downgrade.add_argument("--dry-run", action="store_true", help="validate only")
     downgrade.set_defaults(func=_downgrade)
 
@@ -80,29 +78,56 @@ def _fail(message: object) -> int:
     return 1
 
 
-def _parse_feature(items: list[str]) -> int:
-    """The requested kraft.version; ValueError for anything else."""
-    if len(items) != 1:
-        raise ValueError(f"only {KRAFT_VERSION} can be upgraded here, one --feature")
-    name, sep, level = items[0].partition("=")
-    if not sep or name.strip() != KRAFT_VERSION:
-        raise ValueError(f"--feature {items[0]!r}: expected {KRAFT_VERSION}=N")
-    try:
-        version = int(level)
-    except ValueError:
-        raise ValueError(f"--feature {items[0]!r}: {level!r} is not a version number") from None
-    if version < 0:
-        raise ValueError(f"--feature {items[0]!r}: negative version")
-    return version
+def _parse_features(items: list[str], release_version: str | None = None) -> dict[str, int]:
+    """``--feature NAME=LEVEL`` items (and ``--release-version``) as name -> level;
+    ValueError names the bad item."""
+    from pykraft.metadata.versions import METADATA_VERSION, parse_release_version
+
+    levels: dict[str, int] = {}
+    for item in items:
+        name, sep, level = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"--feature {item!r}: expected NAME=LEVEL")
+        if name in levels:
+            raise ValueError(f"--feature {name} given twice")
+        try:
+            levels[name] = int(level)
+        except ValueError:
+            if name != METADATA_VERSION:
+                raise ValueError(f"--feature {item!r}: {level!r} is not a level") from None
+            levels[name] = parse_release_version(level).level
+        if levels[name] < 0:
+            raise ValueError(f"--feature {item!r}: negative level")
+    if release_version is not None:
+        if METADATA_VERSION in levels:
+            raise ValueError("give --release-version or --feature metadata.version, not both")
+        levels[METADATA_VERSION] = parse_release_version(release_version).level
+    if not levels:
+        raise ValueError("give at least one --feature (or --release-version)")
+    return levels
+
+
+def _level_text(name: str, level: int) -> str:
+    """A level as Kafka's tool prints it (metadata.version by release name)."""
+    from pykraft.metadata.versions import METADATA_VERSION, metadata_version
+
+    if name == METADATA_VERSION:
+        try:
+            return metadata_version(level).name
+        except ValueError:
+            return str(level)
+    return str(level)
 
 
 def feature_line(info: Any) -> str:
     """Kafka's FeatureCommand describe line for one feature."""
-    finalized = "-" if info.finalized is None else str(info.finalized)
+    finalized = _level_text(info.name, 0 if info.finalized is None else info.finalized)
     epoch = "-" if info.epoch < 0 else str(info.epoch)
+    low, high = _level_text(info.name, info.min_version), _level_text(info.name, info.max_version)
     return (
-        f"Feature: {info.name:<40s}  SupportedMinVersion: {info.min_version!s:<15s}  "
-        f"SupportedMaxVersion: {info.max_version!s:<15s}  "
+        f"Feature: {info.name:<40s}  SupportedMinVersion: {low:<15s}  "
+        f"SupportedMaxVersion: {high:<15s}  "
         f"FinalizedVersionLevel: {finalized:<15s}  Epoch: {epoch}"
     )
 
@@ -139,10 +164,18 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _downgrade(args: argparse.Namespace) -> int:
+    return _update(args, upgrade_type=3 if args.unsafe else 2)
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    return _update(args, upgrade_type=1)
+
+
+def _update(args: argparse.Namespace, *, upgrade_type: int) -> int:
     from pykraft.admin import AdminError
 
     try:
-        version = _parse_feature(args.feature)
+        levels = _parse_features(args.feature or [], getattr(args, "release_version", None))
     except ValueError as e:
         return _fail(e)
     if (args.bootstrap_controller is None) == (args.bootstrap_server is None):
@@ -150,46 +183,21 @@ def _downgrade(args: argparse.Namespace) -> int:
 
     async def go() -> None:
         async with _admin(args) as admin:
-            await admin.update_feature(
-                KRAFT_VERSION, version, upgrade_type=2, validate_only=args.dry_run
+            await admin.update_features(
+                levels, upgrade_type=upgrade_type, validate_only=args.dry_run
             )
 
+    verb = "upgrade" if upgrade_type == 1 else "downgrade"
     try:
         asyncio.run(go())
     except AdminError as e:
-        print(f"Could not downgrade {KRAFT_VERSION} to {version}. {e.message or e}")
-        print("1 out of 1 operation(s) failed.")
+        for name, level in levels.items():
+            print(f"Could not {verb} {name} to {_level_text(name, level)}. {e.message or e}")
+        print(f"{len(levels)} out of {len(levels)} operation(s) failed.")
         return 1
     except ValueError as e:
         return _fail(e)
-    verb = "can be downgraded" if args.dry_run else "was downgraded"
-    print(f"{KRAFT_VERSION} {verb} to {version}.")
-    return 0
-
-
-def _upgrade(args: argparse.Namespace) -> int:
-    from pykraft.admin import AdminClient, AdminError
-
-    try:
-        version = _parse_feature(args.feature)
-    except ValueError as e:
-        return _fail(e)
-    if (args.bootstrap_controller is None) == (args.bootstrap_server is None):
-        return _fail("give exactly one of --bootstrap-controller and --bootstrap-server")
-    controllers = args.bootstrap_controller is not None
-
-    async def go() -> None:
-        async with AdminClient(
-            args.bootstrap_controller if controllers else args.bootstrap_server,
-            bootstrap_controllers=controllers,
-            timeout_ms=args.timeout_ms,
-        ) as admin:
-            await admin.update_kraft_version(version, validate_only=args.dry_run)
-
-    try:
-        asyncio.run(go())
-    except (AdminError, ValueError) as e:
-        return _fail(e)
-    verb = "can be upgraded" if args.dry_run else "was upgraded"
-    print(f"{KRAFT_VERSION} {verb} to {version}.")
+    done = f"can be {verb}d" if args.dry_run else f"was {verb}d"
+    for name, level in levels.items():
+        print(f"{name} {done} to {_level_text(name, level)}.")
     return 0

@@ -13,9 +13,19 @@ import sys
 from collections.abc import Sequence
 
 from pykraft import __version__
-from pykraft.cli import demo, features, local, metadata_quorum, pipeline, server, sim, storage
+from pykraft.cli import (
+    demo,
+    features,
+    local,
+    metadata_quorum,
+    pipeline,
+    server,
+    sim,
+    storage,
+    topics,
+)
 
-_MODULES = (storage, server, metadata_quorum, features, local, sim, demo, pipeline)
+_MODULES = (storage, server, metadata_quorum, features, topics, local, sim, demo, pipeline)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -77,10 +77,14 @@ IBP_4_0_IV1: Final = 23  # PartitionRecord/PartitionChangeRecord v2 (ELR fields)
 
 # Feature flags besides metadata.version that a cluster may finalize, with the range
 # pykraft's controller supports (0 = the feature off). kraft.version lives in the raft layer.
+# These four change only what brokers do (KIP-848 consumer groups, KIP-890 transactions,
+# KIP-932 share groups, KIP-1071 streams groups); eligible.leader.replicas.version (KIP-966)
+# changes the controller's elections, which pykraft does not implement: it stays 0.
 FEATURES: Final = {
     "group.version": (0, 1),
     "transaction.version": (0, 2),
-    "eligible.leader.replicas.version": (0, 1),
+    "share.version": (0, 1),
+    "streams.version": (0, 1),
 }
 
 

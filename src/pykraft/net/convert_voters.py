@@ -26,6 +26,8 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC, RejectedRequest, kio_module
 from pykraft.protocol import ApiKey, ApiVersionRange, ErrorCode, error_response
+from pykraft.protocol.apis import response_schema
+from pykraft.protocol.build import make
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
     AddRaftVoterResponse,
@@ -68,9 +70,10 @@ VOTER_APIS: Final = frozenset(
 )
 """Inbound APIs this module hands to the core."""
 
-FEATURE_APIS: Final = (ApiVersionRange(ApiKey.UPDATE_FEATURES, 0, 1),)
+FEATURE_APIS: Final = (ApiVersionRange(ApiKey.UPDATE_FEATURES, 0, 2),)
 """UpdateFeatures, served by a node and spoken by the admin client (``ApiTable.with_apis``).
-v1 replaced AllowDowngrade with UpgradeType (1 = upgrade only)."""
+v1 replaced AllowDowngrade with UpgradeType (1 = upgrade only); v2 answers only at the top
+level."""
 
 
 def _directory(value: uuid.UUID | None) -> uuid.UUID | None:
@@ -173,18 +176,22 @@ def _update_features_to_kio(
 ) -> ResponsePayload:
     """Kafka answers per feature (``Results``) and at the top level; pykraft puts the
     outcome in both, for the kraft.version feature (or the features asked for)."""
-    mod = kio_module(ApiKey.UPDATE_FEATURES, version, "response")
     names = [KRAFT_VERSION_FEATURE] if updates is None else [str(u.feature) for u in updates]
-    result: ResponsePayload = mod.UpdateFeaturesResponse(
-        throttle_time=datetime.timedelta(0),
-        error_code=response.error,
-        error_message=response.error_message,
-        results=tuple(
-            mod.UpdatableFeatureResult(
-                feature=name, error_code=response.error, error_message=response.error_message
-            )
-            for name in names
-        ),
+    result: ResponsePayload = make(
+        response_schema(ApiKey.UPDATE_FEATURES, version),
+        {
+            "throttle_time": 0,
+            "error_code": response.error,
+            "error_message": response.error_message,
+            "results": [
+                {
+                    "feature": name,
+                    "error_code": response.error,
+                    "error_message": response.error_message,
+                }
+                for name in names
+            ],  # v0-1 only
+        },
     )
     return result
 

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from pykraft.controller.image import Image
 from pykraft.protocol import ApiKey, ApiVersionRange, ErrorCode, error_response
 
 __all__ = [
@@ -40,6 +41,10 @@ __all__ = [
 ]
 
 CONTROLLER_ENDPOINT_TYPE: Final = 2  # DescribeCluster's EndpointType: 1 broker, 2 controller
+BROKER_ENDPOINT_TYPE: Final = 1
+INTERNAL_TOPICS: Final = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state"}
+)
 
 CLUSTER_APIS: Final = (
     ApiVersionRange(ApiKey.METADATA, 1, 13),
@@ -64,25 +69,21 @@ def metadata_response(
     cluster_id: str,
     leader_id: int,
     leader_address: tuple[str, int] | None,
+    image: Image | None = None,
 ) -> ResponsePayload:
-    """Metadata at ``version``: the active controller as the only broker, no topics."""
+    """Metadata at ``version``: the active controller as the only broker; the topics of the
+    metadata ``image`` (all of them for a request naming none), each partition with its
+    leader, replicas, ISR and fenced replicas (what ``pykraft topics`` lists)."""
     mod = _schema("metadata", version)
     m: Any = request
     brokers: tuple[Any, ...] = ()
     if leader_id >= 0 and leader_address is not None:
         host, port = leader_address
         brokers = (_build(mod.MetadataResponseBroker, node_id=leader_id, host=host, port=port),)
-    topics = tuple(
-        _build(
-            mod.MetadataResponseTopic,
-            error_code=ErrorCode.unknown_topic_or_partition,
-            name=t.name,
-            topic_id=getattr(t, "topic_id", None),
-            is_internal=False,
-            partitions=(),
-        )
-        for t in (m.topics or ())
-    )
+    wanted = [(t.name, getattr(t, "topic_id", None)) for t in (m.topics or ())]
+    if m.topics is None and image is not None:
+        wanted = [(t.name, t.topic_id) for t in image.topics.values()]
+    topics = tuple(_topic(mod, image, name, topic_id) for name, topic_id in wanted)
     response: ResponsePayload = _build(
         mod.MetadataResponse,
         throttle_time=datetime.timedelta(0),
@@ -95,6 +96,48 @@ def metadata_response(
     return response
 
 
+def _topic(mod: Any, image: Image | None, name: str | None, topic_id: Any) -> Any:
+    state = None
+    if image is not None:
+        tid = image.topics_by_name.get(name or "") if name else topic_id
+        state = image.topics.get(tid) if tid is not None else None
+    if state is None:
+        return _build(
+            mod.MetadataResponseTopic,
+            error_code=ErrorCode.unknown_topic_or_partition,
+            name=name,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=(),
+        )
+    assert image is not None
+
+    def fenced(ids: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(b for b in ids if b not in image.brokers or image.brokers[b].fenced)
+
+    partitions = tuple(
+        _build(
+            mod.MetadataResponsePartition,
+            error_code=ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
+            partition_index=p.partition_id,
+            leader_id=p.leader,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=p.replicas,
+            isr_nodes=p.isr,
+            offline_replicas=fenced(p.replicas),
+        )
+        for p in sorted(state.partitions.values(), key=lambda p: p.partition_id)
+    )
+    return _build(
+        mod.MetadataResponseTopic,
+        error_code=ErrorCode.none,
+        name=state.name,
+        topic_id=state.topic_id,
+        is_internal=state.name in INTERNAL_TOPICS,
+        partitions=partitions,
+    )
+
+
 def describe_cluster_response(
     request: RequestPayload,
     version: int,
@@ -102,9 +145,39 @@ def describe_cluster_response(
     cluster_id: str,
     leader_id: int,
     controllers: Mapping[int, tuple[str, int]],
+    image: Image | None = None,
 ) -> ResponsePayload:
-    """DescribeCluster at ``version`` as a controller answers it (KIP-919)."""
+    """DescribeCluster at ``version`` as a controller answers it (KIP-919); with the
+    metadata ``image``, pykraft also answers the broker endpoint type (v1+) from it: the
+    registered brokers' endpoints (the first listener of each), fenced ones only when asked
+    (v2's IncludeFencedBrokers), and the active controller's id."""
     m: Any = request
+    if image is not None and version >= 1 and int(m.endpoint_type) == BROKER_ENDPOINT_TYPE:
+        mod = _schema("describe_cluster", version)
+        include_fenced = bool(getattr(m, "include_fenced_brokers", False))
+        listed = tuple(
+            _build(
+                mod.DescribeClusterBroker,
+                broker_id=b.broker_id,
+                host=b.endpoints[0].host if b.endpoints else "",
+                port=b.endpoints[0].port if b.endpoints else -1,
+                rack=b.rack,
+                is_fenced=b.fenced,
+            )
+            for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
+            if include_fenced or not b.fenced
+        )
+        answer: ResponsePayload = _build(
+            mod.DescribeClusterResponse,
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.none,
+            error_message=None,
+            endpoint_type=BROKER_ENDPOINT_TYPE,
+            cluster_id=cluster_id,
+            controller_id=leader_id,
+            brokers=listed,
+        )
+        return answer
     if int(getattr(m, "endpoint_type", 1)) != CONTROLLER_ENDPOINT_TYPE:
         return error_response(
             ApiKey.DESCRIBE_CLUSTER,

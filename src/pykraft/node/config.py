@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from pykraft.controller.config import ControllerConfig
 from pykraft.storage import properties as _storage_properties
 
 __all__ = [
@@ -104,6 +105,13 @@ class NodeConfig:
     # still moves its high watermark. The end-to-end tests (tests/node, the pipeline's quorum
     # audit) and ``pykraft local`` demos rely on it; see ``pykraft.node.server``.
     debug_append_interval_ms: int = 0
+    # The metadata controller's settings (Kafka's names; pykraft.controller.config).
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    metadata_max_idle_interval_ms: int = 500
+    unclean_leader_election_enable: bool = False
     unknown_keys: tuple[str, ...] = ()
 
     @property
@@ -118,6 +126,18 @@ class NodeConfig:
                 if listener.name == name:
                     return listener
         raise ConfigError("controller.listener.names", "names no entry of listeners")
+
+    def controller_config(self) -> ControllerConfig:
+        """The metadata controller's settings from this config."""
+        return ControllerConfig(
+            broker_session_timeout_ms=self.broker_session_timeout_ms,
+            broker_heartbeat_interval_ms=self.broker_heartbeat_interval_ms,
+            num_partitions=self.num_partitions,
+            default_replication_factor=self.default_replication_factor,
+            metadata_max_idle_interval_ms=self.metadata_max_idle_interval_ms,
+            snapshot_max_bytes=self.metadata_log_max_record_bytes_between_snapshots,
+            unclean_leader_election=self.unclean_leader_election_enable,
+        )
 
     @property
     def voter_ids(self) -> tuple[int, ...]:
@@ -217,6 +237,11 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1024),
     "socket.request.max.bytes": ("socket_request_max_bytes", 1),
     "pykraft.debug.append.interval.ms": ("debug_append_interval_ms", 0),
+    "broker.session.timeout.ms": ("broker_session_timeout_ms", 1),
+    "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", 1),
+    "num.partitions": ("num_partitions", 1),
+    "default.replication.factor": ("default_replication_factor", 1),
+    "metadata.max.idle.interval.ms": ("metadata_max_idle_interval_ms", 0),
 }
 
 _KNOWN: Final = frozenset(
@@ -232,6 +257,7 @@ _KNOWN: Final = frozenset(
         "controller.quorum.bootstrap.servers",
         "controller.quorum.auto.join.enable",
         "metrics.port",
+        "unclean.leader.election.enable",
         *_INTS,
     }
 )
@@ -291,6 +317,7 @@ def _build(props: Mapping[str, str]) -> NodeConfig:
         _int("metrics.port", metrics_raw, minimum=0, maximum=65535) if metrics_raw else None
     )
     auto_join = props.get("controller.quorum.auto.join.enable")
+    unclean = props.get("unclean.leader.election.enable")
     return NodeConfig(
         node_id=node_id,
         process_roles=roles,
@@ -305,6 +332,9 @@ def _build(props: Mapping[str, str]) -> NodeConfig:
             else False
         ),
         metrics_port=metrics_port,
+        unclean_leader_election_enable=(
+            _bool("unclean.leader.election.enable", unclean) if unclean is not None else False
+        ),
         unknown_keys=tuple(sorted(k for k in props if k not in _KNOWN)),
         **ints,
     )

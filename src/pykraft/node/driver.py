@@ -67,6 +67,7 @@ from pykraft.node.appends import (
     CommitTracker,
     LingerBatch,
 )
+from pykraft.node.application import Application
 from pykraft.node.cluster import describe_cluster_response, metadata_response
 from pykraft.node.config import NodeConfig
 from pykraft.node.events import VoterSetLog, log_transition
@@ -182,6 +183,10 @@ class RaftNode:
         self.listener = config.controller_listener
         self._registrar: ControllerRegistrar | None = None
         self._static_voters_ignored = False  # logged once, when kraft.version >= 1
+        # What runs on the log (pykraft.node.application): the metadata controller in
+        # ``pykraft server``; None for a bare quorum (benchmarks, embedders).
+        self.application: Application | None = None
+        self.served_apis = SERVED_APIS
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -271,12 +276,14 @@ class RaftNode:
         cfg = self.config
         log_, snapshots, quorum_state = self._open_storage()
         self._log = log_
+        if self.application is not None:
+            self.served_apis = SERVED_APIS.with_apis(*self.application.api_rows())
         self._server = KafkaServer(
             self._handle,
             listener_name=self.listener.name,
             host=self.listener.host,
             port=self.listener.port,
-            apis=SERVED_APIS,
+            apis=self.served_apis,
             frame_max_bytes=cfg.socket_request_max_bytes,
             api_versions=self._api_versions,
         )
@@ -307,6 +314,8 @@ class RaftNode:
             core.epoch,
             log_.end_offset,
         )
+        if self.application is not None:
+            self.application.started()
         self._pump()
 
     async def shutdown(self) -> None:
@@ -327,6 +336,8 @@ class RaftNode:
                 handle.cancel()
         self._fail_appends(ConnectionError("node shutting down"))
         self._commits.fail_all(lambda: ConnectionError("node shutting down"))
+        if self.application is not None:
+            self.application.stopped()
         if self._server is not None:
             await self._server.close()
         await self._peers.close()
@@ -344,6 +355,16 @@ class RaftNode:
         self.stopped.set()
 
     # -- the pump -------------------------------------------------------------------------
+
+    def run(self, step: Callable[[], None]) -> None:
+        """Run ``step`` (which may append to the core) when the core is not frozen by a
+        flush, then perform what it made ready: how the application writes."""
+        self._input(step)
+
+    @property
+    def log(self) -> FileLog:
+        assert self._log is not None
+        return self._log
 
     def _input(self, step: Callable[[], None]) -> None:
         """Step the core now, or after the running flush (see the module docstring)."""
@@ -436,11 +457,14 @@ class RaftNode:
                 self.core.kraft_version,
             )
         self._schedule_poll(ready.next_deadline_ms)
+        if self.application is not None:
+            self.application.after_ready(ready)
 
     def _api_versions(self, api_version: int) -> ResponsePayload:
         """ApiVersions: the served APIs, the kraft.version range the core supports
         (``RaftConfig.kraft_versions``) and, once running, the finalized kraft.version."""
-        return api_versions_response(api_version, self.core)
+        features = None if self.application is None else self.application.features()
+        return api_versions_response(api_version, self.core, self.served_apis, features)
 
     def metrics_snapshot(self) -> Snapshot | None:
         """The raft-metrics group now (on the loop thread); None before start."""
@@ -540,6 +564,7 @@ class RaftNode:
                 cluster_id=self.cluster_id,
                 leader_id=core.leader_id,
                 leader_address=self.leader_address(),
+                image=self.application.image() if self.application else None,
             )
         if request.api_key == ApiKey.DESCRIBE_CLUSTER:
             return describe_cluster_response(
@@ -548,8 +573,13 @@ class RaftNode:
                 cluster_id=self.cluster_id,
                 leader_id=core.leader_id,
                 controllers=self.voter_addresses(),
+                image=self.application.image() if self.application else None,
             )
         return None
+
+    def handle_request(self, request: DecodedRequest, listener_name: str) -> Answer:
+        """A request as if it came in on the listener (an Envelope's inner request)."""
+        return self._handle(request, listener_name)
 
     def _handle(self, request: DecodedRequest, listener_name: str) -> Answer:
         """A request from the listener: answered here, or stepped into the core (whose
@@ -560,6 +590,10 @@ class RaftNode:
             answer = self._read_only(core, request, listener_name)
             if answer is not None:
                 return Answer(answer)
+            if self.application is not None and not self._stopping:
+                handled = self.application.handle(request, listener_name)
+                if handled is not None:
+                    return handled
         to_core = goes_to_core(request.api_key)
         if not to_core or core is None or self._stopping:
             code = ErrorCode.broker_not_available if to_core else ErrorCode.unsupported_version

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,7 +28,13 @@ from pykraft.net.convert_voters import (
 )
 from pykraft.net.server import Answer
 from pykraft.node.cluster import CLUSTER_APIS
-from pykraft.protocol import KRAFT_APIS, ApiKey, DecodedRequest, build_api_versions_response
+from pykraft.protocol import (
+    KRAFT_APIS,
+    ApiKey,
+    ApiTable,
+    DecodedRequest,
+    build_api_versions_response,
+)
 from pykraft.raft.config import RaftConfig
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
@@ -104,16 +111,31 @@ class PendingAnswer:
     timer: asyncio.TimerHandle
 
 
-def api_versions_response(api_version: int, core: RaftCore | None) -> ResponsePayload:
+def api_versions_response(
+    api_version: int,
+    core: RaftCore | None,
+    served: ApiTable = SERVED_APIS,
+    features: tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int] | None = None,
+) -> ResponsePayload:
     """ApiVersions: the served APIs, the kraft.version range the core supports
-    (``RaftConfig.kraft_versions``) and, once running, the finalized kraft.version."""
+    (``RaftConfig.kraft_versions``) and, once running, the finalized kraft.version; with
+    ``features`` (the application's supported ranges, finalized levels and their epoch)
+    those too, as a Kafka controller lists them."""
     supported = RaftConfig().kraft_versions if core is None else core.config.kraft_versions
     finalized = None if core is None else {KRAFT_VERSION_FEATURE: core.kraft_version}
+    epoch = -1
+    supported_all: dict[str, tuple[int, int]] = {KRAFT_VERSION_FEATURE: supported}
+    if features is not None:
+        app_supported, app_finalized, epoch = features
+        supported_all.update(app_supported)
+        if finalized is not None:
+            finalized = {**app_finalized, **finalized}
     return build_api_versions_response(
         api_version,
-        SERVED_APIS,
-        supported_features={KRAFT_VERSION_FEATURE: supported},
+        served,
+        supported_features=supported_all,
         finalized_features=finalized,
+        finalized_features_epoch=epoch,
     )
 
 

@@ -3,10 +3,13 @@
 Log lines go to stderr, one per event, ``key=value`` structured (role transitions name
 from, to, epoch and reason).
 
+The node runs the metadata controller (``pykraft.node.controller_host``) on its log.
+
 ``pykraft.debug.append.interval.ms`` (pykraft's own, off by default) makes the leader append
-one small record ``node-<id>-<n>`` every interval and log ``committed offset=... value=...``
-once it commits: a stand-in for the controller's metadata records until that layer exists,
-used by the end-to-end tests and ``pykraft local up``.
+one small record every interval and log ``committed offset=... value=node-<id>-<n>`` once it
+commits: a heartbeat the end-to-end tests and ``pykraft local up`` follow. The record is a
+metadata ``NoOpRecord`` carrying the value in a tagged field of its own
+(``DEBUG_VALUE_TAG``), so every controller, pykraft's or Kafka's, replays it as a no-op.
 """
 
 from __future__ import annotations
@@ -21,11 +24,39 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from pykraft.metadata.records import NoOpRecord
+from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
 from pykraft.node.config import ConfigError, NodeConfig, load_config
+from pykraft.node.controller_host import ControllerHost
 from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
 from pykraft.raft.config import NotLeaderError
+from pykraft.storage import StorageError
+from pykraft.storage.bootstrap import read_bootstrap_metadata
 
-__all__ = ["run_server", "serve"]
+__all__ = ["DEBUG_VALUE_TAG", "debug_record", "debug_value", "run_server", "serve"]
+
+DEBUG_VALUE_TAG = 8530  # a tagged field Kafka's NoOpRecord does not define
+
+
+def debug_record(value: bytes) -> bytes:
+    """The debug appender's record: a NoOpRecord carrying ``value``."""
+    return encode_record(NoOpRecord(unknown_tagged_fields=((DEBUG_VALUE_TAG, value),)), 0)
+
+
+def debug_value(record_value: bytes | None) -> bytes | None:
+    """The value of a debug record (None for any other record)."""
+    if record_value is None:
+        return None
+    try:
+        record, _ = decode_record(record_value)
+    except MetadataRecordError:
+        return None
+    if isinstance(record, NoOpRecord):
+        for tag, value in record.unknown_tagged_fields:
+            if tag == DEBUG_VALUE_TAG:
+                return value
+    return None
+
 
 log = logging.getLogger("pykraft.node")
 
@@ -50,7 +81,7 @@ async def _debug_appender(node: RaftNode, interval_ms: int) -> None:
         sequence += 1
         epoch = core.epoch
         try:
-            offset = await node.append([value])
+            offset = await node.append([debug_record(value)])
             await node.wait_committed(offset, epoch)
         except (NotLeaderError, AppendLostError, ConnectionError) as e:
             log.info("debug append not committed value=%s: %s", value.decode(), e)
@@ -60,6 +91,12 @@ async def _debug_appender(node: RaftNode, interval_ms: int) -> None:
 
 async def serve(config: NodeConfig) -> int:
     node = RaftNode(config)
+    try:
+        bootstrap = read_bootstrap_metadata(config.metadata_log_dir)
+    except StorageError as e:
+        log.error("cannot start: %s", e)
+        return 1
+    node.application = ControllerHost(node, config.controller_config(), bootstrap=bootstrap)
     try:
         await node.start()
     except NodeStartError as e:

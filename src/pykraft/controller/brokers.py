@@ -1,0 +1,479 @@
+"""Brokers on the controller: registration, heartbeats, sessions, fencing and controlled
+shutdown (Kafka's ``ClusterControlManager``, ``BrokerHeartbeatManager`` and the broker
+parts of ``ReplicationControlManager``).
+
+Theory of operation. A broker registers (BrokerRegistration); the controller writes a
+``RegisterBrokerRecord`` whose ``BrokerEpoch`` is the offset that record is written at, with
+the broker fenced. The broker then heartbeats every ``broker.heartbeat.interval.ms``; each
+heartbeat says how far it has replayed the metadata log and whether it wants to be fenced or
+to shut down. The next state follows Kafka's ``calculateNextBrokerState``:
+
+* FENCED: wantShutDown -> SHUTDOWN_NOW; !wantFence and caught up (its metadata offset has
+  reached its own RegisterBrokerRecord) -> UNFENCED; else FENCED;
+* UNFENCED: wantFence -> FENCED (or SHUTDOWN_NOW with wantShutDown); wantShutDown ->
+  CONTROLLED_SHUTDOWN while it still leads a partition, else SHUTDOWN_NOW;
+* CONTROLLED_SHUTDOWN: SHUTDOWN_NOW once it leads nothing and every active broker has
+  replayed past the offset where its controlled shutdown was written.
+
+A change of state writes records in one batch: fencing (and SHUTDOWN_NOW) removes the broker
+from every ISR, electing new leaders where it led, then ``BrokerRegistrationChangeRecord
+(Fenced=1)``; unfencing writes ``Fenced=-1`` and elects it where partitions have no leader;
+controlled shutdown writes ``InControlledShutdown=1`` and moves its leaderships and ISR
+memberships away.
+
+Sessions live only on the active controller (they are not metadata): a broker not heard from
+for ``broker.session.timeout.ms`` is fenced by ``expired``; a controller that becomes active
+starts every registered broker's session afresh.
+
+One deviation, for safety: Kafka lets a new incarnation replace a registration whose session
+has expired but which was not fenced yet, and the old incarnation then stays leader of its
+partitions while fenced. pykraft fences the old incarnation (ISR removal, leader moves) in the
+same batch, before the new RegisterBrokerRecord, so a fenced broker never leads.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller.errors import ApiError
+from pykraft.controller.image import NO_LEADER, BrokerState, Image, PartitionState, broker_record
+from pykraft.controller.partitions import Acceptable, acceptor, change_record, partition_version
+from pykraft.metadata import records as r
+from pykraft.metadata.versions import IBP_3_7_IV2, METADATA_VERSION, MINIMUM_METADATA_VERSION
+
+__all__ = [
+    "BrokerSessions",
+    "Heartbeat",
+    "fence_records",
+    "heartbeat",
+    "register_broker",
+    "register_broker_version",
+    "unregister_broker",
+]
+
+FENCE: Final = 1
+UNFENCE: Final = -1
+KRAFT_VERSION: Final = "kraft.version"
+
+FENCED: Final = "FENCED"
+UNFENCED: Final = "UNFENCED"
+CONTROLLED_SHUTDOWN: Final = "CONTROLLED_SHUTDOWN"
+SHUTDOWN_NOW: Final = "SHUTDOWN_NOW"
+
+
+def register_broker_version(metadata_version: int) -> int:
+    """The RegisterBrokerRecord version Kafka writes at this level."""
+    if metadata_version >= 30:  # 4.3-IV0: cordoned log directories
+        return 4
+    if metadata_version >= IBP_3_7_IV2:
+        return 3
+    if metadata_version >= 8:  # 3.4-IV0
+        return 2
+    return 1
+
+
+def _reserved(directory: uuid.UUID) -> bool:
+    """Kafka's ``DirectoryId.reserved``: the first 100 ids (msb 0)."""
+    return directory.int >> 64 == 0 and directory.int & ((1 << 64) - 1) < 100
+
+
+@dataclass(slots=True)
+class BrokerSessions:
+    """The active controller's view of each broker's liveness (not metadata).
+    Invariant: the keys of ``contact_ms`` are registered brokers."""
+
+    session_timeout_ms: int
+    contact_ms: dict[int, int] = field(default_factory=dict)
+    metadata_offset: dict[int, int] = field(default_factory=dict)
+    shutdown_offset: dict[int, int] = field(default_factory=dict)
+
+    def reset(self, image: Image, now_ms: int) -> None:
+        """A new active controller: every registered broker's session starts now."""
+        self.contact_ms = {b: now_ms for b in image.brokers}
+        self.metadata_offset = {}
+        self.shutdown_offset = {}
+
+    def touch(self, broker_id: int, now_ms: int, metadata_offset: int) -> None:
+        self.contact_ms[broker_id] = now_ms
+        self.metadata_offset[broker_id] = metadata_offset
+
+    def forget(self, broker_id: int) -> None:
+        self.contact_ms.pop(broker_id, None)
+        self.metadata_offset.pop(broker_id, None)
+        self.shutdown_offset.pop(broker_id, None)
+
+    def valid(self, broker: BrokerState, now_ms: int) -> bool:
+        """An unfenced broker heard from within the session timeout."""
+        if broker.fenced:
+            return False
+        contact = self.contact_ms.get(broker.broker_id)
+        return contact is not None and contact + self.session_timeout_ms >= now_ms
+
+    def expired(self, image: Image, now_ms: int) -> list[int]:
+        """Unfenced brokers whose session has run out, oldest contact first."""
+        out = [
+            (self.contact_ms.get(b.broker_id, now_ms), b.broker_id)
+            for b in image.brokers.values()
+            if not b.fenced and not self.valid(b, now_ms)
+        ]
+        return [b for _, b in sorted(out)]
+
+    def next_expiry_ms(self, image: Image) -> int | None:
+        times = [
+            self.contact_ms[b.broker_id] + self.session_timeout_ms
+            for b in image.brokers.values()
+            if not b.fenced and b.broker_id in self.contact_ms
+        ]
+        return min(times) if times else None
+
+    def lowest_active_offset(self, image: Image) -> int:
+        """The lowest metadata offset an active broker reported (a huge number if none)."""
+        offsets = [
+            self.metadata_offset.get(b.broker_id, -1) for b in image.brokers.values() if b.active
+        ]
+        return min(offsets) if offsets else 1 << 62
+
+
+# -- partition updates --------------------------------------------------------------------
+
+
+def partitions_with(image: Image, broker_id: int) -> Iterator[PartitionState]:
+    """The partitions whose ISR holds ``broker_id``."""
+    for p in image.all_partitions():
+        if broker_id in p.isr:
+            yield p
+
+
+def leads_any(image: Image, broker_id: int) -> bool:
+    return any(p.leader == broker_id for p in image.all_partitions())
+
+
+def _leader_and_isr_updates(
+    image: Image,
+    partitions: Iterator[PartitionState] | list[PartitionState],
+    acceptable: Acceptable,
+    remove: int,
+    unclean: set[uuid.UUID],
+) -> list[tuple[Any, int]]:
+    """PartitionChangeRecords that drop ``remove`` (if not NO_LEADER) from each ISR and
+    re-elect leaders under ``acceptable`` (Kafka's ``generateLeaderAndIsrUpdates``)."""
+    version = partition_version(image.metadata_version or 0)
+    out: list[tuple[Any, int]] = []
+    for p in list(partitions):
+        isr = tuple(b for b in p.isr if b != remove)
+        election = "unclean" if p.topic_id in unclean else "default"
+        record = change_record(
+            image, p, isr=isr, acceptable=acceptable, election=election, version=version
+        )
+        if record is not None:
+            out.append((record, version))
+    return out
+
+
+def unclean_topics(image: Image, cluster_unclean: bool) -> set[uuid.UUID]:
+    """Topics whose ``unclean.leader.election.enable`` is on (topic config, else the
+    cluster's default)."""
+    out = set()
+    for topic in image.topics.values():
+        value = image.configs.get((2, topic.name), {}).get("unclean.leader.election.enable")
+        if (value == "true") if value is not None else cluster_unclean:
+            out.add(topic.topic_id)
+    return out
+
+
+def fence_records(
+    image: Image, broker: BrokerState, unclean: set[uuid.UUID]
+) -> list[tuple[Any, int]]:
+    """Fence ``broker``: out of every ISR, leaders moved, then the fencing record."""
+    records = _leader_and_isr_updates(
+        image,
+        partitions_with(image, broker.broker_id),
+        acceptor(image, removing=broker.broker_id),
+        broker.broker_id,
+        unclean,
+    )
+    records.append(
+        (
+            r.BrokerRegistrationChangeRecord(
+                broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=FENCE
+            ),
+            0,
+        )
+    )
+    return records
+
+
+def _unfence_records(
+    image: Image, broker: BrokerState, unclean: set[uuid.UUID]
+) -> list[tuple[Any, int]]:
+    records: list[tuple[Any, int]] = [
+        (
+            r.BrokerRegistrationChangeRecord(
+                broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=UNFENCE
+            ),
+            0,
+        )
+    ]
+    leaderless = [p for p in image.all_partitions() if p.leader == NO_LEADER]
+    records.extend(
+        _leader_and_isr_updates(
+            image, leaderless, acceptor(image, adding=broker.broker_id), NO_LEADER, unclean
+        )
+    )
+    return records
+
+
+def _controlled_shutdown_records(
+    image: Image, broker: BrokerState, unclean: set[uuid.UUID]
+) -> list[tuple[Any, int]]:
+    records: list[tuple[Any, int]] = []
+    if not broker.in_controlled_shutdown:
+        records.append(
+            (
+                r.BrokerRegistrationChangeRecord(
+                    broker_id=broker.broker_id, broker_epoch=broker.epoch, in_controlled_shutdown=1
+                ),
+                1,
+            )
+        )
+    records.extend(
+        _leader_and_isr_updates(
+            image,
+            partitions_with(image, broker.broker_id),
+            acceptor(image, removing=broker.broker_id),
+            broker.broker_id,
+            unclean,
+        )
+    )
+    return records
+
+
+# -- BrokerRegistration -------------------------------------------------------------------
+
+
+def _check_feature(broker_id: int, name: str, finalized: int, low: int, high: int) -> None:
+    if not low <= finalized <= high:
+        raise ApiError(
+            ErrorCode.unsupported_version,
+            f"Unable to register because the broker does not support finalized version "
+            f"{finalized} of {name}. The broker wants a version between {low} and {high}, "
+            f"inclusive.",
+        )
+
+
+def register_broker(
+    image: Image,
+    sessions: BrokerSessions,
+    request: Any,
+    *,
+    cluster_id: str,
+    kraft_version: int,
+    next_offset: int,
+    now_ms: int,
+    unclean: set[uuid.UUID],
+) -> tuple[list[tuple[Any, int]], int]:
+    """(records, broker epoch) for a BrokerRegistration (any version); raises ApiError."""
+    if request.cluster_id != cluster_id:
+        raise ApiError(
+            ErrorCode.inconsistent_cluster_id,
+            f"Expected cluster ID {cluster_id}, but got cluster ID {request.cluster_id}",
+        )
+    broker_id = int(request.broker_id)
+    if broker_id < 0:
+        raise ApiError(ErrorCode.invalid_request, f"Invalid broker id {broker_id}")
+    incarnation = request.incarnation_id
+    if incarnation is None:
+        raise ApiError(ErrorCode.invalid_request, "No incarnation id in request")
+    existing = image.brokers.get(broker_id)
+    if (
+        existing is not None
+        and sessions.valid(existing, now_ms)
+        and existing.incarnation_id != incarnation
+    ):
+        raise ApiError(
+            ErrorCode.duplicate_broker_registration,
+            "Another broker is registered with that broker id.",
+        )
+    if getattr(request, "is_migrating_zk_broker", False):
+        raise ApiError(
+            ErrorCode.broker_id_not_registered,
+            "Controller does not support registering ZK brokers.",
+        )
+    mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
+    log_dirs = tuple(getattr(request, "log_dirs", ()))
+    if mv >= IBP_3_7_IV2:
+        if not log_dirs:
+            raise ApiError(ErrorCode.invalid_registration, "No directories specified in request")
+        if any(d is None or _reserved(d) for d in log_dirs):
+            raise ApiError(ErrorCode.invalid_registration, "Reserved directory ID in request")
+        if len(set(log_dirs)) != len(log_dirs):
+            raise ApiError(ErrorCode.invalid_registration, "Duplicate directory ID in request")
+        for other in image.brokers.values():
+            if other.broker_id != broker_id:
+                for d in log_dirs:
+                    if d in other.log_dirs:
+                        raise ApiError(
+                            ErrorCode.invalid_registration,
+                            f"Broker {other.broker_id} is already registered with directory {d}",
+                        )
+    # Every finalized feature (kraft.version from the quorum included) must be within the
+    # broker's range; a feature the broker does not list is 0..0; metadata.version missing
+    # means only the minimum level.
+    finalized = {**image.features, KRAFT_VERSION: kraft_version}
+    features: dict[str, tuple[int, int]] = {}
+    for f in request.features:
+        low, high = int(f.min_supported_version), int(f.max_supported_version)
+        _check_feature(broker_id, f.name, finalized.get(f.name, 0), low, high)
+        features[f.name] = (low, high)
+    if METADATA_VERSION not in features:
+        level = MINIMUM_METADATA_VERSION.level
+        _check_feature(
+            broker_id, METADATA_VERSION, finalized.get(METADATA_VERSION, 0), level, level
+        )
+        features[METADATA_VERSION] = (level, level)
+    for name, level in finalized.items():
+        if level != 0 and name not in features:
+            _check_feature(broker_id, name, level, 0, 0)
+    records: list[tuple[Any, int]] = []
+    same = existing is not None and existing.incarnation_id == incarnation
+    if existing is not None and not same and not existing.fenced:
+        records.extend(fence_records(image, existing, unclean))
+    version = register_broker_version(mv)
+    state = BrokerState(
+        broker_id=broker_id,
+        incarnation_id=incarnation,
+        epoch=existing.epoch if same and existing is not None else next_offset + len(records),
+        endpoints=tuple(
+            r.register_broker_record.BrokerEndpoint(
+                name=listener.name,
+                host=listener.host,
+                port=int(listener.port),
+                security_protocol=int(listener.security_protocol),
+            )
+            for listener in request.listeners
+        ),
+        features=features,
+        rack=request.rack,
+        fenced=existing.fenced if same and existing is not None else True,
+        in_controlled_shutdown=existing.in_controlled_shutdown if same and existing else False,
+        log_dirs=log_dirs if mv >= IBP_3_7_IV2 else (),
+    )
+    records.append((broker_record(state, version), version))
+    if not same:
+        sessions.forget(broker_id)
+    sessions.contact_ms[broker_id] = now_ms
+    return records, state.epoch
+
+
+# -- BrokerHeartbeat ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    records: list[tuple[Any, int]]
+    caught_up: bool
+    fenced: bool
+    in_controlled_shutdown: bool
+    should_shut_down: bool
+    next_state: str
+
+
+def check_broker_epoch(image: Image, broker_id: int, epoch: int) -> BrokerState:
+    broker = image.brokers.get(broker_id)
+    if broker is None:
+        raise ApiError(
+            ErrorCode.stale_broker_epoch,
+            f"No broker registration found for broker {broker_id}",
+        )
+    if broker.epoch != epoch:
+        raise ApiError(
+            ErrorCode.stale_broker_epoch,
+            f"Expected broker epoch {broker.epoch}, but got broker epoch {epoch}",
+        )
+    return broker
+
+
+def _current_state(broker: BrokerState) -> str:
+    if broker.fenced:
+        return FENCED
+    if broker.in_controlled_shutdown:
+        return CONTROLLED_SHUTDOWN
+    return UNFENCED
+
+
+def heartbeat(
+    image: Image,
+    sessions: BrokerSessions,
+    request: Any,
+    *,
+    register_offset: int,
+    now_ms: int,
+    unclean: set[uuid.UUID],
+) -> Heartbeat:
+    """The records and reply of one BrokerHeartbeat; raises ApiError (STALE_BROKER_EPOCH)."""
+    broker_id = int(request.broker_id)
+    broker = check_broker_epoch(image, broker_id, int(request.broker_epoch))
+    offset = int(request.current_metadata_offset)
+    caught_up = offset >= register_offset
+    current = _current_state(broker)
+    want_fence, want_shutdown = bool(request.want_fence), bool(request.want_shut_down)
+    nxt = current
+    if current == FENCED:
+        if want_shutdown:
+            nxt = SHUTDOWN_NOW
+        elif not want_fence and caught_up:
+            nxt = UNFENCED
+    elif current == UNFENCED:
+        if want_fence:
+            nxt = SHUTDOWN_NOW if want_shutdown else FENCED
+        elif want_shutdown:
+            nxt = CONTROLLED_SHUTDOWN if leads_any(image, broker_id) else SHUTDOWN_NOW
+    else:  # CONTROLLED_SHUTDOWN
+        if not leads_any(image, broker_id):
+            shutdown_at = sessions.shutdown_offset.get(broker_id, 0)
+            if shutdown_at <= sessions.lowest_active_offset(image):
+                nxt = SHUTDOWN_NOW
+    records: list[tuple[Any, int]] = []
+    if nxt != current:
+        if nxt in (FENCED, SHUTDOWN_NOW):
+            if not broker.fenced:
+                records = fence_records(image, broker, unclean)
+        elif nxt == UNFENCED:
+            records = _unfence_records(image, broker, unclean)
+        elif nxt == CONTROLLED_SHUTDOWN:
+            records = _controlled_shutdown_records(image, broker, unclean)
+    sessions.touch(broker_id, now_ms, offset)
+    return Heartbeat(
+        records=records,
+        caught_up=caught_up,
+        fenced=nxt in (FENCED, SHUTDOWN_NOW),
+        in_controlled_shutdown=nxt == CONTROLLED_SHUTDOWN,
+        should_shut_down=nxt == SHUTDOWN_NOW,
+        next_state=nxt,
+    )
+
+
+def unregister_broker(
+    image: Image, sessions: BrokerSessions, broker_id: int, unclean: set[uuid.UUID]
+) -> list[tuple[Any, int]]:
+    """UnregisterBroker: out of every ISR, then UnregisterBrokerRecord; raises ApiError."""
+    broker = image.brokers.get(broker_id)
+    if broker is None:
+        raise ApiError(
+            ErrorCode.broker_id_not_registered, f"Broker ID {broker_id} is not currently registered"
+        )
+    records = _leader_and_isr_updates(
+        image,
+        partitions_with(image, broker_id),
+        acceptor(image, removing=broker_id),
+        broker_id,
+        unclean,
+    )
+    records.append((r.UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch), 0))
+    sessions.forget(broker_id)
+    return records

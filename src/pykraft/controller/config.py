@@ -1,0 +1,30 @@
+"""The metadata controller's configuration: Kafka's config names and defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ControllerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """Kafka's controller settings (``KafkaConfig``), in milliseconds where timed."""
+
+    broker_session_timeout_ms: int = 9_000  # broker.session.timeout.ms
+    broker_heartbeat_interval_ms: int = 2_000  # broker.heartbeat.interval.ms (brokers')
+    num_partitions: int = 1  # num.partitions
+    default_replication_factor: int = 1  # default.replication.factor
+    # metadata.max.idle.interval.ms: the active controller appends a NoOpRecord when it has
+    # written nothing for this long (Kafka's default 500; 0 turns it off).
+    metadata_max_idle_interval_ms: int = 500
+    # metadata.log.max.record.bytes.between.snapshots: a snapshot of the image after this many
+    # bytes of records (Kafka's default 20 MiB).
+    snapshot_max_bytes: int = 20 * 1024 * 1024
+    # Producer ids are handed to brokers in blocks of this size (Kafka's 1000).
+    producer_id_block_size: int = 1000
+    # unclean.leader.election.enable (cluster default): elect a leader outside the ISR when
+    # no ISR member is alive (data may be lost).
+    unclean_leader_election: bool = False
+    # Feature levels written into an empty log when the directory has no bootstrap.checkpoint.
+    bootstrap_metadata_version: int = 25

@@ -1,0 +1,339 @@
+"""Dynamic configs on the controller: IncrementalAlterConfigs, AlterConfigs and
+DescribeConfigs for topics and brokers (Kafka's ``ConfigurationControlManager``), stored as
+``ConfigRecord``s.
+
+Topic configs are checked against Kafka 4.3.1's ``LogConfig`` definition (names, types,
+ranges, read from the jar): an unknown name or a value of the wrong type or out of range is
+INVALID_CONFIG with Kafka's wording. Broker configs (resource name = a broker id, or "" for
+the cluster default) are stored as given: their meaning is the brokers' (Kafka's controller
+leaves most of that check to the broker that forwards the request). A ``ConfigRecord`` with a
+null value deletes the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller.errors import ApiError
+from pykraft.controller.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
+from pykraft.metadata.records import ConfigRecord
+
+__all__ = [
+    "TOPIC_CONFIGS",
+    "alter_configs",
+    "describe_configs",
+    "incremental_alter_configs",
+    "validate_topic_config",
+]
+
+BROKER_LOGGER_RESOURCE: Final = 8
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# DescribeConfigs' ConfigSource and ConfigType (Kafka's enums).
+SOURCE_TOPIC: Final = 1
+SOURCE_DYNAMIC_BROKER: Final = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER: Final = 3
+SOURCE_DEFAULT: Final = 5
+_TYPE_IDS: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
+INT_MAX: Final = 2**31 - 1
+LONG_MAX: Final = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    """One topic config: its type, default (as Kafka prints it) and valid values."""
+
+    type: str
+    default: str | None
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] | None = None
+
+
+def _d(
+    type_: str,
+    default: str | None,
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> ConfigDef:
+    return ConfigDef(type_, default, low, high, choices)
+
+
+# Kafka 4.3.1 LogConfig.configDefCopy(): name, type, validator, default.
+TOPIC_CONFIGS: Final[dict[str, ConfigDef]] = {
+    "segment.bytes": _d("INT", "1073741824", 1048576),
+    "segment.ms": _d("LONG", "604800000", 1),
+    "segment.jitter.ms": _d("LONG", "0", 0),
+    "segment.index.bytes": _d("INT", "10485760", 4),
+    "flush.messages": _d("LONG", str(LONG_MAX), 1),
+    "flush.ms": _d("LONG", str(LONG_MAX), 0),
+    "retention.bytes": _d("LONG", "-1"),
+    "retention.ms": _d("LONG", "604800000", -1),
+    "max.message.bytes": _d("INT", "1048588", 0),
+    "index.interval.bytes": _d("INT", "4096", 0),
+    "delete.retention.ms": _d("LONG", "86400000", 0),
+    "min.compaction.lag.ms": _d("LONG", "0", 0),
+    "max.compaction.lag.ms": _d("LONG", str(LONG_MAX), 1),
+    "file.delete.delay.ms": _d("LONG", "60000", 0),
+    "min.cleanable.dirty.ratio": _d("DOUBLE", "0.5", 0, 1),
+    "cleanup.policy": _d("LIST", "delete", choices=("compact", "delete")),
+    "unclean.leader.election.enable": _d("BOOLEAN", "false"),
+    "min.insync.replicas": _d("INT", "1", 1),
+    "compression.type": _d(
+        "STRING", "producer", choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+    ),
+    "compression.gzip.level": _d("INT", "-1", 1, 9),
+    "compression.lz4.level": _d("INT", "9", 1, 17),
+    "compression.zstd.level": _d("INT", "3", -131072, 22),
+    "preallocate": _d("BOOLEAN", "false"),
+    "message.timestamp.type": _d("STRING", "CreateTime", choices=("CreateTime", "LogAppendTime")),
+    "message.timestamp.before.max.ms": _d("LONG", str(LONG_MAX), 0),
+    "message.timestamp.after.max.ms": _d("LONG", "3600000", 0),
+    "leader.replication.throttled.replicas": _d("LIST", ""),
+    "follower.replication.throttled.replicas": _d("LIST", ""),
+    "remote.storage.enable": _d("BOOLEAN", "false"),
+    "local.retention.ms": _d("LONG", "-2", -2),
+    "local.retention.bytes": _d("LONG", "-2", -2),
+    "remote.log.copy.disable": _d("BOOLEAN", "false"),
+    "remote.log.delete.on.disable": _d("BOOLEAN", "false"),
+}
+
+
+def _invalid(name: str, value: str, why: str) -> ApiError:
+    return ApiError(
+        ErrorCode.invalid_config, f"Invalid value {value} for configuration {name}: {why}"
+    )
+
+
+def validate_topic_config(name: str, value: str | None) -> None:
+    """Raise INVALID_CONFIG unless ``name`` is a topic config and ``value`` fits it."""
+    spec = TOPIC_CONFIGS.get(name)
+    if spec is None:
+        raise ApiError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+    if value is None:
+        raise ApiError(
+            ErrorCode.invalid_config, f"Null value not supported for topic config: {name}"
+        )
+    text = value.strip()
+    if spec.type in ("INT", "LONG"):
+        try:
+            number: float = int(text)
+        except ValueError:
+            raise _invalid(name, value, f"Not a number of type {spec.type}") from None
+        limit = INT_MAX if spec.type == "INT" else LONG_MAX
+        if not -limit - 1 <= number <= limit:
+            raise _invalid(name, value, f"Not a number of type {spec.type}")
+    elif spec.type == "DOUBLE":
+        try:
+            number = float(text)
+        except ValueError:
+            raise _invalid(name, value, "Not a number of type DOUBLE") from None
+    elif spec.type == "BOOLEAN":
+        if text.lower() not in ("true", "false"):
+            raise _invalid(name, value, "Expected value to be either true or false")
+        return
+    elif spec.type == "LIST":
+        items = [i.strip() for i in text.split(",") if i.strip()]
+        if spec.choices is not None:
+            for item in items:
+                if item not in spec.choices:
+                    raise _invalid(name, value, f"String must be one of: {', '.join(spec.choices)}")
+        return
+    else:
+        if spec.choices is not None and text not in spec.choices:
+            raise _invalid(name, value, f"String must be one of: {', '.join(spec.choices)}")
+        return
+    if name == "compression.gzip.level" and number == -1:
+        return
+    if spec.low is not None and number < spec.low:
+        bound = int(spec.low) if spec.type != "DOUBLE" else spec.low
+        raise _invalid(name, value, f"Value must be at least {bound}")
+    if spec.high is not None and number > spec.high:
+        bound = int(spec.high) if spec.type != "DOUBLE" else spec.high
+        raise _invalid(name, value, f"Value must be no more than {bound}")
+
+
+def _check_resource(image: Image, resource_type: int, name: str) -> None:
+    if resource_type == TOPIC_RESOURCE:
+        if not name:
+            raise ApiError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+        if name not in image.topics_by_name:
+            raise ApiError(
+                ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
+            )
+        return
+    if resource_type == BROKER_RESOURCE:
+        if name and not name.lstrip("-").isdigit():
+            raise ApiError(
+                ErrorCode.invalid_request,
+                f"Illegal broker ID {name!r}: the resource name must be a broker id or empty",
+            )
+        return
+    raise ApiError(
+        ErrorCode.invalid_request,
+        f"The controller does not handle configs of resource type {resource_type}",
+    )
+
+
+def _list_op(current: str | None, items: str, append: bool) -> str:
+    have = [i.strip() for i in (current or "").split(",") if i.strip()]
+    given = [i.strip() for i in items.split(",") if i.strip()]
+    if append:
+        return ",".join(have + [i for i in given if i not in have])
+    return ",".join(i for i in have if i not in given)
+
+
+Changes = Callable[[Any, int, dict[str, str]], dict[str, str | None]]
+
+
+def _alter(
+    image: Image, resources: Iterable[Any], validate_only: bool, changes_of: Changes
+) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+    """(records, per-resource results): each resource checked, ``changes_of(resource,
+    type, current configs)`` gives key -> new value (None deletes) or raises ApiError."""
+    records: list[tuple[Any, int]] = []
+    results = []
+    for resource in resources:
+        rtype, rname = int(resource.resource_type), resource.resource_name
+        try:
+            _check_resource(image, rtype, rname)
+            current = dict(image.configs.get((rtype, rname), {}))
+            changes = changes_of(resource, rtype, current)
+            if not validate_only:
+                records.extend(_records(rtype, rname, current, changes))
+            results.append(_result(rtype, rname))
+        except ApiError as e:
+            results.append(_result(rtype, rname, e))
+    return records, results
+
+
+def _incremental_changes(
+    resource: Any, rtype: int, current: dict[str, str]
+) -> dict[str, str | None]:
+    changes: dict[str, str | None] = {}
+    for c in resource.configs:
+        op, key, value = int(c.config_operation), c.name, c.value
+        if op == SET:
+            new: str | None = value
+        elif op == DELETE:
+            new = None
+        elif op in (APPEND, SUBTRACT):
+            if rtype == TOPIC_RESOURCE and TOPIC_CONFIGS.get(key, _d("LIST", "")).type != "LIST":
+                raise ApiError(
+                    ErrorCode.invalid_config,
+                    f"Can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {key} "
+                    "because its type is not LIST.",
+                )
+            new = _list_op(changes.get(key, current.get(key)), value or "", op == APPEND)
+        else:
+            raise ApiError(ErrorCode.invalid_request, f"Unknown operation type {op}")
+        if rtype == TOPIC_RESOURCE and new is not None:
+            validate_topic_config(key, new)
+        elif rtype == TOPIC_RESOURCE and key not in TOPIC_CONFIGS:
+            raise ApiError(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
+        if op == SET and new is None:
+            raise ApiError(ErrorCode.invalid_request, f"Null value not supported for : {key}")
+        changes[key] = new
+    return changes
+
+
+def _replacing_changes(resource: Any, rtype: int, current: dict[str, str]) -> dict[str, str | None]:
+    wanted: dict[str, str | None] = {}
+    for c in resource.configs:
+        if rtype == TOPIC_RESOURCE:
+            validate_topic_config(c.name, c.value)
+        elif c.value is None:
+            raise ApiError(ErrorCode.invalid_request, f"Null value not supported for : {c.name}")
+        wanted[c.name] = c.value
+    for key in current:
+        wanted.setdefault(key, None)
+    return wanted
+
+
+def incremental_alter_configs(
+    image: Image, resources: Iterable[Any], validate_only: bool
+) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+    """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key."""
+    return _alter(image, resources, validate_only, _incremental_changes)
+
+
+def alter_configs(
+    image: Image, resources: Iterable[Any], validate_only: bool
+) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+    """The legacy AlterConfigs: each resource's configs replaced by those given."""
+    return _alter(image, resources, validate_only, _replacing_changes)
+
+
+def _records(
+    rtype: int, rname: str, current: dict[str, str], changes: dict[str, str | None]
+) -> list[tuple[Any, int]]:
+    out: list[tuple[Any, int]] = []
+    for key, value in changes.items():
+        if current.get(key) == value:
+            continue
+        out.append(
+            (ConfigRecord(resource_type=rtype, resource_name=rname, name=key, value=value), 0)
+        )
+    return out
+
+
+def _result(rtype: int, rname: str, error: ApiError | None = None) -> dict[str, Any]:
+    return {
+        "error_code": error.code if error else 0,
+        "error_message": error.message if error else None,
+        "resource_type": rtype,
+        "resource_name": rname,
+    }
+
+
+def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, Any]]:
+    """DescribeConfigs results: a topic's every config (set ones as TOPIC_CONFIG, the rest
+    at Kafka's defaults), a broker's dynamic configs."""
+    results = []
+    for resource in resources:
+        rtype, rname = int(resource.resource_type), resource.resource_name
+        wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
+        try:
+            _check_resource(image, rtype, rname)
+        except ApiError as e:
+            results.append({**_result(rtype, rname, e), "configs": ()})
+            continue
+        entries = []
+        stored = image.configs.get((rtype, rname), {})
+        if rtype == TOPIC_RESOURCE:
+            for key, spec in TOPIC_CONFIGS.items():
+                if wanted is not None and key not in wanted:
+                    continue
+                explicit = key in stored
+                entries.append(
+                    {
+                        "name": key,
+                        "value": stored[key] if explicit else spec.default,
+                        "read_only": False,
+                        "is_default": not explicit,
+                        "config_source": SOURCE_TOPIC if explicit else SOURCE_DEFAULT,
+                        "is_sensitive": False,
+                        "config_type": _TYPE_IDS.get(spec.type, 0),
+                    }
+                )
+        else:
+            source = SOURCE_DYNAMIC_BROKER if rname else SOURCE_DYNAMIC_DEFAULT_BROKER
+            for key, value in sorted(stored.items()):
+                if wanted is not None and key not in wanted:
+                    continue
+                entries.append(
+                    {
+                        "name": key,
+                        "value": value,
+                        "read_only": False,
+                        "is_default": False,
+                        "config_source": source,
+                        "is_sensitive": False,
+                    }
+                )
+        results.append({**_result(rtype, rname), "configs": entries})
+    return results

@@ -1,0 +1,489 @@
+"""The cluster's metadata as the controller sees it: built only by replaying metadata records
+(Kafka's ``MetadataImage`` + the control managers' timeline state), on every controller.
+
+Theory of operation. ``replay(record, offset)`` applies one record, exactly as a Kafka broker
+or controller applies it; nothing else changes the image. Metadata transactions
+(Begin/End/AbortTransactionRecord, MV >= 3.6-IV1) are applied all or nothing: records between
+Begin and End are held and applied at End, dropped at Abort (Kafka's brokers do the same).
+A partition is mutable state replaced in place; the replay rule of PartitionChangeRecord is
+Kafka's ``PartitionRegistration.merge``: absent list fields keep their value, the partition
+epoch always grows by one, and the leader epoch by one whenever ``Leader`` is present (-2
+means "no change"), even if it names the same leader.
+
+``records()`` writes the image back out as records (a snapshot): features first
+(``metadata.version`` leading), then controllers, brokers, topics with their partitions,
+configs, producer ids, and the kinds the controller stores but does not interpret (ACLs,
+quotas, SCRAM credentials, delegation tokens) as they were last written.
+
+Invariants (checked by ``check``): every partition's topic exists; ISR is a subset of
+replicas; a leader, when there is one, is in the ISR and among the replicas; topic names and
+ids map one to one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pykraft.metadata import records as r
+from pykraft.metadata.versions import METADATA_VERSION
+
+__all__ = [
+    "NO_LEADER",
+    "NO_LEADER_CHANGE",
+    "BrokerState",
+    "ControllerState",
+    "Image",
+    "ImageError",
+    "PartitionState",
+    "TopicState",
+]
+
+NO_LEADER: Final = -1
+NO_LEADER_CHANGE: Final = -2
+BROKER_RESOURCE: Final = 4
+TOPIC_RESOURCE: Final = 2
+
+
+class ImageError(ValueError):
+    """A record that cannot be applied to the image (a log that cannot be replayed)."""
+
+
+@dataclass(slots=True)
+class BrokerState:
+    broker_id: int
+    incarnation_id: uuid.UUID
+    epoch: int  # the offset of its RegisterBrokerRecord
+    endpoints: tuple[r.register_broker_record.BrokerEndpoint, ...]
+    features: dict[str, tuple[int, int]]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    log_dirs: tuple[uuid.UUID, ...]
+    is_migrating_zk_broker: bool = False
+    # The offset its RegisterBrokerRecord was replayed at (the snapshot's for a registration
+    # loaded from one): a heartbeat at or past it is caught up. Not metadata: not in records().
+    register_offset: int = -1
+
+    @property
+    def active(self) -> bool:
+        """May lead and be in an ISR: unfenced and not shutting down."""
+        return not self.fenced and not self.in_controlled_shutdown
+
+
+@dataclass(slots=True)
+class ControllerState:
+    controller_id: int
+    incarnation_id: uuid.UUID
+    zk_migration_ready: bool
+    endpoints: tuple[r.register_controller_record.ControllerEndpoint, ...]
+    features: dict[str, tuple[int, int]]
+
+
+@dataclass(slots=True)
+class PartitionState:
+    topic_id: uuid.UUID
+    partition_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    removing: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    leader_recovery_state: int = 0
+    directories: tuple[uuid.UUID, ...] = ()
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+
+
+@dataclass(slots=True)
+class TopicState:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionState] = field(default_factory=dict)
+
+
+class Image:
+    """Invariant: ``topics_by_name[t.name] == t.topic_id`` for every ``t`` in
+    ``topics``; ``last_offset`` is the offset of the last record replayed (-1: none)."""
+
+    def __init__(self) -> None:
+        self.features: dict[str, int] = {}
+        self.features_epoch = -1  # offset of the last FeatureLevelRecord (ApiVersions)
+        self.brokers: dict[int, BrokerState] = {}
+        self.controllers: dict[int, ControllerState] = {}
+        self.topics: dict[uuid.UUID, TopicState] = {}
+        self.topics_by_name: dict[str, uuid.UUID] = {}
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        self.next_producer_id = 0
+        self.producer_ids_owner: tuple[int, int] = (-1, -1)  # (broker id, broker epoch)
+        self.migration_state = 0  # ZkMigrationStateRecord (KIP-866), 0 = NONE
+        # Records kept as written, keyed for replacement (ACLs, quotas, SCRAM, tokens).
+        self.opaque: dict[tuple[Any, ...], tuple[Any, int]] = {}
+        self.last_offset = -1
+        self._offset = -1  # the offset of the record being applied
+        self._transaction: list[tuple[Any, int, int]] | None = None
+
+    # -- queries ---------------------------------------------------------------------------
+
+    @property
+    def metadata_version(self) -> int | None:
+        return self.features.get(METADATA_VERSION)
+
+    def partition(self, topic_id: uuid.UUID, partition_id: int) -> PartitionState | None:
+        topic = self.topics.get(topic_id)
+        return None if topic is None else topic.partitions.get(partition_id)
+
+    def all_partitions(self) -> Iterator[PartitionState]:
+        for topic in self.topics.values():
+            yield from topic.partitions.values()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._transaction is not None
+
+    # -- replay ----------------------------------------------------------------------------
+
+    def replay(self, record: Any, version: int, offset: int) -> None:
+        """Apply one committed (or, on the active controller, appended) record."""
+        self.last_offset = offset
+        if isinstance(record, r.BeginTransactionRecord):
+            if self._transaction is not None:
+                raise ImageError(f"offset {offset}: BeginTransaction inside a transaction")
+            self._transaction = []
+            return
+        if isinstance(record, r.EndTransactionRecord):
+            held, self._transaction = self._transaction, None
+            if held is None:
+                raise ImageError(f"offset {offset}: EndTransaction without a transaction")
+            for held_record, held_version, held_offset in held:
+                self._apply(held_record, held_version, held_offset)
+            return
+        if isinstance(record, r.AbortTransactionRecord):
+            if self._transaction is None:
+                raise ImageError(f"offset {offset}: AbortTransaction without a transaction")
+            self._transaction = None
+            return
+        if self._transaction is not None:
+            self._transaction.append((record, version, offset))
+            return
+        self._apply(record, version, offset)
+
+    def _apply(self, record: Any, version: int, offset: int) -> None:
+        handler = _REPLAY.get(type(record))
+        if handler is None:
+            raise ImageError(f"no replay rule for {type(record).__name__}")
+        self._offset = offset
+        handler(self, record, version)
+
+    def _feature(self, rec: r.FeatureLevelRecord, _v: int) -> None:
+        self.features_epoch = self._offset
+        if rec.feature_level == 0 and rec.name != METADATA_VERSION:
+            self.features.pop(rec.name, None)
+        else:
+            self.features[rec.name] = rec.feature_level
+
+    def _register_broker(self, rec: r.RegisterBrokerRecord, _v: int) -> None:
+        self.brokers[rec.broker_id] = BrokerState(
+            broker_id=rec.broker_id,
+            incarnation_id=rec.incarnation_id,
+            epoch=rec.broker_epoch,
+            endpoints=rec.end_points,
+            features={
+                f.name: (f.min_supported_version, f.max_supported_version) for f in rec.features
+            },
+            rack=rec.rack or None,
+            fenced=rec.fenced,
+            in_controlled_shutdown=rec.in_controlled_shutdown,
+            log_dirs=rec.log_dirs,
+            is_migrating_zk_broker=rec.is_migrating_zk_broker,
+            register_offset=self._offset,
+        )
+
+    def _broker(self, broker_id: int, epoch: int, what: str) -> BrokerState:
+        broker = self.brokers.get(broker_id)
+        if broker is None or broker.epoch != epoch:
+            raise ImageError(f"{what} for broker {broker_id} epoch {epoch}: not registered so")
+        return broker
+
+    def _broker_change(self, rec: r.BrokerRegistrationChangeRecord, version: int) -> None:
+        broker = self._broker(rec.broker_id, rec.broker_epoch, "BrokerRegistrationChange")
+        if rec.fenced == 1:
+            broker.fenced = True
+        elif rec.fenced == -1:
+            broker.fenced = False
+        if rec.in_controlled_shutdown == 1:
+            broker.in_controlled_shutdown = True
+        if version >= 2 and rec.log_dirs:
+            broker.log_dirs = rec.log_dirs
+
+    def _fence(self, rec: r.FenceBrokerRecord, _v: int) -> None:
+        self._broker(rec.id, rec.epoch, "FenceBroker").fenced = True
+
+    def _unfence(self, rec: r.UnfenceBrokerRecord, _v: int) -> None:
+        self._broker(rec.id, rec.epoch, "UnfenceBroker").fenced = False
+
+    def _unregister(self, rec: r.UnregisterBrokerRecord, _v: int) -> None:
+        broker = self.brokers.get(rec.broker_id)
+        if broker is not None and broker.epoch == rec.broker_epoch:
+            del self.brokers[rec.broker_id]
+
+    def _register_controller(self, rec: r.RegisterControllerRecord, _v: int) -> None:
+        self.controllers[rec.controller_id] = ControllerState(
+            rec.controller_id,
+            rec.incarnation_id,
+            rec.zk_migration_ready,
+            rec.end_points,
+            {f.name: (f.min_supported_version, f.max_supported_version) for f in rec.features},
+        )
+
+    def _topic(self, rec: r.TopicRecord, _v: int) -> None:
+        if rec.name in self.topics_by_name or rec.topic_id in self.topics:
+            raise ImageError(f"topic {rec.name} ({rec.topic_id}) exists already")
+        self.topics[rec.topic_id] = TopicState(rec.name, rec.topic_id)
+        self.topics_by_name[rec.name] = rec.topic_id
+
+    def _remove_topic(self, rec: r.RemoveTopicRecord, _v: int) -> None:
+        topic = self.topics.pop(rec.topic_id, None)
+        if topic is None:
+            raise ImageError(f"RemoveTopic of unknown topic {rec.topic_id}")
+        del self.topics_by_name[topic.name]
+        self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+
+    def _partition(self, rec: r.PartitionRecord, _v: int) -> None:
+        topic = self.topics.get(rec.topic_id)
+        if topic is None:
+            raise ImageError(f"PartitionRecord for unknown topic {rec.topic_id}")
+        topic.partitions[rec.partition_id] = PartitionState(
+            topic_id=rec.topic_id,
+            partition_id=rec.partition_id,
+            replicas=rec.replicas,
+            isr=rec.isr,
+            removing=rec.removing_replicas,
+            adding=rec.adding_replicas,
+            leader=rec.leader,
+            leader_epoch=rec.leader_epoch,
+            partition_epoch=rec.partition_epoch,
+            leader_recovery_state=rec.leader_recovery_state,
+            directories=rec.directories,
+            elr=rec.eligible_leader_replicas,
+            last_known_elr=rec.last_known_elr,
+        )
+
+    def _partition_change(self, rec: r.PartitionChangeRecord, _v: int) -> None:
+        p = self.partition(rec.topic_id, rec.partition_id)
+        if p is None:
+            raise ImageError(f"PartitionChange of unknown {rec.topic_id}-{rec.partition_id}")
+        if rec.replicas is not None:
+            p.replicas = rec.replicas
+        if rec.isr is not None:
+            p.isr = rec.isr
+        if rec.removing_replicas is not None:
+            p.removing = rec.removing_replicas
+        if rec.adding_replicas is not None:
+            p.adding = rec.adding_replicas
+        if rec.leader != NO_LEADER_CHANGE:
+            p.leader = rec.leader
+            p.leader_epoch += 1
+        if rec.leader_recovery_state != -1:
+            p.leader_recovery_state = rec.leader_recovery_state
+        if rec.directories is not None:
+            p.directories = rec.directories
+        if rec.eligible_leader_replicas is not None:
+            p.elr = rec.eligible_leader_replicas
+        if rec.last_known_elr is not None:
+            p.last_known_elr = rec.last_known_elr
+        p.partition_epoch += 1
+
+    def _config(self, rec: r.ConfigRecord, _v: int) -> None:
+        key = (rec.resource_type, rec.resource_name)
+        if rec.value is None:
+            configs = self.configs.get(key)
+            if configs is not None:
+                configs.pop(rec.name, None)
+                if not configs:
+                    del self.configs[key]
+        else:
+            self.configs.setdefault(key, {})[rec.name] = rec.value
+
+    def _producer_ids(self, rec: r.ProducerIdsRecord, _v: int) -> None:
+        self.next_producer_id = rec.next_producer_id
+        self.producer_ids_owner = (rec.broker_id, rec.broker_epoch)
+
+    def _migration(self, rec: r.ZkMigrationStateRecord, _v: int) -> None:
+        self.migration_state = rec.zk_migration_state
+
+    def _noop(self, rec: Any, _v: int) -> None:
+        pass
+
+    def _keep(self, rec: Any, version: int) -> None:
+        """A kind the controller stores but does not interpret: kept for snapshots."""
+        self.opaque[_opaque_key(rec)] = (rec, version)
+
+    def _drop_kept(self, rec: Any, _v: int) -> None:
+        self.opaque.pop(_opaque_key(rec), None)
+
+    # -- writing the image out -------------------------------------------------------------
+
+    def records(self, partition_version: int, broker_version: int) -> list[tuple[Any, int]]:
+        """The image as (record, version) pairs, in the order a snapshot holds them."""
+        out: list[tuple[Any, int]] = []
+        if METADATA_VERSION in self.features:
+            out.append(
+                (
+                    r.FeatureLevelRecord(
+                        name=METADATA_VERSION, feature_level=self.features[METADATA_VERSION]
+                    ),
+                    0,
+                )
+            )
+        for name, level in sorted(self.features.items()):
+            if name != METADATA_VERSION:
+                out.append((r.FeatureLevelRecord(name=name, feature_level=level), 0))
+        if self.migration_state:
+            out.append((r.ZkMigrationStateRecord(zk_migration_state=self.migration_state), 0))
+        for c in self.controllers.values():
+            out.append(
+                (
+                    r.RegisterControllerRecord(
+                        controller_id=c.controller_id,
+                        incarnation_id=c.incarnation_id,
+                        zk_migration_ready=c.zk_migration_ready,
+                        end_points=c.endpoints,
+                        features=tuple(
+                            r.register_controller_record.ControllerFeature(
+                                name=n, min_supported_version=lo, max_supported_version=hi
+                            )
+                            for n, (lo, hi) in sorted(c.features.items())
+                        ),
+                    ),
+                    0,
+                )
+            )
+        for b in self.brokers.values():
+            out.append((broker_record(b, broker_version), broker_version))
+        for topic in self.topics.values():
+            out.append((r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
+            for p in topic.partitions.values():
+                out.append((partition_record(p, partition_version), partition_version))
+        for (resource_type, resource_name), configs in self.configs.items():
+            for name, value in sorted(configs.items()):
+                out.append(
+                    (
+                        r.ConfigRecord(
+                            resource_type=resource_type,
+                            resource_name=resource_name,
+                            name=name,
+                            value=value,
+                        ),
+                        0,
+                    )
+                )
+        if self.next_producer_id:
+            broker_id, epoch = self.producer_ids_owner
+            out.append(
+                (
+                    r.ProducerIdsRecord(
+                        broker_id=broker_id,
+                        broker_epoch=epoch,
+                        next_producer_id=self.next_producer_id,
+                    ),
+                    0,
+                )
+            )
+        out.extend(self.opaque.values())
+        return out
+
+    # -- invariants ------------------------------------------------------------------------
+
+    def check(self) -> None:
+        assert len(self.topics) == len(self.topics_by_name)
+        for topic in self.topics.values():
+            assert self.topics_by_name[topic.name] == topic.topic_id, topic.name
+            for p in topic.partitions.values():
+                assert set(p.isr) <= set(p.replicas), (topic.name, p)
+                assert p.leader == NO_LEADER or (p.leader in p.isr and p.leader in p.replicas), (
+                    topic.name,
+                    p,
+                )
+
+
+def broker_record(b: BrokerState, version: int) -> r.RegisterBrokerRecord:
+    return r.RegisterBrokerRecord(
+        broker_id=b.broker_id,
+        is_migrating_zk_broker=b.is_migrating_zk_broker and version >= 2,
+        incarnation_id=b.incarnation_id,
+        broker_epoch=b.epoch,
+        end_points=b.endpoints,
+        features=tuple(
+            r.register_broker_record.BrokerFeature(
+                name=n, min_supported_version=lo, max_supported_version=hi
+            )
+            for n, (lo, hi) in sorted(b.features.items())
+        ),
+        rack=b.rack,
+        fenced=b.fenced,
+        in_controlled_shutdown=b.in_controlled_shutdown and version >= 1,
+        log_dirs=b.log_dirs if version >= 3 else (),
+    )
+
+
+def partition_record(p: PartitionState, version: int) -> r.PartitionRecord:
+    return r.PartitionRecord(
+        partition_id=p.partition_id,
+        topic_id=p.topic_id,
+        replicas=p.replicas,
+        isr=p.isr,
+        removing_replicas=p.removing,
+        adding_replicas=p.adding,
+        leader=p.leader,
+        leader_recovery_state=p.leader_recovery_state,
+        leader_epoch=p.leader_epoch,
+        partition_epoch=p.partition_epoch,
+        directories=p.directories if version >= 1 else (),
+        eligible_leader_replicas=p.elr if version >= 2 else None,
+        last_known_elr=p.last_known_elr if version >= 2 else None,
+    )
+
+
+def _opaque_key(rec: Any) -> tuple[Any, ...]:
+    if isinstance(rec, r.AccessControlEntryRecord | r.RemoveAccessControlEntryRecord):
+        return ("acl", rec.id)
+    if isinstance(rec, r.UserScramCredentialRecord | r.RemoveUserScramCredentialRecord):
+        return ("scram", rec.name, rec.mechanism)
+    if isinstance(rec, r.DelegationTokenRecord | r.RemoveDelegationTokenRecord):
+        return ("token", rec.token_id)
+    if isinstance(rec, r.ClientQuotaRecord):
+        entity = tuple((e.entity_type, e.entity_name) for e in rec.entity)
+        return ("quota", entity, rec.key)
+    return (type(rec).__name__,)
+
+
+_REPLAY: Final[dict[type, Any]] = {
+    r.FeatureLevelRecord: Image._feature,
+    r.RegisterBrokerRecord: Image._register_broker,
+    r.BrokerRegistrationChangeRecord: Image._broker_change,
+    r.FenceBrokerRecord: Image._fence,
+    r.UnfenceBrokerRecord: Image._unfence,
+    r.UnregisterBrokerRecord: Image._unregister,
+    r.RegisterControllerRecord: Image._register_controller,
+    r.TopicRecord: Image._topic,
+    r.RemoveTopicRecord: Image._remove_topic,
+    r.PartitionRecord: Image._partition,
+    r.PartitionChangeRecord: Image._partition_change,
+    r.ConfigRecord: Image._config,
+    r.ProducerIdsRecord: Image._producer_ids,
+    r.ZkMigrationStateRecord: Image._migration,
+    r.NoOpRecord: Image._noop,
+    r.ClearElrRecord: Image._noop,
+    r.AccessControlEntryRecord: Image._keep,
+    r.RemoveAccessControlEntryRecord: Image._drop_kept,
+    r.UserScramCredentialRecord: Image._keep,
+    r.RemoveUserScramCredentialRecord: Image._drop_kept,
+    r.DelegationTokenRecord: Image._keep,
+    r.RemoveDelegationTokenRecord: Image._drop_kept,
+    r.ClientQuotaRecord: Image._keep,
+}

@@ -1,0 +1,178 @@
+"""Partition changes: leader election and ISR updates as PartitionChangeRecords (Kafka's
+``PartitionChangeBuilder``).
+
+Rules (Kafka's, KRaft mode, metadata.version >= 3.6):
+
+* a replica may lead or be in the ISR only while its broker is *active* (registered,
+  unfenced, not in controlled shutdown);
+* the current leader stays leader while it is in the new ISR and active; otherwise the first
+  replica, in replica order, that is in the new ISR and active leads; with none, there is no
+  leader (-1), unless unclean election is allowed, which picks the first active replica
+  outside the ISR and marks the partition RECOVERING (leader recovery state 1);
+* a preferred election moves leadership to the first replica when it is in the ISR and
+  active;
+* the ISR never becomes empty: removing its last member leaves the ISR as it was and the
+  partition without a leader (KIP-841);
+* a record is written only when something changes; its ``Leader`` field is set only when the
+  leader changes (replaying it bumps the leader epoch), or to force an epoch bump (a
+  reassignment that removes replicas);
+* the partition record version follows metadata.version (v2 from 4.0-IV1, v1 from 3.7-IV2).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Final
+
+from pykraft.controller.image import NO_LEADER, NO_LEADER_CHANGE, Image, PartitionState
+from pykraft.metadata.records import PartitionChangeRecord
+from pykraft.metadata.versions import IBP_3_7_IV2, IBP_4_0_IV1
+
+__all__ = [
+    "ELECTION_DEFAULT",
+    "ELECTION_PREFERRED",
+    "ELECTION_UNCLEAN",
+    "acceptor",
+    "active",
+    "change_record",
+    "choose_leader",
+    "directory_of",
+    "partition_version",
+]
+
+ELECTION_DEFAULT: Final = "default"
+ELECTION_PREFERRED: Final = "preferred"
+ELECTION_UNCLEAN: Final = "unclean"
+RECOVERING: Final = 1
+RECOVERED: Final = 0
+MIGRATING_DIR: Final = uuid.UUID(int=0)  # Kafka's DirectoryId.MIGRATING
+UNASSIGNED_DIR: Final = uuid.UUID(int=1)  # DirectoryId.UNASSIGNED
+
+
+def partition_version(metadata_version: int) -> int:
+    """The PartitionRecord / PartitionChangeRecord version Kafka writes at this level."""
+    if metadata_version >= IBP_4_0_IV1:
+        return 2
+    if metadata_version >= IBP_3_7_IV2:
+        return 1
+    return 0
+
+
+def active(image: Image, broker_id: int) -> bool:
+    broker = image.brokers.get(broker_id)
+    return broker is not None and broker.active
+
+
+Acceptable = Callable[[int], bool]
+
+
+def acceptor(image: Image, *, removing: int = NO_LEADER, adding: int = NO_LEADER) -> Acceptable:
+    """Who may lead or join an ISR: active brokers, but never ``removing`` (being fenced or
+    shut down) and always ``adding`` (being unfenced): the records that change their state
+    are written in the same batch, after the image was read (Kafka's ``LeaderAcceptor``)."""
+
+    def acceptable(broker_id: int) -> bool:
+        if broker_id == removing:
+            return False
+        return broker_id == adding or active(image, broker_id)
+
+    return acceptable
+
+
+def choose_leader(
+    acceptable: Acceptable,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    current: int,
+    election: str = ELECTION_DEFAULT,
+) -> tuple[int, bool]:
+    """(leader, unclean) for a partition with these replicas and ISR."""
+    if election == ELECTION_PREFERRED and replicas:
+        first = replicas[0]
+        if first in isr and acceptable(first):
+            return first, False
+    if current in isr and current in replicas and acceptable(current):
+        return current, False
+    for replica in replicas:
+        if replica in isr and acceptable(replica):
+            return replica, False
+    if election == ELECTION_UNCLEAN:
+        for replica in replicas:
+            if acceptable(replica):
+                return replica, True
+    return NO_LEADER, False
+
+
+def change_record(
+    image: Image,
+    p: PartitionState,
+    *,
+    isr: tuple[int, ...] | None = None,
+    replicas: tuple[int, ...] | None = None,
+    adding: tuple[int, ...] | None = None,
+    removing: tuple[int, ...] | None = None,
+    election: str = ELECTION_DEFAULT,
+    bump_leader_epoch: bool = False,
+    acceptable: Acceptable | None = None,
+    version: int = 2,
+) -> PartitionChangeRecord | None:
+    """The record moving ``p`` to the new replicas/ISR (None fields: unchanged) and the
+    leader the rules pick; None when nothing would change."""
+    new_replicas = p.replicas if replicas is None else replicas
+    new_isr = p.isr if isr is None else tuple(b for b in isr if b in new_replicas)
+    if not new_isr:
+        new_isr = p.isr  # KIP-841: the ISR never empties; the partition goes offline
+    leader, unclean = choose_leader(
+        acceptable or acceptor(image), new_replicas, new_isr, p.leader, election
+    )
+    if unclean:
+        new_isr = (leader,)
+    leader_field = NO_LEADER_CHANGE
+    if leader != p.leader or bump_leader_epoch:
+        leader_field = leader
+    record = PartitionChangeRecord(
+        partition_id=p.partition_id,
+        topic_id=p.topic_id,
+        isr=new_isr if new_isr != p.isr else None,
+        leader=leader_field,
+        replicas=new_replicas if new_replicas != p.replicas else None,
+        adding_replicas=adding if adding is not None and adding != p.adding else None,
+        removing_replicas=removing if removing is not None and removing != p.removing else None,
+        leader_recovery_state=RECOVERING if unclean else -1,
+        directories=_directories(image, p, new_replicas)
+        if new_replicas != p.replicas and version >= 1
+        else None,
+    )
+    if (
+        record.isr is None
+        and record.leader == NO_LEADER_CHANGE
+        and record.replicas is None
+        and record.adding_replicas is None
+        and record.removing_replicas is None
+        and record.leader_recovery_state == -1
+    ):
+        return None
+    return record
+
+
+def directory_of(image: Image, broker_id: int) -> uuid.UUID:
+    """The directory a new replica on ``broker_id`` goes to (Kafka's
+    ``ClusterControlManager.defaultDir``): the broker's log directory when it has exactly
+    one (so it never needs AssignReplicasToDirs), UNASSIGNED when it has several, MIGRATING
+    when it registered none."""
+    broker = image.brokers.get(broker_id)
+    if broker is None or not broker.log_dirs:
+        return MIGRATING_DIR
+    if len(broker.log_dirs) == 1:
+        return broker.log_dirs[0]
+    return UNASSIGNED_DIR
+
+
+def _directories(
+    image: Image, p: PartitionState, replicas: tuple[int, ...]
+) -> tuple[uuid.UUID, ...]:
+    """Directory of each replica: kept for replicas that stay, ``directory_of`` for new
+    ones."""
+    old = dict(zip(p.replicas, p.directories, strict=False))
+    return tuple(old.get(b) or directory_of(image, b) for b in replicas)

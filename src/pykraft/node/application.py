@@ -1,0 +1,47 @@
+"""What runs on a node's log: the interface between ``RaftNode`` and its application (the
+metadata controller of ``pykraft server``, ``pykraft.node.controller_host``).
+
+The node calls, all on its event loop:
+
+* ``api_rows()`` once at start: the APIs the application serves, added to the listener's
+  table (and to ApiVersions);
+* ``started()`` once storage is open and the core built, before the first input;
+* ``handle(request, listener_name)`` for every request the node does not answer from its
+  own state: an ``Answer`` takes it, None leaves it to the node (the quorum RPCs);
+* ``after_ready(ready)`` after the node performed each ``Ready`` (a new high watermark, a
+  leader change, a loaded snapshot); the application writes through ``RaftNode.run``,
+  never from inside this call;
+* ``features()`` for ApiVersions: supported ranges, finalized levels and their epoch;
+* ``image()`` the metadata image, for Metadata and DescribeCluster (None: none yet);
+* ``stopped()`` once, when the node shuts down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from pykraft.controller.image import Image
+from pykraft.net.server import Answer
+from pykraft.protocol import ApiVersionRange, DecodedRequest
+from pykraft.raft.interfaces import Ready
+
+__all__ = ["Application"]
+
+
+class Application(Protocol):
+    def api_rows(self) -> tuple[ApiVersionRange, ...]: ...
+
+    def started(self) -> None: ...
+
+    def handle(self, request: DecodedRequest, listener_name: str) -> Answer | None: ...
+
+    def after_ready(self, ready: Ready) -> None: ...
+
+    def features(
+        self,
+    ) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int]: ...
+
+    def image(self) -> Image | None: ...
+
+    def stopped(self) -> None: ...

@@ -1,0 +1,654 @@
+"""The metadata controller on a node: the I/O around ``pykraft.controller.QuorumController``
+(the node's :class:`~pykraft.node.application.Application`).
+
+Theory of operation.
+
+*Committed records.* ``_sync`` (after every ``Ready`` the node performed) reads the log from
+``position`` up to the high watermark, whole batches only, decodes each metadata record and
+replays it; control batches are skipped. A snapshot the node loaded (a follower that fetched
+one), or a position below the log start, reloads the image from the newest snapshot first.
+
+*Leadership.* On the raft leader, once its epoch is established (the high watermark passed
+its LeaderChange) and everything committed is replayed, the controller activates and writes
+its activation records. It deactivates when the node stops leading; if it had applied
+records that had not committed, the image is rebuilt from the snapshot and the committed
+log, so it again holds only committed state.
+
+*Requests.* The APIs of ``CONTROLLER_API_VERSIONS`` go to the controller when active
+(otherwise NOT_CONTROLLER at once, which sends a Kafka broker looking for the new active
+controller). Each runs inside ``RaftNode.run`` (never during a thread flush): the controller
+gets the offset its records will take, returns records and response; the records are
+appended as one batch, applied to the image at once, and the response is sent once
+everything appended so far has committed. Envelope (a broker forwarding a client's request)
+is unwrapped, its inner request handled as if sent directly (or by the node, for quorum
+RPCs), and the inner response wrapped with the inner correlation id.
+
+*Time.* One loop timer calls ``QuorumController.tick`` at its next deadline (session expiry,
+the idle NoOpRecord).
+
+*Snapshots.* After ``metadata.log.max.record.bytes.between.snapshots`` bytes of records, at a
+moment when every applied record is committed, the image is written as a snapshot at the
+replay position (the node writes it and moves its log start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from kio.static.protocol import ResponsePayload
+
+from pykraft.controller.brokers import register_broker_version
+from pykraft.controller.config import ControllerConfig
+from pykraft.controller.errors import ApiError
+from pykraft.controller.image import Image, ImageError
+from pykraft.controller.partitions import partition_version
+from pykraft.controller.quorum_controller import (
+    CONTROLLER_API_VERSIONS,
+    CONTROLLER_REGISTRATION_MV,
+    READ_APIS,
+    SUPPORTED_FEATURES,
+    Context,
+    QuorumController,
+    error_fields,
+)
+from pykraft.metadata import records as mr
+from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
+from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
+from pykraft.net.server import Answer
+from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
+from pykraft.protocol.apis import response_schema
+from pykraft.protocol.build import make
+from pykraft.protocol.codec import decode_request, encode_response
+from pykraft.protocol.errors import ProtocolError
+from pykraft.raft.interfaces import Ready
+from pykraft.raft.roles import Leader
+from pykraft.records import decode_records, iter_batches
+from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, read_snapshot
+
+__all__ = ["ControllerHost", "load_image"]
+
+log = logging.getLogger("pykraft.controller")
+
+READ_CHUNK_BYTES: Final = 1 << 20
+NOT_ACTIVE: Final = "This controller is not the active controller"
+FORWARDABLE: Final = frozenset(
+    {
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.ALTER_CONFIGS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.ELECT_LEADERS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.UPDATE_FEATURES,
+        ApiKey.UNREGISTER_BROKER,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+        ApiKey.DESCRIBE_QUORUM,
+        ApiKey.ADD_RAFT_VOTER,
+        ApiKey.REMOVE_RAFT_VOTER,
+        ApiKey.CREATE_ACLS,
+        ApiKey.DELETE_ACLS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    }
+)
+
+
+class ControllerHost:
+    """Invariant: ``position`` is the next log offset to replay; on the active controller
+    every record below it is in the image (replayed or applied at append)."""
+
+    def __init__(
+        self,
+        node: Any,  # RaftNode (not imported: the node imports this module's protocol)
+        config: ControllerConfig,
+        *,
+        bootstrap: dict[str, int] | None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.node = node
+        self.config = config
+        self.bootstrap = bootstrap
+        self.controller: QuorumController | None = None
+        self._rng = rng or random.Random()
+        self.position = 0
+        self._waiters: list[tuple[int, int, Callable[[bool], None]]] = []  # (offset, seq, fn)
+        self._seq = itertools.count()
+        self._sync_scheduled = False
+        self._reload = False
+        self._epoch = -1  # the epoch the controller is active in
+        self._timer: asyncio.TimerHandle | None = None
+        self._bytes_since_snapshot = 0
+        self._snapshotting = False
+        self._snapshot_task: asyncio.Future[None] | None = None
+        self._stopped = False
+        self.metadata_errors = 0
+        self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
+
+    # -- Application --------------------------------------------------------------------------
+
+    def api_rows(self) -> tuple[ApiVersionRange, ...]:
+        rows = [ApiVersionRange(k, lo, hi) for k, (lo, hi) in CONTROLLER_API_VERSIONS.items()]
+        rows.append(ApiVersionRange(ApiKey.ENVELOPE, 0, 0))
+        return tuple(rows)
+
+    def started(self) -> None:
+        node = self.node
+        self.controller = QuorumController(
+            self.config, node_id=node.config.node_id, cluster_id=node.cluster_id, rng=self._rng
+        )
+        self._load_snapshot()
+        log.info(
+            "metadata controller started node.id=%d position=%d", node.config.node_id, self.position
+        )
+
+    def stopped(self) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._fail_waiters()
+
+    def features(self) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int]:
+        controller = self.controller
+        if controller is None:
+            return SUPPORTED_FEATURES, {}, -1
+        image = controller.image
+        return SUPPORTED_FEATURES, dict(image.features), image.features_epoch
+
+    def image(self) -> Image | None:
+        return None if self.controller is None else self.controller.image
+
+    def after_ready(self, ready: Ready) -> None:
+        if ready.snapshot_loaded is not None:
+            self._reload = True
+        elif ready.high_watermark is None and ready.leader_change is None:
+            return  # nothing the controller follows changed
+        if not self._sync_scheduled and not self._stopped:
+            self._sync_scheduled = True
+            asyncio.get_running_loop().call_soon(self._run_sync)
+
+    def handle(self, request: DecodedRequest, listener_name: str) -> Answer | None:
+        api_key = request.api_key
+        if api_key == ApiKey.ENVELOPE:
+            return self._envelope(request, listener_name)
+        if api_key == ApiKey.CONTROLLER_REGISTRATION:
+            self._controller_registration(request.message)
+            return None
+        if api_key == ApiKey.UPDATE_FEATURES and _only_kraft_version(request.message):
+            return None  # the quorum's own feature (D10): the core
+        if api_key not in CONTROLLER_API_VERSIONS:
+            return None
+        controller = self.controller
+        if controller is None:
+            return Answer(self._error(request, ErrorCode.broker_not_available))
+        if api_key in READ_APIS:
+            return Answer(self._read(request))
+        if not controller.active:
+            return Answer(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
+        answer = Answer()
+        self.node.run(lambda: self._process(request, answer))
+        return answer
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _read(self, request: DecodedRequest) -> ResponsePayload:
+        """A read answered from this controller's image at once (any controller)."""
+        controller = self.controller
+        assert controller is not None
+        api_key, version = request.api_key, request.api_version
+        try:
+            result = controller.handle(api_key, version, request.message, self._context())
+            payload: ResponsePayload = make(response_schema(api_key, version), result.response)
+        except ApiError as e:
+            return self._error(request, e.code, e.message)
+        except Exception as e:
+            self.metadata_errors += 1
+            log.exception("controller failed on %s v%d: %s", ApiKey(api_key).name, version, e)
+            return self._error(request, ErrorCode.unknown_server_error, str(e))
+        return payload
+
+    def _process(self, request: DecodedRequest, answer: Answer) -> None:
+        controller = self.controller
+        api_key, version = request.api_key, request.api_version
+        if answer.done:
+            return
+        if controller is None or not controller.active:
+            answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
+            return
+        ctx = self._context()
+        try:
+            result = controller.handle(api_key, version, request.message, ctx)
+            payload = make(response_schema(api_key, version), result.response)
+        except ApiError as e:
+            answer.set(self._error(request, e.code, e.message))
+            return
+        except Exception as e:  # a bug: the node keeps running, the client gets an error
+            self.metadata_errors += 1
+            log.exception("controller failed on %s v%d: %s", ApiKey(api_key).name, version, e)
+            answer.set(self._error(request, ErrorCode.unknown_server_error, str(e)))
+            return
+        if result.records:
+            last = self._write(result.records)
+            if last is None:
+                answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
+                return
+            if result.on_written is not None:
+                result.on_written(last)
+        else:
+            last = self.node.log.end_offset - 1
+
+        def send(committed: bool) -> None:
+            if committed:
+                answer.set(payload)
+            else:
+                answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
+
+        self._after_commit(last, send)
+
+    def _error(
+        self, request: DecodedRequest, code: ErrorCode, message: str | None = None
+    ) -> ResponsePayload:
+        """``request`` refused with ``code``, per item where the API has no top-level
+        error (Kafka's getErrorResponse)."""
+        api_key, version = request.api_key, request.api_version
+        try:
+            fields = error_fields(api_key, request.message, code, message)
+            payload: ResponsePayload = make(response_schema(api_key, version), fields)
+        except (LookupError, TypeError, ValueError, AttributeError):
+            payload = error_response(
+                api_key, version, code, error_message=message, apis=self.node.served_apis
+            )
+        return payload
+
+    def _context(self) -> Context:
+        core = self.node.core
+        own = {**SUPPORTED_FEATURES, KRAFT_VERSION_FEATURE: core.config.kraft_versions}
+        controllers = {
+            c.controller_id: dict(c.features)
+            for c in (self.controller.image.controllers.values() if self.controller else ())
+        }
+        controllers.update(self.controller_features)
+        controllers[self.node.config.node_id] = own
+        return Context(
+            now_ms=self.node.now_ms(),
+            next_offset=self.node.log.end_offset,
+            kraft_version=core.kraft_version,
+            controller_features=controllers,
+        )
+
+    def _write(self, records: list[tuple[Any, int]]) -> int | None:
+        """Append ``records`` as one batch and apply them; the last offset (None if the node
+        is no longer leader)."""
+        controller = self.controller
+        core = self.node.core
+        assert controller is not None
+        values = [encode_record(record, version) for record, version in records]
+        base = self.node.log.end_offset
+        now = self.node.now_ms()
+        try:
+            last = core.append(values, now)
+        except Exception as e:  # NotLeaderError: leadership moved inside this turn
+            log.info("controller write refused: %s", e)
+            return None
+        assert last == base + len(values) - 1, (base, last, len(values))
+        for i, (record, version) in enumerate(records):
+            controller.replay(record, version, base + i)
+        self.position = last + 1
+        self._bytes_since_snapshot += sum(len(v) for v in values)
+        controller.wrote(now)
+        return int(last)
+
+    def _after_commit(self, offset: int, fn: Callable[[bool], None]) -> None:
+        if offset < self.node.core.high_watermark:
+            fn(True)
+            return
+        heapq.heappush(self._waiters, (offset, next(self._seq), fn))
+
+    def _resolve_waiters(self, high_watermark: int) -> None:
+        waiters = self._waiters
+        while waiters and waiters[0][0] < high_watermark:
+            _, _, fn = heapq.heappop(waiters)
+            fn(True)
+
+    def _fail_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for _, _, fn in waiters:
+            fn(False)
+
+    # -- Envelope -----------------------------------------------------------------------------
+
+    def _envelope(self, request: DecodedRequest, listener_name: str) -> Answer:
+        version = request.api_version
+        m: Any = request.message
+        try:
+            inner = decode_request(bytes(m.request_data), self.node.served_apis)
+        except ProtocolError as e:
+            log.warning("envelope with an unreadable request: %s", e)
+            return Answer(self._envelope_error(version, ErrorCode.invalid_request))
+        if inner.api_key not in FORWARDABLE:
+            return Answer(self._envelope_error(version, ErrorCode.invalid_request))
+        controller = self.controller
+        if inner.api_key in CONTROLLER_API_VERSIONS and (
+            controller is None or not controller.active
+        ):
+            # Kafka answers an Envelope to a standby at the envelope level.
+            return Answer(self._envelope_error(version, ErrorCode.not_controller))
+        inner_answer = self.handle(inner, listener_name)
+        if inner_answer is None:
+            inner_answer = self.node.handle_request(inner, listener_name)
+        outer = Answer()
+
+        def wrap() -> None:
+            payload = inner_answer.payload
+            assert payload is not None
+            data = encode_response(inner.correlation_id, payload)[4:]
+            outer.set(make(response_schema(ApiKey.ENVELOPE, version), {"response_data": data}))
+
+        if inner_answer.done:
+            wrap()
+        else:
+            inner_answer.attach(wrap)
+            outer.on_cancel = inner_answer.cancel
+        return outer
+
+    def _envelope_error(self, version: int, code: ErrorCode) -> ResponsePayload:
+        return make(
+            response_schema(ApiKey.ENVELOPE, version), {"response_data": None, "error_code": code}
+        )
+
+    # -- ControllerRegistration ---------------------------------------------------------------
+
+    def _controller_registration(self, m: Any) -> None:
+        """The core answers it (D10's registry); the active controller also writes a
+        RegisterControllerRecord (KIP-919) when it is new or changed."""
+        features = {
+            f.name: (int(f.min_supported_version), int(f.max_supported_version)) for f in m.features
+        }
+        self.controller_features[int(m.controller_id)] = features
+        controller = self.controller
+        if controller is None or not controller.active:
+            return
+        if controller.metadata_version < CONTROLLER_REGISTRATION_MV:
+            return
+        record = mr.RegisterControllerRecord(
+            controller_id=int(m.controller_id),
+            incarnation_id=m.incarnation_id,
+            zk_migration_ready=bool(m.zk_migration_ready),
+            end_points=tuple(
+                mr.register_controller_record.ControllerEndpoint(
+                    name=listener.name,
+                    host=listener.host,
+                    port=int(listener.port),
+                    security_protocol=int(listener.security_protocol),
+                )
+                for listener in m.listeners
+            ),
+            features=tuple(
+                mr.register_controller_record.ControllerFeature(
+                    name=name, min_supported_version=lo, max_supported_version=hi
+                )
+                for name, (lo, hi) in sorted(features.items())
+            ),
+        )
+        existing = controller.image.controllers.get(record.controller_id)
+        if (
+            existing is not None
+            and existing.incarnation_id == record.incarnation_id
+            and existing.endpoints == record.end_points
+            and existing.features == features
+        ):
+            return
+
+        def write() -> None:
+            if self.controller is not None and self.controller.active:
+                self._write([(record, 0)])
+
+        self.node.run(write)
+
+    # -- the committed log --------------------------------------------------------------------
+
+    def _run_sync(self) -> None:
+        self._sync_scheduled = False
+        if not self._stopped:
+            self.node.run(self._sync)
+
+    def _sync(self) -> None:
+        controller = self.controller
+        core = self.node.core
+        if controller is None or core is None or self._stopped:
+            return
+        if self._reload or self.position < self.node.log.start_offset:
+            self._reload = False
+            self._rebuild()
+        leader = core.state if isinstance(core.state, Leader) else None
+        if controller.active and (leader is None or leader.epoch != self._epoch):
+            self._deactivate()
+        hwm = core.high_watermark
+        if self.position < hwm:
+            self._replay_committed(hwm)
+        if (
+            not controller.active
+            and leader is not None
+            and hwm > leader.epoch_start_offset
+            and self.position >= hwm
+        ):
+            self._activate(leader.epoch)
+        self._resolve_waiters(core.high_watermark)
+        self._maybe_snapshot()
+        self._schedule_tick()
+
+    def _replay_committed(self, high_watermark: int) -> None:
+        controller = self.controller
+        assert controller is not None
+        log_ = self.node.log
+        while self.position < high_watermark:
+            data = log_.read(self.position, READ_CHUNK_BYTES)
+            if not data:
+                return
+            progressed = False
+            for header, pos in iter_batches(data):
+                if header.last_offset >= high_watermark:
+                    return
+                if header.last_offset < self.position:
+                    continue
+                progressed = True
+                if not header.is_control:
+                    self._replay_batch(data[pos : pos + header.size])
+                self.position = header.last_offset + 1
+            if not progressed:
+                return
+
+    def _replay_batch(self, batch: bytes) -> None:
+        controller = self.controller
+        assert controller is not None
+        for record in decode_records(batch):
+            if record.offset < self.position or record.value is None:
+                continue
+            self._bytes_since_snapshot += len(record.value)
+            try:
+                value, version = decode_record(record.value)
+                controller.replay(value, version, record.offset)
+            except (MetadataRecordError, ImageError) as e:
+                # Kafka's controller stops on such a record; pykraft counts it, logs it and
+                # goes on (MetadataErrorCount), so an operator sees it and the quorum lives.
+                self.metadata_errors += 1
+                log.error("metadata record at offset %d cannot be replayed: %s", record.offset, e)
+
+    def _load_snapshot(self) -> None:
+        """The newest snapshot into a fresh image; position = its end offset."""
+        controller = self.controller
+        assert controller is not None
+        controller.reset()
+        core = self.node.core
+        store = core.snapshots
+        latest = store.latest()
+        self.position = self.node.log.start_offset
+        if latest is None:
+            return
+        contents = read_snapshot(store, latest)
+        offset = latest.offset - 1
+        for record in contents.records:
+            if record.value is None:
+                continue
+            try:
+                value, version = decode_record(record.value)
+                controller.replay(value, version, offset)
+            except (MetadataRecordError, ImageError) as e:
+                self.metadata_errors += 1
+                log.error("snapshot %s record cannot be replayed: %s", latest, e)
+        self.position = max(self.position, latest.offset)
+        log.info("metadata image loaded from snapshot %s", latest)
+
+    def _rebuild(self) -> None:
+        self._load_snapshot()
+        self._bytes_since_snapshot = 0
+
+    # -- leadership ---------------------------------------------------------------------------
+
+    def _activate(self, epoch: int) -> None:
+        controller = self.controller
+        assert controller is not None
+        now = self.node.now_ms()
+        records = controller.activate(now, self.bootstrap)
+        self._epoch = epoch
+        log.info(
+            "active controller epoch=%d position=%d metadata.version=%s",
+            epoch,
+            self.position,
+            controller.image.metadata_version,
+        )
+        if records:
+            self._write(records)
+
+    def _deactivate(self) -> None:
+        controller = self.controller
+        assert controller is not None
+        controller.deactivate()
+        self._fail_waiters()
+        log.info("no longer the active controller epoch=%d", self._epoch)
+        self._epoch = -1
+        if self.position > self.node.core.high_watermark:
+            # Applied records that had not committed: back to the committed state.
+            self._rebuild()
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def _schedule_tick(self) -> None:
+        controller = self.controller
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if controller is None or self._stopped:
+            return
+        deadline = controller.next_deadline_ms()
+        if deadline is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - self.node.now_ms()) / 1000)
+        self._timer = loop.call_later(delay, lambda: self.node.run(self._tick))
+
+    def _tick(self) -> None:
+        self._timer = None
+        controller = self.controller
+        if controller is None or not controller.active:
+            return
+        records = controller.tick(self._context())
+        if records:
+            self._write(records)
+        self._schedule_tick()
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def _maybe_snapshot(self) -> None:
+        controller = self.controller
+        core = self.node.core
+        if controller is None or self._snapshotting:
+            return
+        if self._bytes_since_snapshot < self.config.snapshot_max_bytes:
+            return
+        end = self.position
+        if end > core.high_watermark or end <= self.node.log.start_offset:
+            return  # applied records not committed yet, or nothing new
+        values = self.snapshot_values()
+        self._snapshotting = True
+        self._bytes_since_snapshot = 0
+        self._snapshot_task = asyncio.ensure_future(self._snapshot(values, end))
+
+    def snapshot_values(self) -> list[bytes]:
+        controller = self.controller
+        assert controller is not None
+        mv = controller.metadata_version
+        return [
+            encode_record(record, version)
+            for record, version in controller.image.records(
+                partition_version(mv), register_broker_version(mv)
+            )
+        ]
+
+    async def _snapshot(self, values: list[bytes], end: int) -> None:
+        started = time.monotonic()
+        try:
+            sid = await self.node.create_snapshot(
+                lambda writer: _write_chunks(writer, values, self.node.now_ms()), end
+            )
+        except Exception as e:
+            log.warning("metadata snapshot at %d not written: %s", end, e)
+        else:
+            log.info(
+                "metadata snapshot written snapshot_id=%s records=%d in %.0f ms",
+                sid,
+                len(values),
+                (time.monotonic() - started) * 1000,
+            )
+        finally:
+            self._snapshotting = False
+
+
+def _write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:
+    for i in range(0, len(values), 2000):
+        writer.append(values[i : i + 2000], now_ms)
+
+
+def _only_kraft_version(m: Any) -> bool:
+    updates = getattr(m, "feature_updates", ())
+    return bool(updates) and all(u.feature == KRAFT_VERSION_FEATURE for u in updates)
+
+
+def load_image(metadata_log_dir: Path, end_offset: int | None = None) -> Image:
+    """The image a controller replays from a stopped node's metadata log directory: its
+    newest snapshot at or below ``end_offset``, then every whole batch below it (default: the
+    whole log). Records that cannot be replayed raise (this is for tests and tools)."""
+    partition_dir = metadata_log_dir / PARTITION_DIR_NAME
+    image = Image()
+    position = 0
+    store = FileSnapshotStore.open(partition_dir)
+    ids = [s for s in store.snapshot_ids() if end_offset is None or s.offset <= end_offset]
+    if ids:
+        contents = read_snapshot(store, ids[-1])
+        for record in contents.records:
+            if record.value is not None:
+                value, version = decode_record(record.value)
+                image.replay(value, version, ids[-1].offset - 1)
+        position = ids[-1].offset
+    for segment in sorted(partition_dir.glob("*.log")):
+        data = segment.read_bytes()
+        for header, pos in iter_batches(data):
+            if end_offset is not None and header.next_offset > end_offset:
+                return image
+            if header.last_offset < position or header.is_control:
+                continue
+            for record in decode_records(data[pos : pos + header.size]):
+                if record.offset >= position and record.value is not None:
+                    value, version = decode_record(record.value)
+                    image.replay(value, version, record.offset)
+            position = header.next_offset
+    return image

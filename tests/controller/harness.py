@@ -1,0 +1,159 @@
+"""A metadata controller driven in memory (no I/O, as the node drives it): requests built
+as kio messages of any version, records written at increasing offsets through their wire
+form (encoded and decoded again), replayed by the active controller and by a standby whose
+image must stay equal."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+from pykraft.controller.config import ControllerConfig
+from pykraft.controller.image import Image
+from pykraft.controller.quorum_controller import Context, QuorumController, Result
+from pykraft.metadata.serde import decode_record, encode_record
+from pykraft.protocol import ApiKey
+from pykraft.protocol.apis import request_schema
+from pykraft.protocol.build import make
+
+__all__ = ["CLUSTER_ID", "Harness"]
+
+CLUSTER_ID = "X5SvYNT7TJu0jYq2_o3_vg"
+BROKER_FEATURES = [
+    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 30},
+    {"name": "kraft.version", "min_supported_version": 0, "max_supported_version": 1},
+    {"name": "group.version", "min_supported_version": 0, "max_supported_version": 1},
+    {"name": "transaction.version", "min_supported_version": 0, "max_supported_version": 2},
+]
+
+
+class Harness:
+    def __init__(self, *, seed: int = 1, bootstrap: dict[str, int] | None = None, **config: Any) -> None:
+        self.controller = QuorumController(
+            ControllerConfig(**config), node_id=1, cluster_id=CLUSTER_ID, rng=random.Random(seed)
+        )
+        self.standby = Image()
+        self.offset = 0
+        self.now = 1_000
+        self.kraft_version = 0
+        self.written: list[tuple[Any, int, int]] = []
+        self.write(self.controller.activate(self.now, bootstrap))
+
+    @property
+    def image(self) -> Image:
+        return self.controller.image
+
+    def write(self, records: list[tuple[Any, int]]) -> int:
+        """Append ``records`` (through their wire form); returns the last offset."""
+        for record, version in records:
+            decoded, decoded_version = decode_record(encode_record(record, version))
+            assert decoded == record
+            self.controller.replay(decoded, decoded_version, self.offset)
+            self.standby.replay(decoded, decoded_version, self.offset)
+            self.written.append((decoded, decoded_version, self.offset))
+            self.offset += 1
+        if records:
+            self.controller.wrote(self.now)
+        self.image.check()
+        return self.offset - 1
+
+    def context(self) -> Context:
+        return Context(now_ms=self.now, next_offset=self.offset, kraft_version=self.kraft_version)
+
+    def call(self, api_key: int, version: int, **fields: Any) -> dict[str, Any]:
+        """Handle a request built from ``fields``; write its records; the response fields."""
+        request = make(request_schema(api_key, version), fields)
+        result: Result = self.controller.handle(api_key, version, request, self.context())
+        last = self.write(result.records)
+        if result.on_written is not None and result.records:
+            result.on_written(last)
+        return result.response
+
+    def tick(self, advance_ms: int = 0) -> list[tuple[Any, int]]:
+        self.now += advance_ms
+        records = self.controller.tick(self.context())
+        self.write(records)
+        return records
+
+    def images_equal(self) -> bool:
+        mv = self.image.metadata_version or 7
+        version = 2 if mv >= 23 else 1
+        return self.image.records(version, 3) == self.standby.records(version, 3)
+
+    # -- brokers ----------------------------------------------------------------------------
+
+    def register(
+        self,
+        broker_id: int,
+        *,
+        rack: str | None = None,
+        incarnation: uuid.UUID | None = None,
+        dirs: int = 1,
+        features: list[dict[str, Any]] | None = None,
+        cluster_id: str = CLUSTER_ID,
+        version: int = 4,
+        log_dirs: list[uuid.UUID] | None = None,
+    ) -> dict[str, Any]:
+        return self.call(
+            ApiKey.BROKER_REGISTRATION,
+            version,
+            broker_id=broker_id,
+            cluster_id=cluster_id,
+            incarnation_id=incarnation or uuid.UUID(int=(broker_id << 64) + 1000),
+            listeners=[
+                {"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9000 + broker_id, "security_protocol": 0}
+            ],
+            features=BROKER_FEATURES if features is None else features,
+            rack=rack,
+            log_dirs=log_dirs
+            if log_dirs is not None
+            else [uuid.UUID(int=(broker_id << 64) + 500 + i) for i in range(dirs)],
+        )
+
+    def heartbeat(
+        self,
+        broker_id: int,
+        *,
+        epoch: int | None = None,
+        offset: int | None = None,
+        want_fence: bool = False,
+        want_shut_down: bool = False,
+    ) -> dict[str, Any]:
+        broker = self.image.brokers.get(broker_id)
+        return self.call(
+            ApiKey.BROKER_HEARTBEAT,
+            1,
+            broker_id=broker_id,
+            broker_epoch=epoch if epoch is not None else (broker.epoch if broker else -1),
+            current_metadata_offset=self.offset - 1 if offset is None else offset,
+            want_fence=want_fence,
+            want_shut_down=want_shut_down,
+        )
+
+    def live_broker(self, broker_id: int, **kw: Any) -> int:
+        """Register and unfence ``broker_id``; its epoch."""
+        response = self.register(broker_id, **kw)
+        assert response["error_code"] == 0, response
+        beat = self.heartbeat(broker_id)
+        assert beat["is_fenced"] is False, beat
+        return int(response["broker_epoch"])
+
+    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> dict[str, Any]:
+        response = self.call(
+            ApiKey.CREATE_TOPICS,
+            7,
+            topics=[
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": rf,
+                    "assignments": extra.pop("assignments", []),
+                    "configs": [{"name": k, "value": v} for k, v in extra.pop("configs", {}).items()],
+                }
+            ],
+            timeout=30_000,
+            validate_only=extra.pop("validate_only", False),
+        )
+        (topic,) = response["topics"]
+        return dict(topic)
