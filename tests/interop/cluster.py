@@ -76,10 +76,17 @@ class KafkaCluster:
         controller_extra: str = "",
         broker_overrides: dict[str, object] | None = None,
     ) -> None:
-        ports = free_ports(controllers + brokers)
+        ports = free_ports(2 * controllers + brokers)
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(controllers))
         self.controllers: list[Proc] = [
-            make_config(tmp, i + 1, ports[i], voters=self.voters, extra=controller_extra)
+            make_config(
+                tmp,
+                i + 1,
+                ports[i],
+                voters=self.voters,
+                extra=controller_extra,
+                metrics_port=ports[controllers + brokers + i],
+            )
             for i in range(controllers)
         ]
         self.brokers: list[Broker] = []

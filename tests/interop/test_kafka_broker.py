@@ -190,6 +190,26 @@ def test_pykraft_topics_prints_what_kafka_topics_prints(
     )
 
 
+def test_controller_metrics(cluster: KafkaCluster) -> None:
+    """Kafka's controller metrics on the Prometheus endpoint: the active controller says so,
+    and every controller counts the same topics, partitions and brokers."""
+    leader = cluster.leader()
+    prefix = "kafka_controller_kafkacontroller_"
+    for p in cluster.controllers:
+        wait_for(
+            lambda p=p: p.scrape()[prefix + "global_topic_count"] >= 2,  # type: ignore[misc]
+            "every controller to replay the topics",
+        )
+        values = p.scrape()
+        assert values[prefix + "active_controller_count"] == float(p is leader)
+        assert values[prefix + "active_broker_count"] == 1
+        assert values[prefix + "fenced_broker_count"] == 0
+        assert values[prefix + "offline_partitions_count"] == 0
+        assert values[prefix + "metadata_error_count"] == 0
+        assert values[prefix + "global_partition_count"] >= 4 + 5  # smoke + __consumer_offsets
+        assert values[prefix + "last_applied_record_offset"] > 0
+
+
 def test_broker_follows_a_new_active_controller(cluster: KafkaCluster) -> None:
     old = cluster.leader()
     old.kill()

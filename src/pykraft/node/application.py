@@ -13,6 +13,7 @@ The node calls, all on its event loop:
   never from inside this call;
 * ``features()`` for ApiVersions: supported ranges, finalized levels and their epoch;
 * ``image()`` the metadata image, for Metadata and DescribeCluster (None: none yet);
+* ``metrics()`` its gauges for the Prometheus endpoint: (name, help, value) each;
 * ``stopped()`` once, when the node shuts down.
 """
 
@@ -43,5 +44,7 @@ class Application(Protocol):
     ) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int]: ...
 
     def image(self) -> Image | None: ...
+
+    def metrics(self) -> list[tuple[str, str, float]]: ...
 
     def stopped(self) -> None: ...

@@ -167,6 +167,56 @@ class ControllerHost:
     def image(self) -> Image | None:
         return None if self.controller is None else self.controller.image
 
+    def metrics(self) -> list[tuple[str, str, float]]:
+        """Kafka's controller metrics (JMX ``kafka.controller:type=KafkaController,name=X``)
+        as ``kafka_controller_kafkacontroller_`` + X in snake case."""
+        controller = self.controller
+        if controller is None:
+            return []
+        image = controller.image
+        partitions = list(image.all_partitions())
+        brokers = list(image.brokers.values())
+        values = [
+            ("ActiveControllerCount", "1 on the active controller", float(controller.active)),
+            ("GlobalTopicCount", "topics in the metadata image", len(image.topics)),
+            ("GlobalPartitionCount", "partitions in the metadata image", len(partitions)),
+            (
+                "OfflinePartitionsCount",
+                "partitions without a leader",
+                sum(1 for p in partitions if p.leader < 0),
+            ),
+            (
+                "PreferredReplicaImbalanceCount",
+                "partitions not led by their first replica",
+                sum(1 for p in partitions if p.replicas and p.leader != p.replicas[0]),
+            ),
+            ("FencedBrokerCount", "registered brokers fenced", sum(b.fenced for b in brokers)),
+            (
+                "ActiveBrokerCount",
+                "registered brokers not fenced",
+                sum(not b.fenced for b in brokers),
+            ),
+            (
+                "LastAppliedRecordOffset",
+                "offset of the last record in the image",
+                image.last_offset,
+            ),
+            (
+                "LastCommittedRecordOffset",
+                "offset of the last committed record",
+                self.node.core.high_watermark - 1,
+            ),
+            (
+                "MetadataErrorCount",
+                "records that could not be replayed, handler failures",
+                self.metadata_errors,
+            ),
+        ]
+        return [
+            (f"kafka_controller_kafkacontroller_{_snake(name)}", f"{name}: {doc}", float(value))
+            for name, doc, value in values
+        ]
+
     def after_ready(self, ready: Ready) -> None:
         if ready.snapshot_loaded is not None:
             self._reload = True
@@ -611,6 +661,10 @@ class ControllerHost:
             )
         finally:
             self._snapshotting = False
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
 def _write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:

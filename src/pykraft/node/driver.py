@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import functools
 import logging
 import random
@@ -470,9 +471,12 @@ class RaftNode:
         """The raft-metrics group now (on the loop thread); None before start."""
         if self.core is None or self.metrics is None:
             return None
-        return snapshot_of(
+        snapshot = snapshot_of(
             self.core, self.metrics, self.now_ms(), static_voters=bool(self.config.quorum_voters)
         )
+        if self.application is not None:
+            snapshot = dataclasses.replace(snapshot, extra=tuple(self.application.metrics()))
+        return snapshot
 
     def _schedule_poll(self, deadline_ms: int) -> None:
         assert self._loop is not None

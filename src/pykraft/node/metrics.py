@@ -164,6 +164,8 @@ class Snapshot:
     pending_remove_voter: int = 0
     is_observer: int = 0
     ignored_static_voters: int = 0
+    # The application's own gauges (the metadata controller's): (name, help, value).
+    extra: tuple[tuple[str, str, float], ...] = ()
 
 
 class RaftMetrics:
@@ -250,6 +252,13 @@ def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
 
 def families(s: Snapshot) -> list[Metric]:
     """The Prometheus metric families of one snapshot."""
+    extra: list[Metric] = [
+        GaugeMetricFamily(name, doc, value=value) for name, doc, value in s.extra
+    ]
+    return _raft_families(s) + extra
+
+
+def _raft_families(s: Snapshot) -> list[Metric]:
     state = GaugeMetricFamily(
         PREFIX + "current_state", "current-state: 1 for the replica's state", labels=["state"]
     )
