@@ -695,7 +695,7 @@ def _section_single(rep: Report) -> None:
         float(m.replace(",", ""))
         for m in re.findall(r"=\s*([\d,]+) events/s", sim.get("stdout", ""))
     ]
-    for name in ("bench_sim", "bench_log", "bench_protocol"):
+    for name in ("bench_sim", "bench_log", "bench_protocol", "bench_controller"):
         entry = single.get(name, {})
         body = entry.get("stdout") or entry.get("error") or "(not run)"
         rep.add(f"`bench/{name}.py`:", "", "```", body.strip(), "```", "")

@@ -212,6 +212,7 @@ def single_area(plan: Plan) -> dict[str, Any]:
         "bench_sim": ["--events", str(plan.sim_events), "--profiles", "none,chaos"],
         "bench_log": ["--records", str(plan.log_records)],
         "bench_protocol": [],
+        "bench_controller": [],
     }
     out: dict[str, Any] = {}
     for name, extra in runs.items():

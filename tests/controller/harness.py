@@ -29,7 +29,9 @@ BROKER_FEATURES = [
 
 
 class Harness:
-    def __init__(self, *, seed: int = 1, bootstrap: dict[str, int] | None = None, **config: Any) -> None:
+    def __init__(
+        self, *, seed: int = 1, bootstrap: dict[str, int] | None = None, **config: Any
+    ) -> None:
         self.controller = QuorumController(
             ControllerConfig(**config), node_id=1, cluster_id=CLUSTER_ID, rng=random.Random(seed)
         )
@@ -102,7 +104,12 @@ class Harness:
             cluster_id=cluster_id,
             incarnation_id=incarnation or uuid.UUID(int=(broker_id << 64) + 1000),
             listeners=[
-                {"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9000 + broker_id, "security_protocol": 0}
+                {
+                    "name": "PLAINTEXT",
+                    "host": "127.0.0.1",
+                    "port": 9000 + broker_id,
+                    "security_protocol": 0,
+                }
             ],
             features=BROKER_FEATURES if features is None else features,
             rack=rack,
@@ -139,7 +146,9 @@ class Harness:
         assert beat["is_fenced"] is False, beat
         return int(response["broker_epoch"])
 
-    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> dict[str, Any]:
+    def create_topic(
+        self, name: str, partitions: int = 1, rf: int = 1, **extra: Any
+    ) -> dict[str, Any]:
         response = self.call(
             ApiKey.CREATE_TOPICS,
             7,
@@ -149,7 +158,9 @@ class Harness:
                     "num_partitions": partitions,
                     "replication_factor": rf,
                     "assignments": extra.pop("assignments", []),
-                    "configs": [{"name": k, "value": v} for k, v in extra.pop("configs", {}).items()],
+                    "configs": [
+                        {"name": k, "value": v} for k, v in extra.pop("configs", {}).items()
+                    ],
                 }
             ],
             timeout=30_000,

@@ -31,7 +31,12 @@ def test_activation_on_an_empty_log_writes_the_bootstrap_features_in_a_transacti
 
 def test_activation_aborts_a_transaction_left_open() -> None:
     h = Harness()
-    h.write([(r.BeginTransactionRecord(name="half"), 0), (r.TopicRecord(name="t", topic_id=uuid.uuid4()), 0)])
+    h.write(
+        [
+            (r.BeginTransactionRecord(name="half"), 0),
+            (r.TopicRecord(name="t", topic_id=uuid.uuid4()), 0),
+        ]
+    )
     h.controller.deactivate()
     records = h.controller.activate(h.now, None)
     assert [type(rec).__name__ for rec, _ in records] == ["AbortTransactionRecord"]
@@ -73,7 +78,9 @@ def test_registration_errors_in_kafka_order() -> None:
     taken = list(h.image.brokers[1].log_dirs)
     nothing_written = h.offset
     assert h.register(2, log_dirs=taken)["error_code"] == ErrorCode.invalid_registration
-    assert h.register(2, log_dirs=[uuid.UUID(int=5)])["error_code"] == ErrorCode.invalid_registration
+    assert (
+        h.register(2, log_dirs=[uuid.UUID(int=5)])["error_code"] == ErrorCode.invalid_registration
+    )
     twice = [uuid.UUID(int=(7 << 64) + 1)] * 2
     assert h.register(2, log_dirs=twice)["error_code"] == ErrorCode.invalid_registration
     assert h.offset == nothing_written  # refusals write nothing
@@ -92,7 +99,12 @@ def test_heartbeat_unfences_only_once_caught_up_to_its_registration() -> None:
     h = Harness()
     epoch = h.register(1)["broker_epoch"]
     behind = h.heartbeat(1, offset=epoch - 1)
-    assert behind == {"error_code": 0, "is_caught_up": False, "is_fenced": True, "should_shut_down": False}
+    assert behind == {
+        "error_code": 0,
+        "is_caught_up": False,
+        "is_fenced": True,
+        "should_shut_down": False,
+    }
     wants_fence = h.heartbeat(1, offset=epoch, want_fence=True)
     assert wants_fence["is_caught_up"] is True and wants_fence["is_fenced"] is True
     before = h.offset

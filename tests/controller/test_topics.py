@@ -27,7 +27,11 @@ def h() -> Harness:
 def test_create_topic_records_and_response(h: Harness) -> None:
     before = h.offset
     topic = h.create_topic("orders", partitions=6, rf=3, configs={"retention.ms": "1000"})
-    assert topic["error_code"] == 0 and topic["num_partitions"] == 6 and topic["replication_factor"] == 3
+    assert (
+        topic["error_code"] == 0
+        and topic["num_partitions"] == 6
+        and topic["replication_factor"] == 3
+    )
     written = [rec for rec, _, off in h.written if off >= before]
     assert isinstance(written[0], r.TopicRecord) and written[0].topic_id == topic["topic_id"]
     assert isinstance(written[1], r.ConfigRecord) and written[1].name == "retention.ms"
@@ -89,9 +93,13 @@ def test_defaults_validate_only_and_manual_assignment(h: Harness) -> None:
     assert manual["error_code"] == 0
     tid = h.image.topics_by_name["manual"]
     assert h.image.topics[tid].partitions[0].replicas == (3, 1)
-    bad = h.create_topic("bad", partitions=-1, rf=-1, assignments=[{"partition_index": 0, "broker_ids": [1, 1]}])
+    bad = h.create_topic(
+        "bad", partitions=-1, rf=-1, assignments=[{"partition_index": 0, "broker_ids": [1, 1]}]
+    )
     assert bad["error_code"] == ErrorCode.invalid_replica_assignment
-    gone = h.create_topic("gone", partitions=-1, rf=-1, assignments=[{"partition_index": 0, "broker_ids": [42]}])
+    gone = h.create_topic(
+        "gone", partitions=-1, rf=-1, assignments=[{"partition_index": 0, "broker_ids": [42]}]
+    )
     assert gone["error_code"] == ErrorCode.invalid_replica_assignment
 
 
@@ -113,14 +121,32 @@ def test_duplicate_names_in_one_request(h: Harness) -> None:
 def test_delete_topics_by_name_and_id(h: Harness) -> None:
     a = h.create_topic("a")
     h.create_topic("b")
-    h.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, resources=[
-        {"resource_type": 2, "resource_name": "b", "configs": [{"name": "retention.ms", "config_operation": 0, "value": "5"}]}
-    ], validate_only=False)
+    h.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        resources=[
+            {
+                "resource_type": 2,
+                "resource_name": "b",
+                "configs": [{"name": "retention.ms", "config_operation": 0, "value": "5"}],
+            }
+        ],
+        validate_only=False,
+    )
     by_name = h.call(ApiKey.DELETE_TOPICS, 5, topic_names=["b", "nope"], timeout=1000)
-    assert [x["error_code"] for x in by_name["responses"]] == [0, ErrorCode.unknown_topic_or_partition]
+    assert [x["error_code"] for x in by_name["responses"]] == [
+        0,
+        ErrorCode.unknown_topic_or_partition,
+    ]
     assert "b" not in h.image.topics_by_name and (2, "b") not in h.image.configs
     by_id = h.call(
-        ApiKey.DELETE_TOPICS, 6, topics=[{"name": None, "topic_id": a["topic_id"]}, {"name": None, "topic_id": uuid.uuid4()}], timeout=1000
+        ApiKey.DELETE_TOPICS,
+        6,
+        topics=[
+            {"name": None, "topic_id": a["topic_id"]},
+            {"name": None, "topic_id": uuid.uuid4()},
+        ],
+        timeout=1000,
     )
     assert [x["error_code"] for x in by_id["responses"]] == [0, ErrorCode.unknown_topic_id]
     assert by_id["responses"][0]["name"] == "a" and not h.image.topics
@@ -132,7 +158,9 @@ def test_delete_topics_by_name_and_id(h: Harness) -> None:
 def test_create_partitions(h: Harness) -> None:
     h.create_topic("t", partitions=2, rf=2)
 
-    def grow(count: int, assignments: list[dict[str, list[int]]] | None = None) -> dict[str, object]:
+    def grow(
+        count: int, assignments: list[dict[str, list[int]]] | None = None
+    ) -> dict[str, object]:
         response = h.call(
             ApiKey.CREATE_PARTITIONS,
             3,
@@ -153,13 +181,20 @@ def test_create_partitions(h: Harness) -> None:
     assert h.image.topics[tid].partitions[4].replicas == (5, 6)
 
 
-def _alter(h: Harness, broker: int, epoch: int, tid: uuid.UUID, **part: object) -> dict[str, object]:
+def _alter(
+    h: Harness, broker: int, epoch: int, tid: uuid.UUID, **part: object
+) -> dict[str, object]:
     response = h.call(
         ApiKey.ALTER_PARTITION,
         3,
         broker_id=broker,
         broker_epoch=epoch,
-        topics=[{"topic_id": tid, "partitions": [{"partition_index": 0, "leader_recovery_state": 0, **part}]}],
+        topics=[
+            {
+                "topic_id": tid,
+                "partitions": [{"partition_index": 0, "leader_recovery_state": 0, **part}],
+            }
+        ],
     )
     if response["error_code"]:
         return {"error_code": response["error_code"]}
@@ -179,14 +214,54 @@ def test_alter_partition_contract_in_order(h: Harness) -> None:
         return [{"broker_id": b, "broker_epoch": h.image.brokers[b].epoch} for b in ids]
 
     shrink = isr(leader, others[0])
-    assert _alter(h, leader, epoch + 1, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink) == {
-        "error_code": ErrorCode.stale_broker_epoch
-    }
-    assert _alter(h, leader, epoch, uuid.uuid4(), leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink)["error_code"] == ErrorCode.unknown_topic_id
-    assert _alter(h, leader, epoch, tid, leader_epoch=1, partition_epoch=0, new_isr_with_epochs=shrink)["error_code"] == ErrorCode.not_controller
-    assert _alter(h, follower, h.image.brokers[follower].epoch, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink)["error_code"] == ErrorCode.invalid_request
-    assert _alter(h, leader, epoch, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=isr(others[0]))["error_code"] == ErrorCode.invalid_request
-    ok = _alter(h, leader, epoch, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink)
+    assert _alter(
+        h, leader, epoch + 1, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink
+    ) == {"error_code": ErrorCode.stale_broker_epoch}
+    assert (
+        _alter(
+            h,
+            leader,
+            epoch,
+            uuid.uuid4(),
+            leader_epoch=0,
+            partition_epoch=0,
+            new_isr_with_epochs=shrink,
+        )["error_code"]
+        == ErrorCode.unknown_topic_id
+    )
+    assert (
+        _alter(
+            h, leader, epoch, tid, leader_epoch=1, partition_epoch=0, new_isr_with_epochs=shrink
+        )["error_code"]
+        == ErrorCode.not_controller
+    )
+    assert (
+        _alter(
+            h,
+            follower,
+            h.image.brokers[follower].epoch,
+            tid,
+            leader_epoch=0,
+            partition_epoch=0,
+            new_isr_with_epochs=shrink,
+        )["error_code"]
+        == ErrorCode.invalid_request
+    )
+    assert (
+        _alter(
+            h,
+            leader,
+            epoch,
+            tid,
+            leader_epoch=0,
+            partition_epoch=0,
+            new_isr_with_epochs=isr(others[0]),
+        )["error_code"]
+        == ErrorCode.invalid_request
+    )
+    ok = _alter(
+        h, leader, epoch, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink
+    )
     assert ok == {
         "partition_index": 0,
         "error_code": 0,
@@ -197,12 +272,37 @@ def test_alter_partition_contract_in_order(h: Harness) -> None:
         "partition_epoch": 1,
     }
     # The old partition epoch is now stale; a stale leader epoch is fenced.
-    assert _alter(h, leader, epoch, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink)["error_code"] == ErrorCode.invalid_update_version
+    assert (
+        _alter(
+            h, leader, epoch, tid, leader_epoch=0, partition_epoch=0, new_isr_with_epochs=shrink
+        )["error_code"]
+        == ErrorCode.invalid_update_version
+    )
     # An ISR member with a wrong broker epoch, or fenced, is ineligible.
-    wrong = [{"broker_id": leader, "broker_epoch": epoch}, {"broker_id": others[1], "broker_epoch": 999}]
-    assert _alter(h, leader, epoch, tid, leader_epoch=0, partition_epoch=1, new_isr_with_epochs=wrong)["error_code"] == ErrorCode.ineligible_replica
-    grown = _alter(h, leader, epoch, tid, leader_epoch=0, partition_epoch=1, new_isr_with_epochs=isr(leader, *others))
-    assert grown["error_code"] == 0 and grown["partition_epoch"] == 2 and set(grown["isr"]) == set(p.replicas)  # type: ignore[arg-type]
+    wrong = [
+        {"broker_id": leader, "broker_epoch": epoch},
+        {"broker_id": others[1], "broker_epoch": 999},
+    ]
+    assert (
+        _alter(h, leader, epoch, tid, leader_epoch=0, partition_epoch=1, new_isr_with_epochs=wrong)[
+            "error_code"
+        ]
+        == ErrorCode.ineligible_replica
+    )
+    grown = _alter(
+        h,
+        leader,
+        epoch,
+        tid,
+        leader_epoch=0,
+        partition_epoch=1,
+        new_isr_with_epochs=isr(leader, *others),
+    )
+    assert (
+        grown["error_code"] == 0
+        and grown["partition_epoch"] == 2
+        and set(grown["isr"]) == set(p.replicas)
+    )  # type: ignore[arg-type]
     assert h.images_equal()
 
 
@@ -213,9 +313,15 @@ def test_configs_incremental_and_legacy(h: Harness) -> None:
         response = h.call(
             ApiKey.INCREMENTAL_ALTER_CONFIGS,
             1,
-            resources=[{"resource_type": rtype, "resource_name": name, "configs": [
-                {"name": k, "config_operation": op, "value": v} for k, op, v in ops
-            ]}],
+            resources=[
+                {
+                    "resource_type": rtype,
+                    "resource_name": name,
+                    "configs": [
+                        {"name": k, "config_operation": op, "value": v} for k, op, v in ops
+                    ],
+                }
+            ],
             validate_only=False,
         )
         return int(response["responses"][0]["error_code"])
@@ -228,20 +334,32 @@ def test_configs_incremental_and_legacy(h: Harness) -> None:
     assert incremental(("retention.ms", 2, "5")) == ErrorCode.invalid_config  # not a LIST
     assert incremental(("cleanup.policy", 1, None)) == 0  # DELETE
     assert (2, "t") not in h.image.configs
-    assert incremental(("retention.ms", 0, "1"), name="missing") == ErrorCode.unknown_topic_or_partition
+    assert (
+        incremental(("retention.ms", 0, "1"), name="missing")
+        == ErrorCode.unknown_topic_or_partition
+    )
     assert incremental(("log.retention.ms", 0, "1"), rtype=4, name="1") == 0
     assert incremental(("log.retention.ms", 0, "1"), rtype=4, name="x") == ErrorCode.invalid_request
     legacy = h.call(
         ApiKey.ALTER_CONFIGS,
         2,
-        resources=[{"resource_type": 2, "resource_name": "t", "configs": [{"name": "segment.ms", "value": "100"}]}],
+        resources=[
+            {
+                "resource_type": 2,
+                "resource_name": "t",
+                "configs": [{"name": "segment.ms", "value": "100"}],
+            }
+        ],
         validate_only=False,
     )
     assert legacy["responses"][0]["error_code"] == 0
     assert h.image.configs[(2, "t")] == {"segment.ms": "100"}
     described = h.call(
-        ApiKey.DESCRIBE_CONFIGS, 4, resources=[{"resource_type": 2, "resource_name": "t", "configuration_keys": None}],
-        include_synonyms=False, include_documentation=False,
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        resources=[{"resource_type": 2, "resource_name": "t", "configuration_keys": None}],
+        include_synonyms=False,
+        include_documentation=False,
     )
     entries = {c["name"]: c for c in described["results"][0]["configs"]}
     assert entries["segment.ms"]["value"] == "100" and entries["segment.ms"]["config_source"] == 1
@@ -260,7 +378,9 @@ def test_topic_config_validation_follows_kafka_logconfig() -> None:
     ]:
         with pytest.raises(ApiError) as caught:
             validate_topic_config(name, value)
-        assert caught.value.code == ErrorCode.invalid_config and name in (caught.value.message or "")
+        assert caught.value.code == ErrorCode.invalid_config and name in (
+            caught.value.message or ""
+        )
 
 
 def test_update_features_checks_every_broker(h: Harness) -> None:
@@ -269,7 +389,9 @@ def test_update_features_checks_every_broker(h: Harness) -> None:
             ApiKey.UPDATE_FEATURES,
             2,
             timeout=1000,
-            feature_updates=[{"feature": name, "max_version_level": level, "upgrade_type": upgrade_type}],
+            feature_updates=[
+                {"feature": name, "max_version_level": level, "upgrade_type": upgrade_type}
+            ],
             validate_only=False,
         )
 
@@ -296,7 +418,11 @@ def test_elections_preferred_and_unclean(h: Harness) -> None:
 
     def elect(kind: int) -> int:
         response = h.call(
-            ApiKey.ELECT_LEADERS, 2, election_type=kind, topic_partitions=[{"topic": "t", "partitions": [0]}], timeout=1000
+            ApiKey.ELECT_LEADERS,
+            2,
+            election_type=kind,
+            topic_partitions=[{"topic": "t", "partitions": [0]}],
+            timeout=1000,
         )
         return int(response["replica_election_results"][0]["partition_result"][0]["error_code"])
 
@@ -306,15 +432,23 @@ def test_elections_preferred_and_unclean(h: Harness) -> None:
             3,
             broker_id=leader,
             broker_epoch=h.image.brokers[leader].epoch,
-            topics=[{"topic_id": tid, "partitions": [{
-                "partition_index": 0,
-                "leader_epoch": p.leader_epoch,
-                "partition_epoch": p.partition_epoch,
-                "leader_recovery_state": 0,
-                "new_isr_with_epochs": [
-                    {"broker_id": b, "broker_epoch": h.image.brokers[b].epoch} for b in members
-                ],
-            }]}],
+            topics=[
+                {
+                    "topic_id": tid,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "leader_epoch": p.leader_epoch,
+                            "partition_epoch": p.partition_epoch,
+                            "leader_recovery_state": 0,
+                            "new_isr_with_epochs": [
+                                {"broker_id": b, "broker_epoch": h.image.brokers[b].epoch}
+                                for b in members
+                            ],
+                        }
+                    ],
+                }
+            ],
         )
         assert response["topics"][0]["partitions"][0]["error_code"] == 0, response
 

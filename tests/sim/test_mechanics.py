@@ -102,6 +102,7 @@ def test_parse_seeds_and_profiles() -> None:
         "reconfig",
         "membership",
         "upgrade",
+        "controller",
         "chaos",
     }
     for profile in PROFILES.values():

@@ -18,7 +18,9 @@ import sys
 from typing import Any
 
 # Every profile of pykraft.sim.profiles.PROFILES (kept in step by tests/sim/test_cli_sim.py).
-_DEFAULT_PROFILES = "none,lossy,partitions,crashes,disk,reconfig,membership,upgrade,chaos"
+_DEFAULT_PROFILES = (
+    "none,lossy,partitions,crashes,disk,reconfig,membership,upgrade,controller,chaos"
+)
 
 
 def register(sub: Any) -> None:

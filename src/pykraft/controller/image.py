@@ -13,7 +13,8 @@ means "no change"), even if it names the same leader.
 ``records()`` writes the image back out as records (a snapshot): features first
 (``metadata.version`` leading), then controllers, brokers, topics with their partitions,
 configs, producer ids, and the kinds the controller stores but does not interpret (ACLs,
-quotas, SCRAM credentials, delegation tokens) as they were last written.
+quotas, SCRAM credentials, delegation tokens) as they were last written; each kind in a fixed
+order (by id or name), so that equal images write equal records.
 
 Invariants (checked by ``check``): every partition's topic exists; ISR is a subset of
 replicas; a leader, when there is one, is in the ISR and among the replicas; topic names and
@@ -345,7 +346,7 @@ class Image:
                 out.append((r.FeatureLevelRecord(name=name, feature_level=level), 0))
         if self.migration_state:
             out.append((r.ZkMigrationStateRecord(zk_migration_state=self.migration_state), 0))
-        for c in self.controllers.values():
+        for _, c in sorted(self.controllers.items()):
             out.append(
                 (
                     r.RegisterControllerRecord(
@@ -363,13 +364,13 @@ class Image:
                     0,
                 )
             )
-        for b in self.brokers.values():
+        for _, b in sorted(self.brokers.items()):
             out.append((broker_record(b, broker_version), broker_version))
-        for topic in self.topics.values():
+        for topic in sorted(self.topics.values(), key=lambda t: t.name):
             out.append((r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
-            for p in topic.partitions.values():
+            for _, p in sorted(topic.partitions.items()):
                 out.append((partition_record(p, partition_version), partition_version))
-        for (resource_type, resource_name), configs in self.configs.items():
+        for (resource_type, resource_name), configs in sorted(self.configs.items()):
             for name, value in sorted(configs.items()):
                 out.append(
                     (
@@ -394,7 +395,7 @@ class Image:
                     0,
                 )
             )
-        out.extend(self.opaque.values())
+        out.extend(value for _, value in sorted(self.opaque.items(), key=lambda kv: repr(kv[0])))
         return out
 
     # -- invariants ------------------------------------------------------------------------

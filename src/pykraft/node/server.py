@@ -9,7 +9,7 @@ The node runs the metadata controller (``pykraft.node.controller_host``) on its 
 one small record every interval and log ``committed offset=... value=node-<id>-<n>`` once it
 commits: a heartbeat the end-to-end tests and ``pykraft local up`` follow. The record is a
 metadata ``NoOpRecord`` carrying the value in a tagged field of its own
-(``DEBUG_VALUE_TAG``), so every controller, pykraft's or Kafka's, replays it as a no-op.
+(``pykraft.metadata.tagged``), so every controller, pykraft's or Kafka's, replays it as a no-op.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from pykraft.metadata.records import NoOpRecord
-from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
+from pykraft.metadata.tagged import tagged_noop, tagged_value
 from pykraft.node.config import ConfigError, NodeConfig, load_config
 from pykraft.node.controller_host import ControllerHost
 from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
@@ -33,29 +32,17 @@ from pykraft.raft.config import NotLeaderError
 from pykraft.storage import StorageError
 from pykraft.storage.bootstrap import read_bootstrap_metadata
 
-__all__ = ["DEBUG_VALUE_TAG", "debug_record", "debug_value", "run_server", "serve"]
-
-DEBUG_VALUE_TAG = 8530  # a tagged field Kafka's NoOpRecord does not define
+__all__ = ["debug_record", "debug_value", "run_server", "serve"]
 
 
 def debug_record(value: bytes) -> bytes:
     """The debug appender's record: a NoOpRecord carrying ``value``."""
-    return encode_record(NoOpRecord(unknown_tagged_fields=((DEBUG_VALUE_TAG, value),)), 0)
+    return tagged_noop(value)
 
 
 def debug_value(record_value: bytes | None) -> bytes | None:
     """The value of a debug record (None for any other record)."""
-    if record_value is None:
-        return None
-    try:
-        record, _ = decode_record(record_value)
-    except MetadataRecordError:
-        return None
-    if isinstance(record, NoOpRecord):
-        for tag, value in record.unknown_tagged_fields:
-            if tag == DEBUG_VALUE_TAG:
-                return value
-    return None
+    return tagged_value(record_value)
 
 
 log = logging.getLogger("pykraft.node")

@@ -340,7 +340,7 @@ class _Gen:
             code = ">" + _FIXED[t]
             fmt = self.fmt(code)
             if t == "uuid":
-                self.emit(f"{var} = uuid.UUID(bytes={fmt}.unpack_from(b, p)[0])", ind)
+                self.emit(f"{var} = as_uuid({fmt}.unpack_from(b, p)[0])", ind)
             else:
                 self.emit(f"({var},) = {fmt}.unpack_from(b, p)", ind)
             self.emit(f"p += {struct_size(code)}", ind)
@@ -375,7 +375,7 @@ class _Gen:
                 for f in group:
                     if f.type == "uuid":
                         var = f"v_{snake(f.name)}"
-                        self.emit(f"{var} = uuid.UUID(bytes={var})", 1)
+                        self.emit(f"{var} = as_uuid({var})", 1)
             else:
                 self.read_value(group, f"v_{snake(group.name)}", v, flex, 1)
         unknown = "()"
@@ -441,6 +441,7 @@ class _Gen:
             "    ZERO_UUID,",
             "    SchemaEncodeError,",
             "    UnsupportedVersionError,",
+            "    as_uuid,",
             "    check_default,",
             "    encode_with,",
             "    guard,",

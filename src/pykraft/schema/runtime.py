@@ -14,6 +14,7 @@ huge allocation.
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from collections.abc import Callable, Sequence
@@ -69,6 +70,8 @@ def w_uvarint(out: bytearray, value: int) -> None:
 
 
 def r_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: most lengths and versions
+        return buf[pos], pos + 1
     result = 0
     shift = 0
     while True:
@@ -95,7 +98,11 @@ def w_clen(out: bytearray, length: int | None) -> None:
 def r_clen(buf: bytes, pos: int, min_size: int) -> tuple[int | None, int]:
     """A compact length, checked against the bytes left (each element at least
     ``min_size`` bytes); None for null."""
-    raw, pos = r_uvarint(buf, pos)
+    if pos < len(buf) and buf[pos] < 0x80:
+        raw = buf[pos]
+        pos += 1
+    else:
+        raw, pos = r_uvarint(buf, pos)
     if raw == 0:
         return None, pos
     length = raw - 1
@@ -221,9 +228,26 @@ def w_uuid(out: bytearray, value: uuid.UUID) -> None:
     out += value.bytes
 
 
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_UUIDS_MAX = 1 << 16
+
+
+def as_uuid(raw: bytes) -> uuid.UUID:
+    """The UUID of 16 bytes; the same bytes give the same (immutable) object while it is in a
+    bounded cache: a metadata log repeats the same topic and directory ids many times over."""
+    value = _UUIDS.get(raw)
+    if value is None:
+        if len(_UUIDS) >= _UUIDS_MAX:
+            _UUIDS.clear()
+        value = _UUIDS[raw] = uuid.UUID(bytes=raw)
+    return value
+
+
 def r_uuid(buf: bytes, pos: int) -> tuple[uuid.UUID, int]:
-    end = need(buf, pos, UUID_BYTES)
-    return uuid.UUID(bytes=bytes(buf[pos:end])), end
+    end = pos + UUID_BYTES
+    if end > len(buf):
+        need(buf, pos, UUID_BYTES)
+    return as_uuid(bytes(buf[pos:end])), end
 
 
 # -- arrays -----------------------------------------------------------------------------------
@@ -263,8 +287,13 @@ def r_fixed_array(
     if length == 0:
         return (), pos
     end = need(buf, pos, length * fmt.size)
-    values: tuple[int, ...] = struct.unpack_from(f">{length}{fmt.format[1:]}", buf, pos)
+    values: tuple[int, ...] = _many(fmt.format, length).unpack_from(buf, pos)
     return values, end
+
+
+@functools.lru_cache(maxsize=1024)
+def _many(fmt: str, length: int) -> struct.Struct:
+    return struct.Struct(f">{length}{fmt[1:]}")
 
 
 def w_array_len(out: bytearray, compact: bool, items: Sequence[object] | None) -> None:

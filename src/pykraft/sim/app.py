@@ -14,6 +14,7 @@ its node installed a snapshot fetched from the leader.
 
 from __future__ import annotations
 
+from pykraft.metadata.tagged import tagged_noop, tagged_value
 from pykraft.raft.interfaces import ReplicatedLog, SnapshotStore
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.records import decode_records, iter_batches
@@ -41,6 +42,7 @@ class StateMachine:
         "records",
         "records_since_snapshot",
         "snapshot_every_records",
+        "tagged",
     )
 
     def __init__(self, node_id: int, history: CommittedHistory, snapshot_every_records: int):
@@ -51,6 +53,9 @@ class StateMachine:
         self.records = 0
         self.digest = 0
         self.records_since_snapshot = 0
+        # Under the metadata controller every record must be a metadata record: the state
+        # goes in a NoOpRecord's tagged field (pykraft.metadata.tagged).
+        self.tagged = False
 
     def reset(self) -> None:
         self.applied_end = self.records = self.digest = self.records_since_snapshot = 0
@@ -113,7 +118,8 @@ class StateMachine:
         """The one record of application state a snapshot at ``applied_end`` holds."""
         assert snapshot_id.offset == self.applied_end, (snapshot_id, self.applied_end)
         self.records_since_snapshot = 0
-        return SNAPSHOT_PREFIX + b"%d:%d:%d" % (self.applied_end, self.records, self.digest)
+        value = SNAPSHOT_PREFIX + b"%d:%d:%d" % (self.applied_end, self.records, self.digest)
+        return tagged_noop(value) if self.tagged else value
 
     def load_snapshot(self, store: SnapshotStore, snapshot_id: OffsetAndEpoch) -> None:
         """Reload the state from a snapshot and check it against the committed history."""
@@ -129,7 +135,7 @@ class StateMachine:
             if header.is_control:
                 continue
             for record in decode_records(data[pos : pos + header.size]):
-                value = record.value
+                value = tagged_value(record.value) or record.value
                 if value is not None and value.startswith(SNAPSHOT_PREFIX):
                     fields = value[len(SNAPSHOT_PREFIX) :].split(b":")
                     end, records, digest = (int(x) for x in fields)

@@ -20,6 +20,7 @@ from pykraft.raft.messages import Outbound
 from pykraft.raft.roles import Leader
 from pykraft.raft.types import ReplicaKey
 from pykraft.sim.app import StateMachine
+from pykraft.sim.controller import SimController
 from pykraft.sim.history import CommittedHistory
 from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
 
@@ -48,6 +49,7 @@ class SimNode:
     __slots__ = (
         "app",
         "auto_join",
+        "controller",
         "core",
         "deadline_ms",
         "endpoint_generation",
@@ -125,6 +127,8 @@ class SimNode:
         self.obs_voters_offset = -2
         # Admin operations the core reported finished (``Ready.completed``).
         self.on_completed: Completed | None = None
+        # The metadata controller (profile ``controller``), else None.
+        self.controller: SimController | None = None
 
     @property
     def up(self) -> bool:
@@ -141,9 +145,13 @@ class SimNode:
     def start(self, core_factory: Callable[[SimNode], RaftCore]) -> None:
         assert self.core is None
         self.app.reset()
+        if self.controller is not None:
+            self.controller.reset()
         latest = self.snapshots.latest()
         if latest is not None:
             self.app.load_snapshot(self.snapshots, latest)
+            if self.controller is not None:
+                self.controller.load_snapshot(self.snapshots, latest)
         core = core_factory(self)
         self.core = core
         self.obs_role = core.role
@@ -158,6 +166,8 @@ class SimNode:
     def crash(self) -> None:
         assert self.core is not None
         self.core = None
+        if self.controller is not None:
+            self.controller.reset()
         self.incarnation += 1
         self.poll_at_ms = -1
         self.obs_role = "down"
@@ -214,6 +224,8 @@ class SimNode:
             if ready.snapshot_loaded is not None:
                 self.snapshots_installed += 1
                 self.app.load_snapshot(self.snapshots, ready.snapshot_loaded)
+                if self.controller is not None:
+                    self.controller.load_snapshot(self.snapshots, ready.snapshot_loaded)
             # Whether the state the final observation would see was observed already (only
             # the application ran since, which changes nothing the checker reads).
             observed = False
@@ -221,9 +233,14 @@ class SimNode:
                 observe(self, now_ms)
                 observed = True
                 self.app.apply(self.log, ready.high_watermark)
-                if self.app.wants_snapshot():
-                    self._snapshot(core, now_ms)  # moves the log start: observe again
-                    observed = False
+            if self.controller is not None:
+                self.controller.sync(core, self.log, self.snapshots, now_ms)
+            if (
+                ready.high_watermark is not None
+                and self.app.wants_snapshot()
+                and self._snapshot(core, now_ms)
+            ):
+                observed = False  # the log start moved: observe again
             if ready.completed and self.on_completed is not None:
                 self.on_completed(self, ready.completed)
                 observed = False
@@ -236,10 +253,22 @@ class SimNode:
                 return
         raise AssertionError(f"node {self.id}: Ready still flushing after {READY_ROUNDS_MAX}")
 
-    def _snapshot(self, core: RaftCore, now_ms: int) -> None:
+    def _snapshot(self, core: RaftCore, now_ms: int) -> bool:
         """The application snapshots its state at its applied offset (<= the high
-        watermark); the core may then advance the log start and delete old batches."""
-        writer = core.create_snapshot(self.app.applied_end, now_ms)
-        writer.append([self.app.snapshot_value(writer.snapshot_id)], now_ms)
+        watermark), followed by the metadata image's records under the controller (when the
+        image is exactly the committed state there; else later); the core may then advance
+        the log start and delete old batches."""
+        end = self.app.applied_end
+        if end <= self.log.start_offset:
+            return False
+        image: list[bytes] = []
+        if self.controller is not None:
+            values = self.controller.snapshot_values(end)
+            if values is None:
+                return False
+            image = values
+        writer = core.create_snapshot(end, now_ms)
+        writer.append([self.app.snapshot_value(writer.snapshot_id), *image], now_ms)
         writer.freeze(now_ms)
         self.snapshots_created += 1
+        return True

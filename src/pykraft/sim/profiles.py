@@ -42,6 +42,9 @@ also says how each is kept from making the quorum unavailable for good):
 Membership operations need kraft.version 1, or a profile that starts at 0 and upgrades:
 before the upgrade they are refused (UNSUPPORTED_VERSION), which is tested too.
 
+``controller_brokers`` runs the metadata controller on every node, driven by simulated
+brokers (see ``pykraft.sim.controller`` and ``pykraft.sim.brokers``): profile ``controller``.
+
 ``max_down`` bounds how many nodes may be stopped (crashed, shut down, wiped) at once. The
 profiles ``crashes`` and ``disk`` keep a majority of voters up; ``chaos`` does not.
 """
@@ -89,6 +92,9 @@ class FaultProfile:
     kraft_version: int = 0
     # None: a minority of the voters (the quorum stays available); else an absolute bound.
     max_down: int | None = None
+    # The metadata controller on every node, driven by this many simulated Kafka brokers
+    # (pykraft.sim.brokers); 0: the plain application only.
+    controller_brokers: int = 0
 
     def __post_init__(self) -> None:
         for name in ("drop_rate", "duplicate_rate", "reorder_rate", "link_loss_rate"):
@@ -212,6 +218,19 @@ PROFILES: dict[str, FaultProfile] = {
             partition_weight=1.0,
             crash_weight=1.0,
             wipe_weight=0.5,
+        ),
+        # The metadata controller (issue 15): simulated brokers register, heartbeat, change
+        # ISRs, crash, shut down and return; an admin creates and deletes topics; the
+        # controller invariants (pykraft.sim.controller) after every event.
+        FaultProfile(
+            name="controller",
+            drop_rate=0.01,
+            latency_max_ms=10,
+            nemesis_interval_ms=2_500,
+            crash_weight=2.0,
+            shutdown_weight=1.0,
+            partition_weight=1.0,
+            controller_brokers=3,
         ),
         FaultProfile(
             name="chaos",

@@ -48,13 +48,17 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from pykraft.controller.config import ControllerConfig
+from pykraft.metadata.tagged import tagged_noop
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import REQUEST_TYPES, FetchResponse, Inbound, Outbound, RequestFailed
 from pykraft.raft.types import Endpoint
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.sim.bootstrap import PORT_BASE, endpoint_of, format_bootstrap
+from pykraft.sim.brokers import SimBrokers
 from pykraft.sim.config import SimConfig, SimResult, Violation
+from pykraft.sim.controller import ControllerChecker, SimController
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.invariants import InvariantChecker
 from pykraft.sim.nemesis import Nemesis
@@ -78,7 +82,8 @@ EV_REFUSED = 3  # payload: transport id (destination was down: connection refuse
 EV_APPEND = 4
 EV_NEMESIS = 5
 EV_HEAL = 6  # payload: fault id
-EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "heal")
+EV_BROKER = 7  # payload: a simulated broker's event (pykraft.sim.brokers)
+EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "heal", "broker")
 
 # The core's own list (requests vs responses), as a set for a fast ``type(body) in``.
 _REQUEST_TYPES = frozenset(REQUEST_TYPES)
@@ -173,12 +178,33 @@ class Simulation:
         self.final_reassignment = (
             FinalReassignment(self, final_rng) if config.profile.membership_ops else None
         )
+        # The metadata controller and its brokers (profile ``controller``): streams derived
+        # from the seed alone, so that no other stream changed.
+        self.brokers: SimBrokers | None = None
+        self.controller_checker: ControllerChecker | None = None
+        if config.profile.controller_brokers:
+            checker = ControllerChecker()
+            self.controller_checker = checker
+            controller_config = ControllerConfig(broker_session_timeout_ms=9_000)
+            for node in self.nodes:
+                node.app.tagged = True
+                node.controller = SimController(
+                    node.id, controller_config, config.seed * 1_000_003 + node.id, checker
+                )
+            self.brokers = SimBrokers(
+                self,
+                random.Random(config.seed * 7_919 + 104_729),
+                config.profile.controller_brokers,
+            )
 
     # -- scheduling --------------------------------------------------------------------------
 
     def _push(self, at_ms: int, kind: int, node_id: int, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self.queue, (at_ms, self._seq, kind, node_id, payload))
+
+    def push_broker_event(self, delay_ms: int, payload: tuple[Any, ...]) -> None:
+        self._push(self.now_ms + delay_ms, EV_BROKER, 0, payload)
 
     def schedule_heal(self, at_ms: int, fault_id: int) -> None:
         self._push(at_ms, EV_HEAL, 0, fault_id)
@@ -350,6 +376,8 @@ class Simulation:
             self._push(self._next_append_ms(), EV_APPEND, 0, None)
             if self.nemesis.enabled:
                 self._push(self.nemesis.next_interval_ms(), EV_NEMESIS, 0, None)
+            if self.brokers is not None:
+                self.brokers.start()
             self._loop(config.events, until_ms=None)
             self._heal()
             until_ms = self.now_ms + config.liveness_bound_ms
@@ -493,9 +521,22 @@ class Simulation:
             if not self.healing:
                 self.nemesis.strike()
                 self._push(self.now_ms + self.nemesis.next_interval_ms(), EV_NEMESIS, 0, None)
+        elif kind == EV_BROKER:
+            assert self.brokers is not None and isinstance(payload, tuple)
+            if payload[0] == "tick":
+                self._controller_ticks()
+            self.brokers.on_event(payload)
         else:  # EV_HEAL
             assert isinstance(payload, int)
             self.nemesis.heal(payload)
+
+    def _controller_ticks(self) -> None:
+        """The active controllers' timers (session expiry, idle NoOpRecords)."""
+        for node in self.nodes:
+            controller = node.controller
+            if node.core is not None and controller is not None and controller.active:
+                controller.tick(node.core, node.log, self.now_ms)
+                self._after(node)
 
     # -- workload ------------------------------------------------------------------------------
 
@@ -515,6 +556,8 @@ class Simulation:
         count = 1 + int(rng.random() * self.config.append_records_max)
         base = self.result.appends
         values = [b"n%d-a%d-r%d" % (node.id, base, i) for i in range(count)]
+        if node.controller is not None:
+            values = [tagged_noop(v) for v in values]
         try:
             last_offset = core.append(values, self.now_ms)
         except NotLeaderError:
@@ -581,7 +624,14 @@ class Simulation:
     def _finish(self) -> None:
         self.stats.finish(self.now_ms, self.checker.checks)
         result = self.result
-        result.operations = dict(sorted(self.operations.counts.items()))
+        counts = dict(self.operations.counts)
+        if self.brokers is not None:
+            counts.update(self.brokers.counts)
+            writes = sum(n.controller.writes for n in self.nodes if n.controller is not None)
+            counts["controller_writes"] = writes
+            if self.controller_checker is not None:
+                counts["controller_checks"] = self.controller_checker.checks
+        result.operations = dict(sorted(counts.items()))
         voters = current_voters(self)
         result.final_voters = ",".join(str(i) for i in sorted(voters.ids))
         leader = self.leader()

@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     encode_with,
     guard,
     nonnull,
@@ -99,7 +100,7 @@ def _w_AccessControlEntryRecord_v0(o: AccessControlEntryRecord, out: bytearray) 
 def _r_AccessControlEntryRecord_v0(b: bytes, p: int) -> tuple[AccessControlEntryRecord, int]:
     (v_id, v_resource_type,) = _F0.unpack_from(b, p)
     p += 17
-    v_id = uuid.UUID(bytes=v_id)
+    v_id = as_uuid(v_id)
     n_v_resource_name, p = r_cstr(b, p)
     v_resource_name = nonnull(n_v_resource_name, "ResourceName")
     (v_pattern_type,) = _F1.unpack_from(b, p)

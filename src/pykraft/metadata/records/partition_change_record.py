@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     check_default,
     encode_with,
     guard,
@@ -144,7 +145,7 @@ def _r_PartitionChangeRecord_v0(b: bytes, p: int) -> tuple[PartitionChangeRecord
     v_last_known_elr: tuple[int, ...] | None = None
     (v_partition_id, v_topic_id,) = _F0.unpack_from(b, p)
     p += 20
-    v_topic_id = uuid.UUID(bytes=v_topic_id)
+    v_topic_id = as_uuid(v_topic_id)
     unknown: list[tuple[int, bytes]] = []
     count, p = r_uvarint(b, p)
     for _ in range(count):
@@ -226,7 +227,7 @@ def _r_PartitionChangeRecord_v1(b: bytes, p: int) -> tuple[PartitionChangeRecord
     v_last_known_elr: tuple[int, ...] | None = None
     (v_partition_id, v_topic_id,) = _F0.unpack_from(b, p)
     p += 20
-    v_topic_id = uuid.UUID(bytes=v_topic_id)
+    v_topic_id = as_uuid(v_topic_id)
     unknown: list[tuple[int, bytes]] = []
     count, p = r_uvarint(b, p)
     for _ in range(count):
@@ -317,7 +318,7 @@ def _r_PartitionChangeRecord_v2(b: bytes, p: int) -> tuple[PartitionChangeRecord
     v_last_known_elr: tuple[int, ...] | None = None
     (v_partition_id, v_topic_id,) = _F0.unpack_from(b, p)
     p += 20
-    v_topic_id = uuid.UUID(bytes=v_topic_id)
+    v_topic_id = as_uuid(v_topic_id)
     unknown: list[tuple[int, bytes]] = []
     count, p = r_uvarint(b, p)
     for _ in range(count):

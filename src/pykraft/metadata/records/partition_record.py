@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     check_default,
     encode_with,
     guard,
@@ -129,7 +130,7 @@ def _r_PartitionRecord_v0(b: bytes, p: int) -> tuple[PartitionRecord, int]:
     v_last_known_elr: tuple[int, ...] | None = None
     (v_partition_id, v_topic_id,) = _F0.unpack_from(b, p)
     p += 20
-    v_topic_id = uuid.UUID(bytes=v_topic_id)
+    v_topic_id = as_uuid(v_topic_id)
     n_v_replicas, p = r_fixed_array(b, p, True, _F1)
     v_replicas = nonnull(n_v_replicas, "Replicas")
     n_v_isr, p = r_fixed_array(b, p, True, _F1)
@@ -180,7 +181,7 @@ def _r_PartitionRecord_v1(b: bytes, p: int) -> tuple[PartitionRecord, int]:
     v_last_known_elr: tuple[int, ...] | None = None
     (v_partition_id, v_topic_id,) = _F0.unpack_from(b, p)
     p += 20
-    v_topic_id = uuid.UUID(bytes=v_topic_id)
+    v_topic_id = as_uuid(v_topic_id)
     n_v_replicas, p = r_fixed_array(b, p, True, _F1)
     v_replicas = nonnull(n_v_replicas, "Replicas")
     n_v_isr, p = r_fixed_array(b, p, True, _F1)
@@ -239,7 +240,7 @@ def _r_PartitionRecord_v2(b: bytes, p: int) -> tuple[PartitionRecord, int]:
     v_last_known_elr: tuple[int, ...] | None = None
     (v_partition_id, v_topic_id,) = _F0.unpack_from(b, p)
     p += 20
-    v_topic_id = uuid.UUID(bytes=v_topic_id)
+    v_topic_id = as_uuid(v_topic_id)
     n_v_replicas, p = r_fixed_array(b, p, True, _F1)
     v_replicas = nonnull(n_v_replicas, "Replicas")
     n_v_isr, p = r_fixed_array(b, p, True, _F1)

@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     check_default,
     encode_with,
     guard,
@@ -365,7 +366,7 @@ def _r_RegisterBrokerRecord_v0(b: bytes, p: int) -> tuple[RegisterBrokerRecord, 
     v_cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     (v_broker_id, v_incarnation_id, v_broker_epoch,) = _F2.unpack_from(b, p)
     p += 28
-    v_incarnation_id = uuid.UUID(bytes=v_incarnation_id)
+    v_incarnation_id = as_uuid(v_incarnation_id)
     n_v_end_points, p = r_array(b, p, True, 1, _r_BrokerEndpoint_v0)
     v_end_points = nonnull(n_v_end_points, "EndPoints")
     n_v_features, p = r_array(b, p, True, 1, _r_BrokerFeature_v0)
@@ -404,7 +405,7 @@ def _r_RegisterBrokerRecord_v1(b: bytes, p: int) -> tuple[RegisterBrokerRecord, 
     v_cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     (v_broker_id, v_incarnation_id, v_broker_epoch,) = _F2.unpack_from(b, p)
     p += 28
-    v_incarnation_id = uuid.UUID(bytes=v_incarnation_id)
+    v_incarnation_id = as_uuid(v_incarnation_id)
     n_v_end_points, p = r_array(b, p, True, 1, _r_BrokerEndpoint_v1)
     v_end_points = nonnull(n_v_end_points, "EndPoints")
     n_v_features, p = r_array(b, p, True, 1, _r_BrokerFeature_v1)
@@ -441,7 +442,7 @@ def _r_RegisterBrokerRecord_v2(b: bytes, p: int) -> tuple[RegisterBrokerRecord, 
     v_cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     (v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch,) = _F5.unpack_from(b, p)
     p += 29
-    v_incarnation_id = uuid.UUID(bytes=v_incarnation_id)
+    v_incarnation_id = as_uuid(v_incarnation_id)
     n_v_end_points, p = r_array(b, p, True, 1, _r_BrokerEndpoint_v2)
     v_end_points = nonnull(n_v_end_points, "EndPoints")
     n_v_features, p = r_array(b, p, True, 1, _r_BrokerFeature_v2)
@@ -484,7 +485,7 @@ def _r_RegisterBrokerRecord_v3(b: bytes, p: int) -> tuple[RegisterBrokerRecord, 
     v_cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     (v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch,) = _F5.unpack_from(b, p)
     p += 29
-    v_incarnation_id = uuid.UUID(bytes=v_incarnation_id)
+    v_incarnation_id = as_uuid(v_incarnation_id)
     n_v_end_points, p = r_array(b, p, True, 1, _r_BrokerEndpoint_v3)
     v_end_points = nonnull(n_v_end_points, "EndPoints")
     n_v_features, p = r_array(b, p, True, 1, _r_BrokerFeature_v3)
@@ -538,7 +539,7 @@ def _r_RegisterBrokerRecord_v4(b: bytes, p: int) -> tuple[RegisterBrokerRecord, 
     v_cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     (v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch,) = _F5.unpack_from(b, p)
     p += 29
-    v_incarnation_id = uuid.UUID(bytes=v_incarnation_id)
+    v_incarnation_id = as_uuid(v_incarnation_id)
     n_v_end_points, p = r_array(b, p, True, 1, _r_BrokerEndpoint_v4)
     v_end_points = nonnull(n_v_end_points, "EndPoints")
     n_v_features, p = r_array(b, p, True, 1, _r_BrokerFeature_v4)

@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     encode_with,
     guard,
     nonnull,
@@ -163,7 +164,7 @@ def _w_RegisterControllerRecord_v0(o: RegisterControllerRecord, out: bytearray) 
 def _r_RegisterControllerRecord_v0(b: bytes, p: int) -> tuple[RegisterControllerRecord, int]:
     (v_controller_id, v_incarnation_id, v_zk_migration_ready,) = _F2.unpack_from(b, p)
     p += 21
-    v_incarnation_id = uuid.UUID(bytes=v_incarnation_id)
+    v_incarnation_id = as_uuid(v_incarnation_id)
     n_v_end_points, p = r_array(b, p, True, 1, _r_ControllerEndpoint_v0)
     v_end_points = nonnull(n_v_end_points, "EndPoints")
     n_v_features, p = r_array(b, p, True, 1, _r_ControllerFeature_v0)

@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     encode_with,
     guard,
     r_tag_header,
@@ -75,7 +76,7 @@ def _w_RemoveAccessControlEntryRecord_v0(o: RemoveAccessControlEntryRecord, out:
 def _r_RemoveAccessControlEntryRecord_v0(b: bytes, p: int) -> tuple[RemoveAccessControlEntryRecord, int]:
     (v_id,) = _F0.unpack_from(b, p)
     p += 16
-    v_id = uuid.UUID(bytes=v_id)
+    v_id = as_uuid(v_id)
     unknown: list[tuple[int, bytes]] = []
     count, p = r_uvarint(b, p)
     for _ in range(count):

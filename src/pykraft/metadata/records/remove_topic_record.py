@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     encode_with,
     guard,
     r_tag_header,
@@ -75,7 +76,7 @@ def _w_RemoveTopicRecord_v0(o: RemoveTopicRecord, out: bytearray) -> None:
 def _r_RemoveTopicRecord_v0(b: bytes, p: int) -> tuple[RemoveTopicRecord, int]:
     (v_topic_id,) = _F0.unpack_from(b, p)
     p += 16
-    v_topic_id = uuid.UUID(bytes=v_topic_id)
+    v_topic_id = as_uuid(v_topic_id)
     unknown: list[tuple[int, bytes]] = []
     count, p = r_uvarint(b, p)
     for _ in range(count):

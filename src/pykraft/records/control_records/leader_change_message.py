@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     check_default,
     encode_with,
     guard,
@@ -115,7 +116,7 @@ def _w_Voter_v1(o: Voter, out: bytearray) -> None:
 def _r_Voter_v1(b: bytes, p: int) -> tuple[Voter, int]:
     (v_voter_id, v_voter_directory_id,) = _F1.unpack_from(b, p)
     p += 20
-    v_voter_directory_id = uuid.UUID(bytes=v_voter_directory_id)
+    v_voter_directory_id = as_uuid(v_voter_directory_id)
     unknown: list[tuple[int, bytes]] = []
     count, p = r_uvarint(b, p)
     for _ in range(count):

@@ -14,6 +14,7 @@ from typing import ClassVar, Final, TypeVar
 from pykraft.schema.runtime import (
     ZERO_UUID,
     UnsupportedVersionError,
+    as_uuid,
     encode_with,
     guard,
     nonnull,
@@ -162,7 +163,7 @@ def _w_Voter_v0(o: Voter, out: bytearray) -> None:
 def _r_Voter_v0(b: bytes, p: int) -> tuple[Voter, int]:
     (v_voter_id, v_voter_directory_id,) = _F2.unpack_from(b, p)
     p += 20
-    v_voter_directory_id = uuid.UUID(bytes=v_voter_directory_id)
+    v_voter_directory_id = as_uuid(v_voter_directory_id)
     n_v_endpoints, p = r_array(b, p, True, 1, _r_Endpoint_v0)
     v_endpoints = nonnull(n_v_endpoints, "Endpoints")
     v_k_raft_version_feature, p = _r_KRaftVersionFeature_v0(b, p)
