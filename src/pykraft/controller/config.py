@@ -21,6 +21,8 @@ class ControllerConfig:
     # metadata.log.max.record.bytes.between.snapshots: a snapshot of the image after this many
     # bytes of records (Kafka's default 20 MiB).
     snapshot_max_bytes: int = 20 * 1024 * 1024
+    # metadata.log.max.snapshot.interval.ms: and at least this often while records arrive.
+    snapshot_interval_ms: int = 3_600_000
     # Producer ids are handed to brokers in blocks of this size (Kafka's 1000).
     producer_id_block_size: int = 1000
     # unclean.leader.election.enable (cluster default): elect a leader outside the ISR when

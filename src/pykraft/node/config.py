@@ -97,6 +97,9 @@ class NodeConfig:
     quorum_retry_backoff_ms: int = 20
     quorum_auto_join_enable: bool = False
     metadata_log_max_record_bytes_between_snapshots: int = 20 * MIB
+    # metadata.log.max.snapshot.interval.ms: a snapshot at least this often when records
+    # were written since the last one (Kafka's default 1 hour; 0 = only by bytes).
+    metadata_log_max_snapshot_interval_ms: int = 3_600_000
     metadata_log_segment_bytes: int = 1 * GIB
     socket_request_max_bytes: int = 100 * MIB
     metrics_port: int | None = None  # pykraft's own: the Prometheus endpoint, off when None
@@ -136,6 +139,7 @@ class NodeConfig:
             default_replication_factor=self.default_replication_factor,
             metadata_max_idle_interval_ms=self.metadata_max_idle_interval_ms,
             snapshot_max_bytes=self.metadata_log_max_record_bytes_between_snapshots,
+            snapshot_interval_ms=self.metadata_log_max_snapshot_interval_ms,
             unclean_leader_election=self.unclean_leader_election_enable,
         )
 
@@ -233,6 +237,7 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
         "metadata_log_max_record_bytes_between_snapshots",
         1,
     ),
+    "metadata.log.max.snapshot.interval.ms": ("metadata_log_max_snapshot_interval_ms", 0),
     # Kafka's minimum for the metadata log's segments is 8 MiB; tests use smaller ones.
     "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1024),
     "socket.request.max.bytes": ("socket_request_max_bytes", 1),

@@ -130,6 +130,8 @@ class ControllerHost:
         self._bytes_since_snapshot = 0
         self._snapshotting = False
         self._snapshot_task: asyncio.Future[None] | None = None
+        self._snapshot_requested = False
+        self._last_snapshot_ms = 0
         self._stopped = False
         self.metadata_errors = 0
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
@@ -143,6 +145,7 @@ class ControllerHost:
 
     def started(self) -> None:
         node = self.node
+        self._last_snapshot_ms = node.now_ms()
         self.controller = QuorumController(
             self.config, node_id=node.config.node_id, cluster_id=node.cluster_id, rng=self._rng
         )
@@ -618,19 +621,38 @@ class ControllerHost:
 
     # -- snapshots ----------------------------------------------------------------------------
 
+    def request_snapshot(self) -> None:
+        """A snapshot as soon as the image is exactly the committed state (on demand:
+        ``pykraft server`` calls this on SIGUSR1)."""
+        self._snapshot_requested = True
+        self.node.run(self._maybe_snapshot)
+
     def _maybe_snapshot(self) -> None:
         controller = self.controller
         core = self.node.core
         if controller is None or self._snapshotting:
             return
-        if self._bytes_since_snapshot < self.config.snapshot_max_bytes:
+        now = self.node.now_ms()
+        interval = self.config.snapshot_interval_ms
+        due = (
+            self._snapshot_requested
+            or self._bytes_since_snapshot >= self.config.snapshot_max_bytes
+            or (
+                interval > 0
+                and self._bytes_since_snapshot > 0
+                and now - self._last_snapshot_ms >= interval
+            )
+        )
+        if not due:
             return
         end = self.position
         if end > core.high_watermark or end <= self.node.log.start_offset:
             return  # applied records not committed yet, or nothing new
         values = self.snapshot_values()
         self._snapshotting = True
+        self._snapshot_requested = False
         self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = now
         self._snapshot_task = asyncio.ensure_future(self._snapshot(values, end))
 
     def snapshot_values(self) -> list[bytes]:

@@ -83,7 +83,8 @@ async def serve(config: NodeConfig) -> int:
     except StorageError as e:
         log.error("cannot start: %s", e)
         return 1
-    node.application = ControllerHost(node, config.controller_config(), bootstrap=bootstrap)
+    host = ControllerHost(node, config.controller_config(), bootstrap=bootstrap)
+    node.application = host
     try:
         await node.start()
     except NodeStartError as e:
@@ -102,6 +103,7 @@ async def serve(config: NodeConfig) -> int:
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, host.request_snapshot)  # a snapshot on demand
     interval_ms = config.debug_append_interval_ms
     appender = asyncio.ensure_future(_debug_appender(node, interval_ms)) if interval_ms else None
     stopped = asyncio.ensure_future(node.stopped.wait())
