@@ -1,0 +1,328 @@
+"""A real Kafka cluster on pykraft controllers (issue 16, part 1): three pykraft controllers
+and three Apache Kafka 4.x brokers, one cluster shared by the module, clients from
+kafka-python and Kafka's own tools. Each test leaves the cluster whole (every broker
+running, unfenced, in every ISR) for the next.
+
+* a topic of 12 partitions, RF 3, min.insync.replicas=2, created with ``kafka-topics``;
+  100,000 records produced with acks=all, all consumed back in order per partition;
+* a broker killed (-9) under produce load: fenced after the session timeout, leadership moved
+  to in-sync replicas, producers go on, no acknowledged record lost; restarted, it is unfenced
+  and rejoins every ISR;
+* a broker stopped with SIGTERM: controlled shutdown moves its leaderships before it stops;
+* the active controller killed (-9) several times under load: another takes over, brokers keep
+  serving, nothing acknowledged is lost, topics can be created again;
+* a broker stopped while the controllers snapshot and delete the log it would need: it comes
+  back through FetchSnapshot.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from pykraft.interop.kafka import KafkaDist
+
+from ..node.procs import cli, wait_for
+from .cluster import KafkaCluster
+
+pytestmark = [
+    pytest.mark.slow,
+    # kafka-python 3.0.12 leaves the sockets of connection attempts to a killed broker to the
+    # garbage collector (ResourceWarning "unclosed socket", laddr 0.0.0.0): its leak, reported
+    # here only, not a failure of the cluster under test.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+TOPIC = "orders"
+PARTITIONS = 12
+RECORDS = 100_000
+SESSION_TIMEOUT_MS = 6_000  # brokers' broker.session.timeout.ms is the controllers' setting
+
+
+@pytest.fixture(scope="module")
+def cluster(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    tmp = tmp_path_factory.mktemp("kafka-cluster")
+    c = KafkaCluster(
+        kafka,
+        tmp,
+        controllers=3,
+        brokers=3,
+        controller_extra=(
+            f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}\n"
+            # Small snapshots and segments: the metadata log's start moves during the module.
+            "metadata.log.max.record.bytes.between.snapshots=20000\n"
+            "metadata.log.segment.bytes=16384\n"
+        ),
+        broker_overrides={"broker.heartbeat.interval.ms": 1000, "replica.lag.time.max.ms": 5000},
+    )
+    try:
+        c.start()
+        yield c
+    finally:
+        c.kill()
+
+
+def topics_tool(kafka: KafkaDist, cluster: KafkaCluster, *args: str) -> str:
+    return kafka.run("topics", "--bootstrap-server", cluster.bootstrap, *args).stdout
+
+
+def partitions_of(kafka: KafkaDist, cluster: KafkaCluster, topic: str) -> list[dict[str, str]]:
+    """kafka-topics --describe, one dict per partition line."""
+    out = []
+    for line in topics_tool(kafka, cluster, "--describe", "--topic", topic).splitlines():
+        if "Partition:" in line:
+            out.append(dict(re.findall(r"(\w+): ([^\t]*)", line)))
+    return out
+
+
+def whole(kafka: KafkaDist, cluster: KafkaCluster, topic: str = TOPIC) -> bool:
+    """Every partition led, every replica in the ISR."""
+    parts = partitions_of(kafka, cluster, topic)
+    return bool(parts) and all(
+        p["Leader"] != "none" and set(p["Isr"].split(",")) == set(p["Replicas"].split(","))
+        for p in parts
+    )
+
+
+@dataclass
+class Load:
+    """A producer thread (acks=all, one request in flight, retries) writing sequence numbers;
+    what the brokers acknowledged, per partition, in order."""
+
+    bootstrap: str
+    topic: str
+    acked: dict[int, list[int]] = field(default_factory=dict)
+    errors: int = 0
+    sent: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            acks="all",
+            retries=1_000,
+            max_in_flight_requests_per_connection=1,
+            request_timeout_ms=10_000,
+            linger_ms=5,
+        )
+        lock = threading.Lock()
+
+        def ok(n: int, meta: Any) -> None:
+            with lock:
+                self.acked.setdefault(meta.partition, []).append(n)
+
+        def failed(_e: Exception) -> None:
+            with lock:
+                self.errors += 1
+
+        n = 0
+        while not self._stop.is_set():
+            future = producer.send(self.topic, str(n).encode())
+            future.add_callback(ok, n).add_errback(failed)
+            n += 1
+            self.sent = n
+            if n % 200 == 0:
+                time.sleep(0.02)
+        producer.flush(timeout=60)
+        producer.close(timeout=30)
+
+    def stop(self) -> None:
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join(timeout=120)
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.acked.values())
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[int]]:
+    """Every record of every partition, from the beginning to the end offsets now."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=30_000
+    )
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    ends = consumer.end_offsets(tps)
+    seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
+    remaining = {tp.partition for tp in tps if ends[tp] > 0}
+    try:
+        for message in consumer:
+            seen[message.partition].append(int(message.value))
+            if message.offset + 1 >= ends[TopicPartition(topic, message.partition)]:
+                remaining.discard(message.partition)
+            if not remaining:
+                break
+    finally:
+        consumer.close()
+    assert not remaining, f"partitions not read to their end: {sorted(remaining)}"
+    return seen
+
+
+def assert_nothing_lost(load: Load, seen: dict[int, list[int]]) -> None:
+    """Every acknowledged record is there, and per partition in the order acknowledged."""
+    for partition, acked in load.acked.items():
+        present = seen.get(partition, [])
+        positions = {v: i for i, v in enumerate(present)}
+        missing = [v for v in acked if v not in positions]
+        assert not missing, (partition, missing[:10], len(missing))
+        order = [positions[v] for v in acked]
+        assert order == sorted(order), f"partition {partition} out of order"
+
+
+def broker_state(cluster: KafkaCluster, broker_id: int) -> str:
+    out = cli("cluster", "describe", "--bootstrap-controller", cluster.bootstrap_controllers)
+    match = re.search(rf"Broker: {broker_id}\t.*State: (\w+)", out.stdout)
+    return match.group(1) if match else "absent"
+
+
+def test_topic_of_12_partitions_100k_records_all_consumed_in_order(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    created = kafka.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--create",
+        "--topic",
+        TOPIC,
+        "--partitions",
+        str(PARTITIONS),
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+    )
+    assert f"Created topic {TOPIC}." in created.stdout
+    wait_for(lambda: whole(kafka, cluster), "the topic led and fully replicated")
+    parts = partitions_of(kafka, cluster, TOPIC)
+    assert len(parts) == PARTITIONS
+    # Leaders spread over the three brokers (striped placement).
+    assert {p["Leader"] for p in parts} == {"100", "101", "102"}
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap, acks="all", max_in_flight_requests_per_connection=1
+    )
+    acked: dict[int, list[int]] = {}
+    futures = [(n, producer.send(TOPIC, str(n).encode())) for n in range(RECORDS)]
+    producer.flush(timeout=120)
+    for n, future in futures:
+        meta = future.get(timeout=60)
+        acked.setdefault(meta.partition, []).append(n)
+    producer.close()
+    seen = consume_all(cluster.bootstrap, TOPIC, PARTITIONS)
+    assert sum(len(v) for v in seen.values()) == RECORDS
+    for partition, values in acked.items():
+        assert seen[partition] == values, partition
+
+
+def test_killed_broker_is_fenced_then_rejoins(cluster: KafkaCluster, kafka: KafkaDist) -> None:
+    victim = cluster.brokers[1]
+    load = Load(cluster.bootstrap, TOPIC)
+    load.start()
+    try:
+        wait_for(lambda: load.count() > 1_000, "the load to run")
+        victim.kill()
+        killed_at = time.monotonic()
+        wait_for(lambda: broker_state(cluster, victim.node_id) == "fenced", "the broker fenced", 30)
+        fenced_after = time.monotonic() - killed_at
+        # The session timeout, not sooner (heartbeats stopped at the kill).
+        assert fenced_after > SESSION_TIMEOUT_MS / 1000 * 0.5, fenced_after
+        parts = partitions_of(kafka, cluster, TOPIC)
+        assert all(p["Leader"] not in ("none", str(victim.node_id)) for p in parts), parts
+        assert all(str(victim.node_id) not in p["Isr"].split(",") for p in parts), parts
+        before = load.count()
+        wait_for(lambda: load.count() > before + 2_000, "producers to go on without it")
+        victim.start()
+        wait_for(lambda: broker_state(cluster, victim.node_id) == "unfenced", "the broker back", 60)
+        wait_for(lambda: whole(kafka, cluster), "the broker back in every ISR", 60)
+    finally:
+        load.stop()
+    assert load.errors == 0
+    assert_nothing_lost(load, consume_all(cluster.bootstrap, TOPIC, PARTITIONS))
+
+
+def test_sigterm_broker_moves_leadership_before_stopping(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    victim = cluster.brokers[2]
+    led = [p for p in partitions_of(kafka, cluster, TOPIC) if p["Leader"] == str(victim.node_id)]
+    if not led:  # make it lead something (a preferred election puts leaders back)
+        kafka.run(
+            "leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type",
+            "preferred", "--all-topic-partitions", check=False,
+        )
+    assert victim.stop() in (0, 143)  # the JVM's exit after its shutdown hooks ran
+    text = victim.text()
+    assert "PENDING_CONTROLLED_SHUTDOWN" in text, text[-3000:]
+    parts = partitions_of(kafka, cluster, TOPIC)
+    assert all(p["Leader"] not in ("none", str(victim.node_id)) for p in parts), parts
+    assert broker_state(cluster, victim.node_id) == "fenced"
+    victim.start()
+    wait_for(lambda: broker_state(cluster, victim.node_id) == "unfenced", "the broker back", 60)
+    wait_for(lambda: whole(kafka, cluster), "the broker back in every ISR", 60)
+
+
+def test_active_controller_killed_under_load(cluster: KafkaCluster, kafka: KafkaDist) -> None:
+    load = Load(cluster.bootstrap, TOPIC)
+    load.start()
+    try:
+        for round_ in range(3):
+            wait_for(lambda: load.count() > 500 * (round_ + 1), "the load to run")
+            old = cluster.leader()
+            old.kill()
+            killed_at = time.monotonic()
+            name = f"after-kill-{round_}"
+            while True:  # topic creation works again within the bound
+                out = kafka.run(
+                    "topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", name,
+                    "--partitions", "3", "--replication-factor", "3", check=False,
+                )
+                if f"Created topic {name}." in out.stdout or "already exists" in out.stdout + out.stderr:
+                    break
+                assert time.monotonic() - killed_at < 60, out.stderr
+            old.start()
+            wait_for(lambda: whole(kafka, cluster, name), "the new topic fully replicated", 60)
+    finally:
+        load.stop()
+    assert load.errors == 0
+    assert_nothing_lost(load, consume_all(cluster.bootstrap, TOPIC, PARTITIONS))
+    # No metadata lost either: every controller's image holds every topic.
+    names = set(topics_tool(kafka, cluster, "--list").split())
+    assert {TOPIC, "after-kill-0", "after-kill-1", "after-kill-2"} <= names
+
+
+def test_stopped_broker_catches_up_through_a_snapshot(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    victim = cluster.brokers[0]
+    assert victim.stop() in (0, 143)
+    # Enough metadata changes that the controllers snapshot and drop the log it stopped at.
+    for i in range(40):
+        kafka.run(
+            "topics", "--bootstrap-server", cluster.brokers[1].address, "--create", "--topic",
+            f"churn-{i}", "--partitions", "4", "--replication-factor", "2",
+        )
+    starts = []
+    for p in cluster.controllers:
+        start_file = p.data / "__cluster_metadata-0" / "log-start-offset"
+        starts.append(int(start_file.read_text().split()[0]) if start_file.exists() else 0)
+    assert max(starts) > 0, "no controller moved its log start"
+    victim.start()
+    wait_for(lambda: broker_state(cluster, victim.node_id) == "unfenced", "the broker back", 90)
+    # Kafka's raft client fetched pykraft's snapshot and its metadata loader loaded it.
+    text = victim.text()
+    assert "after downloading snapshot" in text and "handleLoadSnapshot" in text
+    wait_for(lambda: whole(kafka, cluster), "the broker back in every ISR", 60)
