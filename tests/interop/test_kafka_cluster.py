@@ -18,7 +18,6 @@ running, unfenced, in every ISR) for the next.
 from __future__ import annotations
 
 import re
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -261,8 +260,13 @@ def test_sigterm_broker_moves_leadership_before_stopping(
     led = [p for p in partitions_of(kafka, cluster, TOPIC) if p["Leader"] == str(victim.node_id)]
     if not led:  # make it lead something (a preferred election puts leaders back)
         kafka.run(
-            "leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type",
-            "preferred", "--all-topic-partitions", check=False,
+            "leader-election",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--election-type",
+            "preferred",
+            "--all-topic-partitions",
+            check=False,
         )
     assert victim.stop() in (0, 143)  # the JVM's exit after its shutdown hooks ran
     text = victim.text()
@@ -280,21 +284,38 @@ def test_active_controller_killed_under_load(cluster: KafkaCluster, kafka: Kafka
     load.start()
     try:
         for round_ in range(3):
-            wait_for(lambda: load.count() > 500 * (round_ + 1), "the load to run")
+            wanted = 500 * (round_ + 1)
+            wait_for(lambda wanted=wanted: load.count() > wanted, "the load to run")  # type: ignore[misc]
             old = cluster.leader()
             old.kill()
             killed_at = time.monotonic()
             name = f"after-kill-{round_}"
             while True:  # topic creation works again within the bound
                 out = kafka.run(
-                    "topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", name,
-                    "--partitions", "3", "--replication-factor", "3", check=False,
+                    "topics",
+                    "--bootstrap-server",
+                    cluster.bootstrap,
+                    "--create",
+                    "--topic",
+                    name,
+                    "--partitions",
+                    "3",
+                    "--replication-factor",
+                    "3",
+                    check=False,
                 )
-                if f"Created topic {name}." in out.stdout or "already exists" in out.stdout + out.stderr:
+                if (
+                    f"Created topic {name}." in out.stdout
+                    or "already exists" in out.stdout + out.stderr
+                ):
                     break
                 assert time.monotonic() - killed_at < 60, out.stderr
             old.start()
-            wait_for(lambda: whole(kafka, cluster, name), "the new topic fully replicated", 60)
+            wait_for(
+                lambda name=name: whole(kafka, cluster, name),  # type: ignore[misc]
+                "the new topic fully replicated",
+                60,
+            )
     finally:
         load.stop()
     assert load.errors == 0
@@ -312,8 +333,16 @@ def test_stopped_broker_catches_up_through_a_snapshot(
     # Enough metadata changes that the controllers snapshot and drop the log it stopped at.
     for i in range(40):
         kafka.run(
-            "topics", "--bootstrap-server", cluster.brokers[1].address, "--create", "--topic",
-            f"churn-{i}", "--partitions", "4", "--replication-factor", "2",
+            "topics",
+            "--bootstrap-server",
+            cluster.brokers[1].address,
+            "--create",
+            "--topic",
+            f"churn-{i}",
+            "--partitions",
+            "4",
+            "--replication-factor",
+            "2",
         )
     starts = []
     for p in cluster.controllers:

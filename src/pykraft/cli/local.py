@@ -150,10 +150,7 @@ async def _cluster_status(ports: list[int]) -> str:
     states = " ".join(f"{b.broker_id}:{'fenced' if b.fenced else 'up'}" for b in found) or "-"
     partitions = [p for t in listed for p in t.partitions]
     offline = sum(1 for p in partitions if p.leader < 0)
-    return (
-        f" brokers={states} topics={len(listed)} partitions={len(partitions)} "
-        f"offline={offline}"
-    )
+    return f" brokers={states} topics={len(listed)} partitions={len(partitions)} offline={offline}"
 
 
 async def _status(ports: list[int], with_cluster: bool = False) -> str:
