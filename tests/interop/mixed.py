@@ -118,9 +118,11 @@ class MixedQuorum:
         extra_ids: int = 0,
         kafka_overrides: dict[str, object] | None = None,
         pykraft_extra: str = "",
+        kafka_format: tuple[str, ...] = (),
     ) -> None:
         self.dist = kafka
         self.tmp = tmp
+        self.kafka_format = kafka_format  # e.g. ("--release-version", "4.0-IV3")
         count = len(kinds)
         ports = free_ports(count + extra_ids)
         self.ports = ports
@@ -191,7 +193,7 @@ class MixedQuorum:
 
     def _format(self, member: Member, *mode: str) -> None:
         if member.kind == "kafka":
-            self.dist.format_storage(member.config, CLUSTER_ID, *mode)
+            self.dist.format_storage(member.config, CLUSTER_ID, *mode, *self.kafka_format)
         else:
             result = cli(
                 "storage",

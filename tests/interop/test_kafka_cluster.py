@@ -18,19 +18,17 @@ running, unfenced, in every ISR) for the next.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
 from pykraft.interop.kafka import KafkaDist
 
 from ..node.procs import cli, wait_for
 from .cluster import KafkaCluster
+from .load import Load, assert_nothing_lost, consume_all
 
 pytestmark = [
     pytest.mark.slow,
@@ -89,97 +87,6 @@ def whole(kafka: KafkaDist, cluster: KafkaCluster, topic: str = TOPIC) -> bool:
         p["Leader"] != "none" and set(p["Isr"].split(",")) == set(p["Replicas"].split(","))
         for p in parts
     )
-
-
-@dataclass
-class Load:
-    """A producer thread (acks=all, one request in flight, retries) writing sequence numbers;
-    what the brokers acknowledged, per partition, in order."""
-
-    bootstrap: str
-    topic: str
-    acked: dict[int, list[int]] = field(default_factory=dict)
-    errors: int = 0
-    sent: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        producer = KafkaProducer(
-            bootstrap_servers=self.bootstrap,
-            acks="all",
-            retries=1_000,
-            max_in_flight_requests_per_connection=1,
-            request_timeout_ms=10_000,
-            linger_ms=5,
-        )
-        lock = threading.Lock()
-
-        def ok(n: int, meta: Any) -> None:
-            with lock:
-                self.acked.setdefault(meta.partition, []).append(n)
-
-        def failed(_e: Exception) -> None:
-            with lock:
-                self.errors += 1
-
-        n = 0
-        while not self._stop.is_set():
-            future = producer.send(self.topic, str(n).encode())
-            future.add_callback(ok, n).add_errback(failed)
-            n += 1
-            self.sent = n
-            if n % 200 == 0:
-                time.sleep(0.02)
-        producer.flush(timeout=60)
-        producer.close(timeout=30)
-
-    def stop(self) -> None:
-        self._stop.set()
-        assert self._thread is not None
-        self._thread.join(timeout=120)
-
-    def count(self) -> int:
-        return sum(len(v) for v in self.acked.values())
-
-
-def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[int]]:
-    """Every record of every partition, from the beginning to the end offsets now."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=30_000
-    )
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    consumer.assign(tps)
-    consumer.seek_to_beginning(*tps)
-    ends = consumer.end_offsets(tps)
-    seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
-    remaining = {tp.partition for tp in tps if ends[tp] > 0}
-    try:
-        for message in consumer:
-            seen[message.partition].append(int(message.value))
-            if message.offset + 1 >= ends[TopicPartition(topic, message.partition)]:
-                remaining.discard(message.partition)
-            if not remaining:
-                break
-    finally:
-        consumer.close()
-    assert not remaining, f"partitions not read to their end: {sorted(remaining)}"
-    return seen
-
-
-def assert_nothing_lost(load: Load, seen: dict[int, list[int]]) -> None:
-    """Every acknowledged record is there, and per partition in the order acknowledged."""
-    for partition, acked in load.acked.items():
-        present = seen.get(partition, [])
-        positions = {v: i for i, v in enumerate(present)}
-        missing = [v for v in acked if v not in positions]
-        assert not missing, (partition, missing[:10], len(missing))
-        order = [positions[v] for v in acked]
-        assert order == sorted(order), f"partition {partition} out of order"
 
 
 def broker_state(cluster: KafkaCluster, broker_id: int) -> str:
@@ -355,3 +262,119 @@ def test_stopped_broker_catches_up_through_a_snapshot(
     text = victim.text()
     assert "after downloading snapshot" in text and "handleLoadSnapshot" in text
     wait_for(lambda: whole(kafka, cluster), "the broker back in every ISR", 60)
+
+
+def test_kafka_reassign_partitions_moves_real_data(
+    cluster: KafkaCluster, kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """KIP-455 through Kafka's own tool (brokers forward to the controller): 3 partitions of
+    RF 2 with data move from brokers (100, 101) to (101, 102) with --execute; --verify reports
+    completion; the replicas changed, nothing was lost. Then a move to a stopped broker stays
+    in progress (listed by kafka-python) until --cancel reverts it."""
+    tmp = tmp_path_factory.mktemp("reassign")
+    kafka.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--create",
+        "--topic",
+        "moving",
+        "--replica-assignment",
+        "100:101,100:101,100:101",
+    )
+    wait_for(lambda: whole(kafka, cluster, "moving"), "the topic replicated")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for n in range(3_000):
+        producer.send("moving", str(n).encode(), partition=n % 3)
+    producer.flush(timeout=60)
+    producer.close()
+    plan = tmp / "plan.json"
+    plan.write_text(
+        '{"version":1,"partitions":['
+        + ",".join(f'{{"topic":"moving","partition":{p},"replicas":[101,102]}}' for p in range(3))
+        + "]}"
+    )
+    executed = kafka.run(
+        "reassign-partitions",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--execute",
+        "--reassignment-json-file",
+        str(plan),
+    )
+    assert "Successfully started partition reassignments" in executed.stdout, executed.stdout
+
+    def verified() -> bool:
+        out = kafka.run(
+            "reassign-partitions",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--verify",
+            "--reassignment-json-file",
+            str(plan),
+        ).stdout
+        return out.count("is completed") == 3
+
+    wait_for(verified, "kafka-reassign-partitions --verify to report completion", 90)
+    parts = partitions_of(kafka, cluster, "moving")
+    assert [p["Replicas"] for p in parts] == ["101,102"] * 3, parts
+    seen = consume_all(cluster.bootstrap, "moving", 3)
+    assert sorted(v for values in seen.values() for v in values) == list(range(3_000))
+
+    # A move that cannot finish (its new broker is down) is listed until cancelled. Kafka's
+    # tool refuses a target broker that is not alive ("Unknown broker id"), so kafka-python
+    # starts it; the tool cancels it.
+    absent = cluster.brokers[0]
+    assert absent.stop() in (0, 143)
+    try:
+        from kafka import KafkaAdminClient, TopicPartition
+
+        wait_for(lambda: broker_state(cluster, absent.node_id) == "fenced", "the broker fenced")
+
+        def brokers_see_it_gone() -> bool:
+            admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[1].address)
+            try:
+                # DescribeCluster asked with IncludeFencedBrokers: a fenced one is flagged.
+                alive = {
+                    b["broker_id"]
+                    for b in admin.describe_cluster()["brokers"]
+                    if not b.get("is_fenced", False)
+                }
+            finally:
+                admin.close()
+            return absent.node_id not in alive
+
+        wait_for(brokers_see_it_gone, "the brokers' metadata to drop the stopped broker")
+        admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[1].address)
+        try:
+            started = admin.alter_partition_reassignments({TopicPartition("moving", 0): [100, 101]})
+            assert started == {TopicPartition("moving", 0): None}, started
+            ongoing = admin.list_partition_reassignments()
+        finally:
+            admin.close()
+        assert TopicPartition("moving", 0) in ongoing, ongoing
+        stuck = tmp / "stuck.json"
+        stuck.write_text(
+            '{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[100,101]}]}'
+        )
+        cancelled = kafka.run(
+            "reassign-partitions",
+            "--bootstrap-server",
+            cluster.brokers[1].address,
+            "--cancel",
+            "--reassignment-json-file",
+            str(stuck),
+            check=False,
+        )
+        # The cancel itself succeeds; the tool then clears broker-level throttles on every
+        # broker of the plan with requests sent to each broker, and the stopped one never
+        # answers (Kafka's tool does the same on Kafka's own controllers): exit 1 after that.
+        assert "Successfully cancelled partition reassignment for: moving-0" in cancelled.stdout, (
+            cancelled.stdout
+        )
+        parts = partitions_of(kafka, cluster, "moving")
+        assert parts[0]["Replicas"] == "101,102", parts
+    finally:
+        absent.start()
+        wait_for(lambda: broker_state(cluster, absent.node_id) == "unfenced", "the broker back", 60)
+        wait_for(lambda: whole(kafka, cluster, "moving"), "the broker back in every ISR", 60)

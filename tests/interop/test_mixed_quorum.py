@@ -22,12 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from pykraft.interop.kafka import KafkaDist
+from pykraft.interop.kafka import KafkaDist, write_properties
 
-from ..node.procs import cli
+from ..node.procs import CLUSTER_ID, cli, free_ports
+from .load import Load, assert_nothing_lost, consume_all
 from .mixed import Member, MixedQuorum, committed_batches
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # kafka-python leaves the sockets of attempts to reach a killed node to the GC.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
 
 KILLS_MIN = 10
 KILLS_MAX = 20
@@ -293,5 +298,97 @@ def test_a_kip642_reassignment_with_a_kafka_voter_in_the_quorum(
             ",".join(str(s) for s in kafka_member.segments()),
         ).stdout
         assert out.count("LeaderChange:") >= 3  # epoch starts plus the target and its clearing
+    finally:
+        quorum.close()
+
+
+def test_brokers_ride_through_leadership_crossing_implementations(
+    kafka: KafkaDist, tmp: Path
+) -> None:
+    """Two pykraft and one Kafka controller (metadata.version 4.0-IV3 on both sides) with a
+    Kafka broker attached through controller.quorum.bootstrap.servers: the active controller
+    is killed until both implementations have been active controller while a producer runs;
+    after each failover a topic can be created through the broker, and at the end every
+    acknowledged record is there. Each controller replays the other's metadata records."""
+    quorum = MixedQuorum(kafka, tmp, "ppk", kafka_format=("--release-version", "4.0-IV3"))
+    (port,) = free_ports(1)
+    data = tmp / "broker100"
+    config = write_properties(
+        tmp / "broker100.properties",
+        {
+            "process.roles": "broker",
+            "node.id": 100,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": data,
+            "controller.quorum.bootstrap.servers": quorum.bootstrap,
+            "offsets.topic.replication.factor": 1,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+        },
+    )
+    kafka.format_storage(config, CLUSTER_ID)
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        quorum.start()
+        quorum.caught_up()
+        broker = kafka.start("server", str(config), log=tmp / "broker100.log")
+        broker.wait_for_line("Kafka Server started", 120)
+        kafka.run(
+            "topics",
+            "--bootstrap-server",
+            bootstrap,
+            "--create",
+            "--topic",
+            "mixed",
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "1",
+        )
+        load = Load(bootstrap, "mixed")
+        load.start()
+        active: list[str] = []
+        try:
+            for kill in range(8):
+                info = quorum.caught_up()
+                leader = quorum.members[info.leader_id]
+                active.append(leader.kind)
+                if {"pykraft", "kafka"} <= set(active) and kill >= 2:
+                    break
+                leader.kill()
+                quorum.wait(
+                    lambda i, old=info: (
+                        i.leader_id not in (-1, old.leader_id) and i.leader_epoch > old.leader_epoch
+                    ),
+                    "a new active controller",
+                )
+                deadline = time.monotonic() + 60
+                name = f"after-{kill}"
+                while True:
+                    out = kafka.run(
+                        "topics",
+                        "--bootstrap-server",
+                        bootstrap,
+                        "--create",
+                        "--topic",
+                        name,
+                        "--partitions",
+                        "1",
+                        "--replication-factor",
+                        "1",
+                        check=False,
+                    )
+                    if f"Created topic {name}." in out.stdout:
+                        break
+                    assert time.monotonic() < deadline, out.stderr
+                leader.start()
+        finally:
+            load.stop()
+        assert {"pykraft", "kafka"} <= set(active), active
+        assert load.errors == 0 and load.count() > 0
+        assert_nothing_lost(load, consume_all(bootstrap, "mixed", 3))
+        assert broker.running
     finally:
         quorum.close()

@@ -6,6 +6,7 @@ INVALID_REPLICA_ASSIGNMENT naming the id."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import signal
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from pykraft.admin import AdminClient
 
 from .procs import Proc, cli, describe_quorum, fmt, free_ports, make_config, wait_for
 
@@ -133,9 +136,17 @@ def test_cancel_half_way_goes_back(six: list[Proc]) -> None:
     """Node 6 is stopped (SIGSTOP) so that the move cannot finish: adding it waits for it to
     catch up. Cancelled half way, the voter set returns to (1, 2, 3)."""
     bootstrap = everyone(six)
-    six[5].send(signal.SIGSTOP)
+
+    async def start_move() -> None:
+        async with AdminClient(bootstrap, timeout_ms=10_000) as admin:
+            await admin.describe_quorum()  # connected to the leader before node 6 stops
+            six[5].send(signal.SIGSTOP)
+            # At once, in process: the leader takes a target only while each new voter has
+            # fetched within its fetch timeout (1 s here); a CLI process starts too slowly.
+            await admin.reassign_voters([4, 5, 6])
+
     try:
-        quorum_cli(bootstrap, "reassign", "--voters", "4,5,6")
+        asyncio.run(start_move())
         wait_for(lambda: voters(bootstrap) & {4, 5}, "the first new voters", timeout_s=60)
         listing = quorum_cli(bootstrap, "reassign", "--describe")
         assert "Target voters:  4,5,6" in listing and re.search(r"Adding:\s+\S", listing), listing

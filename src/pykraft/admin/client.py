@@ -45,7 +45,6 @@ from pykraft import __version__
 from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
 from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
-from pykraft.net.convert_reassign import REASSIGNMENT_API_VERSIONS
 from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
 from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol import KRAFT_APIS, ApiKey, ApiVersionRange, ErrorCode, ProtocolError
@@ -62,7 +61,6 @@ __all__ = [
 ADMIN_APIS: Final = KRAFT_APIS.with_apis(
     *(ApiVersionRange(k, lo, hi) for k, (lo, hi) in CONTROLLER_API_VERSIONS.items()),
     *CLUSTER_APIS,
-    *REASSIGNMENT_API_VERSIONS,
 )
 RETRY_BACKOFF_MS: Final = 100
 RETRY_BACKOFF_MAX_MS: Final = 1000

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykraft.metadata import records as r
+from pykraft.metadata.tagged import final_target_of, with_final_target
 from pykraft.metadata.versions import METADATA_VERSION
 
 __all__ = [
@@ -98,6 +99,9 @@ class PartitionState:
     directories: tuple[uuid.UUID, ...] = ()
     elr: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
+    # KIP-435: the final target replicas of an incremental reassignment (tag 435 of the
+    # partition records, see ``metadata/tagged.py``); None when none is in progress.
+    final_target: tuple[int, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -124,6 +128,10 @@ class Image:
         self.migration_state = 0  # ZkMigrationStateRecord (KIP-866), 0 = NONE
         # Records kept as written, keyed for replacement (ACLs, quotas, SCRAM, tokens).
         self.opaque: dict[tuple[Any, ...], tuple[Any, int]] = {}
+        # Partitions with a KIP-435 final target: (topic id, partition id).
+        self.stepping: set[tuple[uuid.UUID, int]] = set()
+        # Partitions with a reassignment in flight (adding or removing replicas).
+        self.moving: set[tuple[uuid.UUID, int]] = set()
         self.last_offset = -1
         self._offset = -1  # the offset of the record being applied
         self._transaction: list[tuple[Any, int, int]] | None = None
@@ -253,6 +261,9 @@ class Image:
             raise ImageError(f"RemoveTopic of unknown topic {rec.topic_id}")
         del self.topics_by_name[topic.name]
         self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+        for pid in topic.partitions:
+            self.stepping.discard((rec.topic_id, pid))
+            self.moving.discard((rec.topic_id, pid))
 
     def _partition(self, rec: r.PartitionRecord, _v: int) -> None:
         topic = self.topics.get(rec.topic_id)
@@ -272,7 +283,9 @@ class Image:
             directories=rec.directories,
             elr=rec.eligible_leader_replicas,
             last_known_elr=rec.last_known_elr,
+            final_target=final_target_of(rec) or None,
         )
+        self._track(topic.partitions[rec.partition_id])
 
     def _partition_change(self, rec: r.PartitionChangeRecord, _v: int) -> None:
         p = self.partition(rec.topic_id, rec.partition_id)
@@ -298,6 +311,25 @@ class Image:
         if rec.last_known_elr is not None:
             p.last_known_elr = rec.last_known_elr
         p.partition_epoch += 1
+        final = final_target_of(rec)
+        if final is not None:
+            p.final_target = final or None
+        elif rec.replicas is not None:
+            # Written by a controller that does not know KIP-435 (Kafka's, in a mixed
+            # quorum): the stepped plan ends where that controller left the replicas.
+            p.final_target = None
+        self._track(p)
+
+    def _track(self, p: PartitionState) -> None:
+        key = (p.topic_id, p.partition_id)
+        if p.final_target is None:
+            self.stepping.discard(key)
+        else:
+            self.stepping.add(key)
+        if p.adding or p.removing:
+            self.moving.add(key)
+        else:
+            self.moving.discard(key)
 
     def _config(self, rec: r.ConfigRecord, _v: int) -> None:
         key = (rec.resource_type, rec.resource_name)
@@ -410,6 +442,13 @@ class Image:
                     topic.name,
                     p,
                 )
+        partitions = [p for t in self.topics.values() for p in t.partitions.values()]
+        assert self.stepping == {
+            (p.topic_id, p.partition_id) for p in partitions if p.final_target is not None
+        }
+        assert self.moving == {
+            (p.topic_id, p.partition_id) for p in partitions if p.adding or p.removing
+        }
 
 
 def broker_record(b: BrokerState, version: int) -> r.RegisterBrokerRecord:
@@ -433,6 +472,11 @@ def broker_record(b: BrokerState, version: int) -> r.RegisterBrokerRecord:
 
 
 def partition_record(p: PartitionState, version: int) -> r.PartitionRecord:
+    record = _partition_record(p, version)
+    return record if p.final_target is None else with_final_target(record, p.final_target)
+
+
+def _partition_record(p: PartitionState, version: int) -> r.PartitionRecord:
     return r.PartitionRecord(
         partition_id=p.partition_id,
         topic_id=p.topic_id,

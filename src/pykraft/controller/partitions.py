@@ -27,6 +27,7 @@ from typing import Final
 
 from pykraft.controller.image import NO_LEADER, NO_LEADER_CHANGE, Image, PartitionState
 from pykraft.metadata.records import PartitionChangeRecord
+from pykraft.metadata.tagged import with_final_target
 from pykraft.metadata.versions import IBP_3_7_IV2, IBP_4_0_IV1
 
 __all__ = [
@@ -116,11 +117,30 @@ def change_record(
     bump_leader_epoch: bool = False,
     acceptable: Acceptable | None = None,
     version: int = 2,
+    final_target: tuple[int, ...] | None = None,
 ) -> PartitionChangeRecord | None:
-    """The record moving ``p`` to the new replicas/ISR (None fields: unchanged) and the
-    leader the rules pick; None when nothing would change."""
+    """The record moving ``p`` to the new replicas/ISR/adding/removing (None fields:
+    unchanged) and the leader the rules pick; None when nothing would change.
+
+    A reassignment in progress completes in this record when the new ISR, less the removing
+    replicas, holds every target replica (Kafka's ``completeReassignmentIfNeeded``): replicas
+    become the target, the ISR loses the removing replicas, adding/removing empty. Whenever
+    replicas are removed the leader epoch is bumped, also when the leader stays.
+
+    KIP-435: ``final_target`` (``()`` to end it) is written into the record (tag 435, see
+    ``metadata/tagged.py``), which is then never None. Without it, a record that changes the
+    replicas of a partition with a final target carries that target on, or ``()`` when the
+    replicas reach it: every replica change states the plan."""
     new_replicas = p.replicas if replicas is None else replicas
-    new_isr = p.isr if isr is None else tuple(b for b in isr if b in new_replicas)
+    new_adding = p.adding if adding is None else adding
+    new_removing = p.removing if removing is None else removing
+    target_isr = p.isr if isr is None else isr
+    if new_adding or new_removing:
+        isr_left = tuple(b for b in target_isr if b not in new_removing)
+        target = tuple(r for r in new_replicas if r not in new_removing)
+        if isr_left and target and set(target) <= set(isr_left):
+            new_replicas, target_isr, new_adding, new_removing = target, isr_left, (), ()
+    new_isr = tuple(b for b in target_isr if b in new_replicas)
     if not new_isr:
         new_isr = p.isr  # KIP-841: the ISR never empties; the partition goes offline
     leader, unclean = choose_leader(
@@ -128,8 +148,9 @@ def change_record(
     )
     if unclean:
         new_isr = (leader,)
+    removed_replica = not set(p.replicas) <= set(new_replicas)
     leader_field = NO_LEADER_CHANGE
-    if leader != p.leader or bump_leader_epoch:
+    if leader != p.leader or bump_leader_epoch or removed_replica:
         leader_field = leader
     record = PartitionChangeRecord(
         partition_id=p.partition_id,
@@ -137,8 +158,8 @@ def change_record(
         isr=new_isr if new_isr != p.isr else None,
         leader=leader_field,
         replicas=new_replicas if new_replicas != p.replicas else None,
-        adding_replicas=adding if adding is not None and adding != p.adding else None,
-        removing_replicas=removing if removing is not None and removing != p.removing else None,
+        adding_replicas=new_adding if new_adding != p.adding else None,
+        removing_replicas=new_removing if new_removing != p.removing else None,
         leader_recovery_state=RECOVERING if unclean else -1,
         directories=_directories(image, p, new_replicas)
         if new_replicas != p.replicas and version >= 1
@@ -151,8 +172,14 @@ def change_record(
         and record.adding_replicas is None
         and record.removing_replicas is None
         and record.leader_recovery_state == -1
+        and final_target is None
     ):
         return None
+    if final_target is None and p.final_target is not None and record.replicas is not None:
+        done = record.replicas == p.final_target and not new_adding and not new_removing
+        final_target = () if done else p.final_target
+    if final_target is not None:
+        record = with_final_target(record, final_target)
     return record
 
 

@@ -35,10 +35,17 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
+from pykraft.controller import reassign, throttles
 from pykraft.controller import topics as t
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import NO_LEADER, NO_LEADER_CHANGE, TOPIC_RESOURCE, Image
+from pykraft.controller.image import (
+    BROKER_RESOURCE,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    TOPIC_RESOURCE,
+    Image,
+)
 from pykraft.controller.partitions import (
     ELECTION_PREFERRED,
     ELECTION_UNCLEAN,
@@ -47,6 +54,7 @@ from pykraft.controller.partitions import (
     change_record,
     partition_version,
 )
+from pykraft.controller.steps import Limits
 from pykraft.metadata import records as r
 from pykraft.metadata.versions import (
     DEFAULT_METADATA_VERSION,
@@ -58,6 +66,7 @@ from pykraft.protocol.apis import ApiKey
 
 __all__ = [
     "CONTROLLER_API_VERSIONS",
+    "METADATA_TOPIC",
     "READ_APIS",
     "SUPPORTED_FEATURES",
     "Context",
@@ -92,7 +101,10 @@ CONTROLLER_API_VERSIONS: Final = {
     ApiKey.BROKER_HEARTBEAT: (0, 2),
     ApiKey.UNREGISTER_BROKER: (0, 0),
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
+METADATA_TOPIC: Final = "__cluster_metadata"  # the quorum's own partition: KIP-642 (raft/)
 
 
 # Answered by any controller from its image (Kafka's read events), not only the active one.
@@ -141,6 +153,9 @@ class QuorumController:
         self.sessions = b.BrokerSessions(config.broker_session_timeout_ms)
         self.active = False
         self.last_write_ms = 0
+        # Reassignment work (KIP-435 steps, managed throttles) may be due: set by records
+        # that can change it, cleared by the tick that looks.
+        self._moves_due = False
         self._handlers: dict[int, Callable[[int, Any, Context], Result]] = {
             ApiKey.BROKER_REGISTRATION: self._broker_registration,
             ApiKey.BROKER_HEARTBEAT: self._broker_heartbeat,
@@ -155,6 +170,8 @@ class QuorumController:
             ApiKey.ELECT_LEADERS: self._elect_leaders,
             ApiKey.UNREGISTER_BROKER: self._unregister_broker,
             ApiKey.UPDATE_FEATURES: self._update_features,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: self._alter_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self._list_reassignments,
         }
 
     # -- the log ---------------------------------------------------------------------------
@@ -162,6 +179,8 @@ class QuorumController:
     def replay(self, record: Any, version: int, offset: int) -> None:
         """A committed record (standby), or one this controller wrote (active)."""
         self.image.replay(record, version, offset)
+        if isinstance(record, _MOVE_RECORDS):
+            self._moves_due = True
 
     def reset(self) -> None:
         """Forget the image (before replaying a snapshot and the log again)."""
@@ -180,6 +199,7 @@ class QuorumController:
         (metadata.version first) in a transaction (Kafka's ActivationRecordsGenerator)."""
         self.active = True
         self.last_write_ms = now_ms
+        self._moves_due = True
         self.sessions.reset(self.image, now_ms)
         records: list[tuple[Any, int]] = []
         if self.image.in_transaction:
@@ -220,6 +240,9 @@ class QuorumController:
             broker = self.image.brokers[broker_id]
             records.extend(b.fence_records(self.image, broker, unclean))
             break  # one per tick, as Kafka: the next sees the image with this one applied
+        if not records and self._moves_due:
+            self._moves_due = False
+            records.extend(self._reassignment_work())
         idle = self.config.metadata_max_idle_interval_ms
         if not records and idle > 0 and ctx.now_ms - self.last_write_ms >= idle:
             records.append((r.NoOpRecord(), 0))
@@ -235,6 +258,8 @@ class QuorumController:
         expiry = self.sessions.next_expiry_ms(self.image)
         if expiry is not None:
             deadlines.append(expiry + 1)
+        if self._moves_due:
+            deadlines.append(0)
         return min(deadlines) if deadlines else None
 
     def wrote(self, now_ms: int) -> None:
@@ -476,6 +501,13 @@ class QuorumController:
                 record, after = outcome
                 if record is not None:
                     records.append((record, pversion))
+                if after.leader != broker_id:
+                    # The change (a completed reassignment) moved leadership off the sender:
+                    # the record is written, the old leader told to look again.
+                    partitions.append(
+                        {"partition_index": index, "error_code": ErrorCode.new_leader_elected}
+                    )
+                    continue
                 partitions.append(
                     {
                         "partition_index": index,
@@ -576,13 +608,63 @@ class QuorumController:
         records, results = cfgs.incremental_alter_configs(
             self.image, request.resources, bool(request.validate_only)
         )
-        return Result(records, {"throttle_time": 0, "responses": results})
+        return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
 
     def _alter_configs(self, version: int, request: Any, ctx: Context) -> Result:
         records, results = cfgs.alter_configs(
             self.image, request.resources, bool(request.validate_only)
         )
-        return Result(records, {"throttle_time": 0, "responses": results})
+        return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
+
+    def _unthrottle(self, records: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        """``records`` and, when they delete the managed-throttle policy, the removal of
+        every throttle it set (``throttles``)."""
+        deleted = any(
+            isinstance(rec, r.ConfigRecord)
+            and (rec.resource_type, rec.resource_name, rec.name)
+            == (BROKER_RESOURCE, "", throttles.THROTTLE_POLICY)
+            and rec.value is None
+            for rec, _ in records
+        )
+        if deleted and throttles.policy(self.image) is not None:
+            return records + list(throttles.reconcile(self.image, None))
+        return records
+
+    # Reassignment work between requests (KIP-435 steps, managed throttles) ----------------
+
+    def limits(self) -> Limits:
+        """The KIP-435 limits: dynamic cluster configs (the cluster default broker
+        resource), read afresh for each batch."""
+        return Limits.from_configs(self.image.configs.get((BROKER_RESOURCE, ""), {}))
+
+    def _min_insync(self, topic: str) -> int:
+        value = self.image.configs.get((TOPIC_RESOURCE, topic), {}).get(
+            "min.insync.replicas"
+        ) or self.image.configs.get((BROKER_RESOURCE, ""), {}).get("min.insync.replicas", "1")
+        try:
+            return int(value)
+        except ValueError:
+            return 1
+
+    def _reassignment_work(self) -> list[tuple[Any, int]]:
+        """The next KIP-435 steps; when there are none, and the policy is set, the throttle
+        configs that make the throttles match the moves in flight (the records of a step
+        make the work due again: the next tick sets its throttles, on the image with the
+        step applied)."""
+        records: list[tuple[Any, int]] = []
+        if self.image.stepping:
+            records.extend(
+                reassign.step_records(
+                    self.image,
+                    self.limits(),
+                    min_insync_of=self._min_insync,
+                    version=partition_version(self.metadata_version),
+                )
+            )
+        rate = throttles.policy(self.image)
+        if not records and rate is not None:
+            records.extend(throttles.reconcile(self.image, rate))
+        return records
 
     def _describe_configs(self, version: int, request: Any, ctx: Context) -> Result:
         return Result(
@@ -655,6 +737,35 @@ class QuorumController:
             return ApiError(ErrorCode.preferred_leader_not_available)
         records.append((record, pversion))
         return None
+
+    # Reassignment (KIP-455) --------------------------------------------------------------
+
+    def _alter_reassignments(self, version: int, request: Any, ctx: Context) -> Result:
+        unclean = self._unclean()
+        records, responses = reassign.alter_reassignments(
+            self.image,
+            request,
+            version,
+            unclean_of=lambda topic_id: topic_id in unclean,
+            partition_version=partition_version(self.metadata_version),
+            skip=lambda name: name == METADATA_TOPIC,
+            limits=self.limits(),
+        )
+        return Result(
+            records,
+            {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": responses},
+        )
+
+    def _list_reassignments(self, version: int, request: Any, ctx: Context) -> Result:
+        return Result(
+            [],
+            {
+                "throttle_time": 0,
+                "error_code": 0,
+                "error_message": None,
+                "topics": reassign.list_reassignments(self.image, request),
+            },
+        )
 
     # UpdateFeatures -----------------------------------------------------------------------
 
@@ -867,3 +978,15 @@ def _after(p: Any, record: r.PartitionChangeRecord | None) -> _After:
         else p.leader_recovery_state,
         p.partition_epoch + 1,
     )
+
+
+# Records after which reassignment work may be due.
+_MOVE_RECORDS: Final = (
+    r.PartitionChangeRecord,
+    r.PartitionRecord,
+    r.ConfigRecord,
+    r.RemoveTopicRecord,
+    r.UnfenceBrokerRecord,
+    r.BrokerRegistrationChangeRecord,
+    r.RegisterBrokerRecord,
+)

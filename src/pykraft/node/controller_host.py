@@ -53,6 +53,7 @@ from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import (
     CONTROLLER_API_VERSIONS,
     CONTROLLER_REGISTRATION_MV,
+    METADATA_TOPIC,
     READ_APIS,
     SUPPORTED_FEATURES,
     Context,
@@ -68,6 +69,7 @@ from pykraft.protocol.apis import response_schema
 from pykraft.protocol.build import make
 from pykraft.protocol.codec import decode_request, encode_response
 from pykraft.protocol.errors import ProtocolError
+from pykraft.raft import reassignment
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.roles import Leader
 from pykraft.records import decode_records, iter_batches
@@ -238,6 +240,8 @@ class ControllerHost:
             return None
         if api_key == ApiKey.UPDATE_FEATURES and _only_kraft_version(request.message):
             return None  # the quorum's own feature (D10): the core
+        if api_key in REASSIGNMENT_KEYS and _only_metadata_partition(request.message):
+            return None  # the voter set's reassignment (KIP-642): the core
         if api_key not in CONTROLLER_API_VERSIONS:
             return None
         controller = self.controller
@@ -269,6 +273,31 @@ class ControllerHost:
             return self._error(request, ErrorCode.unknown_server_error, str(e))
         return payload
 
+    def _add_voter_reassignment(self, m: Any, response: dict[str, Any]) -> None:
+        """ListPartitionReassignments of everything (or naming the metadata partition)
+        also lists the voter set's move (KIP-642), which the quorum keeps."""
+        topics = m.topics
+        named = topics is None or any(t.name == METADATA_TOPIC for t in topics)
+        core = self.node.core
+        if not named or core is None:
+            return
+        voters = reassignment.handle_list(core)
+        if voters.error == ErrorCode.none and (voters.adding or voters.removing):
+            response["topics"] = [
+                *response["topics"],
+                {
+                    "name": METADATA_TOPIC,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "replicas": voters.replicas,
+                            "adding_replicas": voters.adding,
+                            "removing_replicas": voters.removing,
+                        }
+                    ],
+                },
+            ]
+
     def _process(self, request: DecodedRequest, answer: Answer) -> None:
         controller = self.controller
         api_key, version = request.api_key, request.api_version
@@ -280,6 +309,8 @@ class ControllerHost:
         ctx = self._context()
         try:
             result = controller.handle(api_key, version, request.message, ctx)
+            if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
+                self._add_voter_reassignment(request.message, result.response)
             payload = make(response_schema(api_key, version), result.response)
         except ApiError as e:
             answer.set(self._error(request, e.code, e.message))
@@ -692,6 +723,16 @@ def _snake(name: str) -> str:
 def _write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:
     for i in range(0, len(values), 2000):
         writer.append(values[i : i + 2000], now_ms)
+
+
+REASSIGNMENT_KEYS: Final = frozenset(
+    {ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS}
+)
+
+
+def _only_metadata_partition(m: Any) -> bool:
+    topics: Any = getattr(m, "topics", None)
+    return bool(topics) and all(t.name == METADATA_TOPIC for t in topics)
 
 
 def _only_kraft_version(m: Any) -> bool:

@@ -1,0 +1,364 @@
+"""Kafka clusters side by side: the same three Apache Kafka 4.3.1 brokers once on three pykraft
+controllers and once on three Kafka controllers, same machine, same run (issue 16).
+
+    .venv/bin/python bench/wl_cluster.py [--quick] [--only parity,heartbeats,catchup]
+
+Measured on each, in this order, with Kafka's default timeouts on both sides (broker session
+9 s, heartbeat 2 s):
+
+* ``running_s``: from starting every process to every broker RUNNING (its log's
+  "Kafka Server started");
+* ``fence_s`` / ``leaders_s``: a broker kill -9'd; until the surviving brokers' metadata no
+  longer lists it (the controller fenced it), and until no partition of a 12-partition RF 3
+  topic is led by it;
+* ``failover_s``: the active controller kill -9'd; until the next CreateTopics through a broker
+  succeeds;
+* ``create_partitions_s``: CreateTopics through the brokers, 100 topics of 10 partitions RF 3 in
+  requests of 10 topics: partitions committed per second;
+* ``heartbeats``: 1,000 simulated brokers (this script speaking BrokerRegistration and
+  BrokerHeartbeat to the active controller over TCP, every 2 s each) for ``HEARTBEAT_S``: the
+  heartbeat latency p50/p99 and the active controller's CPU (utime+stime from /proc);
+* ``catchup_s``: with 100,000 partitions in the metadata (on the simulated brokers), a new real
+  broker from start to RUNNING (it replays the whole metadata log).
+
+Lines of JSON on stdout, one per measurement; ``run_all.py --only cluster`` reports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+
+from pykraft.interop.cluster import BROKER_STARTED, LocalCluster, Server
+from pykraft.interop.kafka import KafkaDist, write_properties
+from pykraft.net.client import Connection
+from pykraft.protocol import ApiKey
+from pykraft.protocol.apis import request_schema
+from pykraft.protocol.build import make
+
+HEARTBEAT_S = 30
+SIM_BROKERS = 1_000
+FEATURES = [
+    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 25},
+    {"name": "kraft.version", "min_supported_version": 0, "max_supported_version": 1},
+    {"name": "group.version", "min_supported_version": 0, "max_supported_version": 1},
+    {"name": "transaction.version", "min_supported_version": 0, "max_supported_version": 2},
+]
+
+
+def emit(row: dict[str, Any]) -> None:
+    print(json.dumps(row), flush=True)
+
+
+def wait(predicate: Any, timeout_s: float, what: str, step_s: float = 0.05) -> float:
+    started = time.monotonic()
+    while True:
+        try:
+            if predicate():
+                return time.monotonic() - started
+        except Exception:
+            pass
+        if time.monotonic() - started > timeout_s:
+            raise TimeoutError(what)
+        time.sleep(step_s)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+# -- parity -----------------------------------------------------------------------------------
+
+
+def parity(kind: str, dist: KafkaDist, work: Path, quick: bool) -> dict[str, Any]:
+    cluster = LocalCluster(dist, work / kind, controllers=3, brokers=3, controller_kind=kind)
+    row: dict[str, Any] = {"bench": "cluster_parity", "controllers": kind}
+    try:
+        started = time.monotonic()
+        cluster.start(wait=True)
+        row["running_s"] = round(time.monotonic() - started, 2)
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+        admin.create_topics([NewTopic("parity", 12, 3)])
+
+        def leaders() -> dict[int, int]:
+            described = admin.describe_topics(["parity"])[0]
+            return {p["partition"]: p["leader"] for p in described["partitions"]}
+
+        wait(lambda: len(leaders()) == 12 and all(v >= 0 for v in leaders().values()), 60, "led")
+        victim = cluster.brokers[1]
+        other = KafkaAdminClient(bootstrap_servers=cluster.brokers[0].address)
+        victim.kill()
+        killed = time.monotonic()
+        wait(
+            lambda: (
+                victim.node_id not in [b["node_id"] for b in other.describe_cluster()["brokers"]]
+            ),
+            60,
+            "fenced",
+        )
+        row["fence_s"] = round(time.monotonic() - killed, 2)
+        wait(lambda: victim.node_id not in leaders().values(), 60, "leaders moved")
+        row["leaders_s"] = round(time.monotonic() - killed, 2)
+        victim.start()
+        victim.wait_for(BROKER_STARTED)
+        leader = cluster.leader()
+        leader.kill()
+        killed = time.monotonic()
+        n = 0
+
+        def created() -> bool:
+            nonlocal n
+            n += 1
+            admin.create_topics([NewTopic(f"failover-{n}", 1, 3)], timeout_ms=5_000)
+            return True
+
+        wait(created, 120, "CreateTopics after the failover", step_s=0.1)
+        row["failover_s"] = round(time.monotonic() - killed, 2)
+        leader.start()
+        topics = 20 if quick else 100
+        started = time.monotonic()
+        for batch in range(0, topics, 10):
+            admin.create_topics([NewTopic(f"ct-{i}", 10, 3) for i in range(batch, batch + 10)])
+        elapsed = time.monotonic() - started
+        row["create_partitions_per_s"] = round(topics * 10 / elapsed)
+        other.close()
+        admin.close()
+    finally:
+        cluster.kill()
+    return row
+
+
+# -- simulated brokers ------------------------------------------------------------------------
+
+
+async def call(conn: Connection, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+    return await conn.request(make(request_schema(api_key, version), fields), timeout_ms=30_000)
+
+
+async def active(cluster: LocalCluster) -> tuple[Server, Connection]:
+    leader = cluster.leader()
+    host, port = leader.address.split(":")
+    return leader, await Connection.open(host, int(port), timeout_ms=5_000, client_id="bench")
+
+
+class SimBrokers:
+    """``count`` brokers registered by this script and kept unfenced by its heartbeats."""
+
+    def __init__(self, cluster_id: str, count: int, first_id: int = 1_000) -> None:
+        self.cluster_id = cluster_id
+        self.ids = list(range(first_id, first_id + count))
+        self.epochs: dict[int, int] = {}
+        self.latencies_ms: list[float] = []
+
+    async def register(self, conn: Connection) -> None:
+        for b in self.ids:
+            m = await call(
+                conn,
+                ApiKey.BROKER_REGISTRATION,
+                4,
+                {
+                    "broker_id": b,
+                    "cluster_id": self.cluster_id,
+                    "incarnation_id": uuid.uuid4(),
+                    "listeners": [
+                        {
+                            "name": "PLAINTEXT",
+                            "host": "127.0.0.1",
+                            "port": 1,
+                            "security_protocol": 0,
+                        }
+                    ],
+                    "features": FEATURES,
+                    "rack": None,
+                    "log_dirs": [uuid.UUID(int=(b << 64) | 4242)],
+                },
+            )
+            assert int(m.error_code) == 0, m
+            self.epochs[b] = int(m.broker_epoch)
+
+    async def beat_all(self, conn: Connection, measure: bool) -> None:
+        await asyncio.gather(*(self._beat(conn, b, measure) for b in self.ids))
+
+    async def keep_alive(self, conn: Connection, seconds: float, measure: bool) -> None:
+        """Each broker heartbeats every 2 s, spread over the interval."""
+        end = time.monotonic() + seconds
+        slices = 20
+        while time.monotonic() < end:
+            for s in range(slices):
+                chunk = self.ids[s::slices]
+                started = time.monotonic()
+                await asyncio.gather(*(self._beat(conn, b, measure) for b in chunk))
+                await asyncio.sleep(max(0.0, 2.0 / slices - (time.monotonic() - started)))
+
+    async def _beat(self, conn: Connection, b: int, measure: bool) -> None:
+        started = time.perf_counter()
+        m = await call(
+            conn,
+            ApiKey.BROKER_HEARTBEAT,
+            1,
+            {
+                "broker_id": b,
+                "broker_epoch": self.epochs[b],
+                "current_metadata_offset": 1 << 40,
+                "want_fence": False,
+            },
+        )
+        if measure and int(m.error_code) == 0:
+            self.latencies_ms.append((time.perf_counter() - started) * 1000)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
+def heartbeats_and_catchup(
+    kind: str, dist: KafkaDist, work: Path, quick: bool, only: set[str]
+) -> list[dict[str, Any]]:
+    cluster = LocalCluster(
+        dist, work / f"{kind}-load", controllers=3, brokers=0, controller_kind=kind
+    )
+    rows: list[dict[str, Any]] = []
+    count = 200 if quick else SIM_BROKERS
+    try:
+        cluster.start(wait=False)
+        time.sleep(3)
+
+        async def go() -> None:
+            leader, conn = await active(cluster)
+            sims = SimBrokers(cluster.cluster_id, count)
+            await sims.register(conn)
+            await sims.beat_all(conn, measure=False)  # unfenced
+            if "heartbeats" in only:
+                assert leader.process is not None
+                cpu_before = cpu_seconds(leader.process.pid)
+                seconds = 10 if quick else HEARTBEAT_S
+                await sims.keep_alive(conn, seconds, measure=True)
+                cpu = cpu_seconds(leader.process.pid) - cpu_before
+                rows.append(
+                    {
+                        "bench": "cluster_heartbeats",
+                        "controllers": kind,
+                        "brokers": count,
+                        "seconds": seconds,
+                        "heartbeats": len(sims.latencies_ms),
+                        "p50_ms": percentile(sims.latencies_ms, 0.5),
+                        "p99_ms": percentile(sims.latencies_ms, 0.99),
+                        "controller_cpu_pct": round(cpu / seconds * 100, 1),
+                    }
+                )
+            if "catchup" in only:
+                partitions = 10_000 if quick else 100_000
+                keep = asyncio.ensure_future(sims.keep_alive(conn, 3_600, measure=False))
+                for t in range(partitions // 100):
+                    m = await call(
+                        conn,
+                        ApiKey.CREATE_TOPICS,
+                        7,
+                        {
+                            "topics": [
+                                {"name": f"big-{t}", "num_partitions": 100, "replication_factor": 1}
+                            ],
+                            "timeout": 60_000,
+                        },
+                    )
+                    assert int(m.topics[0].error_code) == 0, m
+                broker = new_broker(cluster, dist, work / f"{kind}-load")
+                started = time.monotonic()
+                broker.start()
+                await asyncio.get_running_loop().run_in_executor(
+                    None, lambda: broker.wait_for(BROKER_STARTED, 600)
+                )
+                rows.append(
+                    {
+                        "bench": "cluster_catchup",
+                        "controllers": kind,
+                        "partitions": partitions,
+                        "catchup_s": round(time.monotonic() - started, 2),
+                    }
+                )
+                keep.cancel()
+                broker.kill()
+            conn.close()
+
+        asyncio.run(go())
+    finally:
+        cluster.kill()
+    return rows
+
+
+def new_broker(cluster: LocalCluster, dist: KafkaDist, base: Path) -> Server:
+    from pykraft.interop.cluster import free_ports
+
+    (port,) = free_ports(1)
+    data = base / "broker200"
+    config = write_properties(
+        base / "broker200.properties",
+        {
+            "process.roles": "broker",
+            "node.id": 200,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": data,
+            "controller.quorum.voters": cluster.voters,
+        },
+    )
+    dist.format_storage(config, cluster.cluster_id)
+    return Server(200, "broker", port, config, data, base / "broker200.log", dist)
+
+
+def run_cluster(
+    work: Path, *, quick: bool, only: set[str], log: Any = print
+) -> list[dict[str, Any]]:
+    dist = KafkaDist.get("4")
+    rows: list[dict[str, Any]] = []
+    for kind in ("pykraft", "kafka"):  # interleaved per measurement kind
+        if "parity" in only:
+            rows.append(parity(kind, dist, work, quick))
+            log(f"  parity {kind}: {rows[-1]}")
+    for kind in ("pykraft", "kafka"):
+        if only & {"heartbeats", "catchup"}:
+            for row in heartbeats_and_catchup(kind, dist, work, quick, only):
+                rows.append(row)
+                log(f"  {row['bench']} {kind}: {row}")
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="parity,heartbeats,catchup")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="pykraft-bench-cluster-"))
+    try:
+        for row in run_cluster(
+            work,
+            quick=args.quick,
+            only=set(args.only.split(",")),
+            log=lambda s: print(s, file=sys.stderr),
+        ):
+            emit(row)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Partition reassignment on the controller: KIP-455's AlterPartitionReassignments and
+ListPartitionReassignments as Kafka's ``ReplicationControlManager`` implements them.
+
+Starting a reassignment of a partition from its current replicas C to a target T writes one
+PartitionChangeRecord with Replicas = T followed by the removing replicas (C - T, ascending),
+AddingReplicas = T - C and RemovingReplicas = C - T (ascending). It completes in the record
+that makes the ISR (less the removing replicas) cover every target replica
+(``partitions.change_record``): at once for a pure reorder, or for a removal whose remaining
+replicas are in sync; else later, when the leader reports the new replicas in sync through
+AlterPartition (if that moves leadership off the leader, it is answered NEW_LEADER_ELECTED).
+Re-targeting a moving partition computes against its current replica list, the union, as
+Kafka does. Cancelling (null replicas) reverts to the current replicas less the adding ones,
+the ISR less the adding ones; if no in-sync replica would be left it needs an unclean election
+(allowed only where the topic allows it). Every removal bumps the leader epoch.
+
+Errors, per partition (one failure does not stop the others): UNKNOWN_TOPIC_OR_PARTITION,
+INVALID_REPLICA_ASSIGNMENT (empty target, an unregistered broker, a broker twice, a cancel
+needing an unclean election), NO_REASSIGNMENT_IN_PROGRESS (cancel of a partition not moving),
+INVALID_REPLICATION_FACTOR (v1, AllowReplicationFactorChange false, the size would change).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller.errors import ApiError
+from pykraft.controller.image import Image, PartitionState
+from pykraft.controller.partitions import (
+    ELECTION_DEFAULT,
+    ELECTION_PREFERRED,
+    ELECTION_UNCLEAN,
+    acceptor,
+    change_record,
+)
+from pykraft.controller.steps import KIP_455, Action, Limits, moves_leader, next_step, plan_batch
+
+__all__ = ["alter_reassignments", "list_reassignments", "reassignment_records", "step_records"]
+
+
+def _validate_target(image: Image, name: str, index: int, target: tuple[int, ...]) -> None:
+    where = f"The manual partition assignment for {name}:{index}"
+    if not target:
+        raise ApiError(
+            ErrorCode.invalid_replica_assignment, f"{where} includes an empty replica list."
+        )
+    seen: set[int] = set()
+    for b in target:
+        if b not in image.brokers:
+            raise ApiError(
+                ErrorCode.invalid_replica_assignment,
+                f"{where} includes broker {b}, but no such broker is registered.",
+            )
+        if b in seen:
+            raise ApiError(
+                ErrorCode.invalid_replica_assignment,
+                f"{where} includes the broker {b} more than once.",
+            )
+        seen.add(b)
+
+
+def _revert(
+    image: Image,
+    p: PartitionState,
+    *,
+    unclean: bool,
+    version: int,
+    name: str,
+    final_target: tuple[int, ...] | None,
+) -> list[tuple[Any, int]]:
+    """The record reverting the step in flight of ``p`` (its replicas less the adding ones)
+    and stating ``final_target``; raises ApiError when that needs an unclean election the
+    topic does not allow."""
+    if not p.adding and not p.removing:
+        record = change_record(image, p, version=version, final_target=final_target)
+        return [] if record is None else [(record, version)]
+    replicas = tuple(r for r in p.replicas if r not in p.adding)
+    isr = tuple(b for b in p.isr if b not in p.adding)
+    election = ELECTION_UNCLEAN if unclean else ELECTION_DEFAULT
+    if not isr:
+        if not unclean:
+            raise ApiError(
+                ErrorCode.invalid_replica_assignment,
+                f"Unable to revert partition assignment for {name}:{p.partition_id} "
+                "because it would require an unclean leader election.",
+            )
+        isr = replicas[:1]
+    record = change_record(
+        image,
+        p,
+        isr=isr,
+        replicas=replicas,
+        adding=(),
+        removing=(),
+        election=election,
+        version=version,
+        final_target=final_target,
+    )
+    return [] if record is None else [(record, version)]
+
+
+def reassignment_records(
+    image: Image,
+    p: PartitionState,
+    target: tuple[int, ...] | None,
+    *,
+    unclean: bool,
+    version: int,
+    name: str,
+    limits: Limits = KIP_455,
+) -> list[tuple[Any, int]]:
+    """The records that start (``target``) or cancel (None) the reassignment of ``p``;
+    raises ApiError.
+
+    A target the partition cannot reach in one step under ``limits`` becomes a KIP-435
+    incremental reassignment: the step in flight, if any, is reverted and the target is
+    recorded as the final target; the controller's scheduler (``step_records``) starts the
+    steps. Cancelling one reverts the step in flight only: "original" replicas are those
+    before that step, the steps already completed stay."""
+    stepping = p.final_target is not None
+    if target is None:
+        if not p.adding and not p.removing and not stepping:
+            raise ApiError(ErrorCode.no_reassignment_in_progress, None)
+        return _revert(
+            image,
+            p,
+            unclean=unclean,
+            version=version,
+            name=name,
+            final_target=() if stepping else None,
+        )
+    _validate_target(image, name, p.partition_id, target)
+    if next_step(p.replicas, target, max_replicas=limits.replicas) != target:
+        return _revert(image, p, unclean=unclean, version=version, name=name, final_target=target)
+    return _start(image, p, target, version=version, final_target=() if stepping else None)
+
+
+def _start(
+    image: Image,
+    p: PartitionState,
+    target: tuple[int, ...],
+    *,
+    version: int,
+    final_target: tuple[int, ...] | None = None,
+) -> list[tuple[Any, int]]:
+    """Kafka's record starting a reassignment of ``p`` to ``target`` from its current
+    replica list."""
+    current = p.replicas
+    removing = tuple(sorted(r for r in current if r not in target))
+    adding = tuple(sorted(r for r in target if r not in current))
+    replicas = target + removing
+    record = change_record(
+        image,
+        p,
+        replicas=replicas if replicas != current else None,
+        adding=adding or None,
+        removing=removing or None,
+        version=version,
+        final_target=final_target,
+    )
+    return [] if record is None else [(record, version)]
+
+
+def step_records(
+    image: Image,
+    limits: Limits,
+    *,
+    min_insync_of: Callable[[str], int],
+    version: int,
+) -> list[tuple[Any, int]]:
+    """The next batch of KIP-435 steps (``steps.plan_batch``): for each partition with a
+    final target and no step in flight, a preferred election when its new preferred leader
+    is in sync but not leading, else its next step (``steps.next_step``); a partition that
+    reached its final target has it cleared."""
+    candidates: list[Action] = []
+    records: list[tuple[Any, int]] = []
+    in_flight = 0
+    acceptable = acceptor(image)
+    for topic_id, index in sorted(image.stepping):
+        p = image.partition(topic_id, index)
+        final = None if p is None else p.final_target
+        if p is None or final is None:
+            continue
+        if p.adding or p.removing:
+            in_flight += 1
+            continue
+        if p.replicas == final:
+            record = change_record(image, p, version=version, final_target=())
+            records.extend([] if record is None else [(record, version)])
+            continue
+        first = p.replicas[0]
+        if first == final[0] and p.leader != first and first in p.isr and acceptable(first):
+            candidates.append(Action((topic_id, index), p.replicas, True, elect=True))
+            continue
+        name = image.topics[topic_id].name
+        target = next_step(
+            p.replicas,
+            final,
+            in_sync=p.isr,
+            max_replicas=limits.replicas,
+            min_insync=min_insync_of(name),
+        )
+        candidates.append(
+            Action((topic_id, index), target, moves_leader(p.replicas, target, p.leader))
+        )
+    for action in plan_batch(candidates, in_flight, limits):
+        key, index = action.key
+        assert isinstance(key, uuid.UUID)
+        p = image.partition(key, index)
+        assert p is not None
+        if action.elect:
+            record = change_record(image, p, election=ELECTION_PREFERRED, version=version)
+            records.extend([] if record is None else [(record, version)])
+        else:
+            records.extend(_start(image, p, action.target, version=version))
+    return records
+
+
+def alter_reassignments(
+    image: Image,
+    request: Any,
+    version: int,
+    *,
+    unclean_of: Callable[[uuid.UUID], bool],
+    partition_version: int,
+    skip: Callable[[str], bool] = lambda name: False,
+    limits: Limits = KIP_455,
+) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+    """(records, per-topic responses) of an AlterPartitionReassignments request; topics for
+    which ``skip(name)`` holds are refused with INVALID_REQUEST (another part of the node
+    answers them when they come alone)."""
+    allow_rf_change = bool(getattr(request, "allow_replication_factor_change", True))
+    records: list[tuple[Any, int]] = []
+    responses = []
+    for topic in request.topics:
+        if skip(topic.name):
+            responses.append(
+                {
+                    "name": topic.name,
+                    "partitions": [
+                        {
+                            "partition_index": int(part.partition_index),
+                            "error_code": ErrorCode.invalid_request,
+                            "error_message": f"{topic.name} is reassigned on its own "
+                            "(the controllers' voter set, KIP-642)",
+                        }
+                        for part in topic.partitions
+                    ],
+                }
+            )
+            continue
+        results: list[dict[str, Any]] = []
+        for part in topic.partitions:
+            index = int(part.partition_index)
+            try:
+                topic_id = image.topics_by_name.get(topic.name)
+                p = None if topic_id is None else image.partition(topic_id, index)
+                if p is None:
+                    raise ApiError(
+                        ErrorCode.unknown_topic_or_partition,
+                        f"Unable to find partition {topic.name}:{index}.",
+                    )
+                target = None if part.replicas is None else tuple(int(b) for b in part.replicas)
+                if (
+                    target is not None
+                    and not allow_rf_change
+                    and len(target) != len(p.replicas) - len(p.adding)
+                ):
+                    raise ApiError(
+                        ErrorCode.invalid_replication_factor,
+                        f"The replication factor of {topic.name}:{index} would change from "
+                        f"{len(p.replicas) - len(p.adding)} to {len(target)}.",
+                    )
+                # Each partition sees the records of the ones before it only through
+                # distinct partitions: a partition named twice is refused.
+                if any(r.topic_id == p.topic_id and r.partition_id == index for r, _ in records):
+                    raise ApiError(ErrorCode.invalid_request, f"{topic.name}:{index} named twice.")
+                records.extend(
+                    reassignment_records(
+                        image,
+                        p,
+                        target,
+                        unclean=unclean_of(p.topic_id),
+                        version=partition_version,
+                        name=topic.name,
+                        limits=limits,
+                    )
+                )
+                results.append({"partition_index": index, "error_code": 0, "error_message": None})
+            except ApiError as e:
+                results.append(
+                    {"partition_index": index, "error_code": e.code, "error_message": e.message}
+                )
+        responses.append({"name": topic.name, "partitions": results})
+    return records, responses
+
+
+def list_reassignments(image: Image, request: Any) -> list[dict[str, Any]]:
+    """ListPartitionReassignments: every moving partition (topics null), or those of the
+    named topics and partitions; anything unknown or not moving is left out."""
+    wanted: dict[str, set[int] | None]
+    if request.topics is None:
+        wanted = {t.name: None for t in image.topics.values()}
+    else:
+        wanted = {t.name: {int(i) for i in t.partition_indexes} for t in request.topics}
+    out = []
+    for name, indexes in sorted(wanted.items()):
+        topic_id = image.topics_by_name.get(name)
+        if topic_id is None:
+            continue
+        partitions = [
+            _ongoing(p)
+            for pid, p in sorted(image.topics[topic_id].partitions.items())
+            if (p.adding or p.removing or p.final_target is not None)
+            and (indexes is None or pid in indexes)
+        ]
+        if partitions:
+            out.append({"name": name, "partitions": partitions})
+    return out
+
+
+def _ongoing(p: PartitionState) -> dict[str, Any]:
+    """A moving partition as KIP-455 lists it. For a KIP-435 reassignment, adding and
+    removing are relative to the final target (what Kafka's tools compare with the plan
+    they submitted): the replicas still to add (in flight or in later steps) and the
+    replicas still to remove."""
+    final = p.final_target
+    if final is None:
+        adding, removing = p.adding, p.removing
+    else:
+        adding = tuple(b for b in final if b in p.adding or b not in p.replicas)
+        removing = tuple(b for b in p.replicas if b not in final or b in p.removing)
+    return {
+        "partition_index": p.partition_id,
+        "replicas": p.replicas,
+        "adding_replicas": adding,
+        "removing_replicas": removing,
+    }

@@ -1,0 +1,156 @@
+"""KIP-435 incremental reassignment: one step of a partition at a time, batches across
+partitions (pure functions; the controller applies them in ``reassign``).
+
+A partition moving from its current replicas (CR) to a final target (FTR) goes through a
+sequence of ordinary KIP-455 reassignments, the *steps*: each step's target (TR) is reached
+the KIP-455 way (new replicas added, the step completes once every TR replica is in sync, the
+dropped replicas go then), and the next step starts from there. ``next_step`` computes TR from
+CR and FTR with ``reassignment.parallel.replica.count`` = R, following the seed's
+"Calculating a Reassignment Step":
+
+1. When the rest of the move fits in one step (at most R replicas to drop and at most R to
+   add), TR is FTR itself, in FTR's order: the last step. With the default R (unbounded)
+   every reassignment is a single step: plain KIP-455.
+2. Otherwise, when FTR's preferred leader (its first replica) is not yet a replica, the step
+   adds it alone and drops nothing (the seed's "in the first step we'll elect the new
+   preferred leader"); once it is in sync the controller elects it (a preferred election).
+3. Otherwise the step drops DR = the first R replicas of CR that FTR does not hold (in CR's
+   order) and adds NR = the next replicas of FTR not yet in CR (in FTR's order), as many as
+   keep the replica count at size(FTR), at most R; and at least enough that the in-sync
+   replicas kept plus NR reach ``min.insync.replicas`` (the seed's exception to R, so that
+   producers with acks=all can continue).
+4. TR lists the FTR replicas it holds in FTR's order, then the old replicas it keeps in CR's
+   order.
+
+The seed's example, (0,1,2,3,4) -> (5,6,7,8,9), leader 0, R = 2, goes (5,0,1,2,3,4),
+(5,6,2,3,4), (5,6,7,8,4), (5,6,7,8,9).
+
+Batches (``plan_batch``): ``reassignment.parallel.partition.count`` = P bounds the partitions
+with a step in flight; ``reassignment.parallel.leader.movements`` = L bounds the leader
+movements started per batch (a step that drops the current leader or changes the preferred
+leader, or a preferred election between steps). A batch takes the actions that move a leader
+first, up to L, and fills the remaining partition slots with the others (the seed's
+"Collecting a reassignment batch"); the limits are read each time a batch is planned, so a
+changed config applies from the next step on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "INT_MAX",
+    "KIP_455",
+    "LIMIT_CONFIGS",
+    "Action",
+    "Limits",
+    "moves_leader",
+    "next_step",
+    "plan_batch",
+]
+
+INT_MAX: Final = 2**31 - 1
+PARALLEL_REPLICA_COUNT: Final = "reassignment.parallel.replica.count"
+PARALLEL_PARTITION_COUNT: Final = "reassignment.parallel.partition.count"
+PARALLEL_LEADER_MOVEMENTS: Final = "reassignment.parallel.leader.movements"
+LIMIT_CONFIGS: Final = (PARALLEL_REPLICA_COUNT, PARALLEL_PARTITION_COUNT, PARALLEL_LEADER_MOVEMENTS)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The three KIP-435 limits; the defaults (unbounded) reproduce plain KIP-455."""
+
+    replicas: int = INT_MAX  # reassignment.parallel.replica.count
+    partitions: int = INT_MAX  # reassignment.parallel.partition.count
+    leader_movements: int = INT_MAX  # reassignment.parallel.leader.movements
+
+    @classmethod
+    def from_configs(cls, configs: dict[str, str]) -> Limits:
+        def read(name: str) -> int:
+            try:
+                return max(1, int(configs.get(name, INT_MAX)))
+            except ValueError:
+                return INT_MAX
+
+        return cls(
+            read(PARALLEL_REPLICA_COUNT),
+            read(PARALLEL_PARTITION_COUNT),
+            read(PARALLEL_LEADER_MOVEMENTS),
+        )
+
+
+KIP_455: Final = Limits()  # the defaults: every reassignment in one step
+
+
+def next_step(
+    current: Sequence[int],
+    final: Sequence[int],
+    *,
+    in_sync: Iterable[int] = (),
+    max_replicas: int = INT_MAX,
+    min_insync: int = 1,
+) -> tuple[int, ...]:
+    """The target of the next step from ``current`` towards ``final`` (see the module
+    docstring); ``final`` itself when the move fits in one step."""
+    cr, ftr = tuple(current), tuple(final)
+    excess = [b for b in cr if b not in ftr]
+    missing = [b for b in ftr if b not in cr]
+    if len(excess) <= max_replicas and len(missing) <= max_replicas:
+        return ftr
+    if ftr[0] not in cr:
+        dropped: list[int] = []
+        added = [ftr[0]]
+    else:
+        dropped = excess[:max_replicas]
+        kept = [b for b in cr if b not in dropped]
+        count = min(max_replicas, max(0, len(ftr) - len(kept)))
+        kept_in_sync = sum(1 for b in kept if b in set(in_sync))
+        count = max(count, min(len(missing), min_insync - kept_in_sync))
+        added = missing[:count]
+    holds = set(cr) - set(dropped) | set(added)
+    return tuple(b for b in ftr if b in holds) + tuple(b for b in cr if b in holds and b not in ftr)
+
+
+def moves_leader(current: Sequence[int], target: Sequence[int], leader: int) -> bool:
+    """Whether going from ``current`` to ``target`` moves leadership: the leader is dropped
+    or the preferred leader changes."""
+    return leader not in target or (bool(current) and bool(target) and current[0] != target[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One partition's next action: a step to ``target`` (or, with ``elect``, a preferred
+    election between steps); ``key`` names the partition."""
+
+    key: tuple[object, int]
+    target: tuple[int, ...]
+    leader_movement: bool
+    elect: bool = False
+
+
+def plan_batch(candidates: Sequence[Action], in_flight: int, limits: Limits) -> list[Action]:
+    """The actions to start now: at most ``limits.partitions - in_flight`` steps, leader
+    movements first and at most ``limits.leader_movements`` of them; preferred elections
+    take no partition slot (they finish at once) but count as leader movements."""
+    slots = max(0, limits.partitions - in_flight)
+    movers = [a for a in candidates if a.leader_movement]
+    others = [a for a in candidates if not a.leader_movement]
+    chosen: list[Action] = []
+    movements = 0
+    for action in movers:
+        if movements >= limits.leader_movements:
+            break
+        if not action.elect:
+            if slots == 0:
+                continue
+            slots -= 1
+        chosen.append(action)
+        movements += 1
+    for action in others:
+        if slots == 0:
+            break
+        slots -= 1
+        chosen.append(action)
+    return chosen

@@ -1,0 +1,316 @@
+"""A local Kafka cluster on 127.0.0.1 for tests and benchmarks: controllers that are pykraft
+processes or Apache Kafka controllers (``process.roles=controller``), and Apache Kafka brokers
+(``process.roles=broker``, formatted with Kafka's ``kafka-storage``), static voters.
+
+Each server is a :class:`Server` (start, stop with a signal, kill -9, its log, its address);
+:class:`LocalCluster` writes the configs, formats every directory and starts them. Every
+process is started in its own session and killed when the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Final
+
+from pykraft.interop.kafka import KafkaDist, KafkaProcess, write_properties
+
+__all__ = ["BROKER_STARTED", "RUNNING", "LocalCluster", "Server"]
+
+RUNNING: Final = "Transitioning from RECOVERY to RUNNING"
+BROKER_STARTED: Final = "Kafka Server started"
+CONTROLLER_PORT_OFFSET: Final = 0
+DEFAULT_CLUSTER_ID: Final = "X5SvYNT7TJu0jYq2_o3_vg"
+START_TIMEOUT_S: Final = 120
+
+
+def free_ports(count: int) -> list[int]:
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@dataclass
+class Server:
+    """One process: ``kind`` is "pykraft" (a pykraft controller), "kafka-controller" or
+    "broker"."""
+
+    node_id: int
+    kind: str
+    port: int
+    config: Path
+    data: Path
+    log: Path
+    dist: KafkaDist | None = None
+    metrics_port: int | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _kafka: KafkaProcess | None = field(default=None, repr=False)
+
+    _all: ClassVar[weakref.WeakSet[Server]] = weakref.WeakSet()
+
+    def __post_init__(self) -> None:
+        Server._all.add(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> None:
+        if self.kind == "pykraft":
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            with self.log.open("ab") as out:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(self.config)],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            return
+        assert self.dist is not None
+        self._kafka = self.dist.start("server", str(self.config), log=self.log)
+        self.process = self._kafka.popen
+
+    def text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait_for(self, needle: str, timeout_s: float = START_TIMEOUT_S, *, after: int = 0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while needle not in self.text()[after:]:
+            if not self.running:
+                raise RuntimeError(f"{self.kind} {self.node_id} exited:\n{self.text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.kind} {self.node_id}: no {needle!r} in {timeout_s} s")
+            time.sleep(0.05)
+
+    def send(self, signum: int) -> None:
+        if self.running:
+            assert self.process is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signum)
+
+    def stop(self, signum: int = signal.SIGTERM, timeout_s: float = 60) -> int:
+        """A clean stop (SIGTERM: a broker's controlled shutdown); kill -9 after the timeout."""
+        assert self.process is not None
+        self.send(signum)
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return -9
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.send(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def scrape(self) -> dict[str, float]:
+        """A pykraft controller's metrics endpoint as {name{labels}: value}."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        assert self.metrics_port is not None
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
+        ) as response:
+            body = response.read().decode()
+        values: dict[str, float] = {}
+        for family in text_string_to_metric_families(body):
+            for sample in family.samples:
+                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                values[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+        return values
+
+    @classmethod
+    def kill_all(cls) -> None:
+        for server in list(cls._all):
+            with contextlib.suppress(Exception):
+                server.kill()
+
+
+atexit.register(Server.kill_all)
+
+
+class LocalCluster:
+    """``controllers`` controllers of ``controller_kind`` ("pykraft" or "kafka") and
+    ``brokers`` Kafka brokers (ids 100, 101, ...), formatted, not started."""
+
+    def __init__(
+        self,
+        dist: KafkaDist | None,
+        base: Path,
+        *,
+        controllers: int = 3,
+        brokers: int = 3,
+        controller_kind: str = "pykraft",
+        controller_config: Mapping[str, object] | None = None,
+        broker_config: Mapping[str, object] | None = None,
+        cluster_id: str = DEFAULT_CLUSTER_ID,
+        metrics: bool = True,
+    ) -> None:
+        assert controller_kind in ("pykraft", "kafka")
+        assert brokers == 0 or dist is not None, "Kafka brokers need Kafka's jars"
+        self.dist = dist
+        self.base = base
+        self.cluster_id = cluster_id
+        base.mkdir(parents=True, exist_ok=True)
+        ports = free_ports(2 * controllers + brokers)
+        self.voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(controllers))
+        self.controllers: list[Server] = []
+        for i in range(controllers):
+            node_id, port = i + 1, ports[i]
+            data = base / f"controller{node_id}"
+            settings: dict[str, object] = {
+                "process.roles": "controller",
+                "node.id": node_id,
+                "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                "controller.quorum.voters": self.voters,
+                "metadata.log.dir" if controller_kind == "pykraft" else "log.dirs": data,
+                **(controller_config or {}),
+            }
+            metrics_port = None
+            if controller_kind == "pykraft" and metrics:
+                metrics_port = ports[controllers + brokers + i]
+                settings["metrics.port"] = metrics_port
+            config = write_properties(base / f"controller{node_id}.properties", settings)
+            kind = "pykraft" if controller_kind == "pykraft" else "kafka-controller"
+            self.controllers.append(
+                Server(
+                    node_id,
+                    kind,
+                    port,
+                    config,
+                    data,
+                    base / f"controller{node_id}.log",
+                    dist,
+                    metrics_port,
+                )
+            )
+        self.brokers: list[Server] = []
+        for i in range(brokers):
+            node_id, port = 100 + i, ports[controllers + i]
+            data = base / f"broker{node_id}"
+            config = write_properties(
+                base / f"broker{node_id}.properties",
+                {
+                    "process.roles": "broker",
+                    "node.id": node_id,
+                    "controller.listener.names": "CONTROLLER",
+                    "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                    "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "log.dirs": data,
+                    "controller.quorum.voters": self.voters,
+                    "offsets.topic.replication.factor": min(brokers, 3),
+                    "offsets.topic.num.partitions": 5,
+                    "transaction.state.log.replication.factor": min(brokers, 3),
+                    "transaction.state.log.min.isr": 1,
+                    "group.initial.rebalance.delay.ms": 0,
+                    **(broker_config or {}),
+                },
+            )
+            self.brokers.append(
+                Server(node_id, "broker", port, config, data, base / f"broker{node_id}.log", dist)
+            )
+        self._format()
+
+    def _format(self) -> None:
+        for c in self.controllers:
+            if c.kind == "pykraft":
+                result = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "pykraft.cli.main",
+                        "storage",
+                        "format",
+                        "--config",
+                        str(c.config),
+                        "--cluster-id",
+                        self.cluster_id,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                if result.returncode != 0:
+                    raise RuntimeError(f"pykraft storage format: {result.stderr}")
+            else:
+                assert self.dist is not None
+                # metadata.version 4.0-IV3, as pykraft formats: the same features on both sides.
+                self.dist.format_storage(c.config, self.cluster_id, "--release-version", "4.0-IV3")
+        for b in self.brokers:
+            assert self.dist is not None
+            self.dist.format_storage(b.config, self.cluster_id)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.address for b in self.brokers)
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(c.address for c in self.controllers)
+
+    def start(self, wait: bool = True) -> None:
+        for c in self.controllers:
+            c.start()
+        for b in self.brokers:
+            b.start()
+        if wait:
+            for b in self.brokers:
+                b.wait_for(BROKER_STARTED)
+
+    def leader(self) -> Server:
+        """The active controller (the quorum's leader), by DescribeQuorum."""
+        import asyncio
+
+        from pykraft.admin import AdminClient
+
+        async def go() -> int:
+            async with AdminClient(
+                self.bootstrap_controllers, timeout_ms=15_000, request_timeout_ms=2_000
+            ) as admin:
+                return (await admin.describe_quorum()).leader_id
+
+        leader_id = asyncio.run(go())
+        return next(c for c in self.controllers if c.node_id == leader_id)
+
+    def stop(self) -> None:
+        for b in self.brokers:
+            if b.running:
+                b.kill()
+        for c in self.controllers:
+            if c.running:
+                c.stop()
+
+    def kill(self) -> None:
+        for server in (*self.brokers, *self.controllers):
+            server.kill()

@@ -1,0 +1,105 @@
+"""Client load for the cluster tests: a kafka-python producer thread (acks=all, one request
+in flight, retries) writing sequence numbers, and the check that everything it got
+acknowledged is consumable, in order per partition."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+__all__ = ["Load", "assert_nothing_lost", "consume_all"]
+
+
+@dataclass
+class Load:
+    """A producer thread (acks=all, one request in flight, retries) writing sequence numbers;
+    what the brokers acknowledged, per partition, in order."""
+
+    bootstrap: str
+    topic: str
+    acked: dict[int, list[int]] = field(default_factory=dict)
+    errors: int = 0
+    sent: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            acks="all",
+            retries=1_000,
+            max_in_flight_requests_per_connection=1,
+            request_timeout_ms=10_000,
+            linger_ms=5,
+        )
+        lock = threading.Lock()
+
+        def ok(n: int, meta: Any) -> None:
+            with lock:
+                self.acked.setdefault(meta.partition, []).append(n)
+
+        def failed(_e: Exception) -> None:
+            with lock:
+                self.errors += 1
+
+        n = 0
+        while not self._stop.is_set():
+            future = producer.send(self.topic, str(n).encode())
+            future.add_callback(ok, n).add_errback(failed)
+            n += 1
+            self.sent = n
+            if n % 200 == 0:
+                time.sleep(0.02)
+        producer.flush(timeout=60)
+        producer.close(timeout=30)
+
+    def stop(self) -> None:
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join(timeout=120)
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.acked.values())
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[int]]:
+    """Every record of every partition, from the beginning to the end offsets now."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=30_000
+    )
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    ends = consumer.end_offsets(tps)
+    seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
+    remaining = {tp.partition for tp in tps if ends[tp] > 0}
+    try:
+        for message in consumer:
+            seen[message.partition].append(int(message.value))
+            if message.offset + 1 >= ends[TopicPartition(topic, message.partition)]:
+                remaining.discard(message.partition)
+            if not remaining:
+                break
+    finally:
+        consumer.close()
+    assert not remaining, f"partitions not read to their end: {sorted(remaining)}"
+    return seen
+
+
+def assert_nothing_lost(load: Load, seen: dict[int, list[int]]) -> None:
+    """Every acknowledged record is there, and per partition in the order acknowledged."""
+    for partition, acked in load.acked.items():
+        present = seen.get(partition, [])
+        positions = {v: i for i, v in enumerate(present)}
+        missing = [v for v in acked if v not in positions]
+        assert not missing, (partition, missing[:10], len(missing))
+        order = [positions[v] for v in acked]
+        assert order == sorted(order), f"partition {partition} out of order"
