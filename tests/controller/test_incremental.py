@@ -259,3 +259,64 @@ def test_a_kafka_written_replica_change_ends_the_plan(h: Harness) -> None:
     p = part(h, "k")
     h.write([(PartitionChangeRecord(topic_id=p.topic_id, partition_id=0, replicas=(0, 1, 2)), 2)])
     assert p.final_target is None and h.image.stepping == set()
+
+
+def test_limits_are_validated_cluster_wide_configs(h: Harness) -> None:
+    def alter(name: str, value: str) -> tuple[int, str]:
+        response = h.call(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            validate_only=False,
+            resources=[
+                {
+                    "resource_type": BROKER_RESOURCE,
+                    "resource_name": name,
+                    "configs": [
+                        {
+                            "name": "reassignment.parallel.replica.count",
+                            "config_operation": 0,
+                            "value": value,
+                        }
+                    ],
+                }
+            ],
+        )
+        result = response["responses"][0]
+        return int(result["error_code"]), result["error_message"]
+
+    code, message = alter("", "0")
+    assert code == ErrorCode.invalid_config and "between 1 and" in message
+    code, message = alter("", "two")
+    assert code == ErrorCode.invalid_config and "integer" in message
+    code, message = alter("3", "2")
+    assert code == ErrorCode.invalid_config and "cluster-wide" in message
+    assert alter("", "2") == (0, None)
+
+
+def test_list_v1_shows_the_batch_and_final_targets(h: Harness) -> None:
+    topic(h, "v", [0, 1, 2, 3, 4])
+    set_cluster(h, reassignment_parallel_replica_count="2")
+    assert reassign(h, "v", [5, 6, 7, 8, 9]) == (0, None)
+    h.tick()
+    h.tick()
+    p = part(h, "v")
+    in_sync(h, "v", *p.replicas)
+    h.tick()  # preferred election
+    h.tick()  # step 2 in flight
+    response = h.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 1, timeout=1000, topics=None)
+    (ongoing,) = response["topics"]
+    (partition,) = ongoing["partitions"]
+    assert partition["final_replicas"] == (5, 6, 7, 8, 9)
+    assert partition["replicas"] == (5, 6, 2, 3, 4, 0, 1)
+    assert response["current_batch"] == [
+        {
+            "name": "v",
+            "partitions": [
+                {
+                    "partition_id": 0,
+                    "current_brokers": (5, 2, 3, 4, 0, 1),  # the union order, less adding
+                    "target_brokers": (5, 6, 2, 3, 4),
+                }
+            ],
+        }
+    ]

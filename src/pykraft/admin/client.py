@@ -47,7 +47,15 @@ from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
 from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
 from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
-from pykraft.protocol import KRAFT_APIS, ApiKey, ApiVersionRange, ErrorCode, ProtocolError
+from pykraft.protocol import (
+    KRAFT_APIS,
+    ApiKey,
+    ApiVersionRange,
+    ErrorCode,
+    ProtocolError,
+    request_schema,
+)
+from pykraft.protocol.build import make
 
 __all__ = [
     "AdminClient",
@@ -514,14 +522,13 @@ class AdminClient:
         voter set in progress (None when there is none)."""
 
         def build(version: int) -> RequestPayload:
-            mod = _module("list_partition_reassignments", version)
-            topic = mod.ListPartitionReassignmentsTopics(
-                name=METADATA_TOPIC, partition_indexes=(METADATA_PARTITION,)
+            return make(
+                request_schema(ApiKey.LIST_PARTITION_REASSIGNMENTS, version),
+                {
+                    "timeout": datetime.timedelta(milliseconds=self.request_timeout_ms),
+                    "topics": [{"name": METADATA_TOPIC, "partition_indexes": [METADATA_PARTITION]}],
+                },
             )
-            request: RequestPayload = mod.ListPartitionReassignmentsRequest(
-                timeout=datetime.timedelta(milliseconds=self.request_timeout_ms), topics=(topic,)
-            )
-            return request
 
         async def call(address: tuple[str, int]) -> tuple[Any, Any]:
             m = await self._send(address, build, ApiKey.LIST_PARTITION_REASSIGNMENTS)

@@ -20,6 +20,8 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
 from pykraft.controller.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
+from pykraft.controller.steps import LIMIT_CONFIGS
+from pykraft.controller.throttles import THROTTLE_POLICY
 from pykraft.metadata.records import ConfigRecord
 
 __all__ = [
@@ -157,6 +159,38 @@ def validate_topic_config(name: str, value: str | None) -> None:
         raise _invalid(name, value, f"Value must be no more than {bound}")
 
 
+# pykraft's cluster-wide reassignment configs (KIP-435's limits, the managed throttle):
+# positive integers, set on the cluster default broker resource only.
+REASSIGNMENT_CONFIGS: Final = {
+    **dict.fromkeys(LIMIT_CONFIGS, INT_MAX),
+    THROTTLE_POLICY: LONG_MAX,
+}
+
+
+def rname_of(resource: Any) -> str:
+    return str(resource.resource_name)
+
+
+def validate_reassignment_config(broker: str, name: str, value: str) -> None:
+    """INVALID_CONFIG unless a reassignment config is a positive integer in range, set
+    cluster-wide."""
+    high = REASSIGNMENT_CONFIGS.get(name)
+    if high is None:
+        return
+    if broker:
+        raise ApiError(
+            ErrorCode.invalid_config,
+            f"{name} is a cluster-wide config: set it on the default broker resource "
+            f"(an empty resource name), not on broker {broker}.",
+        )
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise _invalid(name, value, "Expected an integer") from None
+    if not 1 <= number <= high:
+        raise _invalid(name, value, f"Value must be between 1 and {high}")
+
+
 def _check_resource(image: Image, resource_type: int, name: str) -> None:
     if resource_type == TOPIC_RESOURCE:
         if not name:
@@ -231,6 +265,8 @@ def _incremental_changes(
             new = _list_op(changes.get(key, current.get(key)), value or "", op == APPEND)
         else:
             raise ApiError(ErrorCode.invalid_request, f"Unknown operation type {op}")
+        if rtype == BROKER_RESOURCE and new is not None:
+            validate_reassignment_config(rname_of(resource), key, new)
         if rtype == TOPIC_RESOURCE and new is not None:
             validate_topic_config(key, new)
         elif rtype == TOPIC_RESOURCE and key not in TOPIC_CONFIGS:
@@ -246,7 +282,9 @@ def _replacing_changes(resource: Any, rtype: int, current: dict[str, str]) -> di
     for c in resource.configs:
         if rtype == TOPIC_RESOURCE:
             validate_topic_config(c.name, c.value)
-        elif c.value is None:
+        elif c.value is not None:
+            validate_reassignment_config(rname_of(resource), c.name, c.value)
+        if rtype != TOPIC_RESOURCE and c.value is None:
             raise ApiError(ErrorCode.invalid_request, f"Null value not supported for : {c.name}")
         wanted[c.name] = c.value
     for key in current:

@@ -102,7 +102,7 @@ CONTROLLER_API_VERSIONS: Final = {
     ApiKey.UNREGISTER_BROKER: (0, 0),
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 1),  # v1: KIP-435, pykraft's (protocol/ext.py)
 }
 METADATA_TOPIC: Final = "__cluster_metadata"  # the quorum's own partition: KIP-642 (raft/)
 
@@ -763,7 +763,7 @@ class QuorumController:
                 "throttle_time": 0,
                 "error_code": 0,
                 "error_message": None,
-                "topics": reassign.list_reassignments(self.image, request),
+                **reassign.list_reassignments(self.image, request),
             },
         )
 

@@ -298,28 +298,43 @@ def alter_reassignments(
     return records, responses
 
 
-def list_reassignments(image: Image, request: Any) -> list[dict[str, Any]]:
+def list_reassignments(image: Image, request: Any) -> dict[str, Any]:
     """ListPartitionReassignments: every moving partition (topics null), or those of the
-    named topics and partitions; anything unknown or not moving is left out."""
+    named topics and partitions; anything unknown or not moving is left out. ``topics`` is
+    KIP-455's list (v0+, with each final target in order from v1); ``current_batch`` (v1,
+    KIP-435) the step in flight of each partition: the replicas it started from and its
+    target."""
     wanted: dict[str, set[int] | None]
     if request.topics is None:
         wanted = {t.name: None for t in image.topics.values()}
     else:
         wanted = {t.name: {int(i) for i in t.partition_indexes} for t in request.topics}
-    out = []
+    topics = []
+    batch = []
     for name, indexes in sorted(wanted.items()):
         topic_id = image.topics_by_name.get(name)
         if topic_id is None:
             continue
-        partitions = [
-            _ongoing(p)
+        selected = [
+            p
             for pid, p in sorted(image.topics[topic_id].partitions.items())
             if (p.adding or p.removing or p.final_target is not None)
             and (indexes is None or pid in indexes)
         ]
-        if partitions:
-            out.append({"name": name, "partitions": partitions})
-    return out
+        if selected:
+            topics.append({"name": name, "partitions": [_ongoing(p) for p in selected]})
+        steps = [
+            {
+                "partition_id": p.partition_id,
+                "current_brokers": tuple(b for b in p.replicas if b not in p.adding),
+                "target_brokers": tuple(b for b in p.replicas if b not in p.removing),
+            }
+            for p in selected
+            if p.adding or p.removing
+        ]
+        if steps:
+            batch.append({"name": name, "partitions": steps})
+    return {"topics": topics, "current_batch": batch}
 
 
 def _ongoing(p: PartitionState) -> dict[str, Any]:
@@ -338,4 +353,5 @@ def _ongoing(p: PartitionState) -> dict[str, Any]:
         "replicas": p.replicas,
         "adding_replicas": adding,
         "removing_replicas": removing,
+        "final_replicas": final or tuple(b for b in p.replicas if b not in p.removing),
     }

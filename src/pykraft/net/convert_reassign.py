@@ -21,7 +21,8 @@ from typing import Any, Final
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC, RejectedRequest, kio_module
-from pykraft.protocol import ApiKey, ApiVersionRange, ErrorCode
+from pykraft.protocol import ApiKey, ApiVersionRange, ErrorCode, response_schema
+from pykraft.protocol.build import make
 from pykraft.raft.messages import (
     AlterVotersRequest,
     AlterVotersResponse,
@@ -50,7 +51,7 @@ REASSIGNMENT_APIS: Final = frozenset(
 )
 REASSIGNMENT_API_VERSIONS: Final = (
     ApiVersionRange(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1),
-    ApiVersionRange(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0),
+    ApiVersionRange(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 1),  # v1: KIP-435 (ext)
     ApiVersionRange(ApiKey.CONTROLLER_REGISTRATION, 0, 0),
 )
 """Rows added to the controller listener's API table (``ApiTable.with_apis``)."""
@@ -149,20 +150,29 @@ def reassign_response_to_kio(
             throttle_time=_ZERO, error_code=response.error, error_message=response.error_message
         )
         return result
-    mod = kio_module(ApiKey.LIST_PARTITION_REASSIGNMENTS, api_version, "response")
-    topics: tuple[Any, ...] = ()
+    topics: list[dict[str, Any]] = []
     if response.adding or response.removing:
-        partition = mod.OngoingPartitionReassignment(
-            partition_index=METADATA_PARTITION,
-            replicas=response.replicas,
-            adding_replicas=response.adding,
-            removing_replicas=response.removing,
-        )
-        topics = (mod.OngoingTopicReassignment(name=METADATA_TOPIC, partitions=(partition,)),)
-    result = mod.ListPartitionReassignmentsResponse(
-        throttle_time=_ZERO,
-        error_code=response.error,
-        error_message=response.error_message,
-        topics=topics,
+        final = tuple(r for r in response.replicas if r not in response.removing)
+        topics = [
+            {
+                "name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": METADATA_PARTITION,
+                        "replicas": response.replicas,
+                        "adding_replicas": response.adding,
+                        "removing_replicas": response.removing,
+                        "final_replicas": final,
+                    }
+                ],
+            }
+        ]
+    return make(
+        response_schema(ApiKey.LIST_PARTITION_REASSIGNMENTS, api_version),
+        {
+            "throttle_time": 0,
+            "error_code": response.error,
+            "error_message": response.error_message,
+            "topics": topics,
+        },
     )
-    return result

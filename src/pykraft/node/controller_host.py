@@ -293,6 +293,9 @@ class ControllerHost:
                             "replicas": voters.replicas,
                             "adding_replicas": voters.adding,
                             "removing_replicas": voters.removing,
+                            "final_replicas": tuple(
+                                r for r in voters.replicas if r not in voters.removing
+                            ),
                         }
                     ],
                 },

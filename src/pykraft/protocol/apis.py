@@ -22,6 +22,7 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import cast
 
 import kio.index
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -89,7 +90,13 @@ class ApiKey(enum.IntEnum):
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type[RequestPayload]:
-    """kio's request class for (api key, version); ``LookupError`` if kio has none."""
+    """kio's request class for (api key, version), or pykraft's for the versions Kafka does
+    not define (``ext``); ``LookupError`` if there is none."""
+    from .ext import EXTENSIONS
+
+    extension = EXTENSIONS.get((api_key, api_version))
+    if extension is not None:
+        return cast("type[RequestPayload]", extension[0])
     try:
         return kio.index.load_request_schema(api_key, api_version)
     except kio.index.KioIndexError as e:
@@ -98,7 +105,13 @@ def request_schema(api_key: int, api_version: int) -> type[RequestPayload]:
 
 @cache
 def response_schema(api_key: int, api_version: int) -> type[ResponsePayload]:
-    """kio's response class for (api key, version); ``LookupError`` if kio has none."""
+    """kio's response class for (api key, version), or pykraft's (``ext``);
+    ``LookupError`` if there is none."""
+    from .ext import EXTENSIONS
+
+    extension = EXTENSIONS.get((api_key, api_version))
+    if extension is not None:
+        return cast("type[ResponsePayload]", extension[1])
     try:
         return kio.index.load_response_schema(api_key, api_version)
     except kio.index.KioIndexError as e:

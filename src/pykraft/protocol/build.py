@@ -31,6 +31,7 @@ from kio.serial._introspect import (
 )
 
 from .errors import ErrorCode
+from .ext import is_generated, make_generated
 
 __all__ = ["make"]
 
@@ -82,6 +83,8 @@ def _convert(kafka_type: str, value: Any) -> Any:
 
 def make(cls: type[T], values: Mapping[str, Any]) -> T:
     """``cls`` built from ``values`` (see the module docstring)."""
+    if is_generated(cls):
+        return cast(T, make_generated(cls, values))
     kwargs: dict[str, Any] = {}
     plan: tuple[tuple[str, str, Any, bool, bool], ...] = _plan(cast(Any, cls))
     for name, kind, inner, optional, has_default in plan:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -44,6 +44,7 @@ from .errors import (
     UnknownCorrelationId,
     UnsupportedApiVersion,
 )
+from .ext import is_generated, read_generated
 from .framing import Buffer
 
 __all__ = [
@@ -99,7 +100,10 @@ def _serialize(header: Entity, message: Entity) -> bytes:
     out = io.BytesIO()
     out.write(_SIZE_PLACEHOLDER)
     entity_writer(type(header))(out, header)
-    entity_writer(type(message))(out, message)
+    if is_generated(type(message)):
+        out.write(cast(Any, message).encode(int(message.__version__)))
+    else:
+        entity_writer(type(message))(out, message)
     size = out.tell() - len(_SIZE_PLACEHOLDER)
     out.getbuffer()[:4] = size.to_bytes(4, "big")
     return out.getvalue()
@@ -132,6 +136,19 @@ def encode_response(correlation_id: int, message: ResponsePayload) -> bytes:
 
 def _read_body(entity_type: type[E], frame: bytes, pos: int, context: dict[str, int | None]) -> E:
     """Parse exactly ``frame[pos:]`` as ``entity_type``, or raise MalformedFrame."""
+    if is_generated(entity_type):
+        try:
+            body, size = read_generated(entity_type, frame, pos)
+        except Exception as e:
+            raise MalformedFrame(
+                f"cannot decode {entity_type.__name__}: {type(e).__name__}: {e}", **context
+            ) from e
+        if pos + size != len(frame):
+            raise MalformedFrame(
+                f"{len(frame) - pos - size} trailing bytes after {entity_type.__name__}",
+                **context,
+            )
+        return cast(E, body)
     try:
         check_lengths(entity_type, frame, pos, len(frame))
     except MalformedFrame as e:

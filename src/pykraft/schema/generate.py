@@ -64,6 +64,14 @@ PACKAGES: Final = (
         "pykraft.metadata.records",
         registry=True,
     ),
+    # RPC versions Kafka does not define (KIP-435's ListPartitionReassignments v1), served
+    # beside kio's through ``pykraft.protocol.ext``.
+    Package(
+        _ROOT / "protocol" / "schemas",
+        _ROOT / "protocol" / "generated",
+        "pykraft.protocol.generated",
+        registry=False,
+    ),
 )
 
 _FIXED: Final = {

@@ -1,0 +1,110 @@
+"""RPC versions Kafka does not define, served beside kio's: KIP-435's
+ListPartitionReassignments v1 (``schemas/ListPartitionReassignments*.json``, generated into
+``generated/`` by ``python -m pykraft.schema.generate``).
+
+``request_schema``/``response_schema`` return, for these versions, a subclass of the generated
+dataclass that carries what the wire layer reads from kio's classes (``__api_key__``,
+``__version__``, ``__flexible__``); ``codec`` encodes and decodes it with the generated
+writer and reader, ``build.make`` builds it from plain values. Versions Kafka defines stay
+kio's, so Kafka's clients (which negotiate them) see exactly Kafka's messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import typing
+from functools import cache
+from typing import Any, Final
+
+from pykraft.protocol.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+)
+from pykraft.protocol.generated.list_partition_reassignments_response import (
+    ListPartitionReassignmentsResponse,
+)
+
+__all__ = ["EXTENSIONS", "is_generated", "make_generated", "read_generated"]
+
+LIST_PARTITION_REASSIGNMENTS: Final = 46
+
+
+def _versioned(base: type, version: int) -> type:
+    flexible = 0 <= base.FLEXIBLE_FROM <= version  # type: ignore[attr-defined]
+    return type(
+        f"{base.__name__}V{version}",
+        (base,),
+        {
+            "__slots__": (),
+            "__api_key__": base.API_KEY,  # type: ignore[attr-defined]
+            "__version__": version,
+            "__flexible__": flexible,
+            "__generated_base__": base,
+        },
+    )
+
+
+# (api key, version) -> (request class, response class)
+EXTENSIONS: Final[dict[tuple[int, int], tuple[type, type]]] = {
+    (LIST_PARTITION_REASSIGNMENTS, 1): (
+        _versioned(ListPartitionReassignmentsRequest, 1),
+        _versioned(ListPartitionReassignmentsResponse, 1),
+    ),
+}
+
+
+def is_generated(cls: type) -> bool:
+    return hasattr(cls, "__generated_base__")
+
+
+def read_generated(cls: type, frame: bytes, pos: int) -> tuple[Any, int]:
+    """Decode ``cls`` (an EXTENSIONS class) from ``frame[pos:]``: (message, bytes read)."""
+    base = cls.__generated_base__  # type: ignore[attr-defined]
+    body, end = base.read(frame, pos, cls.__version__)  # type: ignore[attr-defined]
+    values = {f.name: getattr(body, f.name) for f in dataclasses.fields(body)}
+    return cls(**values), end - pos
+
+
+@cache
+def _nested(cls: type) -> dict[str, type | None]:
+    """Field name -> the generated struct class of its elements (None for primitives)."""
+    base = getattr(cls, "__generated_base__", cls)
+    hints = typing.get_type_hints(base, globalns=vars(importlib.import_module(base.__module__)))
+    out: dict[str, type | None] = {}
+    for name, hint in hints.items():
+        inner: type | None = None
+        for arg in typing.get_args(hint) or (hint,):
+            for candidate in typing.get_args(arg) or (arg,):
+                if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+                    inner = candidate
+        out[name] = inner
+    return out
+
+
+def make_generated(cls: type, values: Any) -> Any:
+    """``cls`` built from a mapping (nested structs as mappings, arrays as sequences), the
+    fields it lacks left at their defaults and those it does not have dropped, as
+    ``build.make`` does for kio's classes; ``throttle_time`` is accepted for
+    ``throttle_time_ms`` (kio's name)."""
+    if dataclasses.is_dataclass(values):
+        return values
+    nested = _nested(cls)
+    kwargs: dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    for name, value in values.items():
+        if name == "throttle_time" and "throttle_time_ms" in names:
+            name = "throttle_time_ms"
+        if name == "timeout" and "timeout_ms" in names:
+            name = "timeout_ms"
+        if name not in names:
+            continue
+        inner = nested.get(name)
+        if hasattr(value, "total_seconds"):
+            value = int(value.total_seconds() * 1000)
+        if value is None or inner is None:
+            kwargs[name] = tuple(value) if isinstance(value, list) else value
+        elif isinstance(value, list | tuple):
+            kwargs[name] = tuple(make_generated(inner, v) for v in value)
+        else:
+            kwargs[name] = make_generated(inner, value)
+    return cls(**kwargs)

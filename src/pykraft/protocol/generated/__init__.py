@@ -1,0 +1,10 @@
+"""Codecs generated from ``pykraft/protocol/schemas`` (``python -m pykraft.schema.generate``). Do not edit."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pykraft.protocol.generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+from pykraft.protocol.generated.list_partition_reassignments_response import ListPartitionReassignmentsResponse
+
+__all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse']
