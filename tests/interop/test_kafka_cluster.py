@@ -378,3 +378,143 @@ def test_kafka_reassign_partitions_moves_real_data(
         absent.start()
         wait_for(lambda: broker_state(cluster, absent.node_id) == "unfenced", "the broker back", 60)
         wait_for(lambda: whole(kafka, cluster, "moving"), "the broker back in every ISR", 60)
+
+
+def test_pykraft_reassign_steps_real_data_with_managed_throttles(
+    cluster: KafkaCluster, kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """KIP-435 on real brokers: 3 partitions of RF 1 on broker 100, with data, go to
+    (100, 101, 102) with ``pykraft reassign --execute --replica-count 1 --partition-count 2
+    --throttle``: one replica added per step, at most two partitions stepping at once
+    (sampled through ListPartitionReassignments v1), the throttles the controller set are
+    all gone at the end, Kafka's brokers serve every record from the new replicas, and
+    Kafka's own --verify agrees."""
+    import asyncio
+
+    from pykraft.admin import AdminClient
+    from pykraft.admin.reassignments import list_reassignments
+
+    tmp = tmp_path_factory.mktemp("steps")
+    kafka.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--create",
+        "--topic",
+        "stepped",
+        "--replica-assignment",
+        "100,100,100",
+    )
+    wait_for(lambda: whole(kafka, cluster, "stepped"), "the topic led")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for n in range(30_000):
+        producer.send("stepped", f"{n:0100d}".encode(), partition=n % 3)
+    producer.flush(timeout=60)
+    producer.close()
+    plan = tmp / "plan.json"
+    plan.write_text(
+        '{"version":1,"partitions":['
+        + ",".join(
+            f'{{"topic":"stepped","partition":{p},"replicas":[100,101,102]}}' for p in range(3)
+        )
+        + "]}"
+    )
+    controllers = cluster.bootstrap_controllers
+    executed = cli(
+        "reassign",
+        "--bootstrap-controller",
+        controllers,
+        "--execute",
+        "--reassignment-json-file",
+        str(plan),
+        "--replica-count",
+        "1",
+        "--partition-count",
+        "2",
+        "--throttle",
+        "1000000",
+    )
+    assert "Successfully started partition reassignments for stepped-0,stepped-1,stepped-2" in (
+        executed.stdout
+    ), executed.stdout + executed.stderr
+
+    async def sample() -> tuple[int, set[tuple[int, ...]], bool]:
+        async with AdminClient(controllers, bootstrap_controllers=True) as admin:
+            ongoing, steps = await list_reassignments(admin)
+        targets = {s.target for s in steps if s.topic == "stepped"}
+        return len(steps), targets, any(o.topic == "stepped" for o in ongoing)
+
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    def throttles(admin: KafkaAdminClient) -> list[str]:
+        """The KIP-73 throttle configs the brokers hold (each broker answers for its own)."""
+        resources = [
+            ConfigResource(ConfigResourceType.BROKER, str(b.node_id)) for b in cluster.brokers
+        ] + [ConfigResource(ConfigResourceType.TOPIC, "stepped")]
+        described = admin.describe_configs(resources)
+        return [
+            f"{name}: {key}"
+            for kind in described.values()
+            for name, configs in kind.items()
+            for key in configs
+            if "replication.throttled" in key
+        ]
+
+    peak, seen_targets, throttled = 0, set(), 0
+    broker_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            in_flight, targets, busy = asyncio.run(sample())
+            peak = max(peak, in_flight)
+            seen_targets |= targets
+            throttled += bool(throttles(broker_admin))
+            if not busy or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        # 1 MB per partition at 1 MB/s: the brokers held the throttles during the move.
+        assert throttled > 0
+        assert peak <= 2, peak
+        wait_for(
+            lambda: not throttles(broker_admin), "no throttle left on the brokers or topic", 30
+        )
+    finally:
+        broker_admin.close()
+    # Steps add one replica each: (100, 101) before (100, 101, 102).
+    assert not any(len(t) == 3 and 101 not in t for t in seen_targets)
+    verified = cli(
+        "reassign",
+        "--bootstrap-controller",
+        controllers,
+        "--verify",
+        "--reassignment-json-file",
+        str(plan),
+    )
+    assert verified.stdout.count("is completed") == 3, verified.stdout
+    parts = partitions_of(kafka, cluster, "stepped")
+    assert [p["Replicas"] for p in parts] == ["100,101,102"] * 3, parts
+
+    # Kafka's own tool agrees that nothing is left (the brokers' dynamic configs).
+    out = kafka.run(
+        "configs", "--bootstrap-server", cluster.bootstrap, "--describe", "--entity-type", "brokers"
+    ).stdout
+    assert "leader.replication.throttled" not in out, out
+    assert "follower.replication.throttled" not in out, out
+    # The brokers keep pykraft's cluster-wide reassignment configs as unknown dynamic
+    # defaults (Kafka prints unknown keys as sensitive, value hidden).
+    assert "reassignment.parallel.replica.count=" in out, out
+    wait_for(lambda: whole(kafka, cluster, "stepped"), "every new replica in sync", 60)
+    seen = consume_all(cluster.bootstrap, "stepped", 3)
+    assert sorted(v for values in seen.values() for v in values) == list(range(30_000))
+    checked = kafka.run(
+        "reassign-partitions",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--verify",
+        "--reassignment-json-file",
+        str(plan),
+    ).stdout
+    assert checked.count("is completed") == 3, checked
+    described = cli("reassign", "--bootstrap-controller", controllers, "--describe").stdout
+    assert "reassignment.parallel.replica.count=1" in described, described
+    assert "No partition reassignments found." in described, described

@@ -90,3 +90,41 @@ def test_checker_catches_each_forbidden_state() -> None:
     with pytest.raises(InvariantViolation) as caught:
         checker.check(6, broken, 15, committed=False)
     assert caught.value.invariant == "image-structure"
+
+
+def test_reassignments_step_in_the_simulator() -> None:
+    """The admin sets KIP-435 limits and moves partitions; committed steps are seen (and
+    held to the limits by the checker all along)."""
+    result = run(SimConfig.make(11, "controller", events=15_000, observers=1))
+    assert result.violation is None, result.summary()
+    ops = result.operations
+    assert ops["admin_incremental_alter_configs"] >= 1, ops
+    assert ops["admin_alter_partition_reassignments"] > 5, ops
+    assert ops["reassignment_steps_seen"] > 0, ops
+
+
+def test_checker_holds_steps_to_the_limits() -> None:
+    from pykraft.controller.image import BROKER_RESOURCE
+
+    def stepping(adding: tuple[int, ...], removing: tuple[int, ...], limit: str) -> Image:
+        image = _image()
+        image.brokers[3] = BrokerState(3, uuid.uuid4(), 13, (), {}, None, False, False, ())
+        image.configs[(BROKER_RESOURCE, "")] = {"reassignment.parallel.replica.count": limit}
+        p = next(iter(image.topics.values())).partitions[0]
+        p.replicas = (1, 2, 3)
+        p.adding, p.removing = adding, removing
+        p.final_target = (1, 3)
+        image.stepping.add((p.topic_id, 0))
+        image.moving.add((p.topic_id, 0))
+        return image
+
+    checker = ControllerChecker()
+    checker.check(1, stepping((3,), (2,), "1"), 20, committed=True)
+    with pytest.raises(InvariantViolation) as caught:
+        checker.check(2, stepping((3,), (1, 2), "1"), 21, committed=True)
+    assert caught.value.invariant == "reassignment-limits"
+    empty = stepping((3,), (2,), "1")
+    next(iter(empty.topics.values())).partitions[0].final_target = (3, 3)
+    with pytest.raises(InvariantViolation) as caught:
+        checker.check(3, empty, 22, committed=True)
+    assert caught.value.invariant == "reassignment-limits"

@@ -19,13 +19,25 @@ from pykraft.cli import (
     local,
     metadata_quorum,
     pipeline,
+    reassign,
     server,
     sim,
     storage,
     topics,
 )
 
-_MODULES = (storage, server, metadata_quorum, features, topics, local, sim, demo, pipeline)
+_MODULES = (
+    storage,
+    server,
+    metadata_quorum,
+    features,
+    topics,
+    reassign,
+    local,
+    sim,
+    demo,
+    pipeline,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

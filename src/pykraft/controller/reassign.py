@@ -36,7 +36,14 @@ from pykraft.controller.partitions import (
     acceptor,
     change_record,
 )
-from pykraft.controller.steps import KIP_455, Action, Limits, moves_leader, next_step, plan_batch
+from pykraft.controller.steps import (
+    KIP_455,
+    Action,
+    Limits,
+    moves_leader,
+    next_step,
+    plan_batch,
+)
 
 __all__ = ["alter_reassignments", "list_reassignments", "reassignment_records", "step_records"]
 
@@ -115,10 +122,10 @@ def reassignment_records(
     """The records that start (``target``) or cancel (None) the reassignment of ``p``;
     raises ApiError.
 
-    A target the partition cannot reach in one step under ``limits`` becomes a KIP-435
-    incremental reassignment: the step in flight, if any, is reverted and the target is
-    recorded as the final target; the controller's scheduler (``step_records``) starts the
-    steps. Cancelling one reverts the step in flight only: "original" replicas are those
+    With the default limits this is KIP-455 exactly (one step, Kafka's records). With any
+    limit set it is a KIP-435 reassignment: the step in flight, if any, is reverted and the
+    target is recorded as the final target; the controller's scheduler (``step_records``)
+    starts the steps as the limits allow. Cancelling one reverts the step in flight only: "original" replicas are those
     before that step, the steps already completed stay."""
     stepping = p.final_target is not None
     if target is None:
@@ -133,7 +140,10 @@ def reassignment_records(
             final_target=() if stepping else None,
         )
     _validate_target(image, name, p.partition_id, target)
-    if next_step(p.replicas, target, max_replicas=limits.replicas) != target:
+    if target == p.final_target or (target == p.replicas and not p.adding and not p.removing):
+        return []  # resubmitted, or already there: nothing to write
+    if limits != KIP_455:
+        # Limits set: every reassignment goes through the scheduler, which batches them.
         return _revert(image, p, unclean=unclean, version=version, name=name, final_target=target)
     return _start(image, p, target, version=version, final_target=() if stepping else None)
 
@@ -177,7 +187,8 @@ def step_records(
     reached its final target has it cleared."""
     candidates: list[Action] = []
     records: list[tuple[Any, int]] = []
-    in_flight = 0
+    # Every partition moving takes a slot, stepped or a plain KIP-455 move.
+    in_flight = len(image.moving)
     acceptable = acceptor(image)
     for topic_id, index in sorted(image.stepping):
         p = image.partition(topic_id, index)
@@ -185,7 +196,6 @@ def step_records(
         if p is None or final is None:
             continue
         if p.adding or p.removing:
-            in_flight += 1
             continue
         if p.replicas == final:
             record = change_record(image, p, version=version, final_target=())

@@ -52,6 +52,7 @@ KAFKA_MAIN: Final = {
     "topics": "org.apache.kafka.tools.TopicCommand",
     "features": "org.apache.kafka.tools.FeatureCommand",
     "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "configs": "kafka.admin.ConfigCommand",
     "console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",

@@ -9,7 +9,9 @@ any live controller holds: it follows the log as an observer), asks to be unfenc
 caught up, reports ISR changes for the partitions it leads with AlterPartition (a follower
 catching up joins the ISR, now and then one falls out), sometimes crashes (it just stops:
 its session expires and the controller fences it) or shuts down cleanly (controlled
-shutdown), and returns later. An admin creates and deletes topics and adds partitions.
+shutdown), and returns later. An admin sets KIP-435's reassignment limits once (values from
+the seed), then creates and deletes topics, adds partitions, reassigns partitions to random
+brokers and cancels reassignments in progress.
 
 Requests travel to whichever node the broker believes leads (the live leader of the highest
 epoch), arrive after the network's latency, and are answered when the controller's records
@@ -27,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.image import BROKER_RESOURCE
+from pykraft.controller.steps import LIMIT_CONFIGS as LIMITS
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
@@ -261,8 +265,11 @@ class SimBrokers:
             return
         rng = self.rng
         image = node.controller.image
+        if LIMITS[0] not in image.configs.get((BROKER_RESOURCE, ""), {}):
+            self._set_limits()
+            return
         choice = rng.random()
-        if choice < 0.6 or not image.topics:
+        if choice < 0.45 or not image.topics:
             self.topics_created += 1
             name = f"t{self.topics_created}"
             fields: dict[str, Any] = {
@@ -276,10 +283,12 @@ class SimBrokers:
                 "timeout": 10_000,
             }
             self._admin_send(ApiKey.CREATE_TOPICS, 7, fields)
-        elif choice < 0.8:
+        elif choice < 0.58:
             names = sorted(image.topics_by_name)
             name = names[int(rng.random() * len(names))]
             self._admin_send(ApiKey.DELETE_TOPICS, 5, {"topic_names": [name], "timeout": 10_000})
+        elif choice < 0.9:
+            self._reassign(image, cancel=choice >= 0.84)
         else:
             names = sorted(image.topics_by_name)
             name = names[int(rng.random() * len(names))]
@@ -292,6 +301,59 @@ class SimBrokers:
                     "timeout": 10_000,
                 },
             )
+
+    def _set_limits(self) -> None:
+        """KIP-435's limits for the run, from the seed: reassignment.parallel.replica.count
+        1-2, .partition.count 1-3, .leader.movements 1-2 (set once, never changed, so that
+        the checker can hold every committed step to them)."""
+        rng = self.rng
+        values = (1 + int(rng.random() * 2), 1 + int(rng.random() * 3), 1 + int(rng.random() * 2))
+        self._admin_send(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": BROKER_RESOURCE,
+                        "resource_name": "",
+                        "configs": [
+                            {"name": name, "config_operation": 0, "value": str(value)}
+                            for name, value in zip(LIMITS, values, strict=True)
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+
+    def _reassign(self, image: Any, *, cancel: bool) -> None:
+        """Move a random partition to random brokers (a replication factor of 1 to 3), or
+        cancel a move in progress."""
+        rng = self.rng
+        partitions = sorted(
+            (topic.name, p.partition_id, p)
+            for topic in image.topics.values()
+            for p in topic.partitions.values()
+            if not cancel or p.adding or p.removing or p.final_target is not None
+        )
+        if not partitions:
+            return
+        name, index, _ = partitions[int(rng.random() * len(partitions))]
+        ids = [b.broker_id for b in self.brokers]
+        target = None
+        if not cancel:
+            rf = 1 + int(rng.random() * min(3, len(ids)))
+            target = rng.sample(ids, rf)
+        self._admin_send(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+            0,
+            {
+                "timeout": 10_000,
+                "topics": [
+                    {"name": name, "partitions": [{"partition_index": index, "replicas": target}]}
+                ],
+            },
+        )
 
     def _admin_send(self, api_key: int, version: int, fields: dict[str, Any]) -> None:
         self._count(f"admin_{ApiKey(api_key).name.lower()}")

@@ -24,7 +24,12 @@ committed log. Snapshots carry the image's records after the application's state
 * ``broker-epochs``: broker epochs in an image are distinct, and along one node's committed
   log a broker's epoch never decreases;
 * ``images-equal``: two nodes whose committed images are at the same offset hold the same
-  image (the records a snapshot of each would hold).
+  image (the records a snapshot of each would hold);
+* ``reassignment-limits`` (KIP-435): with limits set, a committed step in flight never
+  removes more than ``reassignment.parallel.replica.count`` replicas nor adds more (the
+  simulated topics keep min.insync.replicas at 1, so its exception never applies), and no
+  more partitions than ``reassignment.parallel.partition.count`` have a stepped move in
+  flight; a final target is never empty and never names a broker twice.
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ from typing import Any
 
 from pykraft.controller.brokers import register_broker_version
 from pykraft.controller.config import ControllerConfig
-from pykraft.controller.image import Image
+from pykraft.controller.image import BROKER_RESOURCE, Image
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import Context, QuorumController, Result
+from pykraft.controller.steps import Limits
 from pykraft.metadata.serde import decode_record, encode_record
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.core import RaftCore
@@ -282,6 +288,8 @@ class ControllerChecker:
         self._digests: dict[int, tuple[str, int]] = {}  # offset -> (digest, node that saw it)
         self._last_checked: dict[int, int] = {}
         self.checks = 0
+        # Distinct KIP-435 steps seen in flight in committed images: (partition, its target).
+        self.steps_seen: set[tuple[uuid.UUID, int, tuple[int, ...]]] = set()
 
     def forget(self, node_id: int) -> None:
         """The node's image starts over (restart, snapshot load, rebuild)."""
@@ -342,6 +350,7 @@ class ControllerChecker:
                     node_id,
                 )
             brokers[b.broker_id] = b.epoch
+        self._check_reassignments(node_id, image, position)
         digest = image_digest(image)
         first = self._digests.get(position)
         if first is None:
@@ -350,5 +359,36 @@ class ControllerChecker:
             raise InvariantViolation(
                 "images-equal",
                 f"node {node_id}'s image at offset {position} differs from node {first[1]}'s",
+                node_id,
+            )
+
+    def _check_reassignments(self, node_id: int, image: Image, position: int) -> None:
+        limits = Limits.from_configs(image.configs.get((BROKER_RESOURCE, ""), {}))
+        stepping_moves = 0
+        for topic_id, index in sorted(image.stepping):
+            p = image.partition(topic_id, index)
+            assert p is not None and p.final_target is not None
+            where = f"node {node_id} at {position}: {image.topics[topic_id].name}-{index}"
+            final = p.final_target
+            if not final or len(set(final)) != len(final):
+                raise InvariantViolation(
+                    "reassignment-limits", f"{where} has the final target {final}", node_id
+                )
+            if not p.adding and not p.removing:
+                continue
+            stepping_moves += 1
+            self.steps_seen.add((topic_id, index, p.replicas))
+            if len(p.adding) > limits.replicas or len(p.removing) > limits.replicas:
+                raise InvariantViolation(
+                    "reassignment-limits",
+                    f"{where} steps adding {p.adding} and removing {p.removing} with "
+                    f"reassignment.parallel.replica.count {limits.replicas}",
+                    node_id,
+                )
+        if stepping_moves > limits.partitions:
+            raise InvariantViolation(
+                "reassignment-limits",
+                f"node {node_id} at {position}: {stepping_moves} partitions step at once with "
+                f"reassignment.parallel.partition.count {limits.partitions}",
                 node_id,
             )

@@ -631,6 +631,7 @@ class Simulation:
             counts["controller_writes"] = writes
             if self.controller_checker is not None:
                 counts["controller_checks"] = self.controller_checker.checks
+                counts["reassignment_steps_seen"] = len(self.controller_checker.steps_seen)
         result.operations = dict(sorted(counts.items()))
         voters = current_voters(self)
         result.final_voters = ",".join(str(i) for i in sorted(voters.ids))
