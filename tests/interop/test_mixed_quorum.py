@@ -305,57 +305,85 @@ def test_a_kip642_reassignment_with_a_kafka_voter_in_the_quorum(
 def test_brokers_ride_through_leadership_crossing_implementations(
     kafka: KafkaDist, tmp: Path
 ) -> None:
-    """Two pykraft and one Kafka controller (metadata.version 4.0-IV3 on both sides) with a
-    Kafka broker attached through controller.quorum.bootstrap.servers: the active controller
+    """Two pykraft and one Kafka controller (metadata.version 4.0-IV3 on both sides) with two
+    Kafka brokers attached through controller.quorum.bootstrap.servers: the active controller
     is killed until both implementations have been active controller while a producer runs;
-    after each failover a topic can be created through the broker, and at the end every
-    acknowledged record is there. Each controller replays the other's metadata records."""
+    after each failover a topic can be created through a broker, and at the end every
+    acknowledged record is there. Each controller replays the other's metadata records.
+
+    While pykraft leads, a KIP-435 reassignment starts (limits set, so its final target rides
+    in tag 435 of the partition records): the Kafka controller and both Kafka brokers replay
+    those records, and once a pykraft controller leads again the move completes."""
     quorum = MixedQuorum(kafka, tmp, "ppk", kafka_format=("--release-version", "4.0-IV3"))
-    (port,) = free_ports(1)
-    data = tmp / "broker100"
-    config = write_properties(
-        tmp / "broker100.properties",
-        {
-            "process.roles": "broker",
-            "node.id": 100,
-            "controller.listener.names": "CONTROLLER",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "log.dirs": data,
-            "controller.quorum.bootstrap.servers": quorum.bootstrap,
-            "offsets.topic.replication.factor": 1,
-            "transaction.state.log.replication.factor": 1,
-            "transaction.state.log.min.isr": 1,
-        },
+    ports = free_ports(2)
+    brokers = []
+    for broker_id, port in zip((100, 101), ports, strict=True):
+        config = write_properties(
+            tmp / f"broker{broker_id}.properties",
+            {
+                "process.roles": "broker",
+                "node.id": broker_id,
+                "controller.listener.names": "CONTROLLER",
+                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "log.dirs": tmp / f"broker{broker_id}",
+                "controller.quorum.bootstrap.servers": quorum.bootstrap,
+                "offsets.topic.replication.factor": 1,
+                "transaction.state.log.replication.factor": 1,
+                "transaction.state.log.min.isr": 1,
+            },
+        )
+        kafka.format_storage(config, CLUSTER_ID)
+        brokers.append((broker_id, config))
+    bootstrap = f"127.0.0.1:{ports[0]}"
+    plan = tmp / "plan.json"
+    plan.write_text(
+        '{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[101,100]}]}'
     )
-    kafka.format_storage(config, CLUSTER_ID)
-    bootstrap = f"127.0.0.1:{port}"
+    procs = []
     try:
         quorum.start()
         quorum.caught_up()
-        broker = kafka.start("server", str(config), log=tmp / "broker100.log")
-        broker.wait_for_line("Kafka Server started", 120)
-        kafka.run(
-            "topics",
-            "--bootstrap-server",
-            bootstrap,
-            "--create",
-            "--topic",
-            "mixed",
-            "--partitions",
-            "3",
-            "--replication-factor",
-            "1",
-        )
+        for broker_id, config in brokers:
+            procs.append(kafka.start("server", str(config), log=tmp / f"broker{broker_id}.log"))
+        for proc in procs:
+            proc.wait_for_line("Kafka Server started", 120)
+        for name, assignment in (("mixed", "100,100,100"), ("moving", "100")):
+            kafka.run(
+                "topics",
+                "--bootstrap-server",
+                bootstrap,
+                "--create",
+                "--topic",
+                name,
+                "--replica-assignment",
+                assignment,
+            )
         load = Load(bootstrap, "mixed")
         load.start()
         active: list[str] = []
+        reassigned = False
         try:
             for kill in range(8):
                 info = quorum.caught_up()
                 leader = quorum.members[info.leader_id]
                 active.append(leader.kind)
-                if {"pykraft", "kafka"} <= set(active) and kill >= 2:
+                if leader.kind == "pykraft" and not reassigned:
+                    out = cli(
+                        "reassign",
+                        "--bootstrap-controller",
+                        quorum.bootstrap,
+                        "--execute",
+                        "--reassignment-json-file",
+                        str(plan),
+                        "--replica-count",
+                        "1",
+                    )
+                    assert "Successfully started partition reassignment for moving-0" in (
+                        out.stdout
+                    ), out.stdout + out.stderr
+                    reassigned = True
+                if {"pykraft", "kafka"} <= set(active) and reassigned and kill >= 2:
                     break
                 leader.kill()
                 quorum.wait(
@@ -386,9 +414,33 @@ def test_brokers_ride_through_leadership_crossing_implementations(
                 leader.start()
         finally:
             load.stop()
-        assert {"pykraft", "kafka"} <= set(active), active
+        assert {"pykraft", "kafka"} <= set(active) and reassigned, active
         assert load.errors == 0 and load.count() > 0
         assert_nothing_lost(load, consume_all(bootstrap, "mixed", 3))
-        assert broker.running
+        # A pykraft controller leads again (the Kafka one is stopped while it leads): the
+        # move is finished, whichever controller wrote its records.
+        info = quorum.caught_up()
+        if quorum.members[info.leader_id].kind == "kafka":
+            quorum.members[info.leader_id].kill()
+            quorum.wait(lambda i: i.leader_id not in (-1, info.leader_id), "a pykraft leader")
+
+        def moved() -> bool:
+            out = kafka.run(
+                "topics", "--bootstrap-server", bootstrap, "--describe", "--topic", "moving"
+            ).stdout
+            return (
+                "Replicas: 101,100\tIsr: 101,100" in out or "Replicas: 101,100\tIsr: 100,101" in out
+            )
+
+        deadline = time.monotonic() + 90
+        while not moved():
+            assert time.monotonic() < deadline, "the reassignment did not finish"
+            time.sleep(1)
+        assert all(proc.running for proc in procs)
+        kafka_member = next(m for m in quorum.members.values() if m.kind == "kafka")
+        log = kafka_member.log.read_text(errors="replace")
+        assert "fatal fault" not in log.lower(), log[-4000:]
     finally:
+        for proc in procs:
+            proc.kill()
         quorum.close()
