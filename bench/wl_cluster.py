@@ -105,7 +105,12 @@ def parity(kind: str, dist: KafkaDist, work: Path, quick: bool) -> dict[str, Any
         killed = time.monotonic()
         wait(
             lambda: (
-                victim.node_id not in [b["node_id"] for b in other.describe_cluster()["brokers"]]
+                victim.node_id
+                not in [
+                    b["broker_id"]
+                    for b in other.describe_cluster()["brokers"]
+                    if not b.get("is_fenced", False)
+                ]
             ),
             60,
             "fenced",
