@@ -9,6 +9,8 @@ lines go to stderr.
     pykraft pipeline audit --in /tables [--hwm 1=120 --hwm 2=118] [--node 1 --node 2] [--out /audit]
     pykraft pipeline sweep --seeds 0..1000 --profile none,crashes --pre-vote both --out /sweep
     pykraft pipeline report --sweep /sweep --ingest /tables --out report/
+    pykraft pipeline plan --cluster cluster.json --out plan/ [--replica-count 1]
+    pykraft pipeline plan --synthetic 1000000:200 --out plan/
 """
 
 from __future__ import annotations
@@ -96,6 +98,26 @@ def register(sub: Any) -> None:
     report.add_argument("--ingest", help="ingest's output")
     report.add_argument("--out", required=True, help="local directory for report.md and PNGs")
     report.set_defaults(func=_report)
+
+    plan = jobs.add_parser(
+        "plan", parents=[common], help="a balanced reassignment and its KIP-435 steps"
+    )
+    source = plan.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--cluster", help="cluster JSON (brokers, partitions) or a directory of two Parquet tables"
+    )
+    source.add_argument(
+        "--synthetic", metavar="PARTITIONS:BROKERS", help="a generated cluster that grew"
+    )
+    plan.add_argument("--out", required=True, help="local output directory")
+    plan.add_argument(
+        "--replica-count",
+        type=int,
+        default=None,
+        metavar="R",
+        help="reassignment.parallel.replica.count for the step plan (default unbounded)",
+    )
+    plan.set_defaults(func=_plan)
 
 
 def _session(args: argparse.Namespace, app: str) -> Any:
@@ -226,4 +248,30 @@ def _report(args: argparse.Namespace) -> int:
     spark = _session(args, "report")
     path = run_report(spark, sweep=args.sweep, ingest=args.ingest, out=args.out)
     print(f"report written to {path}")
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from pykraft.controller.steps import INT_MAX
+    from pykraft.pipeline.plan import load_cluster, run_plan, synthetic
+
+    spark = _session(args, "plan")
+    if args.synthetic:
+        try:
+            count, brokers_count = (int(x) for x in args.synthetic.split(":"))
+        except ValueError:
+            return _fail(f"--synthetic {args.synthetic!r}: expected PARTITIONS:BROKERS")
+        brokers, partitions = synthetic(spark, count, brokers_count)
+    else:
+        try:
+            brokers, partitions = load_cluster(spark, args.cluster)
+        except (OSError, ValueError, KeyError) as exc:
+            return _fail(f"cannot read {args.cluster}: {exc}")
+    s = run_plan(spark, brokers, partitions, args.out, max_replicas=args.replica_count or INT_MAX)
+    print(
+        f"{s.partitions} partitions on {s.brokers} brokers: {s.moved_partitions} partitions move "
+        f"({s.moved_replicas} replicas, {s.moved_bytes / 2**30:.1f} GiB) in up to {s.steps} "
+        f"steps; busiest broker {s.max_over_mean_before}x the mean before, "
+        f"{s.max_over_mean_after}x after; {s.seconds} s -> {args.out}/reassignment.json"
+    )
     return 0
