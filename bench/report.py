@@ -773,6 +773,97 @@ LIMITS = {
 }
 
 
+def _ratio(mine: float | None, theirs: float | None) -> float | None:
+    if mine is None or not theirs:
+        return None
+    return round(mine / theirs, 2)
+
+
+def _section_cluster(rep: Report) -> None:
+    """Issue 16: the same Kafka brokers on pykraft controllers and on Kafka's controllers."""
+    rows = rep.r.get("cluster") or []
+    if not rows:
+        return
+    rep.add(
+        "## Kafka brokers on pykraft controllers vs on Kafka's controllers",
+        "",
+        "`bench/wl_cluster.py`: three Apache Kafka 4.3.1 brokers, once on three pykraft "
+        "controllers and once on three Kafka controllers, same machine, same run. Ratio = "
+        "pykraft / Kafka (times: lower is better; throughput: higher is better).",
+        "",
+    )
+    by = {(r["bench"], r["controllers"]): r for r in rows}
+    measures = [
+        ("cluster_parity", "running_s", "time to every broker RUNNING (s)", False),
+        ("cluster_parity", "fence_s", "kill -9 broker -> fenced (s)", False),
+        ("cluster_parity", "leaders_s", "kill -9 broker -> leaders moved (s)", False),
+        ("cluster_parity", "failover_s", "kill -9 active controller -> CreateTopics (s)", False),
+        ("cluster_parity", "create_partitions_per_s", "CreateTopics (partitions/s)", True),
+        ("cluster_heartbeats", "p50_ms", "heartbeat p50, 1,000 brokers (ms)", False),
+        ("cluster_heartbeats", "p99_ms", "heartbeat p99, 1,000 brokers (ms)", False),
+        ("cluster_heartbeats", "controller_cpu_pct", "active controller CPU (%)", False),
+        ("cluster_catchup", "catchup_s", "new broker on 100k partitions -> RUNNING (s)", False),
+    ]
+    table = []
+    for bench, key, label, higher in measures:
+        mine = by.get((bench, "pykraft"), {}).get(key)
+        theirs = by.get((bench, "kafka"), {}).get(key)
+        ratio = _ratio(mine, theirs)
+        table.append([label, _fmt(mine, digits=2), _fmt(theirs, digits=2), _fmt(ratio, "x", 2)])
+        if key != "p50_ms":
+            rep.target(
+                f"cluster: {label}, pykraft/Kafka",
+                ratio,
+                1.0,
+                "x",
+                higher=higher,
+                note="issue 16 section 3 (>= 1.0x throughput, <= 1.0x time)",
+            )
+    rep.table(["measurement", "pykraft", "Kafka", "ratio"], table)
+
+
+def _section_reassign(rep: Report) -> None:
+    """Issue 17: real data moved by reassignment, plain KIP-455 vs KIP-435 limits."""
+    rows = rep.r.get("reassign") or []
+    if not rows:
+        return
+    rep.add(
+        "## Partition reassignment with real data (KIP-455 vs KIP-435)",
+        "",
+        "`bench/wl_reassign.py`: six Kafka 4.3.1 brokers on three pykraft controllers; a "
+        "12-partition topic (RF 3) filled, then moved from brokers 100-102 to 103-105 with a "
+        "6-partition topic under acks=all produce load.",
+        "",
+    )
+    rep.table(
+        [
+            "mode",
+            "GiB",
+            "move (s)",
+            "peak replicas moving",
+            "peak MB/s into each target",
+            "produce p50 / p99 during (ms)",
+            "p99 before (ms)",
+            "acked",
+            "lost",
+        ],
+        [
+            [
+                r["mode"],
+                _fmt(r.get("gib"), digits=2),
+                _fmt(r.get("move_s"), digits=1),
+                str(r.get("peak_replicas_moving")),
+                ", ".join(f"{b}: {v}" for b, v in (r.get("peak_in_mb_s") or {}).items()),
+                f"{_fmt(r.get('produce_p50_ms'), digits=1)} / {_fmt(r.get('produce_p99_ms'), digits=1)}",
+                _fmt(r.get("baseline_p99_ms"), digits=1),
+                str(r.get("acked")),
+                str(r.get("lost")),
+            ]
+            for r in rows
+        ],
+    )
+
+
 def _closing(rep: Report) -> None:
     missed = [t for t in rep.targets if t[2] != "met"]
     rep.add("## Closing note: what limits each missed target, what would close the gap", "")
@@ -794,6 +885,8 @@ def write(results: dict[str, Any], out: Path) -> Path:
         _section_catchup,
         _section_profile,
         _section_single,
+        _section_cluster,
+        _section_reassign,
     ]
     body = Report(results, out)
     for section in sections:

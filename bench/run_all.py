@@ -46,7 +46,17 @@ from wl_kraft import (
 from wl_syncobj import run_syncobj
 
 SYNCOBJ_VARIANTS = ((False, True), (False, False), (True, True), (True, False))  # journal, batch
-PHASES = ("kafka", "kraft", "syncobj", "failover", "catchup", "profile", "single")
+PHASES = (
+    "kafka",
+    "kraft",
+    "syncobj",
+    "failover",
+    "catchup",
+    "profile",
+    "single",
+    "cluster",
+    "reassign",
+)
 
 
 @dataclass(frozen=True)
@@ -276,6 +286,27 @@ def main() -> int:
             phase(results, "profile", lambda: profile(plan, work, args.out))
         if "single" in only:
             phase(results, "single", lambda: single_area(plan))
+        if "cluster" in only:
+            from wl_cluster import run_cluster
+
+            phase(
+                results,
+                "cluster",
+                lambda: run_cluster(
+                    work, quick=args.quick, only={"parity", "heartbeats", "catchup"}, log=say
+                ),
+            )
+        if "reassign" in only:
+            from pykraft.interop.kafka import KafkaDist
+            from wl_reassign import run_mode
+
+            dist = KafkaDist.get("4")
+            gib = 0.1 if args.quick else 1.0
+            phase(
+                results,
+                "reassign",
+                lambda: [run_mode(mode, dist, work, gib) for mode in ("kip455", "kip435")],
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         results["elapsed_s"] = round(time.time() - started, 1)

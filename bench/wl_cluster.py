@@ -96,7 +96,7 @@ def parity(kind: str, dist: KafkaDist, work: Path, quick: bool) -> dict[str, Any
 
         def leaders() -> dict[int, int]:
             described = admin.describe_topics(["parity"])[0]
-            return {p["partition"]: p["leader"] for p in described["partitions"]}
+            return {p["partition_index"]: p["leader_id"] for p in described["partitions"]}
 
         wait(lambda: len(leaders()) == 12 and all(v >= 0 for v in leaders().values()), 60, "led")
         victim = cluster.brokers[1]
@@ -155,7 +155,8 @@ async def call(conn: Connection, api_key: int, version: int, fields: dict[str, A
 
 
 async def active(cluster: LocalCluster) -> tuple[Server, Connection]:
-    leader = cluster.leader()
+    # LocalCluster.leader runs its own event loop: in a worker thread here.
+    leader = await asyncio.get_running_loop().run_in_executor(None, cluster.leader)
     host, port = leader.address.split(":")
     return leader, await Connection.open(host, int(port), timeout_ms=5_000, client_id="bench")
 
@@ -168,35 +169,49 @@ class SimBrokers:
         self.ids = list(range(first_id, first_id + count))
         self.epochs: dict[int, int] = {}
         self.latencies_ms: list[float] = []
+        # Heartbeats go over this pool, one request per connection at a time, as real brokers
+        # (each its own connection) send them: Kafka's servers answer a connection's requests
+        # one by one, so one shared connection would measure its queue, not the controller.
+        self.pool: list[Connection] = []
 
     async def register(self, conn: Connection) -> None:
+        deadline = time.monotonic() + 60
         for b in self.ids:
-            m = await call(
-                conn,
-                ApiKey.BROKER_REGISTRATION,
-                4,
-                {
-                    "broker_id": b,
-                    "cluster_id": self.cluster_id,
-                    "incarnation_id": uuid.uuid4(),
-                    "listeners": [
-                        {
-                            "name": "PLAINTEXT",
-                            "host": "127.0.0.1",
-                            "port": 1,
-                            "security_protocol": 0,
-                        }
-                    ],
-                    "features": FEATURES,
-                    "rack": None,
-                    "log_dirs": [uuid.UUID(int=(b << 64) | 4242)],
-                },
-            )
+            m = await self._register(conn, b)
+            # The raft leader may not have activated its controller yet (NOT_CONTROLLER).
+            while int(m.error_code) == 41 and time.monotonic() < deadline:
+                await asyncio.sleep(0.5)
+                m = await self._register(conn, b)
             assert int(m.error_code) == 0, m
             self.epochs[b] = int(m.broker_epoch)
 
+    async def _register(self, conn: Connection, b: int) -> Any:
+        return await call(
+            conn,
+            ApiKey.BROKER_REGISTRATION,
+            4,
+            {
+                "broker_id": b,
+                "cluster_id": self.cluster_id,
+                "incarnation_id": uuid.uuid4(),
+                "listeners": [
+                    {
+                        "name": "PLAINTEXT",
+                        "host": "127.0.0.1",
+                        "port": 1,
+                        "security_protocol": 0,
+                    }
+                ],
+                "features": FEATURES,
+                "rack": None,
+                "log_dirs": [uuid.UUID(int=(b << 64) | 4242)],
+            },
+        )
+
     async def beat_all(self, conn: Connection, measure: bool) -> None:
-        await asyncio.gather(*(self._beat(conn, b, measure) for b in self.ids))
+        # At most 50 in flight: the connection allows 64.
+        for i in range(0, len(self.ids), 50):
+            await asyncio.gather(*(self._beat(conn, b, measure) for b in self.ids[i : i + 50]))
 
     async def keep_alive(self, conn: Connection, seconds: float, measure: bool) -> None:
         """Each broker heartbeats every 2 s, spread over the interval."""
@@ -210,6 +225,8 @@ class SimBrokers:
                 await asyncio.sleep(max(0.0, 2.0 / slices - (time.monotonic() - started)))
 
     async def _beat(self, conn: Connection, b: int, measure: bool) -> None:
+        if self.pool:
+            conn = self.pool[b % len(self.pool)]
         started = time.perf_counter()
         m = await call(
             conn,
@@ -234,13 +251,13 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def heartbeats_and_catchup(
-    kind: str, dist: KafkaDist, work: Path, quick: bool, only: set[str]
+    kind: str, dist: KafkaDist, work: Path, quick: bool, only: set[str], brokers: int | None
 ) -> list[dict[str, Any]]:
     cluster = LocalCluster(
         dist, work / f"{kind}-load", controllers=3, brokers=0, controller_kind=kind
     )
     rows: list[dict[str, Any]] = []
-    count = 200 if quick else SIM_BROKERS
+    count = brokers or (200 if quick else SIM_BROKERS)
     try:
         cluster.start(wait=False)
         time.sleep(3)
@@ -249,6 +266,11 @@ def heartbeats_and_catchup(
             leader, conn = await active(cluster)
             sims = SimBrokers(cluster.cluster_id, count)
             await sims.register(conn)
+            host, port = leader.address.split(":")
+            sims.pool = [
+                await Connection.open(host, int(port), timeout_ms=5_000, client_id=f"sim{i}")
+                for i in range(50)
+            ]
             await sims.beat_all(conn, measure=False)  # unfenced
             if "heartbeats" in only:
                 assert leader.process is not None
@@ -301,6 +323,8 @@ def heartbeats_and_catchup(
                 keep.cancel()
                 broker.kill()
             conn.close()
+            for pooled in sims.pool:
+                pooled.close()
 
         asyncio.run(go())
     finally:
@@ -330,17 +354,23 @@ def new_broker(cluster: LocalCluster, dist: KafkaDist, base: Path) -> Server:
 
 
 def run_cluster(
-    work: Path, *, quick: bool, only: set[str], log: Any = print
+    work: Path,
+    *,
+    quick: bool,
+    only: set[str],
+    log: Any = print,
+    kinds: tuple[str, ...] = ("pykraft", "kafka"),
+    brokers: int | None = None,
 ) -> list[dict[str, Any]]:
     dist = KafkaDist.get("4")
     rows: list[dict[str, Any]] = []
-    for kind in ("pykraft", "kafka"):  # interleaved per measurement kind
+    for kind in kinds:  # interleaved per measurement kind
         if "parity" in only:
             rows.append(parity(kind, dist, work, quick))
             log(f"  parity {kind}: {rows[-1]}")
-    for kind in ("pykraft", "kafka"):
+    for kind in kinds:
         if only & {"heartbeats", "catchup"}:
-            for row in heartbeats_and_catchup(kind, dist, work, quick, only):
+            for row in heartbeats_and_catchup(kind, dist, work, quick, only, brokers):
                 rows.append(row)
                 log(f"  {row['bench']} {kind}: {row}")
     return rows
@@ -350,6 +380,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="parity,heartbeats,catchup")
+    parser.add_argument("--kinds", default="pykraft,kafka", help="controllers to measure")
+    parser.add_argument(
+        "--brokers", type=int, default=None, help="simulated brokers (default 1,000)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pykraft-bench-cluster-"))
     try:
@@ -358,6 +392,8 @@ def main() -> int:
             quick=args.quick,
             only=set(args.only.split(",")),
             log=lambda s: print(s, file=sys.stderr),
+            kinds=tuple(args.kinds.split(",")),
+            brokers=args.brokers,
         ):
             emit(row)
     finally:

@@ -180,8 +180,21 @@ class SimBrokers:
                 },
             )
             return
-        if not b.shutting_down and rng.random() < ISR_CHANGE_PER_TICK:
+        if not b.shutting_down and (self.sim.healing or rng.random() < ISR_CHANGE_PER_TICK):
             self._isr_change(b)
+
+    def pending_moves(self) -> list[str]:
+        """Partitions of the active controller's committed-or-not image still being
+        reassigned (adding/removing replicas, or a KIP-435 final target not reached)."""
+        node = self.sim.leader()
+        if node is None or node.controller is None:
+            return ["(no active controller)"]
+        image = node.controller.image
+        return [
+            f"{image.topics[p.topic_id].name}-{p.partition_id}"
+            for p in image.all_partitions()
+            if p.adding or p.removing or p.final_target is not None
+        ]
 
     def _down(self, b: SimBroker) -> None:
         b.state = "down"
@@ -196,12 +209,15 @@ class SimBrokers:
             return
         image = node.controller.image
         led = [p for p in image.all_partitions() if p.leader == b.broker_id and len(p.replicas) > 1]
-        if not led:
-            return
-        p = led[int(self.rng.random() * len(led))]
         live = {
             x.broker_id for x in self.brokers if x.state == "registered" and not x.shutting_down
         }
+        if self.sim.healing:
+            # Healing: followers catch up at once (only joins, no falls), so that moves end.
+            led = [p for p in led if any(r not in p.isr and r in live for r in p.replicas)]
+        if not led:
+            return
+        p = led[int(self.rng.random() * len(led))]
         missing = [r for r in p.replicas if r not in p.isr and r in live]
         isr = list(p.isr)
         if missing:

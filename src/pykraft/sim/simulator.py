@@ -44,7 +44,7 @@ import random
 import traceback
 from collections import deque
 from heapq import heappush
-from typing import Any
+from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -88,6 +88,10 @@ EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "h
 # The core's own list (requests vs responses), as a set for a fast ``type(body) in``.
 _REQUEST_TYPES = frozenset(REQUEST_TYPES)
 _FP_MASK = (1 << 64) - 1
+# Controller profile: after the heal, partition reassignments must finish within this (each
+# step needs a scheduler tick, a commit and the leader's AlterPartition: about one broker
+# tick; a few dozen steps under the tightest limits).
+MOVES_BOUND_MS: Final = 120_000
 # The heal phase ends by the liveness bound in simulated time; this bounds its events too,
 # in case a bug makes time stand still.
 HEAL_PHASE_EVENTS_MAX = 5_000_000
@@ -587,7 +591,7 @@ class Simulation:
         voter changes, the final reassignment completed)."""
         final = self.final_reassignment
         if self.result.recovery_ms is not None:
-            return final is None or final.step(self.now_ms)
+            return (final is None or final.step(self.now_ms)) and self._moves_settled()
         target = self.stats.probe_next_offset
         if target is None:
             if self.now_ms > self._heal_started_ms + self.config.liveness_bound_ms:
@@ -600,9 +604,28 @@ class Simulation:
                 return False
         self.result.recovery_ms = self.now_ms - self._heal_started_ms
         if final is None:
-            return True
+            return self._moves_settled()
         final.start(self.now_ms)
-        return final.step(self.now_ms)
+        return final.step(self.now_ms) and self._moves_settled()
+
+    def _moves_settled(self) -> bool:
+        """Controller profile: once the quorum recovered, every partition reassignment (KIP-455
+        or KIP-435 steps) reaches its target within ``MOVES_BOUND_MS`` (the brokers are all
+        back and report new replicas in sync at once while healing); else the invariant
+        ``reassignments-converge`` fails."""
+        if self.brokers is None:
+            return True
+        pending = self.brokers.pending_moves()
+        if not pending:
+            return True
+        recovered_at = self._heal_started_ms + (self.result.recovery_ms or 0)
+        if self.now_ms > recovered_at + MOVES_BOUND_MS:
+            raise InvariantViolation(
+                "reassignments-converge",
+                f"{len(pending)} partitions still moving {MOVES_BOUND_MS} ms after the quorum "
+                f"recovered: {pending[:5]}",
+            )
+        return False
 
     def _liveness_failure(self) -> None:
         target = self.stats.probe_next_offset
