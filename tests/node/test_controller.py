@@ -160,3 +160,63 @@ def test_standbys_refuse_writes_and_the_tools_find_the_active_controller(tmp_pat
     finally:
         for p in nodes:
             p.kill()
+
+
+def test_a_write_that_cannot_commit_in_its_timeout_is_request_timed_out(tmp_path: Path) -> None:
+    """Kafka's deadline: with both followers stopped the active controller cannot commit;
+    an UpdateFeatures with a 1 s timeout is answered REQUEST_TIMED_OUT before the leader
+    gives up its leadership (check-quorum after the 2 s fetch timeout)."""
+    from pykraft.net.client import Connection
+    from pykraft.protocol import ErrorCode
+    from pykraft.protocol.apis import request_schema
+    from pykraft.protocol.build import make
+
+    from .procs import describe_quorum
+
+    ports = free_ports(3)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(3))
+    nodes = [make_config(tmp_path, i + 1, ports[i], voters=voters) for i in range(3)]
+    for p in nodes:
+        fmt(p)
+    for p in nodes:
+        p.start()
+    try:
+        bootstrap = ",".join(p.address for p in nodes)
+        _set_cluster_configs(bootstrap, 1)  # an active controller, committing
+        leader_id = describe_quorum(bootstrap, timeout_ms=10_000).leader_id
+        leader = nodes[leader_id - 1]
+        followers = [p for p in nodes if p is not leader]
+        for p in followers:
+            p.send(signal.SIGSTOP)
+
+        async def go() -> tuple[int, float]:
+            host, port = leader.address.split(":")
+            conn = await Connection.open(host, int(port), timeout_ms=5_000, client_id="t")
+            try:
+                request = make(
+                    request_schema(ApiKey.UPDATE_FEATURES, 1),
+                    {
+                        "timeout": 1_000,
+                        "feature_updates": [
+                            {"feature": "group.version", "max_version_level": 1, "upgrade_type": 1}
+                        ],
+                        "validate_only": False,
+                    },
+                )
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                m = await conn.request(request, timeout_ms=10_000)
+                return int(m.error_code), loop.time() - started
+            finally:
+                conn.close()
+
+        try:
+            code, seconds = asyncio.run(go())
+        finally:
+            for p in followers:
+                p.send(signal.SIGCONT)
+        assert code == ErrorCode.request_timed_out, code
+        assert seconds >= 0.9, seconds  # not before its deadline
+    finally:
+        for p in nodes:
+            p.kill()

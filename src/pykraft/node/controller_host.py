@@ -340,6 +340,20 @@ class ControllerHost:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
 
         self._after_commit(last, send)
+        timeout_ms = _timeout_ms(request.message)
+        if timeout_ms > 0 and not answer.done:
+            # Kafka's ControllerApis: the request's own timeout is the deadline of its write;
+            # past it the client gets REQUEST_TIMED_OUT (the records may still commit later).
+            def expire() -> None:
+                answer.set(
+                    self._error(
+                        request,
+                        ErrorCode.request_timed_out,
+                        f"the records did not commit within {timeout_ms} ms",
+                    )
+                )
+
+            asyncio.get_running_loop().call_later(timeout_ms / 1000, expire)
 
     def _error(
         self, request: DecodedRequest, code: ErrorCode, message: str | None = None
@@ -772,3 +786,15 @@ def load_image(metadata_log_dir: Path, end_offset: int | None = None) -> Image:
                     image.replay(value, version, record.offset)
             position = header.next_offset
     return image
+
+
+def _timeout_ms(m: Any) -> int:
+    """The request's ``timeout`` / ``timeout_ms`` field in milliseconds (0: none)."""
+    value = getattr(m, "timeout", None)
+    if value is None:
+        value = getattr(m, "timeout_ms", None)
+    if value is None:
+        return 0
+    if hasattr(value, "total_seconds"):
+        return int(value.total_seconds() * 1000)
+    return int(value)
