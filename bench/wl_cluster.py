@@ -64,14 +64,15 @@ def emit(row: dict[str, Any]) -> None:
 
 def wait(predicate: Any, timeout_s: float, what: str, step_s: float = 0.05) -> float:
     started = time.monotonic()
+    last: Exception | None = None
     while True:
         try:
             if predicate():
                 return time.monotonic() - started
-        except Exception:
-            pass
+        except Exception as e:
+            last = e
         if time.monotonic() - started > timeout_s:
-            raise TimeoutError(what)
+            raise TimeoutError(f"{what} (last error: {last!r})")
         time.sleep(step_s)
 
 
