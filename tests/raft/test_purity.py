@@ -1,11 +1,13 @@
-"""The consensus core does no I/O (STYLE rule 1, SPEC A2): walk the AST of every module in
-``pykraft/raft`` and refuse imports of anything that touches the OS, clocks or randomness."""
+"""The deterministic cores do no I/O (STYLE rule 1, SPEC A2): walk the AST of every module in
+``pykraft/raft`` and ``pykraft/controller`` and refuse imports of anything that touches the
+OS, clocks or randomness (time and randomness come in as inputs)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pykraft.controller
 import pykraft.raft
 
 FORBIDDEN = {
@@ -40,6 +42,7 @@ FORBIDDEN = {
 }
 FORBIDDEN_CALLS = {"open", "print", "input", "exec", "eval", "__import__"}
 RAFT_DIR = Path(pykraft.raft.__file__).parent
+CONTROLLER_DIR = Path(pykraft.controller.__file__).parent
 
 
 def offences(source: str) -> list[str]:
@@ -66,6 +69,17 @@ def test_raft_modules_do_no_io() -> None:
     assert len(modules) >= 8
     problems = {
         str(path.relative_to(RAFT_DIR)): bad
+        for path in modules
+        if (bad := offences(path.read_text()))
+    }
+    assert not problems, problems
+
+
+def test_controller_modules_do_no_io() -> None:
+    modules = sorted(CONTROLLER_DIR.rglob("*.py"))
+    assert len(modules) >= 8
+    problems = {
+        str(path.relative_to(CONTROLLER_DIR)): bad
         for path in modules
         if (bad := offences(path.read_text()))
     }

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["ControllerConfig"]
+__all__ = ["ControllerConfig", "RandomSource"]
+
+
+class RandomSource(Protocol):
+    """The randomness the controller takes as an input (a seeded ``random.Random`` in the
+    node and the simulator): topic ids and where a topic's replicas start."""
+
+    def randrange(self, stop: int, /) -> int: ...
+
+    def getrandbits(self, k: int, /) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

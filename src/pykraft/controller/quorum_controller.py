@@ -24,8 +24,6 @@ simulator replays any run from its seed.
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +35,7 @@ from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
 from pykraft.controller import reassign, throttles
 from pykraft.controller import topics as t
-from pykraft.controller.config import ControllerConfig
+from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError
 from pykraft.controller.image import (
     BROKER_RESOURCE,
@@ -133,7 +131,8 @@ class Result:
 
 
 def _ms(value: Any) -> int:
-    if isinstance(value, datetime.timedelta):
+    """Milliseconds of a duration field (kio gives ``timedelta``s, plain values are ints)."""
+    if hasattr(value, "total_seconds"):
         return int(value.total_seconds() * 1000)
     return int(value)
 
@@ -143,7 +142,7 @@ class QuorumController:
     includes every record returned so far (applied at append)."""
 
     def __init__(
-        self, config: ControllerConfig, *, node_id: int, cluster_id: str, rng: random.Random
+        self, config: ControllerConfig, *, node_id: int, cluster_id: str, rng: RandomSource
     ) -> None:
         self.config = config
         self.node_id = node_id

@@ -11,7 +11,6 @@ leader of a new partition is its first active replica, the ISR every active repl
 
 from __future__ import annotations
 
-import random
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.controller.config import ControllerConfig
+from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.configs import validate_topic_config
 from pykraft.controller.errors import ApiError
 from pykraft.controller.image import NO_LEADER, TOPIC_RESOURCE, Image
@@ -98,7 +97,7 @@ def _striped(image: Image, brokers: list[int]) -> list[int]:
 
 
 def place(
-    image: Image, partitions: range, replication_factor: int, rng: random.Random
+    image: Image, partitions: range, replication_factor: int, rng: RandomSource
 ) -> list[tuple[int, ...]]:
     """Replicas of each partition in ``partitions`` (see the module docstring)."""
     brokers = usable_brokers(image)
@@ -195,7 +194,7 @@ def _manual(
 def plan_topic(
     image: Image,
     config: ControllerConfig,
-    rng: random.Random,
+    rng: RandomSource,
     *,
     name: str,
     num_partitions: int,
@@ -262,7 +261,7 @@ def plan_topic(
     return plan
 
 
-def new_topic_id(image: Image, rng: random.Random) -> uuid.UUID:
+def new_topic_id(image: Image, rng: RandomSource) -> uuid.UUID:
     """A random topic id that is not reserved (Kafka's Uuid.randomUuid) nor taken."""
     while True:
         value = uuid.UUID(int=rng.getrandbits(128))
@@ -276,7 +275,7 @@ def delete_topic(image: Image, topic_id: uuid.UUID) -> list[tuple[Any, int]]:
 
 def new_partitions(
     image: Image,
-    rng: random.Random,
+    rng: RandomSource,
     *,
     name: str,
     count: int,
