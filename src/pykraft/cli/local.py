@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import contextlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.cli._common import command_group
+from pykraft.interop.cluster import free_ports
 
 STATUS_INTERVAL_S = 1.0
 STOP_TIMEOUT_S = 15
@@ -42,17 +42,6 @@ def register(sub: Any) -> None:
     )
     up.add_argument("--dir", type=Path, default=Path("pykraft-local"), help="state directory")
     up.set_defaults(func=_up)
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:

@@ -434,6 +434,8 @@ class Image:
 
     def check(self) -> None:
         assert len(self.topics) == len(self.topics_by_name)
+        stepping: set[tuple[uuid.UUID, int]] = set()
+        moving: set[tuple[uuid.UUID, int]] = set()
         for topic in self.topics.values():
             assert self.topics_by_name[topic.name] == topic.topic_id, topic.name
             for p in topic.partitions.values():
@@ -442,13 +444,12 @@ class Image:
                     topic.name,
                     p,
                 )
-        partitions = [p for t in self.topics.values() for p in t.partitions.values()]
-        assert self.stepping == {
-            (p.topic_id, p.partition_id) for p in partitions if p.final_target is not None
-        }
-        assert self.moving == {
-            (p.topic_id, p.partition_id) for p in partitions if p.adding or p.removing
-        }
+                if p.final_target is not None:
+                    stepping.add((p.topic_id, p.partition_id))
+                if p.adding or p.removing:
+                    moving.add((p.topic_id, p.partition_id))
+        assert self.stepping == stepping, (self.stepping, stepping)
+        assert self.moving == moving, (self.moving, moving)
 
 
 def broker_record(b: BrokerState, version: int) -> r.RegisterBrokerRecord:

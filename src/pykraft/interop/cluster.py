@@ -35,6 +35,7 @@ START_TIMEOUT_S: Final = 120
 
 
 def free_ports(count: int) -> list[int]:
+    """Ports the kernel hands out on 127.0.0.1 now (all held open together, then released)."""
     import socket
 
     sockets = [socket.socket() for _ in range(count)]
