@@ -34,6 +34,7 @@ class Case:
     found: str  # the violation the bug caused
     pre_vote: bool = True
     pinned_profile: FaultProfile | None = None
+    voters: int = 3
 
     def __str__(self) -> str:
         return f"seed{self.seed}-{self.profile}" + ("" if self.pre_vote else "-no-pre-vote")
@@ -112,6 +113,16 @@ CASES = [
     # own high watermark passes its epoch start, and so does every error answer, as Kafka.
     Case(2, "crashes", 8000, 1, "fetch-hwm-monotonic"),
     Case(7, "crashes", 8000, 1, "fetch-hwm-monotonic"),
+    # Bug 11 (liveness, D8; five voters): node 5's disk was wiped and it restarted as an
+    # observer (new directory id) configured with the first voter set, while the leader, 6,
+    # had joined later. Its fetch to 6 timed out during a partition, so it went round its
+    # bootstrap voters, which answered NOT_LEADER_OR_FOLLOWER naming 6; having "the same
+    # leader" already, it never asked 6 again (LEO 0 forever). A bootstrap answer that names
+    # the leader it follows now sends its next Fetch to that leader, and a follower whose
+    # leader joined the voters after it began following states the leader's endpoint from
+    # the voter set.
+    Case(6122, "upgrade", 20000, 2, "liveness", voters=5),
+    Case(7940, "upgrade", 20000, 2, "liveness", voters=5),
 ]
 
 
@@ -123,6 +134,7 @@ CASES = [
 def test_regression(case: Case) -> None:
     config = SimConfig(
         seed=case.seed,
+        voters=case.voters,
         profile=case.pinned_profile or get_profile(case.profile),
         events=case.events,
         observers=case.observers,

@@ -489,7 +489,9 @@ class RaftCore:
         if isinstance(role, Leader | Resigned):
             return self.endpoints
         if isinstance(role, Follower):
-            return role.leader_endpoints
+            # The leader may have joined the voter set after we began following it (D8): a
+            # replica asking us must still learn where it is.
+            return role.leader_endpoints or self._qs.voters.endpoints(role.leader_id)
         return ()
 
     def addressed_to_us(self, key: ReplicaKey) -> bool:

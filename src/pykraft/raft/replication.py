@@ -380,6 +380,21 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
     core.fetch_request_id = core.send(dst, body, kind, now_ms, endpoint)
 
 
+def _leader_named(core: RaftCore, src: int, leader_id: int, now_ms: int) -> None:
+    """D8: a bootstrap server named the leader we follow: ask the leader itself again, for
+    one more fetch timeout, instead of going round the bootstrap servers for ever (a wiped
+    observer whose leader joined the voters after its configured set did, seeds 6122, 7940)."""
+    role = core.state
+    if (
+        isinstance(role, Follower)
+        and role.bootstrap_fetching
+        and src != leader_id == role.leader_id
+        and core.leader_endpoints()
+    ):
+        role.bootstrap_fetching = False
+        role.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
+
+
 def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int) -> Follower | None:
     """The Follower role if this answer is a successful one from our leader; else back off."""
     role = core.state
@@ -395,6 +410,7 @@ def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int)
 def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms: int) -> None:
     if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
+    _leader_named(core, src, resp.leader_id, now_ms)
     if _accept_from_leader(core, src, resp.error, now_ms) is None:
         return
     log = core.log
