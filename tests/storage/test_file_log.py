@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import struct
 from pathlib import Path
 
 import pytest
@@ -178,7 +179,7 @@ def test_recovery_deletes_segments_after_a_corrupt_one(tmp_path: Path) -> None:
     fill(log, [1] * 12)
     log.flush()
     segments = log.segments()
-    log.close()
+    log.close()  # small: below the recovery-point interval, so all is scanned at open
     second = tmp_path / f"{segments[1][0]:020d}.log"
     data = bytearray(second.read_bytes())
     data[-1] ^= 0xFF
@@ -199,22 +200,31 @@ def test_recovery_deletes_segments_after_a_corrupt_one(tmp_path: Path) -> None:
             st.tuples(st.just("append"), st.integers(1, 5), st.integers(0, 2)),
             st.tuples(st.just("truncate"), st.integers(0, 100), st.just(0)),
             st.tuples(st.just("reopen"), st.just(0), st.just(0)),
+            st.tuples(st.just("flush"), st.just(0), st.just(0)),
+            # A kill -9 and a power loss: bytes after the last flush may be lost from the
+            # tail segment at any point (``a`` picks how many survive).
+            st.tuples(st.just("crash"), st.integers(0, 1000), st.just(0)),
         ),
-        max_size=25,
+        max_size=30,
     )
 )
 def test_matches_a_list_model(
     tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int, int]]
 ) -> None:
     path = tmp_path_factory.mktemp("model")
-    log = FileLog.open(path, segment_bytes=250)
+    log = FileLog.open(path, segment_bytes=250, checkpoint_interval_bytes=200)
     model: list[bytes] = []  # batches
+    flushed = 0  # batches of the model known durable
     epoch = 0
     try:
         for op, a, b in ops:
             if op == "append":
                 epoch += b
-                batch = build_batch(log.end_offset, epoch, [b"r"] * a, TS)
+                batch = (
+                    build_batch(log.end_offset, epoch, [b"r"] * a, TS)
+                    if a > 1
+                    else leader_change_batch(log.end_offset, epoch, TS, 1, [], [])
+                )
                 log.append(batch)
                 model.append(batch)
             elif op == "truncate" and model:
@@ -223,12 +233,42 @@ def test_matches_a_list_model(
                 offset = read_header(model[-1]).next_offset if model else 0
                 log.truncate_to(offset)
                 epoch = read_header(model[-1]).epoch if model else 0
-            elif op == "reopen":
+                flushed = min(flushed, len(model))
+            elif op == "flush":
                 log.flush()
+                flushed = len(model)
+            elif op == "reopen":
+                log.close(clean=True)
+                log = FileLog.open(path, segment_bytes=250, checkpoint_interval_bytes=200)
+                assert log.scanned_bytes == 0
+                flushed = len(model)
+            elif op == "crash":
+                tail = log.segments()[-1]
                 log.close()
-                log = FileLog.open(path, segment_bytes=250)
+                durable = sum(len(m) for m in model[:flushed])
+                segment = path / f"{tail[0]:020d}.log"
+                held = sum(len(m) for m in model if read_header(m).base_offset >= tail[0])
+                keep = max(held - (a % (sum(len(m) for m in model) - durable + 1)), 0)
+                with open(segment, "r+b") as f:
+                    f.truncate(max(keep, durable - (sum(len(m) for m in model) - held)))
+                log = FileLog.open(path, segment_bytes=250, checkpoint_interval_bytes=200)
+                survived = [m for m in model if read_header(m).next_offset <= log.end_offset]
+                assert len(survived) >= flushed
+                model = survived
+                flushed = len(model)
+                epoch = read_header(model[-1]).epoch if model else 0
             assert read_all(log) == b"".join(model)
             assert log.last_fetched_epoch() == (read_header(model[-1]).epoch if model else 0)
+            epochs: list[tuple[int, int]] = []
+            for m in model:
+                header = read_header(m)
+                if not epochs or header.epoch > epochs[-1][0]:
+                    epochs.append((header.epoch, header.base_offset))
+            assert log.epochs() == epochs
+            controls = [
+                read_header(m).base_offset for m in model if read_header(m).attributes & 0x20
+            ]
+            assert log.control_batch_offsets() == controls
     finally:
         log.close()
 
@@ -306,4 +346,84 @@ def test_drop_behind_keeps_only_the_tail_cached_and_reads_stay_right(tmp_path: P
     log.close()
     log = FileLog.open(tmp_path, segment_bytes=3 << 20, cache_keep_bytes=None)
     assert read_all(log) == b"".join(batches[:30])
+    log.close()
+
+
+def test_clean_restart_scans_nothing_and_a_crash_scans_after_the_recovery_point(
+    tmp_path: Path,
+) -> None:
+    part = tmp_path / "__cluster_metadata-0"
+    log = FileLog.open(part, segment_bytes=1000, checkpoint_interval_bytes=2000)
+    batches = fill(log, [1] * 20 + [2] * 20 + [3] * 20)
+    log.flush()
+    segments = log.segments()
+    assert len(segments) >= 4
+    log.close(clean=True)
+    assert (part / ".kafka_cleanshutdown").exists()
+    assert (part / "recovery-point-offset-checkpoint").read_text() == (
+        "0\n1\n__cluster_metadata 0 180\n"
+    )
+    assert (part / "leader-epoch-checkpoint").read_text() == "0\n3\n1 0\n2 60\n3 120\n"
+    log = FileLog.open(part, segment_bytes=1000, checkpoint_interval_bytes=2000)
+    assert log.scanned_bytes == 0
+    assert not (part / ".kafka_cleanshutdown").exists()  # until the next clean close
+    assert (log.segments(), log.epochs()) == (segments, [(1, 0), (2, 60), (3, 120)])
+    assert read_all(log, 300) == b"".join(batches)
+    more: list[bytes] = []
+    for _ in range(10):  # appends after a trusted open index as before
+        more += fill(log, [4] * 3)
+        log.flush()  # the recovery point moves every ~2,000 bytes
+    point = int((part / "recovery-point-offset-checkpoint").read_text().split()[-1])
+    assert 180 < point < 270
+    unflushed = fill(log, [5] * 4)
+    log.close()  # as kill -9 leaves it: no marker
+    log = FileLog.open(part, segment_bytes=1000, checkpoint_interval_bytes=2000)
+    after_point = sum(len(b) for b in more + unflushed if read_header(b).base_offset >= point)
+    assert log.scanned_bytes == after_point  # the tail after the point, not the log
+    assert read_all(log, 700) == b"".join(batches + more + unflushed)
+    assert log.epochs() == [(1, 0), (2, 60), (3, 120), (4, 180), (5, 270)]
+    tail_base = log.segments()[-1][0]
+    assert log.read(tail_base, 1) == (batches + more + unflushed)[tail_base // 3]
+    log.close()
+
+
+def test_a_damaged_index_or_checkpoint_falls_back_to_a_scan(tmp_path: Path) -> None:
+    log = FileLog.open(tmp_path / "p", segment_bytes=1000)
+    batches = fill(log, [1] * 25 + [5] * 25, records_per_batch=1)
+    log.close(clean=True)
+    second = sorted((tmp_path / "p").glob("*.log"))[1]
+    index = second.with_suffix(".index")
+    index.write_bytes(index.read_bytes() + struct.pack(">ii", 1, 10**6))  # past the end
+    log = FileLog.open(tmp_path / "p", segment_bytes=1000)
+    assert log.scanned_bytes == second.stat().st_size
+    assert read_all(log, 400) == b"".join(batches)
+    log.close(clean=True)
+    (tmp_path / "p" / "leader-epoch-checkpoint").write_text("0\n7\n1 0\n")  # cut short
+    log = FileLog.open(tmp_path / "p", segment_bytes=1000)
+    assert log.scanned_bytes == sum(size for _, _, size in log.segments())
+    assert log.epochs() == [(1, 0), (5, 25)]
+    log.close()
+
+
+def test_rewriting_below_the_recovery_point_is_never_trusted(tmp_path: Path) -> None:
+    """A truncation below the recovery point lowers it before any byte changes, so the
+    rewritten part is scanned after a crash (here the rewrite is torn: half of it reached
+    the disk)."""
+    log = FileLog.open(tmp_path / "p", segment_bytes=300, checkpoint_interval_bytes=0)
+    fill(log, [1] * 30)
+    log.flush()
+    assert len(log.segments()) > 3
+    log.truncate_to(30)
+    kept = read_all(log)
+    fill(log, [2] * 20)  # not flushed
+    tail = log.segments()[-1]
+    log.close()
+    path = tmp_path / "p" / f"{tail[0]:020d}.log"
+    path.write_bytes(path.read_bytes()[: tail[2] // 2 + 1])
+    log = FileLog.open(tmp_path / "p", segment_bytes=300)
+    assert log.end_offset < 90
+    data = read_all(log)
+    assert data[: len(kept)] == kept
+    assert log.epochs()[0] == (1, 0)
+    assert all(h.epoch == 2 for h, _ in iter_batches(data[len(kept) :]))
     log.close()

@@ -348,9 +348,7 @@ class RaftNode:
             self._metrics_server.close()
         await self._flush_done()
         if self._log is not None:
-            if self.failed is None:
-                self._log.flush()
-            self._log.close()
+            self._log.close(clean=self.failed is None)
         self._flusher.shutdown()
         log.info("node stopped node.id=%d", self.config.node_id)
         self.stopped.set()

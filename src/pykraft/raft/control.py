@@ -59,7 +59,6 @@ _KEY = struct.Struct(">hh")
 _SPAN = struct.Struct(">qi9xhi")
 _LENGTH_OVERHEAD = 12
 _LEADER_CHANGE_KEY = _KEY.pack(0, ControlRecordType.LEADER_CHANGE)
-_READ_CHUNK_BYTES = 1 << 20
 _SNAPSHOT_CONTROL_BATCHES_MAX = 16  # header, kraft.version, voters, target: a bound, not a guess
 
 
@@ -254,11 +253,12 @@ class ControlState:
         if sid is not None:
             self._read_snapshot(snapshots, sid)
         self.next_offset = log.start_offset
-        while self.next_offset < log.end_offset:
-            chunk = log.read(self.next_offset, _READ_CHUNK_BYTES)
-            before = self.next_offset
-            self.apply_batches(chunk)
-            assert self.next_offset > before, "log.read made no progress"
+        # Only the control batches hold what is read here: the log lists them (Kafka reads
+        # the whole log at startup; this keeps a restart on a big log from doing so).
+        for offset in log.control_batch_offsets():
+            if offset >= self.next_offset or offset < log.start_offset:
+                self.apply_batches(log.read(max(offset, log.start_offset), 1))
+        self.next_offset = log.end_offset
 
     def apply_batches(self, raw: bytes) -> None:
         """Read the control records of batches just appended (or read back)."""

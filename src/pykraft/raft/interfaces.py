@@ -22,6 +22,7 @@ in field order (see its docstring).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -73,6 +74,12 @@ class ReplicatedLog(Protocol):
 
     def epoch_at(self, offset: int) -> int | None:
         """Epoch of the batch holding ``offset``; None if not in the log."""
+        ...
+
+    def control_batch_offsets(self) -> Sequence[int]:
+        """Base offsets of the control batches held, ascending (a batch that straddles
+        ``start_offset`` may be among them). The voter set and kraft.version are rebuilt
+        from these at startup, so a restart need not read the whole log."""
         ...
 
     def append(self, batches: bytes) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from pykraft.raft.types import ElectionState, OffsetAndEpoch
-from pykraft.records import iter_batches, scan_batches
+from pykraft.records import CONTROL_FLAG, iter_batches, scan_batches
 
 
 class MemoryLog:
@@ -102,6 +102,14 @@ class MemoryLog:
             self._batches.append(batches if whole else bytes(batches[pos : pos + size]))
         self.end_offset = expected
         return expected
+
+    def control_batch_offsets(self) -> list[int]:
+        # Attributes: the int16 at bytes 21-22 of the header; the control flag in the low byte.
+        return [
+            base
+            for base, raw in zip(self._bases, self._batches, strict=True)
+            if raw[22] & CONTROL_FLAG
+        ]
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         i = self._index_of(offset)

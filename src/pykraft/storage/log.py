@@ -8,11 +8,31 @@ per ~4 KiB of batches). Appends go straight to the tail segment's file descripto
 with one ``fsync`` (plus a directory fsync when segments were created or deleted since the
 last flush). A segment rolls when the next batch would take it past ``segment_bytes``.
 
-Recovery (``open``): every segment is scanned with ``records.valid_prefix`` (framing, CRC,
-dense offsets), which also rebuilds the offset index and the epoch cache. A torn or corrupt
-tail is truncated to the last valid batch and the loss is logged; segments after a corrupt
-one are deleted (their offsets would no longer be dense). Scanning everything costs one
-sequential read at open, which is cheap for a metadata log and needs no recovery-point file.
+Recovery (``open``), as Kafka's log manager does it. Three files in the partition directory
+say how much of the log is known good (Kafka's names and formats; Kafka keeps the first and
+the last in the log directory, for all its partitions at once, but here the partition is the
+only thing the log owns, and two logs may share a parent):
+- ``recovery-point-offset-checkpoint`` (version 0, one entry ``<topic> <partition> <offset>``):
+  every segment wholly below that offset was fsynced, with its ``.index``, before the file was
+  written;
+- ``leader-epoch-checkpoint`` (version 0, count, ``<epoch> <start offset>`` lines): the epoch
+  cache as it was then, written just before;
+- ``control-batch-checkpoint`` (pykraft's own, same layout, one offset per line): the base
+  offsets of the control batches below the point, so that the core rebuilds the voter set at
+  startup from those batches alone (``control_batch_offsets``) instead of reading the log;
+- ``.kafka_cleanshutdown`` (``{"version":0,"brokerEpoch":-1}``): written by a clean ``close``
+  after a flush and a checkpoint at the end offset; deleted by ``open``.
+After a clean shutdown nothing is scanned: each segment's ``.index`` is read back and checked
+by walking the few batch headers after its last entry (which must end exactly at the file's
+size and at the next segment's base offset). After a crash the segments below the recovery
+point are trusted the same way and only the later ones are scanned with
+``records.valid_prefix`` (framing, CRC, dense offsets), which rebuilds their index and epochs.
+A segment whose index does not check out is scanned too. A torn or corrupt tail is truncated to
+the last valid batch and the loss is logged; segments after a corrupt one are deleted (their
+offsets would no longer be dense). ``flush`` moves the recovery point to the tail segment's
+base once the segments before it are durable (so it is rewritten once per segment roll, not
+per flush); ``truncate_to`` and ``reset_to_snapshot`` lower it first when they rewrite offsets
+below it. Without the files (a log written before they existed) everything is scanned.
 
 Log start offset: kept in ``log-start-offset`` (text ``<offset> <snapshot epoch>``, written
 tmp + fsync + rename) by ``delete_before`` and ``reset_to_snapshot``; it is written *before*
@@ -34,15 +54,24 @@ The epoch cache (Kafka's leader-epoch-checkpoint, kept in memory only) lists
 
 from __future__ import annotations
 
+import array
 import bisect
 import logging
 import os
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykraft.raft.types import OffsetAndEpoch
-from pykraft.records import BATCH_HEADER_SIZE, BatchHeader, read_header, scan_batches, valid_prefix
+from pykraft.records import (
+    BATCH_HEADER_SIZE,
+    CONTROL_FLAG,
+    BatchHeader,
+    read_header,
+    scan_batches,
+    valid_prefix,
+)
 from pykraft.storage._files import StorageError, atomic_write, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -51,6 +80,16 @@ PARTITION_DIR_NAME = "__cluster_metadata-0"
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # metadata.log.segment.bytes
 INDEX_INTERVAL_BYTES = 4096
 LOG_START_FILE = "log-start-offset"
+# Kafka's names and formats; all three in the partition directory (see the module docstring).
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+# pykraft's own, beside them and written with them: the control batches below the point.
+CONTROL_CHECKPOINT_FILE = "control-batch-checkpoint"
+_CHECKPOINT_VERSION = 0
+# The recovery point moves at a flush once this much was appended since it last moved: what a
+# kill -9 leaves to scan is at most this plus what was not flushed.
+DEFAULT_CHECKPOINT_INTERVAL_BYTES = 16 * 1024 * 1024
 _INDEX_ENTRY = struct.Struct(">ii")
 _SCAN_CHUNK_BYTES = 8 * 1024 * 1024
 DEFAULT_CACHE_KEEP_BYTES = 64 * 1024 * 1024
@@ -118,6 +157,49 @@ class _Segment:
         os.pwrite(self.index_fd, data, start * _INDEX_ENTRY.size)
         self.index_entries_written = len(self.index_offsets)
 
+    def load_trusted(self, upto: int) -> int | None:
+        """Take the segment's batches below offset ``upto`` (a batch boundary, durable with
+        the index entries below it) without scanning them: the ``.index`` entries at or below
+        ``upto`` read back, then the few headers after the last one walked to ``upto``.
+        Returns the byte position of ``upto``, where a scan goes on; None when the index or
+        the walk does not check out (nothing kept: the caller scans the whole segment)."""
+        size = os.fstat(self.fd).st_size
+        raw = os.pread(self.index_fd, os.fstat(self.index_fd).st_size, 0)
+        entries = array.array("i")
+        entries.frombytes(raw[: len(raw) - len(raw) % _INDEX_ENTRY.size])
+        if sys.byteorder == "little":
+            entries.byteswap()
+        relative, positions = entries[0::2].tolist(), entries[1::2].tolist()
+        # A sanity check as Kafka's (ascending, inside the file); the walk checks the rest.
+        if positions != sorted(positions) or relative != sorted(relative):
+            return None
+        base = self.base_offset
+        keep = bisect.bisect_right(relative, upto - base)
+        del relative[keep:], positions[keep:]
+        if positions and not (positions[0] >= 0 and positions[-1] < size and relative[0] >= 0):
+            return None
+        position, expected = (positions[-1], base + relative[-1]) if positions else (0, base)
+        since = 0
+        try:
+            while expected < upto and position < size:
+                header = read_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
+                if header.base_offset != expected or position + header.size > size:
+                    return None
+                expected = header.next_offset
+                position += header.size
+                since += header.size
+        except ValueError:
+            return None
+        if expected != upto:
+            return None
+        self.index_offsets = [base + r for r in relative]
+        self.index_positions = positions
+        self.index_entries_written = keep
+        self.size_bytes = position
+        self.next_offset = upto
+        self.bytes_since_index = since  # from the last entry's batch on, as ``note`` counts
+        return position
+
     def locate(self, offset: int) -> tuple[int, BatchHeader | None]:
         """Byte position and header of the batch holding ``offset`` (the end of the
         segment and None when ``offset == next_offset``)."""
@@ -169,6 +251,7 @@ class FileLog:
         *,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         cache_keep_bytes: int | None = DEFAULT_CACHE_KEEP_BYTES,
+        checkpoint_interval_bytes: int = DEFAULT_CHECKPOINT_INTERVAL_BYTES,
     ) -> None:
         """Use ``FileLog.open``."""
         if not BATCH_HEADER_SIZE < segment_bytes <= 2**31 - 1:
@@ -184,7 +267,13 @@ class FileLog:
         # _epoch_starts[0] == start_offset when non-empty, every start < end_offset.
         self._epochs: list[int] = []
         self._epoch_starts: list[int] = []
+        # Base offsets of the control batches held (ascending), for control_batch_offsets.
+        self._control: list[int] = []
         self._dir_dirty = False
+        self.checkpoint_interval_bytes = checkpoint_interval_bytes
+        self._recovery_point = 0  # as last written to RECOVERY_POINT_FILE
+        self._unchecked_bytes = 0  # appended since the recovery point was last written
+        self.scanned_bytes = 0  # by open (the rest was trusted)
 
     # ------------------------------------------------------------------ open / close
 
@@ -195,25 +284,49 @@ class FileLog:
         *,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         cache_keep_bytes: int | None = DEFAULT_CACHE_KEEP_BYTES,
+        checkpoint_interval_bytes: int = DEFAULT_CHECKPOINT_INTERVAL_BYTES,
     ) -> FileLog:
         """Open (creating if needed) the log in ``partition_dir``, recovering its tail."""
         partition_dir.mkdir(parents=True, exist_ok=True)
-        self = cls(partition_dir, segment_bytes=segment_bytes, cache_keep_bytes=cache_keep_bytes)
+        self = cls(
+            partition_dir,
+            segment_bytes=segment_bytes,
+            cache_keep_bytes=cache_keep_bytes,
+            checkpoint_interval_bytes=checkpoint_interval_bytes,
+        )
         self._start_offset, self._start_epoch = self._read_log_start()
+        clean = self._clean_shutdown_path().exists()
+        recovery_point = self._read_recovery_point()
+        epochs = self._read_epoch_checkpoint() if recovery_point else None
+        if epochs is None:
+            recovery_point = 0  # nothing is known good without the epochs below it
+        control = self._read_offsets_file(CONTROL_CHECKPOINT_FILE) if epochs is not None else None
+        if control is None:
+            recovery_point, epochs = 0, None
+        for epoch, start in epochs or ():
+            if start < recovery_point:
+                self._note_epoch(epoch, start)
+        self._control = [offset for offset in control or () if offset < recovery_point]
         paths = sorted(partition_dir.glob("*.log"), key=lambda p: p.name)
-        for path in paths:
-            base = _parse_segment_name(path)
+        bases = [_parse_segment_name(path) for path in paths]
+        for i, base in enumerate(bases):
             expected = self._segments[-1].next_offset if self._segments else None
             if expected is not None and base != expected:
                 log.error(
                     "segment %s starts at %d but the log ends at %d: deleting it",
-                    path.name,
+                    paths[i].name,
                     base,
                     expected,
                 )
-                self._delete_segment_files(path)
+                self._delete_segment_files(paths[i])
                 continue
             segment = self._open_segment(base, create=False)
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            # Trusted up to the recovery point (after a clean shutdown, the end offset).
+            upto = recovery_point if next_base is None else min(next_base, recovery_point)
+            if upto > base and segment.load_trusted(upto) is None:
+                log.warning("%s: index does not check out: scanning it", paths[i].name)
+                segment = self._reopen_segment(segment)
             self._recover_segment(segment)
             self._segments.append(segment)
         # Segments wholly below the log start offset (a crash inside delete_before or
@@ -230,14 +343,46 @@ class FileLog:
                 f"{partition_dir}: first segment starts at {first}, after the log start "
                 f"offset {self._start_offset}: offsets in between are missing"
             )
-        self._rebuild_epoch_cache()
+        if self._epoch_starts:
+            self._epoch_starts[0] = max(self._epoch_starts[0], self._start_offset)
+        # Entries wholly below the start offset go (the last one before it is clamped).
+        self._trim_epochs_before(self._start_offset)
+        self._trim_control()
         self._flushed_offset = self.end_offset
+        self._recovery_point = recovery_point
+        if recovery_point > self.end_offset:  # files went missing: claim no more than we hold
+            self._checkpoint(self.end_offset)
+        log.info(
+            "%s: opened offsets %d..%d after %s shutdown, %d bytes after the recovery point "
+            "%d scanned",
+            partition_dir,
+            self._start_offset,
+            self.end_offset,
+            "a clean" if clean else "an unclean",
+            self.scanned_bytes,
+            recovery_point,
+        )
+        if clean:  # the files change from now on: the marker says they did not
+            self._clean_shutdown_path().unlink()
+            self._dir_dirty = True
         if self._dir_dirty:
             fsync_dir(self.dir)
             self._dir_dirty = False
         return self
 
-    def close(self) -> None:
+    def close(self, *, clean: bool = False) -> None:
+        """Close the files. ``clean``: flush first and leave the checkpoints and the
+        clean-shutdown marker, so that the next ``open`` scans nothing (a node's orderly stop;
+        a reader of someone else's log must not claim that)."""
+        if clean and self._segments:
+            self.flush()
+            for segment in self._segments:
+                os.fsync(segment.index_fd)
+            self._checkpoint(self.end_offset)
+            atomic_write(
+                self._clean_shutdown_path(),
+                f'{{"version":{_CHECKPOINT_VERSION},"brokerEpoch":-1}}'.encode(),
+            )
         for segment in self._segments:
             segment.write_index()
             segment.close()
@@ -264,6 +409,80 @@ class FileLog:
             raise StorageError(f"{path}: negative log start offset or epoch {text!r}")
         return offset, epoch
 
+    def _clean_shutdown_path(self) -> Path:
+        return self.dir / CLEAN_SHUTDOWN_FILE
+
+    def _topic_partition(self) -> tuple[str, str]:
+        """From the directory's name, Kafka's ``<topic>-<partition>``."""
+        topic, _, partition = self.dir.name.rpartition("-")
+        return (topic, partition) if topic and partition.isdigit() else (self.dir.name, "0")
+
+    def _read_recovery_point(self) -> int:
+        """The recovery point for this partition (0 when unknown or unreadable: scan all)."""
+        path = self.dir / RECOVERY_POINT_FILE
+        try:
+            lines = path.read_text().split("\n")
+            if int(lines[0]) != _CHECKPOINT_VERSION:
+                raise ValueError(f"version {lines[0]}")
+            for line in lines[2 : 2 + int(lines[1])]:
+                topic, partition, offset = line.split()
+                if (topic, partition) == self._topic_partition():
+                    return max(int(offset), 0)
+        except FileNotFoundError:
+            pass
+        except (ValueError, IndexError) as e:
+            log.warning("%s unreadable (%s): scanning the whole log", path, e)
+        return 0
+
+    def _read_epoch_checkpoint(self) -> list[tuple[int, int]] | None:
+        rows = self._read_checkpoint_rows(EPOCH_CHECKPOINT_FILE, 2)
+        return None if rows is None else [(epoch, start) for epoch, start in rows]
+
+    def _read_offsets_file(self, name: str) -> list[int] | None:
+        rows = self._read_checkpoint_rows(name, 1)
+        return None if rows is None else [offset for (offset,) in rows]
+
+    def _read_checkpoint_rows(self, name: str, width: int) -> list[tuple[int, ...]] | None:
+        """The rows of a checkpoint in Kafka's layout (version 0, count, one row per line);
+        None when missing or damaged (then everything is scanned)."""
+        path = self.dir / name
+        try:
+            lines = path.read_text().split("\n")
+            if int(lines[0]) != _CHECKPOINT_VERSION:
+                raise ValueError(f"version {lines[0]}")
+            rows = [tuple(int(v) for v in line.split()) for line in lines[2 : 2 + int(lines[1])]]
+            if len(rows) != int(lines[1]) or any(len(row) != width for row in rows):
+                raise ValueError("rows do not match the count")
+            return rows
+        except FileNotFoundError:
+            return None
+        except (ValueError, IndexError) as e:
+            log.warning("%s unreadable (%s): scanning the whole log", path, e)
+            return None
+
+    def _checkpoint(self, recovery_point: int) -> None:
+        """Record ``recovery_point``: the epochs below it first, then the offset (each file
+        replaced atomically). Every batch below it must be durable, index entries included."""
+        entries = [
+            (e, s)
+            for e, s in zip(self._epochs, self._epoch_starts, strict=True)
+            if s < recovery_point
+        ]
+        text = f"{_CHECKPOINT_VERSION}\n{len(entries)}\n" + "".join(
+            f"{e} {s}\n" for e, s in entries
+        )
+        atomic_write(self.dir / EPOCH_CHECKPOINT_FILE, text.encode())
+        control = self._control[: bisect.bisect_left(self._control, recovery_point)]
+        text = f"{_CHECKPOINT_VERSION}\n{len(control)}\n" + "".join(f"{o}\n" for o in control)
+        atomic_write(self.dir / CONTROL_CHECKPOINT_FILE, text.encode())
+        topic, partition = self._topic_partition()
+        atomic_write(
+            self.dir / RECOVERY_POINT_FILE,
+            f"{_CHECKPOINT_VERSION}\n1\n{topic} {partition} {recovery_point}\n".encode(),
+        )
+        self._recovery_point = recovery_point
+        self._unchecked_bytes = 0
+
     def _write_log_start(self, snapshot_id: OffsetAndEpoch) -> None:
         atomic_write(
             self.dir / LOG_START_FILE, f"{snapshot_id.offset} {snapshot_id.epoch}\n".encode()
@@ -279,10 +498,17 @@ class FileLog:
             self._dir_dirty = True
         return _Segment(base_offset, path, fd, index_fd, next_offset=base_offset)
 
+    def _reopen_segment(self, segment: _Segment) -> _Segment:
+        """The segment as just opened, nothing loaded (after a failed ``load_trusted``)."""
+        segment.close()
+        return self._open_segment(segment.base_offset, create=False)
+
     def _recover_segment(self, segment: _Segment) -> None:
-        """Scan a segment, rebuild its index, truncate a corrupt or torn tail."""
+        """Scan a segment from where ``load_trusted`` left it (its start when not called):
+        rebuild its index and epochs, truncate a corrupt or torn tail."""
         file_size = os.fstat(segment.fd).st_size
-        position = 0
+        position = segment.size_bytes
+        self.scanned_bytes += file_size - position
         while position < file_size:
             chunk = os.pread(segment.fd, min(_SCAN_CHUNK_BYTES, file_size - position), position)
             headers, valid_bytes = valid_prefix(chunk)
@@ -290,6 +516,7 @@ class FileLog:
                 headers, valid_bytes = [], 0
             for header in headers:
                 segment.note_batch(header, position)
+                self._note_batch(header)
                 position += header.size
             if position >= file_size:
                 break
@@ -306,6 +533,7 @@ class FileLog:
                 if not headers or headers[0].base_offset != segment.next_offset:
                     break
                 segment.note_batch(headers[0], position)
+                self._note_batch(header)
                 position += header.size
         segment.size_bytes = position
         if position < file_size:
@@ -319,22 +547,17 @@ class FileLog:
             )
             os.ftruncate(segment.fd, position)
             os.fsync(segment.fd)
-        os.ftruncate(segment.index_fd, 0)
-        segment.index_entries_written = 0
+        os.ftruncate(segment.index_fd, segment.index_entries_written * _INDEX_ENTRY.size)
         segment.write_index()
 
-    def _rebuild_epoch_cache(self) -> None:
-        self._epochs, self._epoch_starts = [], []
-        for segment in self._segments:
-            position = 0
-            while position < segment.size_bytes:
-                header = read_header(os.pread(segment.fd, BATCH_HEADER_SIZE, position))
-                self._note_epoch(header.epoch, header.base_offset)
-                position += header.size
-        if self._epoch_starts:
-            self._epoch_starts[0] = max(self._epoch_starts[0], self._start_offset)
-        # Entries wholly below the start offset go (the last one before it is clamped).
-        self._trim_epochs_before(self._start_offset)
+    def _trim_control(self) -> None:
+        """Control batches in segments no longer held go (a straddling one stays)."""
+        del self._control[: bisect.bisect_left(self._control, self._segments[0].base_offset)]
+
+    def _note_batch(self, header: BatchHeader) -> None:
+        self._note_epoch(header.epoch, header.base_offset)
+        if header.attributes & CONTROL_FLAG:
+            self._control.append(header.base_offset)
 
     def _note_epoch(self, epoch: int, base_offset: int) -> None:
         if not self._epochs or epoch > self._epochs[-1]:
@@ -368,6 +591,9 @@ class FileLog:
     def last_fetched_epoch(self) -> int:
         return self._epochs[-1] if self._epochs else self._start_epoch
 
+    def control_batch_offsets(self) -> list[int]:
+        return list(self._control)
+
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         if not self._epochs or epoch >= self._epochs[-1]:
             return OffsetAndEpoch(self.end_offset, self.last_fetched_epoch())
@@ -399,14 +625,17 @@ class FileLog:
         segment = self._segments[-1]
         segment_bytes = self.segment_bytes
         chunk_start = 0
-        for position, size, base, next_offset, epoch, _attributes in spans:
+        for position, size, base, next_offset, epoch, attributes in spans:
             if segment.size_bytes > 0 and segment.size_bytes + size > segment_bytes:
                 self._write(segment, view[chunk_start:position])
                 chunk_start = position
                 segment = self._roll(base)
             segment.note(base, size, next_offset, segment.size_bytes + (position - chunk_start))
             self._note_epoch(epoch, base)
+            if attributes & CONTROL_FLAG:
+                self._control.append(base)
         self._write(segment, view[chunk_start:])
+        self._unchecked_bytes += len(batches)
         return self.end_offset
 
     def _write(self, segment: _Segment, data: memoryview) -> None:
@@ -456,6 +685,12 @@ class FileLog:
         assert self._start_offset <= offset <= self.end_offset, (offset, self.end_offset)
         if offset == self.end_offset:
             return
+        if offset < self._recovery_point:
+            i = bisect.bisect_left(self._epoch_starts, offset)
+            del self._epochs[i:]
+            del self._epoch_starts[i:]
+            del self._control[bisect.bisect_left(self._control, offset) :]
+            self._checkpoint(offset)  # before any byte below the old point changes
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._drop_segment(self._segments.pop())
         segment = self._segments[-1]
@@ -466,6 +701,7 @@ class FileLog:
         i = bisect.bisect_left(self._epoch_starts, offset)
         del self._epochs[i:]
         del self._epoch_starts[i:]
+        del self._control[bisect.bisect_left(self._control, offset) :]
         self._flushed_offset = min(self._flushed_offset, offset)
 
     def flush(self) -> None:
@@ -478,6 +714,16 @@ class FileLog:
             fsync_dir(self.dir)
             self._dir_dirty = False
         self._flushed_offset = self.end_offset
+        if (
+            self._unchecked_bytes >= self.checkpoint_interval_bytes
+            and self.end_offset > self._recovery_point
+        ):
+            # The indexes of what the new point covers are made durable first.
+            for segment in self._segments:
+                if segment.next_offset > self._recovery_point:
+                    segment.write_index()
+                    os.fsync(segment.index_fd)
+            self._checkpoint(self.end_offset)
         self._drop_behind()
 
     def _drop_behind(self) -> None:
@@ -511,9 +757,12 @@ class FileLog:
         while len(self._segments) > 1 and self._segments[1].base_offset <= snapshot_id.offset:
             self._drop_segment(self._segments.pop(0))
         self._trim_epochs_before(snapshot_id.offset)
+        self._trim_control()
         self._flushed_offset = max(self._flushed_offset, self._start_offset)
 
     def reset_to_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        self._epochs, self._epoch_starts, self._control = [], [], []
+        self._checkpoint(0)  # nothing of the old files is to be trusted any more
         self._write_log_start(snapshot_id)
         for segment in self._segments:
             self._drop_segment(segment)
