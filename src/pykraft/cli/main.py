@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pykraft import __version__
 from pykraft.cli import (
     demo,
+    faults,
     features,
     local,
     metadata_quorum,
@@ -35,6 +36,7 @@ _MODULES = (
     reassign,
     local,
     sim,
+    faults,
     demo,
     pipeline,
 )

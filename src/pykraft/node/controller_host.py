@@ -73,7 +73,7 @@ from pykraft.raft import reassignment
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.roles import Leader
 from pykraft.records import decode_records, iter_batches
-from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, read_snapshot
+from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, StorageError, read_snapshot
 
 __all__ = ["ControllerHost", "load_image"]
 
@@ -397,6 +397,8 @@ class ControllerHost:
         now = self.node.now_ms()
         try:
             last = core.append(values, now)
+        except (OSError, StorageError):
+            raise  # the node stops on it (RaftNode._storage_failed)
         except Exception as e:  # NotLeaderError: leadership moved inside this turn
             log.info("controller write refused: %s", e)
             return None

@@ -372,15 +372,32 @@ class RaftNode:
         if self._flushing is not None:
             self._deferred.append(step)
             return
-        step()
-        self._pump()
+        if self._step(step):
+            self._pump()
+
+    def _step(self, step: Callable[[], None]) -> bool:
+        """Run ``step``; a storage error (a full disk, a failed write) stops the node."""
+        if self.failed is not None:
+            return False
+        try:
+            step()
+        except (OSError, StorageError) as e:
+            self._storage_failed("metadata log write", e)
+            return False
+        return True
 
     def _pump(self) -> None:
         core = self.core
         log_ = self._log
         assert log_ is not None and self._loop is not None
-        while core is not None and not self._stopping and self._flushing is None:
-            ready = core.ready(self.now_ms())
+        while (
+            core is not None and not self._stopping and self._flushing is None and not self.failed
+        ):
+            try:
+                ready = core.ready(self.now_ms())
+            except (OSError, StorageError) as e:
+                self._storage_failed("metadata log write", e)
+                return
             for message in ready.messages:  # they never wait for our flush (Ready, step 1)
                 self._send(message)
             if not ready.must_flush:
@@ -389,8 +406,8 @@ class RaftNode:
             if not self._flusher.in_thread:
                 try:
                     self._flusher.flush(log_)
-                except OSError as e:
-                    self._flush_failed(e)
+                except (OSError, StorageError) as e:
+                    self._storage_failed("log flush", e)
                     return
                 core.on_flushed(self.now_ms())
                 self._perform(ready)
@@ -402,9 +419,18 @@ class RaftNode:
             flushing.add_done_callback(functools.partial(self._flushed, ready=ready))
             return
 
-    def _flush_failed(self, error: BaseException) -> None:
-        # As Kafka halts on a failed log flush: what reached the disk is unknown.
-        log.critical("log flush failed, stopping the node: %s", error)
+    def _storage_failed(self, what: str, error: BaseException) -> None:
+        # As Kafka halts on a failed metadata log write or flush: what reached the disk is
+        # unknown. The next start truncates a torn tail; nothing acknowledged depends on it.
+        if self.failed is not None:
+            return
+        log.critical(
+            "%s failed, stopping the node: %s (metadata.log.dir=%s; free space or fix the "
+            "disk, then start the node again)",
+            what,
+            error,
+            self.config.metadata_log_dir,
+        )
         self.failed = error
         self._deferred.clear()
         self._fatal_stop = asyncio.ensure_future(self.shutdown())
@@ -415,13 +441,14 @@ class RaftNode:
         self._flushing = None
         error = flush.exception() if not flush.cancelled() else ConnectionError("cancelled")
         if error is not None:
-            self._flush_failed(error)
+            self._storage_failed("log flush", error)
             return
         core.on_flushed(self.now_ms())
         self._perform(ready)
         deferred, self._deferred = self._deferred, collections.deque()
         for step in deferred:
-            step()
+            if not self._step(step):
+                return
         self._pump()
 
     async def _flush_done(self) -> None:
@@ -678,8 +705,8 @@ class RaftNode:
             # Appended after the running flush, together with whatever else arrives.
             self._deferred.append(self._append_pending)
             return
-        self._append_pending()
-        self._pump()
+        if self._step(self._append_pending):
+            self._pump()
 
     def _append_pending(self) -> None:
         core = self.core
@@ -693,6 +720,9 @@ class RaftNode:
         except NotLeaderError as e:
             batch.fail(e)
             return
+        except (OSError, StorageError) as e:
+            batch.fail(ConnectionError(f"metadata log write failed: {e}"))
+            raise
         if self.metrics is not None:
             self.metrics.on_append(now, len(batch.values))
         self._commits.mark(last, now)

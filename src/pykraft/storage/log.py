@@ -68,6 +68,7 @@ from pykraft.records import (
     BATCH_HEADER_SIZE,
     CONTROL_FLAG,
     BatchHeader,
+    BatchSpan,
     read_header,
     scan_batches,
     valid_prefix,
@@ -274,6 +275,7 @@ class FileLog:
         self._recovery_point = 0  # as last written to RECOVERY_POINT_FILE
         self._unchecked_bytes = 0  # appended since the recovery point was last written
         self.scanned_bytes = 0  # by open (the rest was trusted)
+        self._failed: OSError | None = None  # a write failed: unusable until reopened
 
     # ------------------------------------------------------------------ open / close
 
@@ -358,7 +360,7 @@ class FileLog:
             partition_dir,
             self._start_offset,
             self.end_offset,
-            "a clean" if clean else "an unclean",
+            "a clean" if clean else ("an unclean" if paths else "no earlier"),
             self.scanned_bytes,
             recovery_point,
         )
@@ -621,6 +623,19 @@ class FileLog:
             if epoch < last_epoch:
                 raise ValueError(f"batch epoch {epoch} below the log's {last_epoch}")
             expected, last_epoch = next_offset, epoch
+        if self._failed is not None:
+            raise StorageError(f"{self.dir}: an earlier write failed ({self._failed}): reopen")
+        try:
+            self._append_spans(batches, spans)
+        except OSError as e:
+            # The files may now hold part of a batch and this object's offsets no longer
+            # match them: only a reopen (which truncates a torn tail) may go on.
+            self._failed = e
+            raise
+        self._unchecked_bytes += len(batches)
+        return self.end_offset
+
+    def _append_spans(self, batches: bytes, spans: list[BatchSpan]) -> None:
         view = memoryview(batches)
         segment = self._segments[-1]
         segment_bytes = self.segment_bytes
@@ -635,8 +650,6 @@ class FileLog:
             if attributes & CONTROL_FLAG:
                 self._control.append(base)
         self._write(segment, view[chunk_start:])
-        self._unchecked_bytes += len(batches)
-        return self.end_offset
 
     def _write(self, segment: _Segment, data: memoryview) -> None:
         while data:
@@ -705,6 +718,8 @@ class FileLog:
         self._flushed_offset = min(self._flushed_offset, offset)
 
     def flush(self) -> None:
+        if self._failed is not None:
+            raise StorageError(f"{self.dir}: an earlier write failed ({self._failed}): reopen")
         for segment in self._segments:
             if segment.dirty:
                 segment.write_index()

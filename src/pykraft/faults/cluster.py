@@ -1,0 +1,251 @@
+"""The cluster under test: ``pykraft server`` processes, each with its metadata log on a small
+filesystem of its own (tmpfs) so that a full disk is a fault like any other.
+
+Voters are formatted with ``--initial-controllers`` (kraft.version 1) and find each other
+through ``controller.quorum.bootstrap.servers``; observers are formatted with
+``--no-initial-controllers`` and find the leader the same way (D8). With a ``Network`` each node
+runs in its own namespace on its own address (same ports everywhere); without one, all listen
+on 127.0.0.1 on ports of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from pykraft.faults.net import Network
+from pykraft.interop.cluster import free_ports
+from pykraft.storage.meta import random_uuid, uuid_to_kafka
+
+__all__ = ["FaultCluster", "Node"]
+
+CONTROLLER_PORT = 9093
+METRICS_PORT = 9101
+_FILLER = "filler"
+
+
+@dataclass
+class Node:
+    node_id: int
+    voter: bool
+    host: str
+    port: int
+    metrics_port: int
+    root: Path  # the node's own directory; its disk (a tmpfs) is mounted at root / "disk"
+    directory_id: str = field(default_factory=lambda: uuid_to_kafka(random_uuid()))
+    process: subprocess.Popen[bytes] | None = None
+    incarnation: int = 0
+    paused: bool = False
+
+    @property
+    def disk(self) -> Path:
+        return self.root / "disk"
+
+    @property
+    def data(self) -> Path:
+        return self.disk / "metadata"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "server.properties"
+
+    @property
+    def output(self) -> Path:
+        return self.root / "server.out"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def tail(self, lines: int = 30) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    def scrape(self, timeout_s: float = 0.5) -> dict[str, float] | None:
+        """The node's raft metrics (None when it does not answer)."""
+        url = f"http://{self.host}:{self.metrics_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                body = response.read().decode()
+        except (OSError, ValueError):
+            return None
+        values: dict[str, float] = {}
+        for family in text_string_to_metric_families(body):
+            for sample in family.samples:
+                if sample.name == "kafka_raft_metrics_current_state":
+                    if sample.value == 1:
+                        values[f"state={sample.labels.get('state')}"] = 1
+                elif sample.name.startswith("kafka_raft_metrics_"):
+                    values[sample.name[len("kafka_raft_metrics_") :]] = sample.value
+        return values
+
+
+class FaultCluster:
+    """``voters`` voters (ids 1..voters) and ``observers`` observers after them."""
+
+    def __init__(
+        self,
+        work: Path,
+        *,
+        voters: int,
+        observers: int,
+        network: Network | None,
+        disk_mib: int = 256,
+        timeouts: tuple[int, int] = (1000, 2000),  # election, fetch (Kafka's defaults)
+    ) -> None:
+        self.work = work
+        self.network = network
+        self.disk_mib = disk_mib
+        self.timeouts = timeouts
+        self.cluster_id = uuid_to_kafka(random_uuid())
+        count = voters + observers
+        ports = free_ports(2 * count) if network is None else []
+        self.nodes: dict[int, Node] = {}
+        for i in range(1, count + 1):
+            host = "127.0.0.1" if network is None else network.address(i)
+            port = ports[2 * i - 2] if network is None else CONTROLLER_PORT
+            metrics = ports[2 * i - 1] if network is None else METRICS_PORT
+            self.nodes[i] = Node(i, i <= voters, host, port, metrics, work / f"node-{i}")
+        self._mounted: list[Path] = []
+
+    @property
+    def voters(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.voter]
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.address for n in self.voters)
+
+    def setup(self) -> None:
+        """Disks mounted, configs written, directories formatted."""
+        initial = ",".join(f"{n.node_id}@{n.address}:{n.directory_id}" for n in self.voters)
+        election, fetch = self.timeouts
+        for node in self.nodes.values():
+            node.disk.mkdir(parents=True, exist_ok=True)
+            if os.geteuid() == 0:
+                subprocess.run(
+                    [
+                        "mount",
+                        "-t",
+                        "tmpfs",
+                        "-o",
+                        f"size={self.disk_mib}m",
+                        "tmpfs",
+                        str(node.disk),
+                    ],
+                    check=True,
+                )
+                self._mounted.append(node.disk)
+            node.config.write_text(
+                f"node.id={node.node_id}\n"
+                "process.roles=controller\n"
+                f"listeners=CONTROLLER://{node.address}\n"
+                "controller.listener.names=CONTROLLER\n"
+                f"metadata.log.dir={node.data}\n"
+                f"controller.quorum.bootstrap.servers={self.bootstrap_servers()}\n"
+                f"controller.quorum.election.timeout.ms={election}\n"
+                f"controller.quorum.fetch.timeout.ms={fetch}\n"
+                f"metrics.port={node.metrics_port}\n"
+            )
+            mode = (
+                ["--initial-controllers", initial] if node.voter else ["--no-initial-controllers"]
+            )
+            argv = [sys.executable, "-m", "pykraft.cli.main", "storage", "format"]
+            argv += ["--config", str(node.config), "--cluster-id", self.cluster_id, *mode]
+            result = subprocess.run(argv, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                raise RuntimeError(f"format of node {node.node_id}: {result.stderr.strip()}")
+
+    def teardown(self) -> None:
+        for node in self.nodes.values():
+            self.kill(node.node_id)
+        for disk in self._mounted:
+            subprocess.run(["umount", "-l", str(disk)], check=False, capture_output=True)
+        self._mounted.clear()
+
+    # -- processes ------------------------------------------------------------------------
+
+    def start(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        assert not node.running
+        argv = [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(node.config)]
+        if self.network is not None:
+            argv = self.network.wrap(node_id, argv)
+        node.incarnation += 1
+        with node.output.open("ab") as out:
+            out.write(f"--- harness: start, incarnation {node.incarnation}\n".encode())
+            node.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        node.paused = False
+
+    def kill(self, node_id: int) -> None:
+        """kill -9."""
+        node = self.nodes[node_id]
+        if node.running:
+            assert node.process is not None
+            node.process.send_signal(signal.SIGKILL)
+            node.process.wait()
+        node.paused = False
+
+    def stop(self, node_id: int, timeout_s: float = 30) -> int | None:
+        """SIGTERM (a graceful stop); kill -9 after ``timeout_s``. The exit code."""
+        node = self.nodes[node_id]
+        if node.process is None:
+            return None
+        if node.paused:
+            self.resume(node_id)
+        if node.running:
+            node.process.send_signal(signal.SIGTERM)
+            try:
+                node.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill(node_id)
+        return node.process.returncode
+
+    def pause(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if node.running and node.process is not None:
+            node.process.send_signal(signal.SIGSTOP)
+            node.paused = True
+
+    def resume(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if node.process is not None and node.paused:
+            with contextlib.suppress(ProcessLookupError):
+                node.process.send_signal(signal.SIGCONT)
+        node.paused = False
+
+    # -- disks ----------------------------------------------------------------------------
+
+    def fill_disk(self, node_id: int) -> int:
+        """Fill the node's filesystem to the last byte; the bytes written."""
+        path = self.nodes[node_id].disk / _FILLER
+        written = 0
+        chunk = b"\0" * (1 << 20)
+        with open(path, "ab", buffering=0) as f:
+            while True:
+                try:
+                    n = f.write(chunk)
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+                    chunk = chunk[: len(chunk) // 2]
+                    if not chunk:
+                        return written
+                    continue
+                written += n or 0
+
+    def free_disk(self, node_id: int) -> None:
+        (self.nodes[node_id].disk / _FILLER).unlink(missing_ok=True)

@@ -1,0 +1,538 @@
+"""A fault run: real processes, a seeded fault schedule, a workload, a monitor and a checker.
+
+``run(RunConfig(...))`` (and ``pykraft faults run``):
+
+1. ``voters`` + ``observers`` ``pykraft server`` processes (``cluster.py``), each in its own
+   network namespace when ``netns`` (``net.py``), each with its log on a small tmpfs;
+2. the workload (``workload.py``) registering simulated brokers through the active controller
+   and recording every acknowledged write with its offset;
+3. the monitor: every 200 ms each node's raft metrics (state, leader, epoch, high watermark):
+   time without an agreed leader (a majority of voters naming one leader in one epoch), two
+   leaders in one epoch, a high watermark that went down within a process's life;
+4. the schedule: from ``seed``, one fault at a time, held 2-6 s, then healed, 2-6 s apart,
+   every kind in turn (shuffled) so that a short run sees each: kill -9 (restart at the heal),
+   SIGSTOP (SIGCONT), a graceful restart, a full disk (space freed at the heal; a node that
+   stopped on it is started again), and with namespaces: one node isolated, a split of the
+   voters into a minority and a majority, one-way loss between two nodes;
+5. after the last heal: every node must agree on a leader and reach the leader's high
+   watermark within ``converge_s``; then all stop gracefully and ``check.py`` reads the logs.
+
+The report: faults by kind, acknowledged writes, lost (must be 0), divergences (must be 0),
+two leaders in an epoch (0), high watermark decreases (0), time without a leader
+p50/p99/max, the slowest leader recovery after a heal against ``recovery_bound_s``. A failed
+run prints the seed, the schedule and the tail of every node's log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextlib
+import dataclasses
+import random
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pykraft.faults.check import Verdict, check, read_replica
+from pykraft.faults.cluster import FaultCluster, Node
+from pykraft.faults.net import Network
+from pykraft.faults.workload import Workload
+
+__all__ = ["Fault", "Report", "RunConfig", "run", "schedule"]
+
+PROCESS_KINDS = ("kill", "pause", "restart", "disk")
+LEADER = 0  # a fault's target: whichever node leads when the fault is applied
+NETWORK_KINDS = ("isolate", "split", "oneway")
+_SAMPLE_S = 0.2
+_STALL_S = 1.5  # a leader whose high watermark has not moved for this long is not leading
+_STORAGE_FAILED = "failed, stopping the node"
+
+
+@dataclass(frozen=True)
+class Fault:
+    at_s: float  # from the start of the fault phase
+    kind: str
+    targets: tuple[int, ...]  # split: the minority side; oneway: (from, to)
+    hold_s: float
+
+    def __str__(self) -> str:
+        return f"{self.at_s:7.1f}s {self.kind:8s} {self.targets} for {self.hold_s:.1f}s"
+
+
+@dataclass
+class RunConfig:
+    seed: int
+    seconds: float = 60.0
+    voters: int = 3
+    observers: int = 1
+    netns: bool = True
+    rate: float = 20.0  # workload registrations per second
+    converge_s: float = 60.0
+    recovery_bound_s: float = 20.0  # a leader back after each heal within this
+    work: Path | None = None  # kept when given; else a temporary directory, removed after
+    log: Callable[[str], None] = print
+
+
+@dataclass
+class Report:
+    config: RunConfig
+    faults: list[Fault]
+    verdict: Verdict | None = None
+    acked: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    leaderless_ms: list[float] = field(default_factory=list)
+    recoveries_ms: list[float] = field(default_factory=list)
+    two_leaders: list[str] = field(default_factory=list)
+    hwm_decreases: list[str] = field(default_factory=list)
+    disk_stops: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # anything else that failed the run
+    tails: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        slow = [r for r in self.recoveries_ms if r > self.config.recovery_bound_s * 1000]
+        return (
+            self.verdict is not None
+            and self.verdict.ok
+            and not self.two_leaders
+            and not self.hwm_decreases
+            and not self.problems
+            and not slow
+        )
+
+    def format(self) -> str:
+        c = self.config
+        kinds = collections.Counter(f.kind for f in self.faults)
+        lines = [
+            f"pykraft faults run --seed {c.seed} --seconds {c.seconds:g} --voters {c.voters} "
+            f"--observers {c.observers}{'' if c.netns else ' --no-netns'}",
+            "faults: " + " ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
+            f"acknowledged writes: {self.acked}  (client outcomes: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
+            + ")",
+        ]
+        v = self.verdict
+        if v is not None:
+            lines += [
+                f"committed offset: {v.committed}; acknowledged writes found on every replica "
+                f"holding them: {v.checked}",
+                f"lost: {len(v.lost)}",
+                f"divergences: {len(v.divergences)}",
+                f"two leaders in an epoch (logs): {len(v.two_leaders)}",
+            ]
+        lines.append(f"two leaders in an epoch (metrics): {len(self.two_leaders)}")
+        lines.append(f"high watermark went down: {len(self.hwm_decreases)}")
+        windows = sorted(self.leaderless_ms)
+        lines.append(
+            f"time without a leader: {len(windows)} windows, p50 {_pct(windows, 0.5)} "
+            f"p99 {_pct(windows, 0.99)} max {_pct(windows, 1.0)} ms"
+        )
+        rec = sorted(self.recoveries_ms)
+        lines.append(
+            f"leader back after a heal: p50 {_pct(rec, 0.5)} max {_pct(rec, 1.0)} ms "
+            f"(bound {c.recovery_bound_s * 1000:.0f} ms, {len(rec)} heals)"
+        )
+        lines += [f"disk: {d}" for d in self.disk_stops]
+        for name, items in (
+            ("LOST", v.lost if v else []),
+            ("DIVERGED", v.divergences if v else []),
+            ("TWO LEADERS", (v.two_leaders if v else []) + self.two_leaders),
+            ("HWM DOWN", self.hwm_decreases),
+            ("PROBLEM", self.problems),
+        ):
+            lines += [f"{name}: {item}" for item in items[:20]]
+        lines.append(f"result: {'OK' if self.ok else 'FAILED'}")
+        if not self.ok:
+            lines.append(f"reproduce: {lines[0]}")
+            lines.append("schedule:")
+            lines += [f"  {f}" for f in self.faults]
+            for node_id, tail in sorted(self.tails.items()):
+                lines.append(f"--- node {node_id} (last lines)")
+                lines.append(tail)
+        return "\n".join(lines)
+
+
+def _pct(values: list[float], q: float) -> str:
+    if not values:
+        return "-"
+    return f"{values[min(len(values) - 1, int(q * len(values)))]:,.0f}"
+
+
+def schedule(config: RunConfig) -> list[Fault]:
+    """The faults of a run: the same for the same seed, voters, observers and kinds."""
+    rng = random.Random(config.seed)
+    kinds = PROCESS_KINDS + (NETWORK_KINDS if config.netns else ())
+    nodes = list(range(1, config.voters + config.observers + 1))
+    voters = nodes[: config.voters]
+    faults: list[Fault] = []
+    order: list[str] = []
+    t = 3.0
+    while t < config.seconds:
+        if not order:
+            order = sorted(kinds)
+            rng.shuffle(order)
+        kind = order.pop()
+        hold = round(rng.uniform(2.0, 6.0), 1)
+        # Half the faults aim at the leader of the moment: 0 stands for it until applied.
+        if kind == "split":
+            minority = rng.sample(voters, rng.randint(1, (len(voters) - 1) // 2))
+            if rng.random() < 0.5:
+                minority[0] = LEADER
+            targets = tuple(sorted(minority))
+        elif kind == "oneway":
+            pair = rng.sample(nodes, 2)
+            if rng.random() < 0.5:
+                pair[rng.randrange(2)] = LEADER
+            targets = tuple(pair)
+        else:
+            targets = (LEADER if rng.random() < 0.5 else rng.choice(nodes),)
+        faults.append(Fault(round(t, 1), kind, targets, hold))
+        t += hold + rng.uniform(2.0, 6.0)
+    return faults
+
+
+class Monitor:
+    """Samples every node's raft metrics; see the module docstring for what it watches."""
+
+    def __init__(self, cluster: FaultCluster) -> None:
+        self.cluster = cluster
+        self.majority = len(cluster.voters) // 2 + 1
+        self.leader: tuple[int, int] | None = None  # (leader id, epoch) agreed, last sample
+        self.samples: dict[int, dict[str, float]] = {}
+        self.leaderless_ms: list[float] = []
+        self.two_leaders: list[str] = []
+        self.hwm_decreases: list[str] = []
+        self.errors: list[str] = []
+        self.sampled_at = 0.0
+        self._leaders_by_epoch: dict[int, int] = {}
+        self._progress: dict[tuple[int, int], tuple[float, float]] = {}  # -> (hwm, since)
+        self._hwm: dict[tuple[int, int], float] = {}
+        self._since: float | None = None  # start of the current leaderless window
+        self._stop = threading.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(len(cluster.nodes))
+        self._thread = threading.Thread(target=self._loop, name="monitor", daemon=True)
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self.lock:
+            if self._since is not None:
+                self.leaderless_ms.append((time.monotonic() - self._since) * 1000)
+                self._since = None
+
+    def _scrape(self, node: Node) -> dict[str, float] | None:
+        if not node.running or node.paused:
+            return None
+        return node.scrape()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            nodes = list(self.cluster.nodes.values())
+            incarnations = {n.node_id: n.incarnation for n in nodes}
+            results = list(self._pool.map(self._scrape, nodes))
+            now = time.monotonic()
+            with self.lock:
+                self.samples = {
+                    n.node_id: r for n, r in zip(nodes, results, strict=True) if r is not None
+                }
+                self.sampled_at = now
+                try:
+                    self._judge(now, incarnations)
+                except Exception as e:  # a bug here must fail the run, not stop the watch
+                    self.errors.append(f"monitor: {type(e).__name__}: {e}")
+            self._stop.wait(max(0.0, _SAMPLE_S - (time.monotonic() - started)))
+
+    def _judge(self, now: float, incarnations: dict[int, int]) -> None:
+        votes: collections.Counter[tuple[int, int]] = collections.Counter()
+        for node_id, s in self.samples.items():
+            s = {k: v for k, v in s.items() if v == v}  # NaN: no value yet
+            epoch = int(s.get("current_epoch", -1))
+            if s.get("state=leader"):
+                seen = self._leaders_by_epoch.setdefault(epoch, node_id)
+                if seen != node_id:
+                    self.two_leaders.append(
+                        f"epoch {epoch}: nodes {seen} and {node_id} both leader"
+                    )
+            if self.cluster.nodes[node_id].voter and s.get("current_leader", -1) >= 0:
+                votes[(int(s["current_leader"]), epoch)] += 1
+            hwm = s.get("high_watermark", -1)
+            key = (node_id, incarnations[node_id])
+            if hwm >= 0:
+                last = self._hwm.get(key, -1)
+                if hwm < last:
+                    self.hwm_decreases.append(f"node {node_id}: {last:.0f} -> {hwm:.0f}")
+                self._hwm[key] = max(hwm, last)
+        agreed = [
+            k for k, n in votes.items()
+            if n >= self.majority and self.samples.get(k[0], {}).get("state=leader")
+        ]  # fmt: skip
+        # A leader counts while it commits: its high watermark moved lately (the controller
+        # writes at least a NoOpRecord every 500 ms). A leader cut off from its majority is
+        # still named by the others until their fetch timeout; it commits nothing.
+        previous, self.leader = self.leader, None
+        for key in agreed:
+            hwm = self.samples[key[0]].get("high_watermark", -1)
+            progress = self._progress.get(key)
+            if progress is None or hwm > progress[0]:
+                self._progress[key] = (hwm, now)
+            if now - self._progress[key][1] <= _STALL_S:
+                self.leader = key
+        if self.leader is None and self._since is None:
+            # Leaderless since the last commit of the leader it had (a stall is only seen
+            # _STALL_S later).
+            self._since = self._progress[previous][1] if previous in self._progress else now
+        elif self.leader is not None and self._since is not None:
+            self.leaderless_ms.append((now - self._since) * 1000)
+            self._since = None
+
+    def wait(self, predicate: Callable[[], object], timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.lock:
+                if predicate():
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def converged(self, target: int) -> bool:
+        """Every node is up, in the agreed leader's epoch, with a high watermark >= target."""
+        if self.leader is None or len(self.samples) != len(self.cluster.nodes):
+            return False
+        epoch = self.leader[1]
+        return all(
+            s.get("high_watermark", -1) >= target and int(s.get("current_epoch", -1)) == epoch
+            for s in self.samples.values()
+        )
+
+    def leader_high_watermark(self) -> int | None:
+        if self.leader is None:
+            return None
+        value = self.samples.get(self.leader[0], {}).get("high_watermark", -1)
+        return int(value) if value > 0 else None
+
+    def start_windows(self) -> None:
+        """Count leaderless time from now on (not the cluster's first election)."""
+        with self.lock:
+            self.leaderless_ms.clear()
+            self._since = None if self.leader is not None else time.monotonic()
+
+
+class _WorkloadThread:
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="workload", daemon=True)
+
+    def _main(self) -> None:
+        async def go() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            self._ready.set()
+            await self.workload.run(self._stop)
+
+        asyncio.run(go())
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(10)
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        if self._loop is not None and self._stop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=30)
+
+
+def run(config: RunConfig) -> Report:
+    say = config.log
+    faults = schedule(config)
+    report = Report(config, faults)
+    work = config.work or Path(tempfile.mkdtemp(prefix="pykraft-faults-"))
+    work.mkdir(parents=True, exist_ok=True)
+    ids = list(range(1, config.voters + config.observers + 1))
+    network = Network(ids) if config.netns else None
+    cluster: FaultCluster | None = None
+    monitor: Monitor | None = None
+    load: _WorkloadThread | None = None
+    try:
+        with contextlib.ExitStack() as stack:
+            if network is not None:
+                network.setup()
+                stack.callback(network.teardown)
+            cluster = FaultCluster(
+                work, voters=config.voters, observers=config.observers, network=network
+            )
+            stack.callback(cluster.teardown)
+            cluster.setup()
+            for node_id in ids:
+                cluster.start(node_id)
+            monitor = Monitor(cluster)
+            monitor.start()
+            stack.callback(monitor.stop)
+            if not monitor.wait(lambda: monitor.leader is not None, 60):
+                report.problems.append("no leader within 60 s of the start")
+                return report
+            load = _WorkloadThread(
+                Workload(cluster.cluster_id, [n.address for n in cluster.voters], rate=config.rate)
+            )
+            load.start()
+            say(
+                f"cluster up (leader {monitor.leader}); {len(faults)} faults over {config.seconds:g} s"
+            )
+            t0 = time.monotonic()
+            monitor.start_windows()
+            for i, planned in enumerate(faults):
+                _sleep_until(t0 + planned.at_s)
+                with monitor.lock:
+                    leader = monitor.leader[0] if monitor.leader else None
+                fault = faults[i] = _resolve(planned, leader, [n.node_id for n in cluster.voters])
+                say(f"fault {fault}")
+                _apply(cluster, network, fault)
+                _sleep_until(t0 + fault.at_s + fault.hold_s)
+                _heal(cluster, network, fault, report)
+                healed = time.monotonic()
+                if monitor.wait(lambda: monitor.leader is not None, config.recovery_bound_s * 3):
+                    report.recoveries_ms.append((time.monotonic() - healed) * 1000)
+                else:
+                    report.recoveries_ms.append((time.monotonic() - healed) * 1000)
+                    report.problems.append(
+                        f"no leader within {config.recovery_bound_s * 3:.0f} s after healing {fault}"
+                    )
+            _sleep_until(t0 + config.seconds)
+            load.stop()
+            # Everything acknowledged is below the leader's high watermark now; every node
+            # must reach it (the controller keeps writing, so the watermark moves on).
+            committed: list[int] = []
+
+            stopped_at = time.monotonic()
+            acked_end = max((a.offset + 1 for a in load.workload.acked), default=0)
+
+            def target() -> bool:
+                assert monitor is not None
+                hwm = monitor.leader_high_watermark()
+                if hwm is None or monitor.sampled_at <= stopped_at:
+                    return False
+                committed.append(max(hwm, acked_end))
+                return True
+
+            if not (
+                monitor.wait(target, config.converge_s)
+                and monitor.wait(lambda: monitor.converged(committed[-1]), config.converge_s)
+            ):
+                with monitor.lock:
+                    state = {
+                        k: (v.get("high_watermark"), v.get("current_epoch"))
+                        for k, v in monitor.samples.items()
+                    }
+                report.problems.append(
+                    f"not converged within {config.converge_s:.0f} s: leader {monitor.leader}, "
+                    f"(hwm, epoch) by node {state}"
+                )
+            monitor.stop()
+            report.leaderless_ms = monitor.leaderless_ms
+            report.two_leaders = monitor.two_leaders
+            report.hwm_decreases = monitor.hwm_decreases
+            report.problems += monitor.errors[:5]
+            report.acked = len(load.workload.acked)
+            report.outcomes = dict(load.workload.outcomes)
+            for node_id in ids:
+                code = cluster.stop(node_id)
+                if code not in (0, None):
+                    report.problems.append(f"node {node_id} exited with {code} on SIGTERM")
+            report.tails = {n.node_id: n.tail() for n in cluster.nodes.values()}
+            if committed:
+                replicas = [
+                    read_replica(n.node_id, n.data, committed[-1]) for n in cluster.nodes.values()
+                ]
+                report.verdict = check(replicas, load.workload.acked, committed[-1])
+    finally:
+        if load is not None:
+            load.stop()
+        if cluster is not None and not report.tails:
+            report.tails = {n.node_id: n.tail() for n in cluster.nodes.values()}
+        if config.work is None and report.ok:
+            shutil.rmtree(work, ignore_errors=True)
+        elif config.work is None:
+            say(f"work directory kept: {work}")
+    return report
+
+
+def _resolve(fault: Fault, leader: int | None, voters: list[int]) -> Fault:
+    """``fault`` with LEADER replaced by the leader now (a voter when there is none)."""
+    if LEADER not in fault.targets:
+        return fault
+    chosen = leader if leader is not None else voters[0]
+    targets = list(fault.targets)
+    if chosen in targets:  # already aimed at it: another voter takes the leader's place
+        chosen = next(v for v in voters if v not in targets)
+    targets[targets.index(LEADER)] = chosen
+    return dataclasses.replace(fault, targets=tuple(targets))
+
+
+def _sleep_until(at: float) -> None:
+    delay = at - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _apply(cluster: FaultCluster, network: Network | None, fault: Fault) -> None:
+    kind, targets = fault.kind, fault.targets
+    if kind == "kill":
+        cluster.kill(targets[0])
+    elif kind == "pause":
+        cluster.pause(targets[0])
+    elif kind == "restart":
+        cluster.stop(targets[0])
+        cluster.start(targets[0])
+    elif kind == "disk":
+        cluster.fill_disk(targets[0])
+    elif network is not None and kind == "isolate":
+        network.isolate(targets[0])
+    elif network is not None and kind == "split":
+        minority = set(targets)
+        for a in minority:
+            for b in cluster.nodes:
+                if b not in minority:
+                    network.drop(a, b)
+                    network.drop(b, a)
+    elif network is not None and kind == "oneway":
+        network.drop(targets[0], targets[1])
+
+
+def _heal(cluster: FaultCluster, network: Network | None, fault: Fault, report: Report) -> None:
+    kind, target = fault.kind, fault.targets[0]
+    if kind == "kill":
+        cluster.start(target)
+    elif kind == "pause":
+        cluster.resume(target)
+    elif kind == "disk":
+        cluster.free_disk(target)
+        node = cluster.nodes[target]
+        if not node.running:
+            line = next(
+                (x for x in node.tail(200).splitlines() if _STORAGE_FAILED in x), "(no log line)"
+            )
+            report.disk_stops.append(f"node {target} stopped: {line.strip()}")
+            if _STORAGE_FAILED not in line:
+                report.problems.append(f"node {target} stopped on a full disk without saying why")
+            cluster.start(target)
+        else:
+            report.disk_stops.append(f"node {target} wrote nothing while its disk was full")
+    elif network is not None and kind in NETWORK_KINDS:
+        network.heal()
