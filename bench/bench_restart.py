@@ -35,10 +35,9 @@ import time
 from pathlib import Path
 
 from _common import Cluster, install_reaper
-from wl_kraft import KAFKA_DEFAULTS, KraftCluster
-
 from pykraft.records import build_batch
 from pykraft.storage import FileLog
+from wl_kraft import KAFKA_DEFAULTS, KraftCluster
 
 MIB = 1 << 20
 TS = 1_700_000_000_000

@@ -68,6 +68,7 @@ class Workload:
         self._ids = collections.deque(range(_FIRST_BROKER_ID, _FIRST_BROKER_ID + pool))
         self._guess = 0  # index into addresses of the controller believed active
         self._conns: dict[str, Connection] = {}
+        self._opened: list[Connection] = []  # every connection, aborted at the end
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks: set[asyncio.Task[None]] = set()
@@ -89,8 +90,15 @@ class Workload:
                 next_at = time.monotonic()
         if tasks:
             await asyncio.wait(tasks, timeout=_REQUEST_TIMEOUT_MS / 1000 + 1)
-        for conn in self._conns.values():
-            conn.close()
+        for task in tasks:  # a connect still waiting: given up (never acknowledged)
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        self._conns.clear()
+        for conn in self._opened:
+            conn.abort()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 2)
 
     async def _register(self, broker_id: int) -> None:
         try:
@@ -120,7 +128,7 @@ class Workload:
             self._guess += 1
         conn = self._conns.pop(address, None)
         if conn is not None:
-            conn.close()
+            conn.abort()
 
     async def _call(self, address: str, broker_id: int, incarnation: uuid.UUID) -> Any:
         conn = self._conns.get(address)
@@ -130,6 +138,7 @@ class Workload:
                 host, int(port), timeout_ms=_REQUEST_TIMEOUT_MS, client_id="pykraft-faults"
             )
             self._conns[address] = conn
+            self._opened.append(conn)
         fields = {
             "broker_id": broker_id,
             "cluster_id": self.cluster_id,

@@ -222,6 +222,13 @@ class Connection(asyncio.Protocol):
     def close(self) -> None:
         self._fail(ConnectionError("closed locally"))
 
+    def abort(self) -> None:
+        """Close at once, unsent bytes dropped (``close`` waits for them to leave, which
+        never happens when the peer is cut off)."""
+        self._fail(ConnectionError("aborted locally"))
+        if self._transport is not None:
+            self._transport.abort()
+
     async def wait_closed(self) -> None:
         with contextlib.suppress(BaseException):
             await asyncio.shield(self._lost)
