@@ -354,6 +354,103 @@ def new_broker(cluster: LocalCluster, dist: KafkaDist, base: Path) -> Server:
     return Server(200, "broker", port, config, data, base / "broker200.log", dist)
 
 
+async def _create_topic(conn: Connection, name: str) -> int:
+    """CreateTopics v7 of one topic (1 partition, RF 3) through a broker: its error code."""
+    m: Any = await conn.request(
+        make(
+            request_schema(ApiKey.CREATE_TOPICS, 7),
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": 1,
+                        "replication_factor": 3,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout_ms": 5_000,
+                "validate_only": False,
+            },
+        ),
+        timeout_ms=6_000,
+    )
+    return int(m.topics[0].error_code)
+
+
+async def _quorum_leader(bootstrap: str) -> tuple[int, int] | None:
+    from pykraft.admin import AdminClient
+
+    try:
+        async with AdminClient(bootstrap, timeout_ms=1_000, request_timeout_ms=500) as admin:
+            q = await admin.describe_quorum()
+            return int(q.leader_id), int(q.leader_epoch)
+    except Exception:
+        return None
+
+
+def failovers(kind: str, dist: KafkaDist, work: Path, reps: int) -> dict[str, Any]:
+    """``reps`` kill -9s of the active controller on one cluster: from the kill to a new
+    quorum leader (DescribeQuorum at the survivors), to the first CreateTopics through a broker
+    answered NONE (our own client: what is timed is the controllers, not a client's metadata
+    refresh); the victim restarts and rejoins before the next."""
+    cluster = LocalCluster(
+        dist, work / f"failover-{kind}", controllers=3, brokers=3, controller_kind=kind
+    )
+    elected: list[float] = []
+    created: list[float] = []
+    try:
+        cluster.start(wait=True)
+
+        async def go() -> None:
+            host, port = cluster.brokers[0].address.split(":")
+            conn = await Connection.open(host, int(port), timeout_ms=5_000, client_id="bench")
+            assert await _create_topic(conn, "warm") == 0
+            for rep in range(reps):
+                victim = await asyncio.get_running_loop().run_in_executor(None, cluster.leader)
+                before = await _quorum_leader(cluster.bootstrap_controllers)
+                assert before is not None
+                survivors = ",".join(c.address for c in cluster.controllers if c is not victim)
+                victim.kill()
+                killed = time.monotonic()
+                seen_leader: float | None = None
+                while time.monotonic() - killed < 120:
+                    if seen_leader is None:
+                        now_leader = await _quorum_leader(survivors)
+                        if now_leader is not None and now_leader[1] > before[1]:
+                            seen_leader = time.monotonic() - killed
+                    try:
+                        if conn.closed:
+                            conn = await Connection.open(
+                                host, int(port), timeout_ms=5_000, client_id="bench"
+                            )
+                        if await _create_topic(conn, f"failover-{rep}") == 0:
+                            break
+                    except (ConnectionError, TimeoutError, OSError):
+                        pass
+                    await asyncio.sleep(0.05)
+                else:
+                    raise TimeoutError(f"{kind}: no CreateTopics within 120 s of kill {rep}")
+                created.append(time.monotonic() - killed)
+                elected.append(seen_leader if seen_leader is not None else created[-1])
+                victim.start()
+                await asyncio.sleep(8)  # the victim back as a follower before the next kill
+            conn.close()
+
+        asyncio.run(go())
+    finally:
+        cluster.kill()
+    return {
+        "bench": "cluster_failover",
+        "controllers": kind,
+        "reps": reps,
+        "elected_s": [round(x, 2) for x in elected],
+        "create_topics_s": [round(x, 2) for x in created],
+        "create_topics_p50_s": round(sorted(created)[len(created) // 2], 2),
+        "elected_p50_s": round(sorted(elected)[len(elected) // 2], 2),
+    }
+
+
 def run_cluster(
     work: Path,
     *,
@@ -362,6 +459,7 @@ def run_cluster(
     log: Any = print,
     kinds: tuple[str, ...] = ("pykraft", "kafka"),
     brokers: int | None = None,
+    failover_reps: int = 10,
 ) -> list[dict[str, Any]]:
     dist = KafkaDist.get("4")
     rows: list[dict[str, Any]] = []
@@ -369,6 +467,10 @@ def run_cluster(
         if "parity" in only:
             rows.append(parity(kind, dist, work, quick))
             log(f"  parity {kind}: {rows[-1]}")
+    for kind in kinds:
+        if "failover" in only:
+            rows.append(failovers(kind, dist, work, failover_reps))
+            log(f"  failover {kind}: {rows[-1]}")
     for kind in kinds:
         if only & {"heartbeats", "catchup"}:
             for row in heartbeats_and_catchup(kind, dist, work, quick, only, brokers):
@@ -381,6 +483,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="parity,heartbeats,catchup")
+    parser.add_argument("--reps", type=int, default=10, help="kills in the failover phase")
     parser.add_argument("--kinds", default="pykraft,kafka", help="controllers to measure")
     parser.add_argument(
         "--brokers", type=int, default=None, help="simulated brokers (default 1,000)"
@@ -395,6 +498,7 @@ def main() -> int:
             log=lambda s: print(s, file=sys.stderr),
             kinds=tuple(args.kinds.split(",")),
             brokers=args.brokers,
+            failover_reps=args.reps,
         ):
             emit(row)
     finally:
