@@ -31,15 +31,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-
 from pykraft.interop.cluster import LocalCluster
 from pykraft.interop.kafka import KafkaDist
+from pykraft.interop.load import Load, consume_all, missing
 
 SOURCES = (100, 101, 102)
 TARGETS = (103, 104, 105)
@@ -76,83 +74,11 @@ def dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-class LiveLoad:
-    """acks=all producer of sequence numbers on the ``live`` topic, each send timed to its
-    acknowledgement; ``window`` marks which latencies belong to the move."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
-        self.acked: dict[int, list[int]] = {}
-        self.latencies: dict[str, list[float]] = {"before": [], "during": [], "after": []}
-        self.window = "before"
-        self.errors = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _run(self) -> None:
-        producer = KafkaProducer(
-            bootstrap_servers=self.bootstrap,
-            acks="all",
-            retries=1_000,
-            max_in_flight_requests_per_connection=1,
-            linger_ms=0,
-        )
-        lock = threading.Lock()
-        n = 0
-        while not self._stop.is_set():
-            sent = time.monotonic()
-            window = self.window
-
-            def ok(meta: Any, n: int = n, sent: float = sent, window: str = window) -> None:
-                with lock:
-                    self.acked.setdefault(meta.partition, []).append(n)
-                    self.latencies[window].append((time.monotonic() - sent) * 1000)
-
-            def failed(_e: Exception) -> None:
-                with lock:
-                    self.errors += 1
-
-            producer.send("live", str(n).encode()).add_callback(ok).add_errback(failed)
-            n += 1
-            time.sleep(0.002)
-        producer.flush(timeout=60)
-        producer.close(timeout=30)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=120)
-
-
 def percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
-
-
-def lost(bootstrap: str, acked: dict[int, list[int]]) -> int:
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=30_000
-    )
-    tps = [TopicPartition("live", p) for p in range(LIVE_PARTITIONS)]
-    consumer.assign(tps)
-    consumer.seek_to_beginning(*tps)
-    ends = consumer.end_offsets(tps)
-    seen: set[int] = set()
-    remaining = {tp.partition for tp in tps if ends[tp] > 0}
-    try:
-        for message in consumer:
-            seen.add(int(message.value))
-            if message.offset + 1 >= ends[TopicPartition("live", message.partition)]:
-                remaining.discard(message.partition)
-            if not remaining:
-                break
-    finally:
-        consumer.close()
-    return sum(1 for values in acked.values() for v in values if v not in seen)
 
 
 def moving_replicas(controllers: str) -> tuple[int, bool]:
@@ -212,7 +138,7 @@ def run_mode(mode: str, dist: KafkaDist, work: Path, gib: float) -> dict[str, An
             timeout_s=3600,
         )
         row["fill_s"] = round(time.monotonic() - started, 1)
-        load = LiveLoad(cluster.bootstrap)
+        load = Load(cluster.bootstrap, "live", linger_ms=0, pause_s=0.002, window="before")
         load.start()
         time.sleep(10)  # the baseline
         plan = work / f"{mode}-plan.json"
@@ -270,12 +196,12 @@ def run_mode(mode: str, dist: KafkaDist, work: Path, gib: float) -> dict[str, An
         load.stop()
         row["peak_replicas_moving"] = peak_moving
         row["peak_in_mb_s"] = {str(b): round(v, 1) for b, v in sorted(peak_rate.items())}
-        row["baseline_p99_ms"] = percentile(load.latencies["before"], 0.99)
-        row["produce_p50_ms"] = percentile(load.latencies["during"], 0.50)
-        row["produce_p99_ms"] = percentile(load.latencies["during"], 0.99)
+        row["baseline_p99_ms"] = percentile(load.latencies.get("before", []), 0.99)
+        row["produce_p50_ms"] = percentile(load.latencies.get("during", []), 0.50)
+        row["produce_p99_ms"] = percentile(load.latencies.get("during", []), 0.99)
         row["produce_errors"] = load.errors
         row["acked"] = sum(len(v) for v in load.acked.values())
-        row["lost"] = lost(cluster.bootstrap, load.acked)
+        row["lost"] = missing(load, consume_all(cluster.bootstrap, "live", LIVE_PARTITIONS))
         out = dist.run(
             "topics", "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", "bulk"
         ).stdout

@@ -25,10 +25,10 @@ import pytest
 from kafka import KafkaProducer
 
 from pykraft.interop.kafka import KafkaDist
+from pykraft.interop.load import Load, assert_nothing_lost, consume_all
 
 from ..node.procs import cli, wait_for
 from .cluster import KafkaCluster
-from .load import Load, assert_nothing_lost, consume_all
 
 pytestmark = [
     pytest.mark.slow,

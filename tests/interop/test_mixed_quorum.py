@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from pykraft.interop.kafka import KafkaDist, write_properties
+from pykraft.interop.load import Load, assert_nothing_lost, consume_all
 
 from ..node.procs import CLUSTER_ID, cli, free_ports
-from .load import Load, assert_nothing_lost, consume_all
 from .mixed import Member, MixedQuorum, committed_batches
 
 pytestmark = [

@@ -1,6 +1,7 @@
-"""Client load for the cluster tests: a kafka-python producer thread (acks=all, one request
-in flight, retries) writing sequence numbers, and the check that everything it got
-acknowledged is consumable, in order per partition."""
+"""Client load on a real Kafka cluster, for the tests and the benchmarks: a kafka-python
+producer thread (acks=all, one request in flight, retries) writing sequence numbers, each send
+timed to its acknowledgement, and the check that everything acknowledged is consumable, in
+order per partition. Needs kafka-python (the ``dev`` extra), the project's independent client."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-__all__ = ["Load", "assert_nothing_lost", "consume_all"]
+__all__ = ["Load", "assert_nothing_lost", "consume_all", "missing"]
 
 
 @dataclass
@@ -21,7 +22,12 @@ class Load:
 
     bootstrap: str
     topic: str
+    linger_ms: int = 5
+    pause_s: float = 0.0  # after each send (0: a 20 ms pause every 200 sends)
     acked: dict[int, list[int]] = field(default_factory=dict)
+    # Acknowledgement latencies (ms) by the ``window`` current when each record was sent.
+    window: str = "all"
+    latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: int = 0
     sent: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -38,13 +44,14 @@ class Load:
             retries=1_000,
             max_in_flight_requests_per_connection=1,
             request_timeout_ms=10_000,
-            linger_ms=5,
+            linger_ms=self.linger_ms,
         )
         lock = threading.Lock()
 
-        def ok(n: int, meta: Any) -> None:
+        def ok(n: int, sent: float, window: str, meta: Any) -> None:
             with lock:
                 self.acked.setdefault(meta.partition, []).append(n)
+                self.latencies.setdefault(window, []).append((time.monotonic() - sent) * 1000)
 
         def failed(_e: Exception) -> None:
             with lock:
@@ -53,10 +60,12 @@ class Load:
         n = 0
         while not self._stop.is_set():
             future = producer.send(self.topic, str(n).encode())
-            future.add_callback(ok, n).add_errback(failed)
+            future.add_callback(ok, n, time.monotonic(), self.window).add_errback(failed)
             n += 1
             self.sent = n
-            if n % 200 == 0:
+            if self.pause_s:
+                time.sleep(self.pause_s)
+            elif n % 200 == 0:
                 time.sleep(0.02)
         producer.flush(timeout=60)
         producer.close(timeout=30)
@@ -92,6 +101,12 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[i
         consumer.close()
     assert not remaining, f"partitions not read to their end: {sorted(remaining)}"
     return seen
+
+
+def missing(load: Load, seen: dict[int, list[int]]) -> int:
+    """How many acknowledged records are not in ``seen``."""
+    present = {v for values in seen.values() for v in values}
+    return sum(1 for values in load.acked.values() for v in values if v not in present)
 
 
 def assert_nothing_lost(load: Load, seen: dict[int, list[int]]) -> None:
