@@ -3,6 +3,15 @@
 # lint, strict type check, then pytest. The tests against Apache Kafka need its jars, fetched
 # once from Maven Central through scripts/kafka.sh (Java 17 and Maven on the machine).
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
+echo "== system packages"
+# The fault run (tests/faults) puts nodes in network namespaces: iproute2's `ip`.
+if ! command -v ip >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null
+    else
+        echo "iproute2 (ip) is missing: install it (the fault-run tests need it)" >&2
+    fi
+fi
 echo "== kafka jars"; ./scripts/kafka.sh fetch all
 echo "== ruff"; ruff check src tests bench
 echo "== mypy"; mypy
