@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.records import build_batch, iter_batches, leader_change_batch, read_header
-from pykraft.storage import FileLog, OffsetOutOfRangeError
+from pykraft.storage import FileLog, OffsetOutOfRangeError, StorageError
 
 TS = 1_700_000_000_000
 
@@ -427,3 +428,33 @@ def test_rewriting_below_the_recovery_point_is_never_trusted(tmp_path: Path) -> 
     assert log.epochs()[0] == (1, 0)
     assert all(h.epoch == 2 for h, _ in iter_batches(data[len(kept) :]))
     log.close()
+
+
+def test_a_full_disk_fails_the_append_and_a_reopen_keeps_the_flushed_log(tmp_path: Path) -> None:
+    """A real full filesystem (a 1 MiB tmpfs; needs root, as CI has): the append that hits it
+    raises, the log refuses use after it, and once space is freed a reopen holds every
+    flushed batch (a torn tail is truncated)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    try:
+        log = FileLog.open(disk / "p")
+        kept = fill(log, [1] * 20)
+        log.flush()
+        filler = disk / "filler"
+        with open(filler, "wb", buffering=0) as f, pytest.raises(OSError):
+            while True:
+                f.write(b"\0" * 4096)
+        big = build_batch(log.end_offset, 1, [b"x" * 1000] * 50, TS)
+        with pytest.raises(OSError):
+            log.append(big)
+        with pytest.raises(StorageError):
+            log.append(build_batch(log.end_offset, 1, [b"y"], TS))
+        log.close()
+        filler.unlink()
+        log = FileLog.open(disk / "p")
+        assert read_all(log) == b"".join(kept)
+        log.append(big)  # writable again
+        log.close()
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
