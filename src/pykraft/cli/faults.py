@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("pykraft faults: --voters >= 1, --observers >= 0, --seconds > 0", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING)
+    root = os.geteuid() == 0
+    if not root and not args.no_netns:
+        print(
+            "pykraft faults: network namespaces and tmpfs disks need root "
+            "(run with sudo, or --no-netns for kill/pause/restart faults only)",
+            file=sys.stderr,
+        )
+        return 2
     report = run(
         RunConfig(
             seed=args.seed,
@@ -55,6 +64,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             voters=args.voters,
             observers=args.observers,
             netns=not args.no_netns,
+            disks=root,
             rate=args.rate,
             work=args.work,
             log=lambda line: print(line, flush=True),

@@ -229,8 +229,15 @@ class FaultCluster:
 
     # -- disks ----------------------------------------------------------------------------
 
+    @property
+    def own_disks(self) -> bool:
+        """Each node's log is on a tmpfs of its own (needs root): disks may be filled."""
+        return len(self._mounted) == len(self.nodes)
+
     def fill_disk(self, node_id: int) -> int:
-        """Fill the node's filesystem to the last byte; the bytes written."""
+        """Fill the node's own small filesystem to the last byte; the bytes written."""
+        if self.nodes[node_id].disk not in self._mounted:
+            raise RuntimeError("refusing to fill a filesystem the harness did not mount")
         path = self.nodes[node_id].disk / _FILLER
         written = 0
         chunk = b"\0" * (1 << 20)

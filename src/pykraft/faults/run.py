@@ -72,6 +72,7 @@ class RunConfig:
     voters: int = 3
     observers: int = 1
     netns: bool = True
+    disks: bool = True  # full-disk faults (each node's log on a tmpfs of its own: root)
     rate: float = 20.0  # workload registrations per second
     converge_s: float = 60.0
     recovery_bound_s: float = 20.0  # a leader back after each heal within this
@@ -167,7 +168,8 @@ def _pct(values: list[float], q: float) -> str:
 def schedule(config: RunConfig) -> list[Fault]:
     """The faults of a run: the same for the same seed, voters, observers and kinds."""
     rng = random.Random(config.seed)
-    kinds = PROCESS_KINDS + (NETWORK_KINDS if config.netns else ())
+    kinds = tuple(k for k in PROCESS_KINDS if config.disks or k != "disk")
+    kinds += NETWORK_KINDS if config.netns else ()
     nodes = list(range(1, config.voters + config.observers + 1))
     voters = nodes[: config.voters]
     faults: list[Fault] = []
