@@ -16,4 +16,5 @@ echo "== kafka jars"; ./scripts/kafka.sh fetch all
 echo "== ruff"; ruff check src tests bench
 echo "== mypy"; mypy
 echo "== generated codecs"; python -m pykraft.schema.generate --check
+echo "== docs/RULES.md"; python scripts/rules.py --check
 echo "== pytest"; python -m pytest -q "$@"
