@@ -33,7 +33,9 @@ from pykraft.raft.interfaces import ReplicatedLog, SnapshotStore
 from pykraft.raft.types import OffsetAndEpoch, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.records import (
+    BATCH_FIELDS,
     BATCH_HEADER_SIZE,
+    BATCH_LENGTH_OVERHEAD,
     CONTROL_FLAG,
     ControlRecordType,
     CorruptRecordError,
@@ -54,10 +56,6 @@ from pykraft.records.control_records import KRaftVersionRecord, VotersRecord
 T = TypeVar("T")
 
 _KEY = struct.Struct(">hh")
-# A v2 batch header's base offset, batch length, attributes and last offset delta (the
-# partition leader epoch, magic and CRC skipped); the length excludes its first 12 bytes.
-_SPAN = struct.Struct(">qi9xhi")
-_LENGTH_OVERHEAD = 12
 _LEADER_CHANGE_KEY = _KEY.pack(0, ControlRecordType.LEADER_CHANGE)
 _SNAPSHOT_CONTROL_BATCHES_MAX = 16  # header, kraft.version, voters, target: a bound, not a guess
 
@@ -267,8 +265,10 @@ class ControlState:
         pos = 0
         end = len(raw)
         while pos < end:
-            base, length, attributes, delta = _SPAN.unpack_from(raw, pos)
-            size = _LENGTH_OVERHEAD + length
+            base, length, _epoch, _magic, _crc, attributes, delta = BATCH_FIELDS.unpack_from(
+                raw, pos
+            )
+            size = BATCH_LENGTH_OVERHEAD + length
             if size < BATCH_HEADER_SIZE:  # never loop on bytes that did not come from a log
                 raise CorruptRecordError(f"batch length {length} at position {pos}")
             next_offset = base + delta + 1

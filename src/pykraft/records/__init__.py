@@ -1,7 +1,9 @@
 """Kafka v2 record batches and KRaft control records, as raw bytes (see ``_batch``)."""
 
 from pykraft.records._batch import (
+    BATCH_FIELDS,
     BATCH_HEADER_SIZE,
+    BATCH_LENGTH_OVERHEAD,
     CONTROL_FLAG,
     MAX_BATCH_BYTES,
     BatchHeader,
@@ -34,7 +36,9 @@ from pykraft.records._control import (
 )
 
 __all__ = [
+    "BATCH_FIELDS",
     "BATCH_HEADER_SIZE",
+    "BATCH_LENGTH_OVERHEAD",
     "CONTROL_FLAG",
     "MAX_BATCH_BYTES",
     "TARGET_VOTERS_TAG",

@@ -17,14 +17,8 @@ from __future__ import annotations
 from pykraft.metadata.tagged import tagged_noop, tagged_value
 from pykraft.raft.interfaces import ReplicatedLog, SnapshotStore
 from pykraft.raft.types import OffsetAndEpoch
-from pykraft.records import decode_records, iter_batches
-from pykraft.sim.history import (
-    BATCH_FIELDS,
-    BATCH_LENGTH_OVERHEAD,
-    CommittedHistory,
-    InvariantViolation,
-    mix_digest,
-)
+from pykraft.records import BATCH_FIELDS, BATCH_LENGTH_OVERHEAD, decode_records, iter_batches
+from pykraft.sim.history import CommittedHistory, InvariantViolation, mix_digest
 
 SNAPSHOT_PREFIX = b"pykraft-sim-state:"
 _READ_BYTES = 64 * 1024

@@ -10,20 +10,10 @@ at its end offset) can be checked too.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 _DIGEST_MASK = (1 << 64) - 1
 _DIGEST_PRIME = 0x100000001B3  # FNV-1a's 64-bit prime
-
-
-# The fields of a v2 batch header the checks need (see ``pykraft.records._batch`` for the
-# layout): base offset, batch length, partition leader epoch, magic, CRC, attributes, last
-# offset delta. Parsed with one ``unpack_from`` (no header object): this is the hot path of
-# every node's application and of the committed-history recording.
-BATCH_FIELDS = struct.Struct(">qiibIhi")
-BATCH_LENGTH_OVERHEAD = 12
-CONTROL_FLAG = 0x20
 
 
 class InvariantViolation(Exception):

@@ -52,14 +52,8 @@ from typing import Protocol
 
 from pykraft.raft.roles import Leader
 from pykraft.raft.voters import VoterSet
-from pykraft.records import scan_batches
-from pykraft.sim.history import (
-    BATCH_FIELDS,
-    BATCH_LENGTH_OVERHEAD,
-    CONTROL_FLAG,
-    CommittedHistory,
-    InvariantViolation,
-)
+from pykraft.records import BATCH_FIELDS, BATCH_LENGTH_OVERHEAD, CONTROL_FLAG, scan_batches
+from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.node import LEADER, Ghost, SimNode
 from pykraft.sim.voter_invariants import VoterInvariants
 

@@ -16,14 +16,15 @@ from __future__ import annotations
 import logging
 import os
 import re
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.records import (
+    BATCH_FIELDS,
     BATCH_HEADER_SIZE,
+    BATCH_LENGTH_OVERHEAD,
     ControlRecordType,
     CorruptRecordError,
     Record,
@@ -102,7 +103,6 @@ def validate_snapshot(data: bytes, name: str) -> None:
 
 
 _VALIDATE_CHUNK_BYTES = 8 * 1024 * 1024
-_LENGTH = struct.Struct(">qi")  # base offset, batch length: the first 12 bytes of a batch
 
 
 def validate_snapshot_file(path: Path, name: str | None = None) -> None:
@@ -121,8 +121,8 @@ def validate_snapshot_file(path: Path, name: str | None = None) -> None:
             chunk = os.pread(fd, min(_VALIDATE_CHUNK_BYTES, size - pos), pos)
             mv = memoryview(chunk)
             cut = 0  # whole batches in chunk[:cut]
-            while cut + 12 <= len(mv):
-                batch_size = 12 + _LENGTH.unpack_from(mv, cut)[1]
+            while cut + BATCH_FIELDS.size <= len(mv):
+                batch_size = BATCH_LENGTH_OVERHEAD + BATCH_FIELDS.unpack_from(mv, cut)[1]
                 if batch_size < BATCH_HEADER_SIZE or cut + batch_size > len(mv):
                     break  # read_header / scan_batches below say what is wrong
                 cut += batch_size
