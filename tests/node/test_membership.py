@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -274,13 +275,12 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
         p.start()
         procs.append(p)
     wait_for(lambda: describe(servers).leader_id in (1, 2, 3), "a leader")
-    # Usually well under a second; one CI run on a heavily loaded machine (other work
-    # running simulator sweeps on both cores) missed 20 s here, which is not yet explained:
-    # the longer bound keeps the check while that is investigated (see the closing note).
+    # A healthy quorum lists the observer within a fetch or two of having a leader (at most
+    # 0.02 s in 6 runs of this test and 0.1 s in 27 of the same setup, all on a machine loaded
+    # with busy loops, a simulator sweep and a fault run; issue 13).
     wait_for(
         lambda: any(o.replica_id == 4 for o in describe(servers).observers),
         "node 4 fetching as an observer",
-        timeout_s=60,
     )
     assert set(status_voters(servers)) == {1, 2, 3}
 
@@ -300,11 +300,26 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
     # blocks the upgrade, named in the error; registered again with 0..1, it does not.
     leader_address = next(p.address for p in nodes if p.node_id == describe(servers).leader_id)
     register_controller(leader_address, 9, (0, 0))
-    blocked = cli(
-        "features", "upgrade", "--bootstrap-controller", servers, "--feature", "kraft.version=1"
-    )
-    # Kafka's tool prints the refusal on stdout ("Could not upgrade ..."), exit code 1.
-    assert blocked.returncode == 1 and "observer 9" in blocked.stdout, blocked
+    refusals: list[subprocess.CompletedProcess[str]] = []
+
+    def refused_for_observer_9() -> bool:
+        # Kafka's tool prints the refusal on stdout ("Could not upgrade ..."), exit code 1.
+        # Until every voter's ControllerRegistration has reached the leader (a loaded
+        # machine delays it) the refusal names that voter's unknown range instead.
+        refusals.append(
+            cli(
+                "features",
+                "upgrade",
+                "--bootstrap-controller",
+                servers,
+                "--feature",
+                "kraft.version=1",
+            )
+        )
+        assert refusals[-1].returncode == 1, refusals[-1]
+        return "observer 9" in refusals[-1].stdout
+
+    wait_for(refused_for_observer_9, "the upgrade refused because of observer 9")
     register_controller(leader_address, 9, (0, 1))
 
     upgraded = cli(

@@ -278,6 +278,7 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
     # running simulator sweeps on both cores) missed 20 s here, which is not yet explained:
     # the longer bound keeps the check while that is investigated (see the closing note).
     import time as _t
+
     _t0 = _t.monotonic()
     wait_for(
         lambda: any(o.replica_id == 4 for o in describe(servers).observers),
