@@ -23,6 +23,7 @@ from pykraft.raft.messages import (
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
 )
+from pykraft.raft.roles import FOREVER, Leader
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.sim.memory import MemoryLog, MemorySnapshotStore
@@ -200,3 +201,18 @@ def test_snapshot_carries_kraft_version_voters_and_target() -> None:
     replay.load(MemoryLog(), c.nodes[1].snaps)
     assert replay.kraft_version == 1 and replay.voters.ids == {1, 2, 3}
     assert replay.target is not None and replay.target[1].ids == {1, 2, 5}
+
+
+def test_check_quorum_is_armed_when_a_lone_leader_gains_a_voter() -> None:
+    """B9 after a voter change (membership.sync_progress): a leader alone in its voter set
+    has no check-quorum timer; once a second voter joins, the timer runs, a full period from
+    the change (here the period ends after the last tick: nothing fetched late)."""
+    c = cluster("init voters=1 observers=2 kraft=1 autojoin=true\ncrash 2\ntick 1000")
+    core = leader_core(c)
+    leader = core.state
+    assert isinstance(leader, Leader)
+    assert leader.check_quorum_deadline_ms == FOREVER
+    run(c, "restart 2")
+    run(c, "tick 5000")  # 2 catches up and adds itself (AddRaftVoter)
+    assert core.voters.ids == {1, 2} and core.state is leader
+    assert c.now < leader.check_quorum_deadline_ms <= c.now + core.config.check_quorum_ms

@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def check_quorum_period_ms(fetch_timeout_ms: int) -> int:
+    """B9: a leader resigns when no majority of voters fetched within 1.5 x the fetch timeout
+    (Kafka's check-quorum timer). The one place this period is stated."""
+    return fetch_timeout_ms * 3 // 2
+
+
 @dataclass(frozen=True, slots=True)
 class RaftConfig:
     """Kafka's quorum configs (SPEC I1 names and defaults), in milliseconds and bytes."""
@@ -26,6 +32,10 @@ class RaftConfig:
     # monotonic clock in the driver), but record batches carry Kafka's CreateTime, wall-clock
     # epoch milliseconds: ``now_ms + clock_offset_ms``. The simulator keeps 0.
     clock_offset_ms: int = 0
+
+    @property
+    def check_quorum_ms(self) -> int:
+        return check_quorum_period_ms(self.fetch_timeout_ms)
 
     def timestamp_ms(self, now_ms: int) -> int:
         """A record batch's timestamp (CreateTime) at ``now_ms``."""

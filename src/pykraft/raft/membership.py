@@ -595,4 +595,4 @@ def sync_progress(core: RaftCore, leader: Leader, now_ms: int) -> None:
     if core.quorum.is_only_voter:
         leader.check_quorum_deadline_ms = FOREVER
     elif leader.check_quorum_deadline_ms == FOREVER:
-        leader.check_quorum_deadline_ms = now_ms + core.config.fetch_timeout_ms * 3 // 2
+        leader.check_quorum_deadline_ms = now_ms + core.config.check_quorum_ms

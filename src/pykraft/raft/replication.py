@@ -59,16 +59,14 @@ class SnapshotFetch:
 # -- leader: epoch start, appends, high watermark --------------------------------------------
 
 
-def check_quorum_ms(core: RaftCore) -> int:
-    return core.config.fetch_timeout_ms * 3 // 2  # B9: 1.5 x fetch timeout
-
-
 def become_leader(core: RaftCore, now_ms: int) -> None:
     """Candidate won: switch to Leader and write the LeaderChange record (B4)."""
     qs = core.quorum
     log = core.log
     single = qs.is_only_voter
-    leader = qs.to_leader(now_ms, log.end_offset, FOREVER if single else check_quorum_ms(core))
+    leader = qs.to_leader(
+        now_ms, log.end_offset, FOREVER if single else core.config.check_quorum_ms
+    )
     voters = qs.voters
     for vid in voters.others(core.local_key.id):
         leader.voters[vid] = ReplicaProgress(voters.voters[vid].key)
@@ -137,7 +135,7 @@ def _note_fetch(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) ->
         # A leader outside the voter set (removing itself, D5) does not count itself.
         me = 0 if core.is_observer else 1
         if len(leader.fetched_since_check) + me >= core.voters.majority_size:
-            leader.check_quorum_deadline_ms = now_ms + check_quorum_ms(core)
+            leader.check_quorum_deadline_ms = now_ms + core.config.check_quorum_ms
             leader.fetched_since_check.clear()
     else:
         progress = leader.observers.get(key)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from pykraft.raft.config import check_quorum_period_ms
 from pykraft.sim.profiles import FaultProfile, get_profile
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def liveness_bound_ms(
     election_backoff_max_ms: int,
     request_timeout_ms: int,
 ) -> int:
-    resign_ms = fetch_timeout_ms * 3 // 2
+    resign_ms = check_quorum_period_ms(fetch_timeout_ms)
     rounds_ms = ELECTION_ROUNDS_ALLOWED * (2 * election_timeout_ms + election_backoff_max_ms)
     catch_up_ms = 2 * fetch_timeout_ms
     return request_timeout_ms + resign_ms + fetch_timeout_ms + rounds_ms + catch_up_ms
