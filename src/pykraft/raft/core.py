@@ -44,7 +44,7 @@ from pykraft.raft.messages import (
     VoteRequest,
 )
 from pykraft.raft.outputs import IdleReady, next_deadline_ms, split_at_flush
-from pykraft.raft.requests import RequestManager, SentRequest
+from pykraft.raft.requests import RequestKind, RequestManager, SentRequest
 from pykraft.raft.roles import (
     Candidate,
     Follower,
@@ -409,7 +409,7 @@ class RaftCore:
         self,
         dst: int,
         body: AnyRequest,
-        kind: str,
+        kind: RequestKind,
         now_ms: int,
         endpoint: Endpoint | None = None,
         *,
@@ -588,10 +588,12 @@ class RaftCore:
         else:
             replication.send_fetch(self, role, now_ms)
 
-    def can_send(self, dst: int, kind: str, now_ms: int) -> bool:
+    def can_send(self, dst: int, kind: RequestKind, now_ms: int) -> bool:
         return self._requests.can_send(dst, kind, now_ms)
 
-    def backoff(self, dst: int, kind: str, now_ms: int, delay_ms: int | None = None) -> None:
+    def backoff(
+        self, dst: int, kind: RequestKind, now_ms: int, delay_ms: int | None = None
+    ) -> None:
         """Do not send ``kind`` to ``dst`` again before the retry backoff (or ``delay_ms``)."""
         delay = self.config.retry_backoff_ms if delay_ms is None else delay_ms
         self._requests.backoff(dst, kind, now_ms + delay)

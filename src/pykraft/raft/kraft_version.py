@@ -13,7 +13,7 @@ with INVALID_UPDATE_VERSION.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
 
 SUPPORTED_KRAFT_VERSIONS = (0, 1)
-OPERATION = "update_kraft_version"
+OPERATION: Final = "update_kraft_version"
 
 
 def unsupported_by(core: RaftCore, version: int) -> list[str]:

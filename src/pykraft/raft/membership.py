@@ -25,7 +25,7 @@ the voter set (removing itself) counts neither toward the HWM nor toward check q
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kio.schema.errors import ErrorCode
 
@@ -52,6 +52,7 @@ from pykraft.records import voters_batch
 
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
+    from pykraft.raft.requests import RequestKind
 
 from pykraft.raft.control import voter_entries
 
@@ -74,17 +75,23 @@ class Reply:
         return self.op_id == 0 and not self.peer
 
 
+# The changes a leader runs one at a time, and how far one has got: waiting for the new voter
+# to catch up (or for the epoch's first commit), probing its ApiVersions, committing its record.
+ChangeOperation = Literal["add_voter", "remove_voter", "update_kraft_version", "set_target_voters"]
+ChangePhase = Literal["waiting", "probing", "committing"]
+
+
 @dataclass(slots=True)
 class PendingChange:
     """The one voter change a leader runs. Invariant: ``record_offset >= 0`` iff phase is
     "committing"; ``probe_request_id`` is set only while "probing"."""
 
-    operation: str  # "add_voter" | "remove_voter" | "update_kraft_version"
+    operation: ChangeOperation
     key: ReplicaKey
     endpoints: tuple[Endpoint, ...]
     deadline_ms: int
     reply: Reply
-    phase: str = "waiting"
+    phase: ChangePhase = "waiting"
     record_offset: int = -1
     kraft_versions: tuple[int, int] | None = None  # the new voter's range (add)
     probe_request_id: int | None = None
@@ -95,7 +102,7 @@ class PendingChange:
 
 
 def refuse(
-    core: RaftCore, operation: str, reply: Reply, error: ErrorCode, message: str | None
+    core: RaftCore, operation: ChangeOperation, reply: Reply, error: ErrorCode, message: str | None
 ) -> None:
     finish(core, PendingChange(operation, ReplicaKey(-1), (), 0, reply), error, message)
 
@@ -376,7 +383,7 @@ def handle_admin_request(
     now_ms: int,
 ) -> None:
     reply = Reply(src=src, request_id=rid, peer=True)
-    operation = (
+    operation: ChangeOperation = (
         "add_voter"
         if isinstance(body, AddRaftVoterRequest)
         else "remove_voter"
@@ -543,7 +550,7 @@ def handle_controller_registration(
 def handle_follower_response(
     core: RaftCore,
     src: int,
-    kind: str,
+    kind: RequestKind,
     resp: UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse,
     now_ms: int,
 ) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -43,7 +43,7 @@ from pykraft.raft.voters import VoterInfo, VoterSet
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
 
-OPERATION = "set_target_voters"
+OPERATION: Final = "set_target_voters"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from pykraft.records import CorruptRecordError, build_batch, leader_change_batch
 
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
+    from pykraft.raft.requests import RequestKind
 
 
 @dataclass(slots=True)
@@ -362,7 +363,7 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
             sf.position,
             config.fetch_snapshot_max_bytes,
         )
-        kind = "snapshot"
+        kind: RequestKind = "snapshot"
     else:
         log = core.log
         body = FetchRequest(

@@ -10,6 +10,12 @@ older role, epoch or generation are then stale and dropped (B12).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+# What a request is for: one of each per destination at a time (``RequestManager``).
+RequestKind = Literal[
+    "vote", "begin", "end", "fetch", "snapshot", "api_versions", "join", "update_voter"
+]
 
 
 @dataclass(slots=True)
@@ -18,7 +24,7 @@ class SentRequest:
     failed, timed out, or forgotten by a transition."""
 
     dst: int
-    kind: str  # "vote" | "begin" | "end" | "fetch" | "snapshot" | "api_versions" | ...
+    kind: RequestKind
     deadline_ms: int
     pre_vote: bool = False
 
@@ -30,11 +36,11 @@ class RequestManager:
 
     def __init__(self) -> None:
         self.inflight: dict[int, SentRequest] = {}
-        self._busy: dict[tuple[int, str], int] = {}  # (dst, kind) -> request id in flight
-        self._backoff: dict[tuple[int, str], int] = {}  # (dst, kind) -> earliest retry
+        self._busy: dict[tuple[int, RequestKind], int] = {}  # (dst, kind) -> request id in flight
+        self._backoff: dict[tuple[int, RequestKind], int] = {}  # (dst, kind) -> earliest retry
         self._next_request_id = 1
 
-    def track(self, dst: int, kind: str, deadline_ms: int, pre_vote: bool) -> int:
+    def track(self, dst: int, kind: RequestKind, deadline_ms: int, pre_vote: bool) -> int:
         """A new request id for a request to ``dst``, in flight until ``deadline_ms``."""
         rid = self._next_request_id
         self._next_request_id += 1
@@ -52,10 +58,10 @@ class RequestManager:
     def expired(self, now_ms: int) -> list[int]:
         return [rid for rid, r in self.inflight.items() if r.deadline_ms <= now_ms]
 
-    def can_send(self, dst: int, kind: str, now_ms: int) -> bool:
+    def can_send(self, dst: int, kind: RequestKind, now_ms: int) -> bool:
         return (dst, kind) not in self._busy and self._backoff.get((dst, kind), 0) <= now_ms
 
-    def backoff(self, dst: int, kind: str, until_ms: int) -> None:
+    def backoff(self, dst: int, kind: RequestKind, until_ms: int) -> None:
         self._backoff[(dst, kind)] = until_ms
 
     def next_deadline_ms(self, deadline_ms: int, now_ms: int) -> int:
