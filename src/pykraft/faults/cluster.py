@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import http.client
 import os
 import signal
 import subprocess
@@ -70,6 +71,13 @@ class Node:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def current_output(self) -> str:
+        """What the current (or last) process wrote, from the harness's start marker on."""
+        with contextlib.suppress(OSError):
+            text = self.output.read_text(errors="replace")
+            return text[text.rfind("--- harness: start") :]
+        return ""
+
     def tail(self, lines: int = 30) -> str:
         with contextlib.suppress(OSError):
             return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
@@ -81,8 +89,8 @@ class Node:
         try:
             with urllib.request.urlopen(url, timeout=timeout_s) as response:
                 body = response.read().decode()
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError, http.client.HTTPException):
+            return None  # down, paused, cut off, or stopped half way through the answer
         values: dict[str, float] = {}
         for family in text_string_to_metric_families(body):
             for sample in family.samples:

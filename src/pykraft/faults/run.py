@@ -241,20 +241,23 @@ class Monitor:
     def _loop(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            nodes = list(self.cluster.nodes.values())
-            incarnations = {n.node_id: n.incarnation for n in nodes}
-            results = list(self._pool.map(self._scrape, nodes))
-            now = time.monotonic()
-            with self.lock:
-                self.samples = {
-                    n.node_id: r for n, r in zip(nodes, results, strict=True) if r is not None
-                }
-                self.sampled_at = now
-                try:
-                    self._judge(now, incarnations)
-                except Exception as e:  # a bug here must fail the run, not stop the watch
-                    self.errors.append(f"monitor: {type(e).__name__}: {e}")
+            try:
+                self._sample()
+            except Exception as e:  # the watch must go on; the run fails on it
+                self.errors.append(f"monitor: {type(e).__name__}: {e}")
             self._stop.wait(max(0.0, _SAMPLE_S - (time.monotonic() - started)))
+
+    def _sample(self) -> None:
+        nodes = list(self.cluster.nodes.values())
+        incarnations = {n.node_id: n.incarnation for n in nodes}
+        results = list(self._pool.map(self._scrape, nodes))
+        now = time.monotonic()
+        with self.lock:
+            self.samples = {
+                n.node_id: r for n, r in zip(nodes, results, strict=True) if r is not None
+            }
+            self.sampled_at = now
+            self._judge(now, incarnations)
 
     def _judge(self, now: float, incarnations: dict[int, int]) -> None:
         votes: collections.Counter[tuple[int, int]] = collections.Counter()
@@ -528,7 +531,8 @@ def _heal(cluster: FaultCluster, network: Network | None, fault: Fault, report: 
         node = cluster.nodes[target]
         if not node.running:
             line = next(
-                (x for x in node.tail(200).splitlines() if _STORAGE_FAILED in x), "(no log line)"
+                (x for x in node.current_output().splitlines() if _STORAGE_FAILED in x),
+                "(no log line)",
             )
             report.disk_stops.append(f"node {target} stopped: {line.strip()}")
             if _STORAGE_FAILED not in line:
