@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from kio.static.protocol import ResponsePayload
 
+from pykraft.admin.describe import describe_quorum_request
 from pykraft.net.client import Connection
 from pykraft.net.server import KafkaServer
-from pykraft.node.describe import describe_quorum_request
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode, error_response
 
 HOLD_MS = 300

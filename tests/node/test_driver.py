@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from pykraft.admin.describe import describe_quorum_request
 from pykraft.net.client import Connection
 from pykraft.node import flush as flush_module
 from pykraft.node.config import NodeConfig, load_config
-from pykraft.node.describe import describe_quorum_request
 from pykraft.node.driver import RaftNode
 from pykraft.node.flush import FLUSH_INLINE_MAX_MS, Flusher
 from pykraft.raft.snapshots import RaftSnapshotWriter

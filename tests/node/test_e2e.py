@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from pykraft.admin.describe import describe_quorum_request
 from pykraft.net.client import Connection
-from pykraft.node.describe import describe_quorum_request
 from pykraft.protocol import ErrorCode
 
 from .procs import CLUSTER_ID, STEP_TIMEOUT_S, Proc, cli, free_ports, make_config, wait_for

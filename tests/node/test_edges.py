@@ -26,7 +26,7 @@ from kio.static.primitive import i32, i32Timedelta
 from kio.static.protocol import RequestPayload
 
 from pykraft.admin import QuorumInfo
-from pykraft.node.describe import describe_quorum_request
+from pykraft.admin.describe import describe_quorum_request
 from pykraft.protocol import (
     ApiKey,
     ErrorCode,

@@ -46,7 +46,6 @@ from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
 from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
 from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
-from pykraft.node.cluster import CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol import (
     KRAFT_APIS,
     ApiKey,
@@ -55,6 +54,7 @@ from pykraft.protocol import (
     ProtocolError,
     request_schema,
 )
+from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol.build import make
 
 __all__ = [
@@ -72,7 +72,6 @@ ADMIN_APIS: Final = KRAFT_APIS.with_apis(
 )
 RETRY_BACKOFF_MS: Final = 100
 RETRY_BACKOFF_MAX_MS: Final = 1000
-BROKER_ENDPOINT_TYPE: Final = 1
 
 _RETRIABLE: Final = frozenset(
     {
@@ -344,7 +343,7 @@ class AdminClient:
 
     async def describe_quorum(self) -> QuorumInfo:
         """DescribeQuorum of ``__cluster_metadata-0``, answered by the leader."""
-        from pykraft.node.describe import describe_quorum_request
+        from pykraft.admin.describe import describe_quorum_request
 
         async def call(address: tuple[str, int]) -> tuple[Any, Any]:
             m = await self._send(address, describe_quorum_request, ApiKey.DESCRIBE_QUORUM)

@@ -143,8 +143,8 @@ async def _cluster_status(ports: list[int]) -> str:
 
 
 async def _status(ports: list[int], with_cluster: bool = False) -> str:
+    from pykraft.admin.describe import describe_quorum_request
     from pykraft.net.client import Connection
-    from pykraft.node.describe import describe_quorum_request
     from pykraft.protocol import ErrorCode
 
     cluster = await _cluster_status(ports) if with_cluster else ""

@@ -31,7 +31,8 @@ from typing import Any, Final
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.controller.image import Image
-from pykraft.protocol import ApiKey, ApiVersionRange, ErrorCode, error_response
+from pykraft.protocol import ApiKey, ErrorCode, error_response
+from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 
 __all__ = [
     "CLUSTER_APIS",
@@ -40,17 +41,9 @@ __all__ = [
     "metadata_response",
 ]
 
-CONTROLLER_ENDPOINT_TYPE: Final = 2  # DescribeCluster's EndpointType: 1 broker, 2 controller
-BROKER_ENDPOINT_TYPE: Final = 1
 INTERNAL_TOPICS: Final = frozenset(
     {"__consumer_offsets", "__transaction_state", "__share_group_state"}
 )
-
-CLUSTER_APIS: Final = (
-    ApiVersionRange(ApiKey.METADATA, 1, 13),
-    ApiVersionRange(ApiKey.DESCRIBE_CLUSTER, 0, 2),
-)
-"""Rows added to the controller listener's API table (``ApiTable.with_apis``)."""
 
 
 def _build(cls: Any, **values: object) -> Any:

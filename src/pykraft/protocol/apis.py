@@ -22,12 +22,15 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import cast
+from typing import Final, cast
 
 import kio.index
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 __all__ = [
+    "BROKER_ENDPOINT_TYPE",
+    "CLUSTER_APIS",
+    "CONTROLLER_ENDPOINT_TYPE",
     "KRAFT_APIS",
     "ApiKey",
     "ApiTable",
@@ -214,3 +217,13 @@ KRAFT_APIS = ApiTable(
 )
 """The RPCs of the KRaft quorum (KIP-595, KIP-630, KIP-853, KIP-996), as a controller serves
 them."""
+
+CLUSTER_APIS: Final = (
+    ApiVersionRange(ApiKey.METADATA, 1, 13),
+    ApiVersionRange(ApiKey.DESCRIBE_CLUSTER, 0, 2),
+)
+"""Rows a controller listener adds to ``KRAFT_APIS`` for cluster discovery (Metadata,
+DescribeCluster), as Kafka's controllers answer them; the admin client asks for the same."""
+
+BROKER_ENDPOINT_TYPE: Final = 1  # DescribeCluster's EndpointType (KIP-919)
+CONTROLLER_ENDPOINT_TYPE: Final = 2
