@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from pykraft.controller.config import ControllerConfig
+from pykraft.raft.config import RaftConfig
 from pykraft.storage import properties as _storage_properties
 
 __all__ = [
@@ -69,6 +70,20 @@ class VoterAddress:
     id: int
     host: str
     port: int
+
+
+FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.MAX_FETCH_WAIT_MS
+
+
+def fetch_max_wait_ms(fetch_timeout_ms: int) -> int:
+    """How long a follower lets the leader hold its Fetch: Kafka's 500 ms, but never more
+    than half the fetch timeout. A follower's fetch timer restarts on each answer, so with
+    ``controller.quorum.fetch.timeout.ms`` below 500 an idle long poll outlived it and every
+    follower of an idle quorum started elections, forever (epoch 1 -> 19 in 6 s at 300 ms).
+    Kafka's own controllers would do the same with such a setting: it holds polls for 500 ms
+    whatever the timeout (an idle Kafka 4.3.1 quorum at 300 ms: epoch 1 to 50 in 20 s;
+    docs/DECISIONS.md)."""
+    return max(0, min(FETCH_MAX_WAIT_MS, fetch_timeout_ms // 2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +144,20 @@ class NodeConfig:
                 if listener.name == name:
                     return listener
         raise ConfigError("controller.listener.names", "names no entry of listeners")
+
+    def raft_config(self, *, cluster_id: str | None, clock_offset_ms: int) -> RaftConfig:
+        """The consensus core's settings from this config (the one place they are copied)."""
+        return RaftConfig(
+            election_timeout_ms=self.quorum_election_timeout_ms,
+            fetch_timeout_ms=self.quorum_fetch_timeout_ms,
+            election_backoff_max_ms=self.quorum_election_backoff_max_ms,
+            request_timeout_ms=self.quorum_request_timeout_ms,
+            retry_backoff_ms=self.quorum_retry_backoff_ms,
+            fetch_max_wait_ms=fetch_max_wait_ms(self.quorum_fetch_timeout_ms),
+            cluster_id=cluster_id,
+            auto_join=self.quorum_auto_join_enable,
+            clock_offset_ms=clock_offset_ms,
+        )
 
     def controller_config(self) -> ControllerConfig:
         """The metadata controller's settings from this config."""

@@ -94,7 +94,7 @@ from pykraft.protocol import (
     ErrorCode,
     error_response,
 )
-from pykraft.raft.config import NotLeaderError, RaftConfig
+from pykraft.raft.config import NotLeaderError
 from pykraft.raft.core import RaftCore
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.messages import (
@@ -123,20 +123,6 @@ from pykraft.storage import (
 __all__ = ["AppendLostError", "NodeStartError", "RaftNode"]
 
 log = logging.getLogger("pykraft.node")
-
-
-FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.MAX_FETCH_WAIT_MS
-
-
-def fetch_max_wait_ms(fetch_timeout_ms: int) -> int:
-    """How long a follower lets the leader hold its Fetch: Kafka's 500 ms, but never more
-    than half the fetch timeout. A follower's fetch timer restarts on each answer, so with
-    ``controller.quorum.fetch.timeout.ms`` below 500 an idle long poll outlived it and every
-    follower of an idle quorum started elections, forever (epoch 1 -> 19 in 6 s at 300 ms).
-    Kafka's own controllers would do the same with such a setting: it holds polls for 500 ms
-    whatever the timeout (an idle Kafka 4.3.1 quorum at 300 ms: epoch 1 to 50 in 20 s;
-    docs/DECISIONS.md)."""
-    return max(0, min(FETCH_MAX_WAIT_MS, fetch_timeout_ms // 2))
 
 
 class NodeStartError(Exception):
@@ -243,17 +229,9 @@ class RaftNode:
             else None
         )
         bootstrap = tuple(Endpoint(name, b.host, b.port) for b in cfg.quorum_bootstrap_servers)
-        raft_config = RaftConfig(
-            election_timeout_ms=cfg.quorum_election_timeout_ms,
-            fetch_timeout_ms=cfg.quorum_fetch_timeout_ms,
-            election_backoff_max_ms=cfg.quorum_election_backoff_max_ms,
-            request_timeout_ms=cfg.quorum_request_timeout_ms,
-            retry_backoff_ms=cfg.quorum_retry_backoff_ms,
-            fetch_max_wait_ms=fetch_max_wait_ms(cfg.quorum_fetch_timeout_ms),
-            cluster_id=self.cluster_id,
-            auto_join=cfg.quorum_auto_join_enable,
-            # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
-            clock_offset_ms=int(time.time() * 1000) - self.now_ms(),
+        # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
+        raft_config = cfg.raft_config(
+            cluster_id=self.cluster_id, clock_offset_ms=int(time.time() * 1000) - self.now_ms()
         )
         own = (voters.endpoints(cfg.node_id) if voters is not None else ()) or (
             Endpoint(name, self.listener.host or "localhost", self.listener.port),
