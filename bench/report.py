@@ -799,6 +799,18 @@ def _section_cluster(rep: Report) -> None:
         ("cluster_parity", "leaders_s", "kill -9 broker -> leaders moved (s)", False),
         ("cluster_parity", "failover_s", "kill -9 active controller -> CreateTopics (s)", False),
         ("cluster_parity", "create_partitions_per_s", "CreateTopics (partitions/s)", True),
+        (
+            "cluster_failover",
+            "elected_p50_s",
+            "kill -9 active controller -> new leader, p50 (s)",
+            False,
+        ),
+        (
+            "cluster_failover",
+            "create_topics_p50_s",
+            "kill -9 active controller -> CreateTopics, p50 over the kills (s)",
+            False,
+        ),
         ("cluster_heartbeats", "p50_ms", "heartbeat p50, 1,000 brokers (ms)", False),
         ("cluster_heartbeats", "p99_ms", "heartbeat p99, 1,000 brokers (ms)", False),
         ("cluster_heartbeats", "controller_cpu_pct", "active controller CPU (%)", False),

@@ -293,7 +293,11 @@ def main() -> int:
                 results,
                 "cluster",
                 lambda: run_cluster(
-                    work, quick=args.quick, only={"parity", "heartbeats", "catchup"}, log=say
+                    work,
+                    quick=args.quick,
+                    only={"parity", "failover", "heartbeats", "catchup"},
+                    log=say,
+                    failover_reps=2 if args.quick else 10,
                 ),
             )
         if "reassign" in only:
