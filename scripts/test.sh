@@ -5,7 +5,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 echo "== system packages"
 # The fault run (tests/faults) puts nodes in network namespaces: iproute2's `ip`.
-if ! command -v ip >/dev/null 2>&1; then
+if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null
     else

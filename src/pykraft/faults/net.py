@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 
@@ -31,8 +32,20 @@ class NetworkUnavailable(RuntimeError):
     """Namespaces cannot be made here (not root, no ``ip``)."""
 
 
+def _ip_path() -> str:
+    """iproute2's ``ip``, also when the sbin directories are not on PATH (a plain shell)."""
+    found = shutil.which("ip") or next(
+        (p for p in ("/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip") if os.path.exists(p)),
+        None,
+    )
+    if found is None:
+        raise NetworkUnavailable("iproute2 (ip) is not installed")
+    return found
+
+
 def _ip(*args: str, netns: str | None = None, check: bool = True) -> None:
-    argv = ["ip", *(("netns", "exec", netns, "ip") if netns else ()), *args]
+    ip = _ip_path()
+    argv = [ip, *(("netns", "exec", netns, ip) if netns else ()), *args]
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if check and result.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip()}")
@@ -60,15 +73,12 @@ class Network:
 
     def wrap(self, node_id: int, argv: Sequence[str]) -> list[str]:
         """``argv`` run inside the node's namespace (``ip netns exec`` execs it: same pid)."""
-        return ["ip", "netns", "exec", self.ns(node_id), *argv]
+        return [_ip_path(), "netns", "exec", self.ns(node_id), *argv]
 
     def setup(self) -> None:
         if os.geteuid() != 0:
             raise NetworkUnavailable("network namespaces need root")
-        try:
-            _ip("link", "add", self.bridge, "type", "bridge")
-        except FileNotFoundError:
-            raise NetworkUnavailable("iproute2 (ip) is not installed") from None
+        _ip("link", "add", self.bridge, "type", "bridge")
         self._up = True
         _ip("addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
