@@ -301,36 +301,21 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
     leader_address = next(p.address for p in nodes if p.node_id == describe(servers).leader_id)
     register_controller(leader_address, 9, (0, 0))
     refusals: list[subprocess.CompletedProcess[str]] = []
+    upgrade = ("features", "upgrade", "--bootstrap-controller", servers)
+    upgrade += ("--feature", "kraft.version=1")
 
     def refused_for_observer_9() -> bool:
         # Kafka's tool prints the refusal on stdout ("Could not upgrade ..."), exit code 1.
         # Until every voter's ControllerRegistration has reached the leader (a loaded
         # machine delays it) the refusal names that voter's unknown range instead.
-        refusals.append(
-            cli(
-                "features",
-                "upgrade",
-                "--bootstrap-controller",
-                servers,
-                "--feature",
-                "kraft.version=1",
-            )
-        )
+        refusals.append(cli(*upgrade))
         assert refusals[-1].returncode == 1, refusals[-1]
         return "observer 9" in refusals[-1].stdout
 
     wait_for(refused_for_observer_9, "the upgrade refused because of observer 9")
     register_controller(leader_address, 9, (0, 1))
 
-    upgraded = cli(
-        "features",
-        "upgrade",
-        "--bootstrap-controller",
-        servers,
-        "--feature",
-        "kraft.version=1",
-        timeout_s=40,
-    )
+    upgraded = cli(*upgrade, timeout_s=40)
     assert upgraded.returncode == 0, upgraded.stderr
     assert "kraft.version was upgraded to 1." in upgraded.stdout
     expected = {p.node_id: directory(p) for p in nodes[:3]}

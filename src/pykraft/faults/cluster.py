@@ -17,14 +17,11 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from pykraft.faults.net import Network
-from pykraft.interop.cluster import free_ports
+from pykraft.interop.cluster import free_ports, read_metrics
 from pykraft.storage.meta import random_uuid, uuid_to_kafka
 
 __all__ = ["FaultCluster", "Node"]
@@ -32,6 +29,8 @@ __all__ = ["FaultCluster", "Node"]
 CONTROLLER_PORT = 9093
 METRICS_PORT = 9101
 _FILLER = "filler"
+_RAFT = "kafka_raft_metrics_"
+_STATE = _RAFT + "current_state{state="
 
 
 @dataclass
@@ -85,20 +84,17 @@ class Node:
 
     def scrape(self, timeout_s: float = 0.5) -> dict[str, float] | None:
         """The node's raft metrics (None when it does not answer)."""
-        url = f"http://{self.host}:{self.metrics_port}/metrics"
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as response:
-                body = response.read().decode()
+            raw = read_metrics(self.host, self.metrics_port, timeout_s=timeout_s)
         except (OSError, ValueError, http.client.HTTPException):
             return None  # down, paused, cut off, or stopped half way through the answer
         values: dict[str, float] = {}
-        for family in text_string_to_metric_families(body):
-            for sample in family.samples:
-                if sample.name == "kafka_raft_metrics_current_state":
-                    if sample.value == 1:
-                        values[f"state={sample.labels.get('state')}"] = 1
-                elif sample.name.startswith("kafka_raft_metrics_"):
-                    values[sample.name[len("kafka_raft_metrics_") :]] = sample.value
+        for name, value in raw.items():
+            if name.startswith(_STATE):  # current_state{state=...}: 1 for the current one
+                if value == 1:
+                    values[name[len(_STATE) - len("state=") : -1]] = 1
+            elif name.startswith(_RAFT) and "{" not in name:
+                values[name[len(_RAFT) :]] = value
         return values
 
 

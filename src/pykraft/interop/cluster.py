@@ -48,6 +48,20 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+def read_metrics(host: str, port: int, *, timeout_s: float) -> dict[str, float]:
+    """A Prometheus endpoint as {name{label=value,...}: value} (raises what urllib raises)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout_s) as response:
+        body = response.read().decode()
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            values[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return values
+
+
 @dataclass
 class Server:
     """One process: ``kind`` is "pykraft" (a pykraft controller), "kafka-controller" or
@@ -133,19 +147,8 @@ class Server:
 
     def scrape(self) -> dict[str, float]:
         """A pykraft controller's metrics endpoint as {name{labels}: value}."""
-        from prometheus_client.parser import text_string_to_metric_families
-
         assert self.metrics_port is not None
-        with urllib.request.urlopen(
-            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
-        ) as response:
-            body = response.read().decode()
-        values: dict[str, float] = {}
-        for family in text_string_to_metric_families(body):
-            for sample in family.samples:
-                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-                values[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
-        return values
+        return read_metrics("127.0.0.1", self.metrics_port, timeout_s=5)
 
     @classmethod
     def kill_all(cls) -> None:
