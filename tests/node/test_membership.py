@@ -275,12 +275,14 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
         p.start()
         procs.append(p)
     wait_for(lambda: describe(servers).leader_id in (1, 2, 3), "a leader")
-    # A healthy quorum lists the observer within a fetch or two of having a leader (at most
-    # 0.02 s in 6 runs of this test and 0.1 s in 27 of the same setup, all on a machine loaded
-    # with busy loops, a simulator sweep and a fault run; issue 13).
+    # Usually within 0.1 s of the leader. Issue 13, open: in one CI run node 4 stayed
+    # unattached at epoch 0 for the whole wait, its requests to the voters unanswered on open
+    # connections (the same run's test_reassign observers too); not yet explained, so the
+    # longer bound stays while that is investigated.
     wait_for(
         lambda: any(o.replica_id == 4 for o in describe(servers).observers),
         "node 4 fetching as an observer",
+        timeout_s=60,
     )
     assert set(status_voters(servers)) == {1, 2, 3}
 
