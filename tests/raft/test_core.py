@@ -185,3 +185,26 @@ def test_follower_flush_later_fires_its_timers() -> None:
     c.log.flush()
     c.on_flushed(150 + RaftConfig().fetch_timeout_ms)
     assert c.role == "prospective"
+
+
+def fetches(c: RaftCore, now: int) -> list[int]:
+    return [m.request_id for m in c.ready(now).messages if isinstance(m.body, FetchRequest)]
+
+
+def test_observer_backs_off_after_an_answer_from_a_starting_node() -> None:
+    """Issue 13: a voter still building its core answers BROKER_NOT_AVAILABLE (a top-level
+    error: epoch -1). The observer waits the retry backoff before its next Fetch instead of
+    going round the voters at once, and still follows the leader a later answer names."""
+    c = core(local=4)  # an observer of voters 1-3
+    (rid,) = fetches(c, 0)
+    c.step(Inbound(1, rid, FetchResponse(ErrorCode.broker_not_available, -1, -1, -1, -1)), 10)
+    backoff = c.config.retry_backoff_ms
+    assert fetches(c, 10) == []
+    assert c.ready(10).next_deadline_ms == 10 + backoff
+    c.poll(10 + backoff - 1)
+    assert fetches(c, 10 + backoff - 1) == []
+    c.poll(10 + backoff)
+    (rid,) = fetches(c, 10 + backoff)
+    c.step(Inbound(2, rid, FetchResponse(ErrorCode.not_leader_or_follower, 1, 3, -1, -1)), 200)
+    assert (c.role, c.leader_id, c.epoch) == ("follower", 3, 1)
+    assert len(fetches(c, 200)) == 1  # to the leader at once: no backoff across a transition

@@ -72,7 +72,6 @@ __all__ = ["AnswerCallback", "Connection", "PeerChannel", "ResultCallback"]
 
 log = logging.getLogger("pykraft.net.client")
 
-# Requests the core answers but never sends.
 # Requests the core answers but never sends to a peer (from admin clients and controllers).
 _NOT_SENT: Final = (
     DescribeQuorumRequest,
@@ -275,6 +274,10 @@ class Connection(asyncio.Protocol):
     def _timed_out(self, correlation_id: int, effective_ms: int) -> None:
         entry = self._waiting.pop(correlation_id, None)
         error = TimeoutError(f"request {correlation_id} timed out after {effective_ms} ms")
+        if self._closed is None and self._transport is not None:
+            # Kafka's NetworkClient says it too: the only trace of a peer that stopped
+            # answering on an open connection.
+            log.info("disconnecting from %s: %s", self._transport.get_extra_info("peername"), error)
         self._fail(error)
         if entry is not None:
             _call(entry[0], error)

@@ -406,7 +406,20 @@ def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int)
     return role
 
 
+def _stale_answer(core: RaftCore, epoch: int, now_ms: int) -> bool:
+    """An answer from an older epoch (a top-level error such as BROKER_NOT_AVAILABLE from a
+    node still starting has epoch -1) says nothing: wait the retry backoff before the next
+    Fetch, as Kafka backs off a failed request (an observer went round three starting voters
+    thousands of times a second without it)."""
+    if epoch < core.epoch:
+        core.backoff_fetch(now_ms)
+        return True
+    return False
+
+
 def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms: int) -> None:
+    if _stale_answer(core, resp.epoch, now_ms):
+        return
     if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
     _leader_named(core, src, resp.leader_id, now_ms)
@@ -454,6 +467,8 @@ def _append_fetched(core: RaftCore, records: bytes, now_ms: int) -> bool:
 def handle_fetch_snapshot_response(
     core: RaftCore, src: int, resp: FetchSnapshotResponse, now_ms: int
 ) -> None:
+    if _stale_answer(core, resp.epoch, now_ms):
+        return
     if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
     sf = core.snapshot_fetch
