@@ -1,0 +1,206 @@
+"""KIP-866's initial load, read side: what a real Kafka 3.9 cluster keeps in a real ZooKeeper
+becomes the metadata records Kafka's ``ZkMigrationClient.readAllMetadata`` would write --
+checked against what the brokers themselves report (kafka-python) and the znodes' versions."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import (
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from pykraft.metadata import records as r
+from pykraft.metadata.serde import decode_record, encode_record
+from pykraft.migration import zk_client, zk_data
+
+from .conftest import OldCluster
+
+TOPICS = {"orders": (3, {"retention.ms": "86400000", "cleanup.policy": "delete"}), "audit": (2, {})}
+
+
+def _until(predicate: Any, what: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def loaded(old_cluster: OldCluster) -> tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad]:
+    """The old cluster with topics, topic/broker configs, a SCRAM user, a client quota and a
+    producer id block, all made through the brokers; then read from ZooKeeper."""
+    bootstrap = old_cluster.kafka.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics(
+            [
+                NewTopic(name, partitions, 3, topic_configs=configs)
+                for name, (partitions, configs) in TOPICS.items()
+            ]
+        )
+        admin.alter_configs(
+            [
+                ConfigResource(ConfigResourceType.BROKER, "1", {"log.cleaner.threads": "2"}),
+            ]
+        )
+        errors = admin.alter_user_scram_credentials(
+            [
+                UserScramCredentialUpsertion(
+                    "alice", ScramMechanism.SCRAM_SHA_256, "alice-secret", 8192
+                )
+            ]
+        )
+        assert not any(errors.values()), errors
+    finally:
+        admin.close()
+    configs = ("configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type")
+    old_cluster.dist.run(
+        *configs, "brokers", "--entity-default", "--add-config", "log.retention.bytes=1073741824"
+    )
+    old_cluster.dist.run(
+        *configs,
+        "users",
+        "--entity-name",
+        "bob@example",
+        "--add-config",
+        "producer_byte_rate=1048576,consumer_byte_rate=2097152",
+    )
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all")
+    producer.send("orders", b"first").get(timeout=30)
+    producer.close()
+    zk = zk_client.connect(old_cluster.zookeeper.connect)
+    try:
+        _until(lambda: zk.exists("/config/users/bob%40example") is not None, "the quota znode")
+        snapshot = zk_client.read_snapshot(zk)
+    finally:
+        zk.stop()
+        zk.close()
+    return snapshot, zk_data.read_all_metadata(snapshot)
+
+
+def by_type(load: zk_data.MigrationLoad, cls: type) -> list[Any]:
+    return [rec for rec, _ in load.records() if isinstance(rec, cls)]
+
+
+def test_topics_partitions_and_their_configs(
+    old_cluster: OldCluster, loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad]
+) -> None:
+    snapshot, load = loaded
+    admin = KafkaAdminClient(bootstrap_servers=old_cluster.kafka.bootstrap)
+    try:
+        described = {t["name"]: t for t in admin.describe_topics(list(TOPICS))}
+    finally:
+        admin.close()
+    topics = {t.name: t.topic_id for t in by_type(load, r.TopicRecord)}
+    assert set(TOPICS) <= set(topics)
+    partitions = {(p.topic_id, p.partition_id): p for p in by_type(load, r.PartitionRecord)}
+    for name, (count, configs) in TOPICS.items():
+        topic_id = topics[name]
+        assert str(topic_id) == str(described[name]["topic_id"])
+        for part in described[name]["partitions"]:
+            index = part["partition_index"]
+            rec = partitions[(topic_id, index)]
+            assert list(rec.replicas) == part["replica_nodes"]
+            assert list(rec.isr) == part["isr_nodes"]
+            assert rec.leader == part["leader_id"]
+            state = snapshot.get(f"/brokers/topics/{name}/partitions/{index}/state")
+            assert state is not None and rec.partition_epoch == state.version
+        assert len(described[name]["partitions"]) == count
+        got = {
+            (c.name, c.value)
+            for c in by_type(load, r.ConfigRecord)
+            if c.resource_type == zk_data.TOPIC and c.resource_name == name
+        }
+        assert got == set(configs.items())
+    # Kafka's batching: one batch per topic, its TopicRecord first, configs, then partitions.
+    first = load.batches[0]
+    assert isinstance(first[0][0], r.TopicRecord)
+    assert load.broker_ids >= {0, 1, 2}
+
+
+def test_broker_configs_default_entity_is_the_empty_name(
+    loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
+) -> None:
+    _, load = loaded
+    got = {
+        (c.resource_name, c.name, c.value)
+        for c in by_type(load, r.ConfigRecord)
+        if c.resource_type == zk_data.BROKER
+    }
+    assert ("1", "log.cleaner.threads", "2") in got
+    assert ("", "log.retention.bytes", "1073741824") in got
+
+
+def test_scram_credential_verifies_the_password(
+    loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
+) -> None:
+    """The migrated credential is the broker's: RFC 5802's keys from the password."""
+    _, load = loaded
+    (cred,) = [c for c in by_type(load, r.UserScramCredentialRecord) if c.name == "alice"]
+    assert cred.mechanism == 1 and cred.iterations == 8192
+    salted = hashlib.pbkdf2_hmac("sha256", b"alice-secret", cred.salt, cred.iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    assert hashlib.sha256(client_key).digest() == cred.stored_key
+    assert hmac.new(salted, b"Server Key", hashlib.sha256).digest() == cred.server_key
+
+
+def test_client_quota_names_desanitized(
+    loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
+) -> None:
+    _, load = loaded
+    quotas = {
+        (tuple((e.entity_type, e.entity_name) for e in q.entity), q.key): q.value
+        for q in by_type(load, r.ClientQuotaRecord)
+    }
+    assert quotas[((("user", "bob@example"),), "producer_byte_rate")] == 1048576.0
+    assert quotas[((("user", "bob@example"),), "consumer_byte_rate")] == 2097152.0
+
+
+def test_producer_id_block_migrates_the_next_block(
+    loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
+) -> None:
+    snapshot, load = loaded
+    block = snapshot.json("/latest_producer_id_block")
+    assert block is not None
+    (rec,) = by_type(load, r.ProducerIdsRecord)
+    assert rec.next_producer_id == int(block["block_end"]) + 1 and rec.broker_epoch == -1
+
+
+def test_every_record_round_trips_through_the_metadata_serde(
+    loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
+) -> None:
+    _, load = loaded
+    assert not load.refused, load.refused
+    for rec, version in load.records():
+        assert decode_record(encode_record(rec, version)) == (rec, version)
+
+
+def test_scram_text_format() -> None:
+    """ScramCredentialUtils' text, mechanism ids and refusal of garbage."""
+    salt, stored, server = b"s" * 16, b"k" * 32, b"v" * 32
+    b64 = base64.b64encode
+    text = f"salt={b64(salt).decode()},stored_key={b64(stored).decode()},server_key={b64(server).decode()},iterations=4096"
+    node = zk_data.Znode(f'{{"version":1,"config":{{"SCRAM-SHA-512":"{text}"}}}}'.encode(), 0)
+    snapshot = zk_data.ZkSnapshot(
+        {"/config/users": zk_data.Znode(None, 0, ("carol",)), "/config/users/carol": node}
+    )
+    (rec,) = by_type(zk_data.read_all_metadata(snapshot), r.UserScramCredentialRecord)
+    assert (rec.mechanism, rec.salt, rec.stored_key, rec.iterations) == (2, salt, stored, 4096)
+    bad = zk_data.Znode(b'{"version":1,"config":{"SCRAM-SHA-256":"salt=x"}}', 0)
+    with pytest.raises(zk_data.ZkDataError):
+        zk_data.read_all_metadata(
+            zk_data.ZkSnapshot(
+                {"/config/users": zk_data.Znode(None, 0, ("d",)), "/config/users/d": bad}
+            )
+        )
