@@ -16,8 +16,6 @@ from kafka.admin import (
     ConfigResource,
     ConfigResourceType,
     NewTopic,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
 from pykraft.metadata import records as r
@@ -54,19 +52,19 @@ def loaded(old_cluster: OldCluster) -> tuple[zk_data.ZkSnapshot, zk_data.Migrati
                 ConfigResource(ConfigResourceType.BROKER, "1", {"log.cleaner.threads": "2"}),
             ]
         )
-        errors = admin.alter_user_scram_credentials(
-            [
-                UserScramCredentialUpsertion(
-                    "alice", ScramMechanism.SCRAM_SHA_256, "alice-secret", 8192
-                )
-            ]
-        )
-        assert not any(errors.values()), errors
     finally:
         admin.close()
     configs = ("configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type")
     old_cluster.dist.run(
         *configs, "brokers", "--entity-default", "--add-config", "log.retention.bytes=1073741824"
+    )
+    old_cluster.dist.run(
+        *configs,
+        "users",
+        "--entity-name",
+        "alice",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=8192,password=alice-secret]",
     )
     old_cluster.dist.run(
         *configs,
@@ -79,13 +77,16 @@ def loaded(old_cluster: OldCluster) -> tuple[zk_data.ZkSnapshot, zk_data.Migrati
     producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all")
     producer.send("orders", b"first").get(timeout=30)
     producer.close()
-    zk = zk_client.connect(old_cluster.zookeeper.connect)
-    try:
+    with zk_client.session(old_cluster.zookeeper.connect) as zk:
         _until(lambda: zk.exists("/config/users/bob%40example") is not None, "the quota znode")
+        _until(
+            lambda: (
+                b"SCRAM-SHA-256"
+                in (zk.get("/config/users/alice")[0] if zk.exists("/config/users/alice") else b"")
+            ),
+            "alice's credential",
+        )
         snapshot = zk_client.read_snapshot(zk)
-    finally:
-        zk.stop()
-        zk.close()
     return snapshot, zk_data.read_all_metadata(snapshot)
 
 

@@ -42,6 +42,7 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
 from pykraft.controller.image import NO_LEADER, BrokerState, Image, PartitionState, broker_record
+from pykraft.controller.migration import MIGRATION_SUPPORTED_MV, PRE_MIGRATION
 from pykraft.controller.partitions import Acceptable, acceptor, change_record, partition_version
 from pykraft.metadata import records as r
 from pykraft.metadata.versions import IBP_3_7_IV2, METADATA_VERSION, MINIMUM_METADATA_VERSION
@@ -276,8 +277,13 @@ def register_broker(
     next_offset: int,
     now_ms: int,
     unclean: set[uuid.UUID],
+    zk_migration: bool = False,
+    inter_broker_listener: str = "PLAINTEXT",
 ) -> tuple[list[tuple[Any, int]], int]:
-    """(records, broker epoch) for a BrokerRegistration (any version); raises ApiError."""
+    """(records, broker epoch) for a BrokerRegistration (any version); raises ApiError.
+    ``zk_migration``: this quorum migrates a ZooKeeper cluster (KIP-866), so ZooKeeper
+    brokers in migration mode register (with ``inter_broker_listener`` among their
+    listeners, KAFKA-16468) and KRaft brokers wait until the metadata is migrated."""
     if request.cluster_id != cluster_id:
         raise ApiError(
             ErrorCode.inconsistent_cluster_id,
@@ -299,12 +305,25 @@ def register_broker(
             ErrorCode.duplicate_broker_registration,
             "Another broker is registered with that broker id.",
         )
-    if getattr(request, "is_migrating_zk_broker", False):
+    mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
+    migrating = bool(getattr(request, "is_migrating_zk_broker", False))
+    if migrating and (not zk_migration or mv < MIGRATION_SUPPORTED_MV):
         raise ApiError(
             ErrorCode.broker_id_not_registered,
             "Controller does not support registering ZK brokers.",
         )
-    mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
+    if migrating and not any(lst.name == inter_broker_listener for lst in request.listeners):
+        raise ApiError(
+            ErrorCode.invalid_registration,
+            f"Broker {broker_id} is a ZK broker in migration mode without a listener named "
+            f"{inter_broker_listener} (the controller's inter.broker.listener.name).",
+        )
+    if not migrating and image.migration_state == PRE_MIGRATION:
+        raise ApiError(
+            ErrorCode.broker_id_not_registered,
+            "Controller is in pre-migration mode and cannot register KRaft brokers until the "
+            "metadata migration is complete.",
+        )
     log_dirs = tuple(getattr(request, "log_dirs", ()))
     if mv >= IBP_3_7_IV2:
         if not log_dirs:
@@ -362,6 +381,7 @@ def register_broker(
         fenced=existing.fenced if same and existing is not None else True,
         in_controlled_shutdown=existing.in_controlled_shutdown if same and existing else False,
         log_dirs=log_dirs if mv >= IBP_3_7_IV2 else (),
+        is_migrating_zk_broker=migrating,
     )
     records.append((broker_record(state, version), version))
     if not same:

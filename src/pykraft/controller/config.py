@@ -40,3 +40,9 @@ class ControllerConfig:
     unclean_leader_election: bool = False
     # Feature levels written into an empty log when the directory has no bootstrap.checkpoint.
     bootstrap_metadata_version: int = 25
+    # zookeeper.metadata.migration.enable (KIP-866): this quorum migrates a ZooKeeper cluster.
+    zk_migration_enabled: bool = False
+    # inter.broker.listener.name: the listener every migrating ZooKeeper broker must register.
+    inter_broker_listener_name: str = "PLAINTEXT"
+    # zookeeper.metadata.migration.min.batch.size: records per batch of the initial load.
+    migration_min_batch_size: int = 200

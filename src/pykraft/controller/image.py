@@ -133,6 +133,7 @@ class Image:
         # Partitions with a reassignment in flight (adding or removing replicas).
         self.moving: set[tuple[uuid.UUID, int]] = set()
         self.last_offset = -1
+        self.last_change_offset = -1  # the last record that was not a NoOpRecord
         self._offset = -1  # the offset of the record being applied
         self._transaction: list[tuple[Any, int, int]] | None = None
 
@@ -159,6 +160,8 @@ class Image:
     def replay(self, record: Any, version: int, offset: int) -> None:
         """Apply one committed (or, on the active controller, appended) record."""
         self.last_offset = offset
+        if not isinstance(record, r.NoOpRecord):
+            self.last_change_offset = offset
         if isinstance(record, r.BeginTransactionRecord):
             if self._transaction is not None:
                 raise ImageError(f"offset {offset}: BeginTransaction inside a transaction")

@@ -33,7 +33,7 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
-from pykraft.controller import reassign, throttles
+from pykraft.controller import migration, reassign, throttles
 from pykraft.controller import topics as t
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError
@@ -203,7 +203,16 @@ class QuorumController:
         records: list[tuple[Any, int]] = []
         if self.image.in_transaction:
             records.append((r.AbortTransactionRecord(reason="Controller failover"), 0))
-        if self.image.metadata_version is None:
+        empty = self.image.metadata_version is None
+        if not empty:
+            # KIP-866: refuse a migration of a cluster born in KRaft; finalize one migrated.
+            records += migration.activation_records(
+                self.image,
+                enabled=self.config.zk_migration_enabled,
+                empty_log=False,
+                metadata_version=self.metadata_version,
+            )
+        if empty:
             features = dict(bootstrap or {METADATA_VERSION: self.config.bootstrap_metadata_version})
             level = features.pop(METADATA_VERSION)
             body: list[tuple[Any, int]] = [
@@ -214,6 +223,12 @@ class QuorumController:
                 for name, value in sorted(features.items())
                 if value
             ]
+            body += migration.activation_records(
+                self.image,
+                enabled=self.config.zk_migration_enabled,
+                empty_log=True,
+                metadata_version=level,
+            )
             if level >= TRANSACTIONS_MV:
                 body = [
                     (r.BeginTransactionRecord(name="Bootstrap records"), 0),
@@ -274,6 +289,8 @@ class QuorumController:
         handler = self._handlers.get(api_key)
         if handler is None:
             raise ApiError(ErrorCode.unsupported_version, f"API {api_key} is not served")
+        if api_key not in READ_APIS:
+            migration.check_write(self.image, api_key)
         return handler(api_version, request, ctx)
 
     def _unclean(self) -> set[uuid.UUID]:
@@ -292,6 +309,8 @@ class QuorumController:
                 next_offset=ctx.next_offset,
                 now_ms=ctx.now_ms,
                 unclean=self._unclean(),
+                zk_migration=self.config.zk_migration_enabled,
+                inter_broker_listener=self.config.inter_broker_listener_name,
             )
         except ApiError as e:
             return Result([], {"error_code": e.code, "broker_epoch": -1})

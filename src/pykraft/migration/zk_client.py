@@ -5,7 +5,8 @@ per znode)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -13,7 +14,7 @@ from kazoo.exceptions import NoNodeError
 
 from pykraft.migration import zk_data as z
 
-__all__ = ["connect", "read_snapshot"]
+__all__ = ["close", "connect", "read_snapshot", "session"]
 
 _CONFIG_TYPES = ("topics", "brokers", "users", "clients", "ips")
 
@@ -23,6 +24,22 @@ def connect(hosts: str, *, timeout_s: float = 15) -> KazooClient:
     client = KazooClient(hosts=hosts, timeout=timeout_s)
     client.start(timeout=timeout_s)
     return client
+
+
+def close(client: KazooClient) -> None:
+    """Stop and close ``client`` (its sockets too)."""
+    client.stop()
+    client.close()
+
+
+@contextlib.contextmanager
+def session(hosts: str, *, timeout_s: float = 15) -> Iterator[KazooClient]:
+    """A client of ``hosts`` for a ``with`` block."""
+    client = connect(hosts, timeout_s=timeout_s)
+    try:
+        yield client
+    finally:
+        close(client)
 
 
 def _get_all(zk: KazooClient, paths: Iterable[str], *, children: bool) -> dict[str, z.Znode]:

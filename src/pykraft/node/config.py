@@ -130,6 +130,12 @@ class NodeConfig:
     default_replication_factor: int = 1
     metadata_max_idle_interval_ms: int = 500
     unclean_leader_election_enable: bool = False
+    # KIP-866 (Kafka's names): migrate the ZooKeeper cluster at zookeeper.connect; the
+    # ZooKeeper brokers' listener this controller reaches them on.
+    zookeeper_metadata_migration_enable: bool = False
+    zookeeper_connect: str = ""
+    inter_broker_listener_name: str = "PLAINTEXT"
+    zookeeper_metadata_migration_min_batch_size: int = 200
     unknown_keys: tuple[str, ...] = ()
 
     @property
@@ -170,6 +176,9 @@ class NodeConfig:
             snapshot_max_bytes=self.metadata_log_max_record_bytes_between_snapshots,
             snapshot_interval_ms=self.metadata_log_max_snapshot_interval_ms,
             unclean_leader_election=self.unclean_leader_election_enable,
+            zk_migration_enabled=self.zookeeper_metadata_migration_enable,
+            inter_broker_listener_name=self.inter_broker_listener_name,
+            migration_min_batch_size=self.zookeeper_metadata_migration_min_batch_size,
         )
 
     @property
@@ -276,6 +285,10 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     "num.partitions": ("num_partitions", 1),
     "default.replication.factor": ("default_replication_factor", 1),
     "metadata.max.idle.interval.ms": ("metadata_max_idle_interval_ms", 0),
+    "zookeeper.metadata.migration.min.batch.size": (
+        "zookeeper_metadata_migration_min_batch_size",
+        1,
+    ),
 }
 
 _KNOWN: Final = frozenset(
@@ -292,6 +305,9 @@ _KNOWN: Final = frozenset(
         "controller.quorum.auto.join.enable",
         "metrics.port",
         "unclean.leader.election.enable",
+        "zookeeper.metadata.migration.enable",
+        "zookeeper.connect",
+        "inter.broker.listener.name",
         *_INTS,
     }
 )
@@ -352,6 +368,18 @@ def _build(props: Mapping[str, str]) -> NodeConfig:
     )
     auto_join = props.get("controller.quorum.auto.join.enable")
     unclean = props.get("unclean.leader.election.enable")
+    migration_raw = props.get("zookeeper.metadata.migration.enable")
+    migration = (
+        _bool("zookeeper.metadata.migration.enable", migration_raw)
+        if migration_raw is not None
+        else False
+    )
+    zookeeper_connect = props.get("zookeeper.connect", "").strip()
+    if migration and not zookeeper_connect:
+        # KafkaConfig: the migration needs the ZooKeeper it migrates.
+        raise ConfigError(
+            "zookeeper.connect", "is required when zookeeper.metadata.migration.enable=true"
+        )
     return NodeConfig(
         node_id=node_id,
         process_roles=roles,
@@ -368,6 +396,11 @@ def _build(props: Mapping[str, str]) -> NodeConfig:
         metrics_port=metrics_port,
         unclean_leader_election_enable=(
             _bool("unclean.leader.election.enable", unclean) if unclean is not None else False
+        ),
+        zookeeper_metadata_migration_enable=migration,
+        zookeeper_connect=zookeeper_connect,
+        inter_broker_listener_name=(
+            props.get("inter.broker.listener.name", "").strip() or "PLAINTEXT"
         ),
         unknown_keys=tuple(sorted(k for k in props if k not in _KNOWN)),
         **ints,

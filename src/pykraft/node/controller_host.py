@@ -49,6 +49,7 @@ from pykraft.controller.brokers import register_broker_version
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
 from pykraft.controller.image import Image, ImageError
+from pykraft.controller.migration import MigrationRefused
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import (
     CONTROLLER_API_VERSIONS,
@@ -137,6 +138,8 @@ class ControllerHost:
         self._stopped = False
         self.metadata_errors = 0
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
+        self.migration: Any = None  # MigrationHost when zookeeper.metadata.migration.enable
+        self._migrating_seen: tuple[int, ...] = ()
 
     # -- Application --------------------------------------------------------------------------
 
@@ -155,9 +158,16 @@ class ControllerHost:
         log.info(
             "metadata controller started node.id=%d position=%d", node.config.node_id, self.position
         )
+        if self.config.zk_migration_enabled:
+            from pykraft.node.migration_host import MigrationHost  # kazoo only when migrating
+
+            self.migration = MigrationHost(self, node.config.zookeeper_connect, node.config.node_id)
+            self.migration.poke()
 
     def stopped(self) -> None:
         self._stopped = True
+        if self.migration is not None:
+            self.migration.stop()
         if self._timer is not None:
             self._timer.cancel()
         self._fail_waiters()
@@ -216,11 +226,43 @@ class ControllerHost:
                 "records that could not be replayed, handler failures",
                 self.metadata_errors,
             ),
+            (
+                "ZkMigrationState",
+                "KIP-866 state: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION",
+                image.migration_state,
+            ),
+            (
+                "MigratingZkBrokerCount",
+                "registered brokers with IsMigratingZkBroker",
+                sum(b.is_migrating_zk_broker for b in brokers),
+            ),
+            (
+                "ZkWriteBehindLag",
+                "offset of the last committed change minus the last one written to ZooKeeper",
+                self._zk_lag(),
+            ),
+            (
+                "ZkWriteSnapshotTimeMs",
+                "duration of the last reconciliation of ZooKeeper (the last value, not a histogram)",
+                self.migration.write_ms if self.migration is not None else 0.0,
+            ),
         ]
         return [
             (f"kafka_controller_kafkacontroller_{_snake(name)}", f"{name}: {doc}", float(value))
             for name, doc, value in values
         ]
+
+    def _zk_lag(self) -> int:
+        migration = self.migration
+        if migration is None or migration.driver.state.value != "DUAL_WRITE":
+            return 0  # Kafka: 0 on inactive controllers and before dual write
+        image = self.controller.image if self.controller is not None else None
+        last = (
+            -1
+            if image is None
+            else min(image.last_change_offset, self.node.core.high_watermark - 1)
+        )
+        return max(0, int(last) - int(migration.driver.leadership.metadata_offset))
 
     def after_ready(self, ready: Ready) -> None:
         if ready.snapshot_loaded is not None:
@@ -548,6 +590,20 @@ class ControllerHost:
         self._resolve_waiters(core.high_watermark)
         self._maybe_snapshot()
         self._schedule_tick()
+        if self.migration is not None:
+            migrating = tuple(
+                sorted(
+                    b.broker_id
+                    for b in controller.image.brokers.values()
+                    if b.is_migrating_zk_broker
+                )
+            )
+            if migrating != self._migrating_seen:
+                # A ZooKeeper broker registered: the driver looks again now (as Kafka's
+                # driver wakes on cluster deltas), not at its next backoff.
+                self._migrating_seen = migrating
+                self.migration.driver.retry_at_ms = 0
+            self.migration.poke()
 
     def _replay_committed(self, high_watermark: int) -> None:
         controller = self.controller
@@ -621,7 +677,12 @@ class ControllerHost:
         controller = self.controller
         assert controller is not None
         now = self.node.now_ms()
-        records = controller.activate(now, self.bootstrap)
+        try:
+            records = controller.activate(now, self.bootstrap)
+        except MigrationRefused as e:
+            controller.deactivate()
+            self.node.halt(f"cannot become the active controller: {e}", e)
+            return
         self._epoch = epoch
         log.info(
             "active controller epoch=%d position=%d metadata.version=%s",
@@ -631,6 +692,8 @@ class ControllerHost:
         )
         if records:
             self._write(records)
+        if self.migration is not None:
+            self.migration.leadership_changed(epoch)
 
     def _deactivate(self) -> None:
         controller = self.controller
@@ -639,6 +702,8 @@ class ControllerHost:
         self._fail_waiters()
         log.info("no longer the active controller epoch=%d", self._epoch)
         self._epoch = -1
+        if self.migration is not None:
+            self.migration.leadership_changed(-1)
         if self.position > self.node.core.high_watermark:
             # Applied records that had not committed: back to the committed state.
             self._rebuild()

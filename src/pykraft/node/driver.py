@@ -400,15 +400,19 @@ class RaftNode:
     def _storage_failed(self, what: str, error: BaseException) -> None:
         # As Kafka halts on a failed metadata log write or flush: what reached the disk is
         # unknown. The next start truncates a torn tail; nothing acknowledged depends on it.
+        self.halt(
+            f"{what} failed, stopping the node: {error} (metadata.log.dir="
+            f"{self.config.metadata_log_dir}; free space or fix the disk, then start the node "
+            "again)",
+            error,
+        )
+
+    def halt(self, message: str, error: BaseException) -> None:
+        """Stop the node after a fatal error (one CRITICAL line; the process exits 1), as
+        Kafka's fatal fault handler does."""
         if self.failed is not None:
             return
-        log.critical(
-            "%s failed, stopping the node: %s (metadata.log.dir=%s; free space or fix the "
-            "disk, then start the node again)",
-            what,
-            error,
-            self.config.metadata_log_dir,
-        )
+        log.critical("%s", message)
         self.failed = error
         self._deferred.clear()
         self._fatal_stop = asyncio.ensure_future(self.shutdown())

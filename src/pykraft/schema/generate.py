@@ -72,6 +72,14 @@ PACKAGES: Final = (
         "pykraft.protocol.generated",
         registry=False,
     ),
+    # The ZooKeeper-era controller RPCs a migrating KRaft controller sends to ZooKeeper-mode
+    # brokers (LeaderAndIsr, UpdateMetadata, StopReplica: Kafka 3.9's JSON; kio has none).
+    Package(
+        _ROOT / "migration" / "schemas",
+        _ROOT / "migration" / "rpc",
+        "pykraft.migration.rpc",
+        registry=False,
+    ),
 )
 
 _FIXED: Final = {

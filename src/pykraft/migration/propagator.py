@@ -1,0 +1,176 @@
+"""What a migrating KRaft controller tells ZooKeeper-mode brokers (Kafka 3.9's
+``MigrationPropagator``): UpdateMetadata v8 and LeaderAndIsr v7 built from the metadata image,
+marked as coming from a KRaft controller. Pure: ``legacy_channel`` sends them.
+
+Versions are fixed (no negotiation, as Kafka): UpdateMetadata v8, LeaderAndIsr v7, StopReplica
+v4. The header's ControllerEpoch is the ZooKeeper controller epoch this controller claimed;
+each partition's ControllerEpoch is the KRaft leader epoch; BrokerEpoch is the target
+broker's KRaft registration epoch. FULL (type 2) requests list every partition: a broker treats
+a local log missing from a FULL LeaderAndIsr as stray (KAFKA-15605), so ``full_leader_and_isr``
+always lists every partition the broker replicates.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pykraft.controller.image import BrokerState, Image, PartitionState
+from pykraft.migration.rpc.leader_and_isr_request import (
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrTopicState,
+)
+from pykraft.migration.rpc.update_metadata_request import (
+    UpdateMetadataBroker,
+    UpdateMetadataEndpoint,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataTopicState,
+)
+
+__all__ = [
+    "FULL",
+    "INCREMENTAL",
+    "LEADER_AND_ISR_VERSION",
+    "UPDATE_METADATA_VERSION",
+    "full_leader_and_isr",
+    "full_update_metadata",
+    "inter_broker_endpoint",
+]
+
+UPDATE_METADATA_VERSION: Final = 8
+LEADER_AND_ISR_VERSION: Final = 7
+STOP_REPLICA_VERSION: Final = 4
+INCREMENTAL, FULL = 1, 2
+
+
+def inter_broker_endpoint(broker: BrokerState, listener: str) -> tuple[str, int] | None:
+    for e in broker.endpoints:
+        if e.name == listener:
+            return e.host, int(e.port)
+    return None
+
+
+def _partition_um(
+    name: str, p: PartitionState, kraft_epoch: int, registered: set[int]
+) -> UpdateMetadataPartitionState:
+    return UpdateMetadataPartitionState(
+        topic_name=name,
+        partition_index=p.partition_id,
+        controller_epoch=kraft_epoch,
+        leader=p.leader,
+        leader_epoch=p.leader_epoch,
+        isr=p.isr,
+        zk_version=p.partition_epoch,
+        replicas=p.replicas,
+        offline_replicas=tuple(b for b in p.replicas if b not in registered),
+    )
+
+
+def full_update_metadata(
+    image: Image,
+    *,
+    controller_id: int,
+    zk_controller_epoch: int,
+    kraft_epoch: int,
+    broker_epoch: int,
+) -> UpdateMetadataRequest:
+    """Every topic's partitions and every registered broker (ZooKeeper and KRaft, fenced
+    included), as the FULL UpdateMetadata of KRAFT_CONTROLLER_TO_BROKER_COMM."""
+    registered = set(image.brokers)
+    topics = tuple(
+        UpdateMetadataTopicState(
+            topic_name=t.name,
+            topic_id=t.topic_id,
+            partition_states=tuple(
+                _partition_um(t.name, p, kraft_epoch, registered)
+                for _, p in sorted(t.partitions.items())
+            ),
+        )
+        for t in sorted(image.topics.values(), key=lambda t: t.name)
+    )
+    brokers = tuple(
+        UpdateMetadataBroker(
+            id=b.broker_id,
+            endpoints=tuple(
+                UpdateMetadataEndpoint(
+                    port=int(e.port),
+                    host=e.host,
+                    listener=e.name,
+                    security_protocol=int(e.security_protocol),
+                )
+                for e in b.endpoints
+            ),
+            rack=b.rack,
+        )
+        for _, b in sorted(image.brokers.items())
+    )
+    return UpdateMetadataRequest(
+        controller_id=controller_id,
+        is_k_raft_controller=True,
+        type=FULL,
+        controller_epoch=zk_controller_epoch,
+        broker_epoch=broker_epoch,
+        topic_states=topics,
+        live_brokers=brokers,
+    )
+
+
+def full_leader_and_isr(
+    image: Image,
+    broker_id: int,
+    *,
+    controller_id: int,
+    zk_controller_epoch: int,
+    kraft_epoch: int,
+    listener: str,
+) -> LeaderAndIsrRequest:
+    """Every partition ``broker_id`` replicates (FULL: type 2), with the leaders' endpoints on
+    the inter-broker listener."""
+    broker = image.brokers[broker_id]
+    topics: list[LeaderAndIsrTopicState] = []
+    leaders: set[int] = set()
+    for t in sorted(image.topics.values(), key=lambda t: t.name):
+        states = tuple(
+            LeaderAndIsrPartitionState(
+                topic_name=t.name,
+                partition_index=p.partition_id,
+                controller_epoch=kraft_epoch,
+                leader=p.leader,
+                leader_epoch=p.leader_epoch,
+                isr=p.isr,
+                partition_epoch=p.partition_epoch,
+                replicas=p.replicas,
+                adding_replicas=p.adding,
+                removing_replicas=p.removing,
+                is_new=True,
+                leader_recovery_state=p.leader_recovery_state,
+            )
+            for _, p in sorted(t.partitions.items())
+            if broker_id in p.replicas
+        )
+        if states:
+            topics.append(
+                LeaderAndIsrTopicState(
+                    topic_name=t.name, topic_id=t.topic_id, partition_states=states
+                )
+            )
+            leaders.update(s.leader for s in states if s.leader >= 0)
+    live = []
+    for leader in sorted(leaders):
+        b = image.brokers.get(leader)
+        endpoint = None if b is None else inter_broker_endpoint(b, listener)
+        if endpoint is not None:
+            live.append(
+                LeaderAndIsrLiveLeader(broker_id=leader, host_name=endpoint[0], port=endpoint[1])
+            )
+    return LeaderAndIsrRequest(
+        controller_id=controller_id,
+        is_k_raft_controller=True,
+        controller_epoch=zk_controller_epoch,
+        broker_epoch=broker.epoch,
+        type=FULL,
+        topic_states=tuple(topics),
+        live_leaders=tuple(live),
+    )

@@ -1,0 +1,514 @@
+"""The ZooKeeper side of KIP-866 on a controller node: runs the migration driver's
+(``pykraft.controller.migration``) ZooKeeper work through kazoo on one worker thread, never on
+the event loop, and feeds each result back to the driver inside ``RaftNode.run``.
+
+What each action does in ZooKeeper (Kafka 3.9's ``ZkMigrationClient`` / ``KafkaZkClient``,
+docs/kafka/ZK-MIGRATION.md section 3):
+
+* ``recover`` -- create Kafka's top-level paths, then read ``/migration`` (or create it with
+  the empty state);
+* ``read_brokers`` -- the ids under ``/brokers/ids`` and in every topic's assignment;
+* ``claim`` -- in one multi: ``/controller_epoch`` bumped (conditional on its version),
+  ``/controller`` replaced by a *persistent* node naming this controller with its KRaft epoch;
+  refused when ``/controller`` already names a KRaft epoch at least ours. Then ``/migration``
+  is written unconditionally to learn its zkVersion (KAFKA-16171);
+* ``load`` -- every znode read (``zk_client.read_snapshot``) and turned into records; the host
+  appends them in one turn (Begin ... End: nothing interleaves) and, once committed, writes
+  ``/migration`` with the offset and epoch of the last batch, conditional on its version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+
+from pykraft.controller import migration as m
+from pykraft.migration import propagator, zk_client, zk_data
+from pykraft.migration.legacy_channel import LegacyChannel, LegacyChannelError
+from pykraft.migration.rpc.leader_and_isr_response import LeaderAndIsrResponse
+from pykraft.migration.rpc.update_metadata_response import UpdateMetadataResponse
+
+__all__ = ["MigrationHost"]
+
+log = logging.getLogger("pykraft.migration")
+
+# Persistent paths Kafka creates before anything else (KafkaZkClient.createTopLevelPaths).
+TOP_LEVEL_PATHS = (
+    "/consumers",
+    "/brokers/ids",
+    "/brokers/topics",
+    "/config/changes",
+    "/admin/delete_topics",
+    "/brokers/seqid",
+    "/isr_change_notification",
+    "/latest_producer_id_block",
+    "/log_dir_event_notification",
+    "/config/topics",
+    "/config/clients",
+    "/config/users",
+    "/config/brokers",
+    "/config/ips",
+)
+
+
+class MigrationHost:
+    """Invariant: the driver has at most one action outstanding, run on ``_executor``."""
+
+    def __init__(self, controller_host: Any, zookeeper_connect: str, node_id: int) -> None:
+        self.host = controller_host
+        self.node = controller_host.node
+        self.zookeeper_connect = zookeeper_connect
+        self.driver = m.MigrationDriver(node_id)
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pykraft-zk")
+        self._zk: KazooClient | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopped = False
+        self._last_reason = ""
+        self._channels: dict[tuple[str, int], LegacyChannel] = {}
+        self.write_ms = 0.0  # the last reconciliation's duration (ZkWriteSnapshotTimeMs)
+
+    # -- the loop side ----------------------------------------------------------------------------
+
+    def leadership_changed(self, active_epoch: int) -> None:
+        self.driver.leadership_changed(active_epoch)
+        self.poke()
+
+    def poke(self) -> None:
+        """Run the driver's next action, if one is due (on the loop, inside node.run)."""
+        controller = self.host.controller
+        if self._stopped or controller is None:
+            return
+        driver = self.driver
+        before = driver.state
+        core = self.node.core
+        # Only committed state is mirrored: nothing while applied records await commit.
+        # NoOpRecords change nothing ZooKeeper holds: the last other record is what counts.
+        committed = (
+            controller.image.last_change_offset
+            if core is not None and self.host.position <= core.high_watermark
+            else -1
+        )
+        action = driver.next_action(controller.image, self.node.now_ms(), committed)
+        if driver.state != before:
+            log.info("migration driver state %s -> %s", before.value, driver.state.value)
+            self.poke()
+            return
+        if driver.waiting_reason and driver.waiting_reason != self._last_reason:
+            log.info("%s", driver.waiting_reason)
+        self._last_reason = driver.waiting_reason
+        if action is None:
+            self._schedule()
+            return
+        image = controller.image
+        epoch = driver.leadership.controller_epoch
+        want = None
+        sends: list[tuple[str, int, Any, Any]] = []
+        if action.kind in ("sync", "dual_write"):
+            want = zk_data.desired(image, epoch)
+        if action.kind in ("send_full", "dual_write"):
+            sends = self._full_requests(image, action.leadership)
+        work: dict[str, Callable[[], Any]] = {
+            "recover": self._recover,
+            "read_brokers": self._read_brokers,
+            "claim": lambda: self._claim(action.leadership, self.node.now_ms()),
+            "load": self._load,
+            "write_state": lambda: self._write_state(action.leadership),
+            "sync": lambda: self._sync(want, action.leadership),
+            "send_full": lambda: self._send(sends),
+            "dual_write": lambda: self._dual_write(want, action.leadership, sends),
+        }
+        future = asyncio.get_running_loop().run_in_executor(self._executor, work[action.kind])
+        future.add_done_callback(
+            lambda f: self.node.run(lambda: self._done(action, f, image, epoch))
+        )
+
+    def _done(self, action: m.Action, future: asyncio.Future[Any], image: Any, epoch: int) -> None:
+        driver = self.driver
+        before = driver.state
+        now = self.node.now_ms()
+        error = future.exception()
+        if error is not None:
+            log.warning("migration %s failed: %s", action.kind, error)
+            driver.on_error(f"{action.kind}: {error}", now)
+        elif action.kind == "recover":
+            driver.on_recovered(future.result())
+        elif action.kind == "read_brokers":
+            zk_brokers, assigned = future.result()
+            driver.on_brokers(self.host.controller.image, zk_brokers, assigned, now)
+        elif action.kind == "claim":
+            result = future.result()
+            if result is not None:
+                log.info(
+                    "claimed ZooKeeper controllership: /controller names %d, controller epoch %d",
+                    result.controller_id,
+                    result.zk_controller_epoch,
+                )
+            driver.on_claimed(result, now)
+        elif action.kind == "load":
+            self._append_load(future.result(), epoch)
+        elif action.kind == "write_state":
+            log.info("Finished initial migration of ZK metadata to KRaft")
+            driver.on_state_written(future.result())
+        elif action.kind in ("sync", "dual_write"):
+            if action.kind == "sync":
+                log.info(
+                    "synced ZooKeeper with the metadata at offset %d",
+                    action.leadership.metadata_offset,
+                )
+            driver.on_synced(future.result())
+            if action.kind == "dual_write":
+                driver.on_sent()
+        elif action.kind == "send_full":
+            log.info(
+                "sent FULL UpdateMetadata and LeaderAndIsr to brokers %s", driver.migrating_brokers
+            )
+            driver.on_sent()
+        if driver.state != before:
+            log.info("migration driver state %s -> %s", before.value, driver.state.value)
+        self.poke()
+
+    def _append_load(self, load: zk_data.MigrationLoad, epoch: int) -> None:
+        controller = self.host.controller
+        if controller is None or not controller.active or self.driver.active_epoch != epoch:
+            self.driver.on_error("leadership changed during the load", self.node.now_ms())
+            return
+        batches = m.migration_records(load.batches, self.host.config.migration_min_batch_size)
+        last = None
+        for batch in batches:
+            last = self.host._write(batch)
+            if last is None:  # leadership moved: the next leader aborts the transaction
+                self.driver.on_error("leadership changed during the load", self.node.now_ms())
+                return
+        assert last is not None
+        counts = load.counts()
+        for reason in load.refused:
+            log.warning("not migrated: %s", reason)
+        if load.skipped_deletions:
+            log.info("not migrating pending deleted topics: %s", ", ".join(load.skipped_deletions))
+        log.info(
+            "Completed migration of metadata from ZooKeeper to KRaft. %s. The current metadata "
+            "offset is now %d with an epoch of %d. Saw %d brokers in the migrated metadata %s.",
+            ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "No records",
+            last,
+            epoch,
+            len(load.broker_ids),
+            sorted(load.broker_ids),
+        )
+        self.driver.on_loaded(last, epoch)
+
+        def committed(ok: bool) -> None:
+            if ok and self.driver.active_epoch == epoch:
+                self.driver.on_committed()
+                self.poke()
+
+        self.host._after_commit(last, committed)
+
+    def _full_requests(
+        self, image: Any, leadership: m.ZkLeadership
+    ) -> list[tuple[str, int, Any, Any]]:
+        """(host, port, UpdateMetadata, LeaderAndIsr) for every unfenced migrating broker,
+        built on the loop from the image (the worker thread never reads it)."""
+        listener = self.host.config.inter_broker_listener_name
+        out = []
+        brokers = [b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced]
+        self.driver.migrating_brokers = tuple(sorted(b.broker_id for b in brokers))
+        for b in sorted(brokers, key=lambda b: b.broker_id):
+            endpoint = propagator.inter_broker_endpoint(b, listener)
+            if endpoint is None:
+                continue
+            common = {
+                "controller_id": self.driver.node_id,
+                "zk_controller_epoch": leadership.zk_controller_epoch,
+                "kraft_epoch": leadership.controller_epoch,
+            }
+            update = propagator.full_update_metadata(image, broker_epoch=b.epoch, **common)
+            lisr = propagator.full_leader_and_isr(image, b.broker_id, listener=listener, **common)
+            out.append((endpoint[0], endpoint[1], update, lisr))
+        return out
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = self.driver.next_deadline_ms()
+        if deadline is None or self._stopped:
+            return
+        delay = max(0.0, (deadline - self.node.now_ms()) / 1000)
+        self._timer = asyncio.get_running_loop().call_later(delay, lambda: self.node.run(self.poke))
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._executor.submit(self._close)
+        self._executor.shutdown(wait=False)
+
+    # -- the ZooKeeper side (the worker thread) -------------------------------------------------
+
+    def _client(self) -> KazooClient:
+        if self._zk is None:
+            self._zk = zk_client.connect(self.zookeeper_connect)
+        return self._zk
+
+    def _close(self) -> None:
+        if self._zk is not None:
+            with contextlib.suppress(KazooException):
+                zk_client.close(self._zk)
+            self._zk = None
+
+    def _recover(self) -> m.ZkLeadership:
+        zk = self._client()
+        for path in TOP_LEVEL_PATHS:
+            zk.ensure_path(path)
+        empty = m.ZkLeadership()
+        try:
+            data, stat = zk.get(zk_data.MIGRATION)
+        except NoNodeError:
+            with contextlib.suppress(NodeExistsError):
+                zk.create(zk_data.MIGRATION, _migration_json(empty))
+            data, stat = zk.get(zk_data.MIGRATION)
+        cid, cepoch, offset, epoch = zk_data.parse_migration(data)
+        return replace(
+            empty,
+            controller_id=cid,
+            controller_epoch=cepoch,
+            metadata_offset=offset,
+            metadata_epoch=epoch,
+            migration_zk_version=stat.version,
+        )
+
+    def _read_brokers(self) -> tuple[set[int], set[int]]:
+        zk = self._client()
+        brokers = {int(b) for b in zk.get_children(zk_data.BROKER_IDS)}
+        assigned: set[int] = set()
+        for topic in zk.get_children(zk_data.TOPICS):
+            try:
+                data, _ = zk.get(f"{zk_data.TOPICS}/{topic}")
+            except NoNodeError:
+                continue
+            snapshot = zk_data.ZkSnapshot({"/t": zk_data.Znode(data, 0)})
+            value = snapshot.json("/t") or {}
+            for replicas in value.get("partitions", {}).values():
+                assigned.update(int(b) for b in replicas)
+        return brokers, assigned
+
+    def _claim(self, leadership: m.ZkLeadership, now_ms: int) -> m.ZkLeadership | None:
+        """Kafka's tryRegisterKRaftControllerAsActiveController, then the unconditional
+        /migration write. None when the claim failed (retry later)."""
+        zk = self._client()
+        epoch_data, epoch_stat = zk.get(zk_data.CONTROLLER_EPOCH)
+        try:
+            controller_data, controller_stat = zk.get(zk_data.CONTROLLER)
+        except NoNodeError:
+            controller_data, controller_stat = None, None
+        if controller_data is not None:
+            current = zk_data.ZkSnapshot({"/c": zk_data.Znode(controller_data, 0)}).json("/c") or {}
+            if int(current.get("kraftControllerEpoch", -1)) >= leadership.controller_epoch:
+                log.info(
+                    "/controller names KRaft epoch %s >= ours", current.get("kraftControllerEpoch")
+                )
+                return None
+        new_epoch = int(epoch_data) + 1
+        tx = zk.transaction()
+        tx.set_data(zk_data.CONTROLLER_EPOCH, str(new_epoch).encode(), version=epoch_stat.version)
+        if controller_stat is not None:
+            tx.delete(zk_data.CONTROLLER, version=controller_stat.version)
+        wall_ms = int(time.time() * 1000)
+        tx.create(
+            zk_data.CONTROLLER,
+            zk_data.controller_json(leadership.controller_id, wall_ms, leadership.controller_epoch),
+        )
+        results = tx.commit()
+        if any(isinstance(x, Exception) for x in results):
+            log.info("claiming ZooKeeper controllership failed: %s", results)
+            return None
+        claimed = replace(
+            leadership,
+            zk_controller_epoch=new_epoch,
+            zk_controller_epoch_zk_version=results[0].version,
+        )
+        stat = zk.set(zk_data.MIGRATION, _migration_json(claimed), version=-1)
+        return replace(claimed, migration_zk_version=stat.version)
+
+    def _load(self) -> zk_data.MigrationLoad:
+        zk = self._client()
+        started = time.monotonic()
+        load = zk_data.read_all_metadata(zk_client.read_snapshot(zk))
+        log.info("read ZooKeeper's metadata in %.0f ms", (time.monotonic() - started) * 1000)
+        return load
+
+    def _write_state(self, leadership: m.ZkLeadership) -> m.ZkLeadership:
+        zk = self._client()
+        try:
+            stat = zk.set(
+                zk_data.MIGRATION,
+                _migration_json(leadership),
+                version=leadership.migration_zk_version,
+            )
+        except BadVersionError:
+            raise RuntimeError(
+                "/migration changed under this controller: another KRaft controller is making "
+                "writes to ZooKeeper"
+            ) from None
+        return replace(leadership, migration_zk_version=stat.version)
+
+    def _sync(self, want: zk_data.DesiredZk | None, leadership: m.ZkLeadership) -> m.ZkLeadership:
+        """ZooKeeper made to say what ``want`` says, with fenced writes; /migration records
+        ``leadership``."""
+        assert want is not None
+        zk = self._client()
+        started = time.monotonic()
+        ops, changed = zk_data.reconcile(want, zk_client.read_snapshot(zk))
+        result = self._fenced(zk, ops, leadership)
+        for entity in changed:
+            # Outside the fenced writes, as Kafka: brokers watch these to reload configs.
+            zk.create(
+                "/config/changes/config_change_",
+                zk_data.config_change_json(entity),
+                sequence=True,
+                makepath=True,
+            )
+        self.write_ms = (time.monotonic() - started) * 1000
+        if ops:
+            counts: dict[str, int] = {}
+            for op in ops:
+                counts[op.kind] = counts.get(op.kind, 0) + 1
+            log.info(
+                "Made the following ZK writes when reconciling with KRaft state: %s",
+                ", ".join(f"{k}={v}" for k, v in sorted(counts.items())),
+            )
+        return result
+
+    def _fenced(
+        self, zk: KazooClient, ops: list[zk_data.ZkOp], leadership: m.ZkLeadership
+    ) -> m.ZkLeadership:
+        """Kafka's fenced multi-ops: each write is one multi of (check /controller_epoch at
+        its version, check /migration -- on the last write, SetData of /migration --, the
+        write). A newer ZooKeeper or KRaft controller fails the checks."""
+        version = leadership.migration_zk_version
+        state = _migration_json(leadership)
+        if not ops:
+            try:
+                stat = zk.set(zk_data.MIGRATION, state, version=version)
+            except BadVersionError:
+                raise RuntimeError(_FENCED_MIGRATION) from None
+            return replace(leadership, migration_zk_version=stat.version)
+        for i, op in enumerate(ops):
+            last = i == len(ops) - 1
+            kind = op.kind
+            while True:
+                tx = zk.transaction()
+                tx.check(zk_data.CONTROLLER_EPOCH, leadership.zk_controller_epoch_zk_version)
+                if last:
+                    tx.set_data(zk_data.MIGRATION, state, version=version)
+                else:
+                    tx.check(zk_data.MIGRATION, version)
+                if kind == "create":
+                    tx.create(op.path, op.data)
+                elif kind == "set":
+                    tx.set_data(op.path, op.data)
+                elif kind == "delete":
+                    tx.delete(op.path)
+                results = tx.commit()
+                if not any(isinstance(x, Exception) for x in results):
+                    break
+                if isinstance(results[0], BadVersionError):
+                    raise RuntimeError(
+                        "Controller epoch zkVersion check fails: another controller took over"
+                    )
+                if isinstance(results[1], BadVersionError):
+                    raise RuntimeError(_FENCED_MIGRATION)
+                error = results[2] if len(results) > 2 else results[-1]
+                # Idempotent, as Kafka's callers: an existing node is set, a missing one is
+                # already deleted (only the fencing ops run).
+                if kind == "create" and isinstance(error, NodeExistsError):
+                    kind = "set"
+                elif kind == "delete" and isinstance(error, NoNodeError):
+                    kind = "none"
+                elif kind == "set" and isinstance(error, NoNodeError):
+                    kind = "create"
+                else:
+                    raise RuntimeError(f"ZooKeeper refused {op.kind} {op.path}: {error!r}")
+            if last:
+                version = results[1].version
+        return replace(leadership, migration_zk_version=version)
+
+    def _dual_write(
+        self,
+        want: zk_data.DesiredZk | None,
+        leadership: m.ZkLeadership,
+        sends: list[tuple[str, int, Any, Any]],
+    ) -> m.ZkLeadership:
+        result = self._sync(want, leadership)
+        self._send(sends)
+        return result
+
+    def _send(self, sends: list[tuple[str, int, Any, Any]]) -> None:
+        """FULL UpdateMetadata to every broker first, then FULL LeaderAndIsr (KAFKA-14656:
+        a broker refuses leaders it does not know). Answers and failures are only logged, as
+        Kafka's; a broker missed now gets the next FULL requests (every mirrored change)."""
+        reached = []
+        for host, port, update, lisr in sends:
+            try:
+                answer = self._channel(host, port).call(
+                    update, propagator.UPDATE_METADATA_VERSION, UpdateMetadataResponse
+                )
+            except LegacyChannelError as e:
+                log.warning("UpdateMetadata not delivered: %s", e)
+                continue
+            reached.append((host, port, lisr))
+            if answer.error_code:
+                log.warning("UpdateMetadata to %s:%d: error %d", host, port, answer.error_code)
+        for host, port, lisr in reached:
+            try:
+                answer = self._channel(host, port).call(
+                    lisr, propagator.LEADER_AND_ISR_VERSION, LeaderAndIsrResponse
+                )
+            except LegacyChannelError as e:
+                log.warning("LeaderAndIsr not delivered: %s", e)
+                continue
+            errors = [
+                (t.topic_id, e.partition_index, e.error_code)
+                for t in answer.topics
+                for e in t.partition_errors
+                if e.error_code
+            ]
+            if answer.error_code or errors:
+                log.warning(
+                    "LeaderAndIsr to %s:%d: error %d, partition errors %s",
+                    host,
+                    port,
+                    answer.error_code,
+                    errors[:10],
+                )
+
+    def _channel(self, host: str, port: int) -> LegacyChannel:
+        key = (host, port)
+        channel = self._channels.get(key)
+        if channel is None:
+            channel = LegacyChannel(
+                host, port, client_id=f"pykraft-controller-{self.driver.node_id}"
+            )
+            self._channels[key] = channel
+        return channel
+
+
+_FENCED_MIGRATION = (
+    "/migration changed under this controller: another KRaft controller is making writes to "
+    "ZooKeeper"
+)
+
+
+def _migration_json(s: m.ZkLeadership) -> bytes:
+    return zk_data.migration_json(
+        s.controller_id, s.controller_epoch, s.metadata_offset, s.metadata_epoch
+    )

@@ -1,0 +1,324 @@
+"""KIP-866 with real processes: a real ZooKeeper, three real Kafka 3.9 brokers in ZooKeeper
+mode holding data, and a pykraft controller with ``zookeeper.metadata.migration.enable``.
+The brokers are rolled into migration mode as Kafka's operator procedure says; they register
+with pykraft as migrating ZooKeeper brokers, pykraft claims ZooKeeper's controllership and
+copies ZooKeeper's metadata into its log in one metadata transaction."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from pykraft.interop.cluster import Server, free_ports, read_metrics
+from pykraft.interop.kafka import write_properties
+from pykraft.interop.zookeeper import ZK_BROKER_STARTED
+from pykraft.metadata import records as r
+from pykraft.metadata.serde import decode_record
+from pykraft.migration import zk_client, zk_data
+from pykraft.records import decode_records, iter_batches
+
+from .conftest import OldCluster
+
+CONTROLLER_ID = 3000
+MESSAGES = 300
+FINISHED = "Finished initial migration of ZK metadata to KRaft"
+DUAL_WRITE = "-> DUAL_WRITE"
+
+
+@dataclass
+class Migrated:
+    old: OldCluster
+    controller: Server
+    epoch_before: int
+    topic_id: str
+    sent: list[bytes]
+
+
+def _until(predicate: Any, what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _controller(base: Path, old: OldCluster, cluster_id: str, **extra: object) -> Server:
+    port, metrics = free_ports(2)
+    data = base / "controller"
+    config = write_properties(
+        base / "controller.properties",
+        {
+            "process.roles": "controller",
+            "node.id": CONTROLLER_ID,
+            "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{port}",
+            "metadata.log.dir": data,
+            "metrics.port": metrics,
+            "zookeeper.metadata.migration.enable": "true",
+            "zookeeper.connect": old.zookeeper.connect,
+            "inter.broker.listener.name": "PLAINTEXT",
+            **extra,
+        },
+    )
+    return Server(
+        CONTROLLER_ID, "pykraft", port, config, data, base / "controller.log", None, metrics
+    )
+
+
+def _format(server: Server, cluster_id: str, *flags: str) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykraft.cli.main",
+            "storage",
+            "format",
+            "--config",
+            str(server.config),
+            "--cluster-id",
+            cluster_id,
+            "--standalone",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture(scope="module")
+def migrated(
+    old_cluster: OldCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Migrated]:
+    kafka = old_cluster.kafka
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
+    admin.create_topics([NewTopic("orders", 3, 3, topic_configs={"retention.ms": "86400000"})])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=5)
+    sent = [f"order-{i}".encode() for i in range(MESSAGES)]
+    for value in sent:
+        producer.send("orders", value)
+    producer.flush(timeout=60)
+    producer.close()
+    with zk_client.session(old_cluster.zookeeper.connect) as zk:
+        snapshot = zk_client.read_snapshot(zk)
+    cluster_id = zk_data.cluster_id(snapshot)
+    assert cluster_id is not None
+    topic = snapshot.json("/brokers/topics/orders")
+    assert topic is not None
+    epoch_before = int((snapshot.get("/controller_epoch") or zk_data.Znode(b"0", 0)).data or b"0")
+
+    base = tmp_path_factory.mktemp("kraft")
+    controller = _controller(base, old_cluster, cluster_id)
+    _format(controller, cluster_id, "--release-version", "3.9")
+    controller.start()
+    try:
+        controller.wait_for("active controller", 60)
+        # Kafka's phase 1: each ZooKeeper broker restarted with the migration configs.
+        for broker in kafka.brokers:
+            broker.stop()
+            kafka.reconfigure(
+                broker,
+                {
+                    "zookeeper.metadata.migration.enable": "true",
+                    "controller.quorum.bootstrap.servers": controller.address,
+                    "controller.listener.names": "CONTROLLER",
+                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    "inter.broker.protocol.version": "3.9",
+                },
+            )
+            after = len(broker.text())
+            broker.start()
+            broker.wait_for(ZK_BROKER_STARTED, 120, after=after)
+            broker.wait_for("The broker has been unfenced", 60, after=after)
+        controller.wait_for(FINISHED, 60)
+        controller.wait_for(DUAL_WRITE, 60)
+        yield Migrated(old_cluster, controller, epoch_before, str(topic["topic_id"]), sent)
+    finally:
+        controller.kill()
+
+
+def _log_records(controller: Server) -> list[tuple[int, Any]]:
+    out: list[tuple[int, Any]] = []
+    for segment in sorted((controller.data / "__cluster_metadata-0").glob("*.log")):
+        buf = segment.read_bytes()
+        for header, pos in iter_batches(buf):
+            if header.is_control:
+                continue
+            for record in decode_records(buf[pos : pos + header.size]):
+                assert record.value is not None
+                out.append((record.offset, decode_record(record.value)[0]))
+    return out
+
+
+def test_zookeeper_names_the_kraft_controller(migrated: Migrated) -> None:
+    with zk_client.session(migrated.old.zookeeper.connect) as zk:
+        controller = zk_data.ZkSnapshot({"/c": zk_data.Znode(zk.get("/controller")[0], 0)}).json(
+            "/c"
+        )
+        epoch = int(zk.get("/controller_epoch")[0])
+        state = zk_data.parse_migration(zk.get("/migration")[0])
+        ephemeral = zk.exists("/controller").ephemeralOwner
+    assert controller is not None and controller["brokerid"] == CONTROLLER_ID
+    assert controller["kraftControllerEpoch"] >= 1
+    assert ephemeral == 0  # persistent: ZooKeeper brokers cannot elect one of their own
+    assert epoch > migrated.epoch_before
+    records = _log_records(migrated.controller)
+    ends = [o for o, rec in records if isinstance(rec, r.EndTransactionRecord)]
+    # /migration holds the offset of the initial load's end, or of a later dual write.
+    assert state[0] == CONTROLLER_ID and ends[-1] <= state[2] <= records[-1][0]
+
+
+def test_initial_load_is_one_transaction_of_zookeepers_metadata(migrated: Migrated) -> None:
+    records = _log_records(migrated.controller)
+    begins = [i for i, (_, rec) in enumerate(records) if isinstance(rec, r.BeginTransactionRecord)]
+    load = [i for i in begins if records[i][1].name == "ZK Migration"]
+    assert len(load) == 1
+    body = []
+    for _, rec in records[load[0] + 1 :]:
+        if isinstance(rec, r.EndTransactionRecord):
+            break
+        body.append(rec)
+    assert isinstance(body[-1], r.ZkMigrationStateRecord) and body[-1].zk_migration_state == 1
+    topics = {t.name: t.topic_id for t in body if isinstance(t, r.TopicRecord)}
+    from pykraft.storage.meta import uuid_to_kafka
+
+    assert uuid_to_kafka(topics["orders"]) == migrated.topic_id
+    parts = [p for p in body if isinstance(p, r.PartitionRecord) and p.topic_id == topics["orders"]]
+    assert sorted(p.partition_id for p in parts) == [0, 1, 2]
+    assert all(len(p.replicas) == 3 and p.leader in p.isr for p in parts)
+    assert any(
+        isinstance(c, r.ConfigRecord) and c.resource_name == "orders" and c.name == "retention.ms"
+        for c in body
+    )
+
+
+def test_kafkas_own_decoder_reads_the_migrated_log(migrated: Migrated) -> None:
+    """Kafka 3.9's DumpLogSegments decodes every record pykraft wrote (as the migrating
+    brokers, which observe this log, must)."""
+    segments = sorted((migrated.controller.data / "__cluster_metadata-0").glob("*.log"))
+    out = migrated.old.dist.run(
+        "kafka.tools.DumpLogSegments",  # its 3.9 home
+        "--cluster-metadata-decoder",
+        "--files",
+        ",".join(map(str, segments)),
+    ).stdout
+    assert '"type":"ZK_MIGRATION_STATE_RECORD"' in out.replace(" ", "")
+    assert '"name":"orders"' in out.replace(" ", "")
+    assert "Error" not in out and "Exception" not in out
+
+
+def test_metrics_report_the_migration(migrated: Migrated) -> None:
+    port = migrated.controller.metrics_port
+    assert port is not None
+    values = read_metrics("127.0.0.1", port, timeout_s=5)
+    assert values["kafka_controller_kafkacontroller_zk_migration_state"] == 1.0
+    assert values["kafka_controller_kafkacontroller_migrating_zk_broker_count"] == 3.0
+
+
+def test_every_acknowledged_record_is_still_served(migrated: Migrated) -> None:
+    consumer = KafkaConsumer(
+        bootstrap_servers=migrated.old.kafka.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=20_000,
+    )
+    partitions = [TopicPartition("orders", p) for p in range(3)]
+    consumer.assign(partitions)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(migrated.sent) and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=1000).values():
+            got.extend(m.value for m in batch)
+    consumer.close()
+    assert sorted(got) == sorted(migrated.sent)
+
+
+def test_a_cluster_born_in_kraft_refuses_the_migration(
+    old_cluster: OldCluster, tmp_path: Path
+) -> None:
+    """Kafka's rule: a log created without the migration flag never migrates; the controller
+    stops with one CRITICAL line."""
+    server = _controller(tmp_path, old_cluster, "X5SvYNT7TJu0jYq2_o3_vg")
+    server.config.write_text(
+        server.config.read_text().replace("zookeeper.metadata.migration.enable=true", "")
+    )
+    _format(server, "X5SvYNT7TJu0jYq2_o3_vg", "--release-version", "3.9")
+    server.start()
+    server.wait_for("active controller", 60)
+    server.stop()
+    text = server.config.read_text() + "zookeeper.metadata.migration.enable=true\n"
+    server.config.write_text(text)
+    after = len(server.text())
+    server.start()
+    assert server.process is not None
+    assert server.process.wait(timeout=60) == 1
+    assert "created in KRaft mode" in server.text()[after:]
+
+
+def _znode(zk: Any, path: str) -> dict[str, Any]:
+    value = zk_data.ZkSnapshot({"/n": zk_data.Znode(zk.get(path)[0], 0)}).json("/n")
+    assert value is not None, path
+    return value
+
+
+def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Migrated) -> None:
+    """A topic created, reconfigured and deleted through the ZooKeeper-mode brokers (which now
+    forward to pykraft) appears in ZooKeeper as the ZooKeeper-era controller wrote topics: the
+    same JSON shapes as ``orders``, written before the migration by Kafka itself."""
+    bootstrap = migrated.old.kafka.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic("dual", 2, 3, topic_configs={"cleanup.policy": "compact"})])
+        with zk_client.session(migrated.old.zookeeper.connect) as zk:
+            _until(lambda: zk.exists("/brokers/topics/dual/partitions/1/state") is not None, "dual")
+            _until(
+                lambda: (
+                    _znode(zk, "/config/topics/dual")["config"] == {"cleanup.policy": "compact"}
+                ),
+                "dual's config",
+            )
+            old, new = _znode(zk, "/brokers/topics/orders"), _znode(zk, "/brokers/topics/dual")
+            assert set(new) == set(old) and new["version"] == 3
+            assert sorted(new["partitions"]) == ["0", "1"]
+            assert all(len(v) == 3 for v in new["partitions"].values())
+            old_state = _znode(zk, "/brokers/topics/orders/partitions/0/state")
+            state = _znode(zk, "/brokers/topics/dual/partitions/0/state")
+            assert set(state) == set(old_state) and state["version"] == 1
+            assert state["leader"] in state["isr"] and state["controller_epoch"] >= 1
+            changes = zk.get_children("/config/changes")
+            assert any(
+                _znode(zk, f"/config/changes/{c}")["entity_path"] == "topics/dual" for c in changes
+            )
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=5)
+        for i in range(20):
+            producer.send("dual", key=b"k%d" % i, value=b"v%d" % i)
+        producer.flush(timeout=60)
+        producer.close()
+        admin.delete_topics(["dual"])
+        with zk_client.session(migrated.old.zookeeper.connect) as zk:
+            _until(lambda: zk.exists("/brokers/topics/dual") is None, "dual deleted in ZooKeeper")
+            assert zk.exists("/config/topics/dual") is None
+    finally:
+        admin.close()
+    port = migrated.controller.metrics_port
+    assert port is not None
+    _until(
+        lambda: (
+            read_metrics("127.0.0.1", port, timeout_s=5)[
+                "kafka_controller_kafkacontroller_zk_write_behind_lag"
+            ]
+            == 0.0
+        ),
+        "ZooKeeper caught up",
+    )
