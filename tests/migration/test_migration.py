@@ -322,3 +322,29 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
         ),
         "ZooKeeper caught up",
     )
+
+
+def test_migration_describe_reports_the_state(migrated: Migrated) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykraft.cli.main",
+            "migration",
+            "describe",
+            "--zookeeper",
+            migrated.old.zookeeper.connect,
+            "--metrics",
+            f"127.0.0.1:{migrated.controller.metrics_port}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    fields = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    assert fields["KRaftControllerId"] == str(CONTROLLER_ID)
+    assert fields["InitialLoadDone"] == "true"
+    assert fields["ZkMigrationState"] == "MIGRATION"
+    assert fields["MigratingZkBrokerCount"] == "3"
+    assert fields["ZkBrokers"] == "0,1,2"
