@@ -1,0 +1,130 @@
+"""KRaft -> ZooKeeper reconciliation without I/O (Kafka's KRaftMigrationZkWriter snapshot
+rules): what ZooKeeper must say for an image, and the fewest writes that make it say so."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from pykraft.controller.image import Image
+from pykraft.metadata import records as r
+from pykraft.migration import zk_data as z
+
+T1 = uuid.UUID(int=11)
+T2 = uuid.UUID(int=22)
+
+
+def image() -> Image:
+    img = Image()
+    records = [
+        r.TopicRecord(name="a", topic_id=T1),
+        r.PartitionRecord(
+            partition_id=0,
+            topic_id=T1,
+            replicas=(1, 2),
+            isr=(1, 2),
+            leader=1,
+            leader_epoch=3,
+            partition_epoch=5,
+        ),
+        r.ConfigRecord(resource_type=z.TOPIC, resource_name="a", name="retention.ms", value="1"),
+        r.ConfigRecord(
+            resource_type=z.BROKER, resource_name="", name="log.cleaner.threads", value="2"
+        ),
+    ]
+    for offset, rec in enumerate(records):
+        img.replay(rec, 0, offset)
+    return img
+
+
+def node(value: object, version: int = 0, children: tuple[str, ...] = ()) -> z.Znode:
+    data = json.dumps(value).encode() if value is not None else None
+    return z.Znode(data, version, children)
+
+
+def test_empty_zookeeper_gets_every_znode_parents_first() -> None:
+    ops, changed = z.reconcile(z.desired(image(), 7), z.ZkSnapshot({}))
+    paths = [(op.kind, op.path) for op in ops]
+    assert (
+        paths.index(("create", "/brokers/topics/a"))
+        < paths.index(("create", "/brokers/topics/a/partitions"))
+        < paths.index(("create", "/brokers/topics/a/partitions/0"))
+        < paths.index(("create", "/brokers/topics/a/partitions/0/state"))
+    )
+    state = json.loads(next(op.data for op in ops if op.path.endswith("/state")))
+    assert state == {
+        "version": 1,
+        "leader": 1,
+        "leader_epoch": 3,
+        "controller_epoch": 7,
+        "isr": [1, 2],
+    }
+    assert ("create", "/config/topics/a") in paths and (
+        "create",
+        "/config/brokers/<default>",
+    ) in paths
+    assert sorted(changed) == ["brokers/<default>", "topics/a"]
+
+
+def test_in_sync_zookeeper_needs_nothing_and_stale_parts_are_fixed() -> None:
+    want = z.desired(image(), 7)
+    ops, _ = z.reconcile(want, z.ZkSnapshot({}))
+    have = {op.path: z.Znode(op.data or None, 0) for op in ops}
+    have["/brokers/topics"] = z.Znode(None, 0, ("a", "gone"))
+    have["/brokers/topics/a/partitions"] = z.Znode(None, 0, ("0", "1"))
+    have["/brokers/topics/a/partitions/1"] = z.Znode(None, 0)
+    have["/brokers/topics/a/partitions/1/state"] = node({"leader": 1})
+    have["/brokers/topics/gone"] = node({"version": 3, "partitions": {"0": [1]}})
+    have["/brokers/topics/gone/partitions"] = z.Znode(None, 0, ())
+    have["/config/topics"] = z.Znode(None, 0, ("a",))
+    have["/config/brokers"] = z.Znode(None, 0, ("<default>", "3"))
+    have["/config/brokers/3"] = node({"version": 1, "config": {"x": "y"}})
+    again, changed = z.reconcile(want, z.ZkSnapshot(have))
+    assert [(op.kind, op.path) for op in again] == [
+        ("delete", "/brokers/topics/a/partitions/1/state"),
+        ("delete", "/brokers/topics/a/partitions/1"),
+        ("delete", "/brokers/topics/gone/partitions"),
+        ("delete", "/brokers/topics/gone"),
+        ("set", "/config/brokers/3"),
+    ]
+    assert changed == ["brokers/3"]
+    state_path = "/brokers/topics/a/partitions/0/state"
+    have[state_path] = node(
+        {"version": 1, "leader": 2, "leader_epoch": 3, "controller_epoch": 1, "isr": [2]}
+    )
+    moved, _ = z.reconcile(want, z.ZkSnapshot(have))
+    assert ("set", state_path) in [(op.kind, op.path) for op in moved]
+
+
+def test_migration_znode_round_trip_and_refusal() -> None:
+    assert z.parse_migration(z.migration_json(3000, 4, 99, 4)) == (3000, 4, 99, 4)
+    bad = json.dumps({"version": 1}).encode()
+    try:
+        z.parse_migration(bad)
+    except z.ZkDataError as e:
+        assert "unknown version" in str(e)
+    else:
+        raise AssertionError("version 1 accepted")
+
+
+def test_pending_deletions_are_skipped_and_topics_without_ids_refused() -> None:
+    snapshot = z.ZkSnapshot(
+        {
+            "/brokers/topics": z.Znode(None, 0, ("old", "doomed", "ok")),
+            "/brokers/topics/old": node({"version": 1, "partitions": {"0": [1]}}),
+            "/brokers/topics/doomed": node(
+                {"version": 3, "partitions": {"0": [1]}, "topic_id": "AAAAAAAAAAAAAAAAAAAAAQ"}
+            ),
+            "/brokers/topics/ok": node(
+                {"version": 3, "partitions": {"0": [4, 5]}, "topic_id": "AAAAAAAAAAAAAAAAAAAAAg"}
+            ),
+            "/admin/delete_topics": z.Znode(None, 0, ("doomed",)),
+        }
+    )
+    load = z.read_all_metadata(snapshot)
+    assert load.skipped_deletions == ["doomed"]
+    assert any("no topic id" in reason for reason in load.refused)
+    (partition,) = [rec for rec, _ in load.records() if isinstance(rec, r.PartitionRecord)]
+    # No state znode: every replica in sync, the first leads, epochs 0 (Kafka's rule).
+    assert (partition.isr, partition.leader, partition.leader_epoch) == ((4, 5), 4, 0)
+    assert load.broker_ids == {4, 5}
