@@ -9,16 +9,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
-from pykraft.interop.cluster import Server, free_ports, read_metrics
+from pykraft.interop.cluster import BROKER_STARTED, Server, free_ports, read_metrics
 from pykraft.interop.kafka import write_properties
 from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
@@ -27,6 +27,7 @@ from pykraft.migration import zk_client, zk_data
 from pykraft.records import decode_records, iter_batches
 
 from .conftest import OldCluster
+from .traffic import Traffic
 
 CONTROLLER_ID = 3000
 MESSAGES = 300
@@ -41,6 +42,7 @@ class Migrated:
     epoch_before: int
     topic_id: str
     sent: list[bytes]
+    traffic: Traffic
 
 
 def _until(predicate: Any, what: str, timeout_s: float = 60) -> None:
@@ -48,6 +50,37 @@ def _until(predicate: Any, what: str, timeout_s: float = 60) -> None:
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+
+
+def _full_isr(bootstrap: str, topics: list[str]) -> bool:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        described = admin.describe_topics(topics)
+    except Exception:  # a broker restarting: ask again
+        return False
+    finally:
+        admin.close()
+    return all(
+        not t["error_code"]
+        and all(len(p["isr_nodes"]) == len(p["replica_nodes"]) for p in t["partitions"])
+        for t in described
+    )
+
+
+def _roll(
+    old: OldCluster, changes: Callable[[Server], dict[str, object | None]], *, started: str
+) -> None:
+    """Restart each broker with ``changes(broker)``, one at a time, each back in every ISR
+    before the next stops (Kafka's rolling restart)."""
+    kafka = old.kafka
+    for broker in kafka.brokers:
+        broker.stop()
+        kafka.reconfigure(broker, changes(broker))
+        after = len(broker.text())
+        broker.start()
+        broker.wait_for(started, 120, after=after)
+        broker.wait_for("The broker has been unfenced", 60, after=after)
+        _until(lambda: _full_isr(kafka.bootstrap, ["orders", "live"]), "every ISR full", 120)
 
 
 def _controller(base: Path, old: OldCluster, cluster_id: str, **extra: object) -> Server:
@@ -102,8 +135,25 @@ def migrated(
 ) -> Iterator[Migrated]:
     kafka = old_cluster.kafka
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
-    admin.create_topics([NewTopic("orders", 3, 3, topic_configs={"retention.ms": "86400000"})])
+    admin.create_topics(
+        [
+            NewTopic("orders", 3, 3, topic_configs={"retention.ms": "86400000"}),
+            NewTopic("live", 3, 3, topic_configs={"min.insync.replicas": "2"}),
+        ]
+    )
     admin.close()
+    old_cluster.dist.run(
+        "configs",
+        "--bootstrap-server",
+        kafka.bootstrap,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=8192,password=alice-secret]",
+    )
     producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=5)
     sent = [f"order-{i}".encode() for i in range(MESSAGES)]
     for value in sent:
@@ -122,29 +172,26 @@ def migrated(
     controller = _controller(base, old_cluster, cluster_id)
     _format(controller, cluster_id, "--release-version", "3.9")
     controller.start()
+    traffic = Traffic(kafka.bootstrap, "live", 3).start()
     try:
         controller.wait_for("active controller", 60)
         # Kafka's phase 1: each ZooKeeper broker restarted with the migration configs.
-        for broker in kafka.brokers:
-            broker.stop()
-            kafka.reconfigure(
-                broker,
-                {
-                    "zookeeper.metadata.migration.enable": "true",
-                    "controller.quorum.bootstrap.servers": controller.address,
-                    "controller.listener.names": "CONTROLLER",
-                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                    "inter.broker.protocol.version": "3.9",
-                },
-            )
-            after = len(broker.text())
-            broker.start()
-            broker.wait_for(ZK_BROKER_STARTED, 120, after=after)
-            broker.wait_for("The broker has been unfenced", 60, after=after)
+        _roll(
+            old_cluster,
+            lambda _broker: {
+                "zookeeper.metadata.migration.enable": "true",
+                "controller.quorum.bootstrap.servers": controller.address,
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.protocol.version": "3.9",
+            },
+            started=ZK_BROKER_STARTED,
+        )
         controller.wait_for(FINISHED, 60)
         controller.wait_for(DUAL_WRITE, 60)
-        yield Migrated(old_cluster, controller, epoch_before, str(topic["topic_id"]), sent)
+        yield Migrated(old_cluster, controller, epoch_before, str(topic["topic_id"]), sent, traffic)
     finally:
+        traffic.finish(timeout_s=0)
         controller.kill()
 
 
@@ -309,6 +356,14 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
         with zk_client.session(migrated.old.zookeeper.connect) as zk:
             _until(lambda: zk.exists("/brokers/topics/dual") is None, "dual deleted in ZooKeeper")
             assert zk.exists("/config/topics/dual") is None
+        # StopReplica with DeletePartition: every broker drops its replicas' logs (Kafka
+        # renames them "dual-N.<id>-delete" first, then removes them).
+        for broker in migrated.old.kafka.brokers:
+            _until(
+                lambda b=broker: not {"dual-0", "dual-1"} & {d.name for d in b.data.iterdir()},
+                f"broker {broker.node_id} dropping dual's logs",
+            )
+            assert "Found stray partitions" not in broker.text()
     finally:
         admin.close()
     port = migrated.controller.metrics_port
@@ -348,3 +403,126 @@ def test_migration_describe_reports_the_state(migrated: Migrated) -> None:
     assert fields["ZkMigrationState"] == "MIGRATION"
     assert fields["MigratingZkBrokerCount"] == "3"
     assert fields["ZkBrokers"] == "0,1,2"
+
+
+def _lag(migrated: Migrated) -> float:
+    port = migrated.controller.metrics_port
+    assert port is not None
+    return read_metrics("127.0.0.1", port, timeout_s=5)[
+        "kafka_controller_kafkacontroller_zk_write_behind_lag"
+    ]
+
+
+# -- phase 2 and finalize: these run last, on brokers restarted in KRaft mode -----------------
+
+
+def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migrated) -> None:
+    """Kafka's phase 2: each broker restarted as a KRaft broker (node.id, process.roles, no
+    ZooKeeper configs, no IBP) while traffic runs; it registers as a KRaft broker and serves
+    the migrated topics; changes made now are still written to ZooKeeper (rollback stays
+    possible)."""
+    old = migrated.old
+    _roll(
+        old,
+        lambda broker: {
+            "zookeeper.metadata.migration.enable": None,
+            "zookeeper.connect": None,
+            "zookeeper.session.timeout.ms": None,
+            "inter.broker.protocol.version": None,
+            "broker.id": None,
+            "node.id": broker.node_id,
+            "process.roles": "broker",
+        },
+        started=BROKER_STARTED,
+    )
+    port = migrated.controller.metrics_port
+    assert port is not None
+    metrics = read_metrics("127.0.0.1", port, timeout_s=5)
+    assert metrics["kafka_controller_kafkacontroller_migrating_zk_broker_count"] == 0.0
+    assert metrics["kafka_controller_kafkacontroller_zk_migration_state"] == 1.0
+    admin = KafkaAdminClient(bootstrap_servers=old.kafka.bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic("kraft-era", 2, 3)])
+    finally:
+        admin.close()
+    with zk_client.session(old.zookeeper.connect) as zk:
+        _until(
+            lambda: zk.exists("/brokers/topics/kraft-era/partitions/1/state") is not None,
+            "kraft-era in ZooKeeper",
+        )
+        assert sorted(_znode(zk, "/brokers/topics/kraft-era")["partitions"]) == ["0", "1"]
+    _until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
+
+
+def test_zookeeper_outage_during_dual_write_shows_as_lag_and_heals(migrated: Migrated) -> None:
+    """ZooKeeper stopped during dual write: the controller keeps committing (the brokers
+    are KRaft brokers now), ZkWriteBehindLag grows, and once ZooKeeper is back the writes
+    resume and the lag returns to 0."""
+    old = migrated.old
+    old.zookeeper.stop()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=old.kafka.bootstrap, request_timeout_ms=30_000)
+        try:
+            admin.create_topics([NewTopic("while-zk-down", 1, 3)])
+        finally:
+            admin.close()
+        _until(lambda: _lag(migrated) > 0, "the write-behind lag reported")
+    finally:
+        old.zookeeper.start()
+    _until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up after the outage", 120)
+    with zk_client.session(old.zookeeper.connect) as zk:
+        assert zk.exists("/brokers/topics/while-zk-down/partitions/0/state") is not None
+
+
+def test_finalize_ends_dual_write_and_loses_nothing(migrated: Migrated) -> None:
+    """The controller restarted without the migration flag writes POST_MIGRATION and stops
+    writing to ZooKeeper; every acknowledged record of the traffic that ran through the whole
+    migration is served, and every migrated topic, config and SCRAM user is in KRaft."""
+    old, controller = migrated.old, migrated.controller
+    controller.stop()
+    controller.config.write_text(
+        controller.config.read_text().replace("zookeeper.metadata.migration.enable=true", "")
+    )
+    after = len(controller.text())
+    controller.start()
+    controller.wait_for("active controller", 60, after=after)
+    _until(
+        lambda: any(
+            isinstance(rec, r.ZkMigrationStateRecord) and rec.zk_migration_state == 3
+            for _, rec in _log_records(controller)
+        ),
+        "POST_MIGRATION in the log",
+    )
+    port = controller.metrics_port
+    assert port is not None
+    _until(
+        lambda: (
+            read_metrics("127.0.0.1", port, timeout_s=5)[
+                "kafka_controller_kafkacontroller_zk_migration_state"
+            ]
+            == 3.0
+        ),
+        "ZkMigrationState POST_MIGRATION",
+    )
+    bootstrap = old.kafka.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic("after-finalize", 1, 3)])
+        _until(lambda: "after-finalize" in admin.list_topics(), "after-finalize in KRaft")
+        topics = set(admin.list_topics())
+        assert {"orders", "live", "kraft-era", "while-zk-down"} <= topics
+        assert "dual" not in topics
+        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "orders")])
+        assert str(described["topic"]["orders"]["retention.ms"]["value"]) == "86400000"
+    finally:
+        admin.close()
+    time.sleep(2)  # a dual write would have reached ZooKeeper by now
+    with zk_client.session(old.zookeeper.connect) as zk:
+        assert zk.exists("/brokers/topics/after-finalize") is None
+    users = old.dist.run(
+        "configs", "--bootstrap-server", bootstrap, "--describe", "--entity-type", "users"
+    ).stdout
+    assert "alice" in users and "SCRAM-SHA-256" in users
+    missing = migrated.traffic.finish()
+    assert len(migrated.traffic.acked) > 500
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:5]}"

@@ -8,6 +8,12 @@ each partition's ControllerEpoch is the KRaft leader epoch; BrokerEpoch is the t
 broker's KRaft registration epoch. FULL (type 2) requests list every partition: a broker treats
 a local log missing from a FULL LeaderAndIsr as stray (KAFKA-15605), so ``full_leader_and_isr``
 always lists every partition the broker replicates.
+
+StopReplica v4 (``stop_replicas``) is what a FULL LeaderAndIsr cannot say: a replica to drop.
+Between two ``replica_map`` views of the image, every replica of a deleted topic gets
+DeletePartition with leader epoch -2 (Kafka's ``LeaderAndIsr.EpochDuringDelete``, which a
+broker accepts whatever its own epoch) and every replica removed from a partition's
+assignment (a finished reassignment) gets DeletePartition with the partition's leader epoch.
 """
 
 from __future__ import annotations
@@ -20,6 +26,11 @@ from pykraft.migration.rpc.leader_and_isr_request import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
+)
+from pykraft.migration.rpc.stop_replica_request import (
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    StopReplicaTopicState,
 )
 from pykraft.migration.rpc.update_metadata_request import (
     UpdateMetadataBroker,
@@ -37,12 +48,18 @@ __all__ = [
     "full_leader_and_isr",
     "full_update_metadata",
     "inter_broker_endpoint",
+    "replica_map",
+    "stop_replicas",
 ]
 
 UPDATE_METADATA_VERSION: Final = 8
 LEADER_AND_ISR_VERSION: Final = 7
 STOP_REPLICA_VERSION: Final = 4
 INCREMENTAL, FULL = 1, 2
+EPOCH_DURING_DELETE: Final = -2
+
+# (topic id, partition) -> (topic name, replicas, leader epoch)
+ReplicaMap = dict[tuple[object, int], tuple[str, tuple[int, ...], int]]
 
 
 def inter_broker_endpoint(broker: BrokerState, listener: str) -> tuple[str, int] | None:
@@ -174,3 +191,55 @@ def full_leader_and_isr(
         topic_states=tuple(topics),
         live_leaders=tuple(live),
     )
+
+
+def replica_map(image: Image) -> ReplicaMap:
+    """Where every partition's replicas are, to compare with the next image."""
+    return {
+        (t.topic_id, p.partition_id): (t.name, p.replicas, p.leader_epoch)
+        for t in image.topics.values()
+        for p in t.partitions.values()
+    }
+
+
+def stop_replicas(
+    before: ReplicaMap,
+    after: ReplicaMap,
+    broker_epochs: dict[int, int],
+    *,
+    controller_id: int,
+    zk_controller_epoch: int,
+) -> dict[int, StopReplicaRequest]:
+    """StopReplica (DeletePartition) per broker of ``broker_epochs`` for every replica in
+    ``before`` that ``after`` no longer has: deleted topics' replicas with epoch -2, replicas
+    reassigned away with the partition's leader epoch."""
+    drops: dict[int, dict[str, list[StopReplicaPartitionState]]] = {}
+    for key, (name, replicas, _) in before.items():
+        now = after.get(key)
+        if now is None:
+            gone, epoch = replicas, EPOCH_DURING_DELETE
+        else:
+            gone = tuple(b for b in replicas if b not in now[1])
+            epoch = now[2]
+        for broker in gone:
+            if broker in broker_epochs:
+                state = StopReplicaPartitionState(
+                    partition_index=key[1], leader_epoch=epoch, delete_partition=True
+                )
+                drops.setdefault(broker, {}).setdefault(name, []).append(state)
+    return {
+        broker: StopReplicaRequest(
+            controller_id=controller_id,
+            is_k_raft_controller=True,
+            controller_epoch=zk_controller_epoch,
+            broker_epoch=broker_epochs[broker],
+            topic_states=tuple(
+                StopReplicaTopicState(
+                    topic_name=name,
+                    partition_states=tuple(sorted(states, key=lambda s: s.partition_index)),
+                )
+                for name, states in sorted(topics.items())
+            ),
+        )
+        for broker, topics in sorted(drops.items())
+    }

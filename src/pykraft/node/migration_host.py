@@ -25,8 +25,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
@@ -35,6 +35,7 @@ from pykraft.controller import migration as m
 from pykraft.migration import propagator, zk_client, zk_data
 from pykraft.migration.legacy_channel import LegacyChannel, LegacyChannelError
 from pykraft.migration.rpc.leader_and_isr_response import LeaderAndIsrResponse
+from pykraft.migration.rpc.stop_replica_response import StopReplicaResponse
 from pykraft.migration.rpc.update_metadata_response import UpdateMetadataResponse
 
 __all__ = ["MigrationHost"]
@@ -60,6 +61,26 @@ TOP_LEVEL_PATHS = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Send:
+    """The requests for one ZooKeeper-mode broker, on its inter-broker listener."""
+
+    host: str
+    port: int
+    update: Any
+    lisr: Any
+    stop: Any | None
+
+
+UPDATE_METADATA: Final = (
+    "UpdateMetadata",
+    propagator.UPDATE_METADATA_VERSION,
+    UpdateMetadataResponse,
+)
+LEADER_AND_ISR: Final = ("LeaderAndIsr", propagator.LEADER_AND_ISR_VERSION, LeaderAndIsrResponse)
+STOP_REPLICA: Final = ("StopReplica", propagator.STOP_REPLICA_VERSION, StopReplicaResponse)
+
+
 class MigrationHost:
     """Invariant: the driver has at most one action outstanding, run on ``_executor``."""
 
@@ -74,6 +95,8 @@ class MigrationHost:
         self._stopped = False
         self._last_reason = ""
         self._channels: dict[tuple[str, int], LegacyChannel] = {}
+        # Where the replicas were at the last requests sent (StopReplica for the dropped ones).
+        self._replicas: propagator.ReplicaMap | None = None
         self.write_ms = 0.0  # the last reconciliation's duration (ZkWriteSnapshotTimeMs)
 
     # -- the loop side ----------------------------------------------------------------------------
@@ -111,11 +134,11 @@ class MigrationHost:
         image = controller.image
         epoch = driver.leadership.controller_epoch
         want = None
-        sends: list[tuple[str, int, Any, Any]] = []
+        sends: list[Send] = []
         if action.kind in ("sync", "dual_write"):
             want = zk_data.desired(image, epoch)
         if action.kind in ("send_full", "dual_write"):
-            sends = self._full_requests(image, action.leadership)
+            sends = self._full_requests(image, action.leadership, delta=action.kind == "dual_write")
         work: dict[str, Callable[[], Any]] = {
             "recover": self._recover,
             "read_brokers": self._read_brokers,
@@ -212,27 +235,35 @@ class MigrationHost:
 
         self.host._after_commit(last, committed)
 
-    def _full_requests(
-        self, image: Any, leadership: m.ZkLeadership
-    ) -> list[tuple[str, int, Any, Any]]:
-        """(host, port, UpdateMetadata, LeaderAndIsr) for every unfenced migrating broker,
-        built on the loop from the image (the worker thread never reads it)."""
+    def _full_requests(self, image: Any, leadership: m.ZkLeadership, *, delta: bool) -> list[Send]:
+        """What every unfenced migrating broker is sent, built on the loop from the image (the
+        worker thread never reads it): FULL UpdateMetadata and LeaderAndIsr, and with
+        ``delta`` StopReplica for the replicas dropped since the last requests."""
         listener = self.host.config.inter_broker_listener_name
-        out = []
         brokers = [b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced]
         self.driver.migrating_brokers = tuple(sorted(b.broker_id for b in brokers))
+        common = {
+            "controller_id": self.driver.node_id,
+            "zk_controller_epoch": leadership.zk_controller_epoch,
+        }
+        replicas = propagator.replica_map(image)
+        stops = (
+            propagator.stop_replicas(
+                self._replicas, replicas, {b.broker_id: b.epoch for b in brokers}, **common
+            )
+            if delta and self._replicas is not None
+            else {}
+        )
+        self._replicas = replicas
+        out = []
         for b in sorted(brokers, key=lambda b: b.broker_id):
             endpoint = propagator.inter_broker_endpoint(b, listener)
             if endpoint is None:
                 continue
-            common = {
-                "controller_id": self.driver.node_id,
-                "zk_controller_epoch": leadership.zk_controller_epoch,
-                "kraft_epoch": leadership.controller_epoch,
-            }
-            update = propagator.full_update_metadata(image, broker_epoch=b.epoch, **common)
-            lisr = propagator.full_leader_and_isr(image, b.broker_id, listener=listener, **common)
-            out.append((endpoint[0], endpoint[1], update, lisr))
+            kraft = {**common, "kraft_epoch": leadership.controller_epoch}
+            update = propagator.full_update_metadata(image, broker_epoch=b.epoch, **kraft)
+            lisr = propagator.full_leader_and_isr(image, b.broker_id, listener=listener, **kraft)
+            out.append(Send(endpoint[0], endpoint[1], update, lisr, stops.get(b.broker_id)))
         return out
 
     def _schedule(self) -> None:
@@ -446,35 +477,48 @@ class MigrationHost:
         self,
         want: zk_data.DesiredZk | None,
         leadership: m.ZkLeadership,
-        sends: list[tuple[str, int, Any, Any]],
+        sends: list[Send],
     ) -> m.ZkLeadership:
         result = self._sync(want, leadership)
         self._send(sends)
         return result
 
-    def _send(self, sends: list[tuple[str, int, Any, Any]]) -> None:
-        """FULL UpdateMetadata to every broker first, then FULL LeaderAndIsr (KAFKA-14656:
-        a broker refuses leaders it does not know). Answers and failures are only logged, as
-        Kafka's; a broker missed now gets the next FULL requests (every mirrored change)."""
+    def _send(self, sends: list[Send]) -> None:
+        """StopReplica first (so that the FULL LeaderAndIsr finds no stray log), then FULL
+        UpdateMetadata to every broker, then FULL LeaderAndIsr (KAFKA-14656: a broker refuses
+        leaders it does not know). Answers and failures are only logged, as Kafka's; a broker
+        missed now gets the next FULL requests (every mirrored change), whose LeaderAndIsr
+        also makes it drop the logs of partitions it no longer replicates (KAFKA-15605)."""
+        for send in sends:
+            if send.stop is not None:
+                answer = self._call(send, send.stop, STOP_REPLICA)
+                if answer is not None:
+                    errors = [
+                        (e.topic_name, e.partition_index, e.error_code)
+                        for e in answer.partition_errors
+                        if e.error_code
+                    ]
+                    if answer.error_code or errors:
+                        log.warning(
+                            "StopReplica to %s:%d: error %d, partition errors %s",
+                            send.host,
+                            send.port,
+                            answer.error_code,
+                            errors[:10],
+                        )
         reached = []
-        for host, port, update, lisr in sends:
-            try:
-                answer = self._channel(host, port).call(
-                    update, propagator.UPDATE_METADATA_VERSION, UpdateMetadataResponse
-                )
-            except LegacyChannelError as e:
-                log.warning("UpdateMetadata not delivered: %s", e)
+        for send in sends:
+            answer = self._call(send, send.update, UPDATE_METADATA)
+            if answer is None:
                 continue
-            reached.append((host, port, lisr))
+            reached.append(send)
             if answer.error_code:
-                log.warning("UpdateMetadata to %s:%d: error %d", host, port, answer.error_code)
-        for host, port, lisr in reached:
-            try:
-                answer = self._channel(host, port).call(
-                    lisr, propagator.LEADER_AND_ISR_VERSION, LeaderAndIsrResponse
+                log.warning(
+                    "UpdateMetadata to %s:%d: error %d", send.host, send.port, answer.error_code
                 )
-            except LegacyChannelError as e:
-                log.warning("LeaderAndIsr not delivered: %s", e)
+        for send in reached:
+            answer = self._call(send, send.lisr, LEADER_AND_ISR)
+            if answer is None:
                 continue
             errors = [
                 (t.topic_id, e.partition_index, e.error_code)
@@ -485,11 +529,19 @@ class MigrationHost:
             if answer.error_code or errors:
                 log.warning(
                     "LeaderAndIsr to %s:%d: error %d, partition errors %s",
-                    host,
-                    port,
+                    send.host,
+                    send.port,
                     answer.error_code,
                     errors[:10],
                 )
+
+    def _call(self, send: Send, request: Any, api: tuple[str, int, Any]) -> Any:
+        name, version, response = api
+        try:
+            return self._channel(send.host, send.port).call(request, version, response)
+        except LegacyChannelError as e:
+            log.warning("%s not delivered: %s", name, e)
+            return None
 
     def _channel(self, host: str, port: int) -> LegacyChannel:
         key = (host, port)
