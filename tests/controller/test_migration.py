@@ -128,6 +128,9 @@ def driver_to_brokers(h: Harness) -> m.MigrationDriver:
     assert d.state == m.DriverState.INACTIVE
     d.leadership_changed(4)
     assert d.state == m.DriverState.WAIT_FOR_CONTROLLER_QUORUM
+    again = d.next_action(h.image, 0)  # elected: /migration read again
+    assert again is not None and again.kind == "recover"
+    d.on_recovered(m.ZkLeadership(migration_zk_version=0))
     assert d.next_action(h.image, 0) is None  # the quorum check moves it on
     assert d.state == m.DriverState.WAIT_FOR_BROKERS
     return d
@@ -171,13 +174,21 @@ def test_driver_waits_for_every_zk_broker_then_claims_loads_and_records() -> Non
 
 
 def test_driver_after_failover_skips_the_brokers_and_the_load() -> None:
+    """A standby read an empty /migration when it started; the leader then migrated. Elected,
+    it reads /migration again and goes on from the recorded load (not INACTIVE on the stale
+    read: found with three real controllers, one killed in dual write)."""
     image = Image()
     image.replay(r.FeatureLevelRecord(name="metadata.version", feature_level=MV_3_9), 0, 0)
     image.replay(r.ZkMigrationStateRecord(zk_migration_state=m.MIGRATION), 0, 1)
     d = m.MigrationDriver(3001)
     d.next_action(image, 0)
-    d.on_recovered(m.ZkLeadership(3000, 4, 99, 4, 8))
+    d.on_recovered(m.ZkLeadership(migration_zk_version=0))
+    assert d.state == m.DriverState.INACTIVE
     d.leadership_changed(5)
+    recover = d.next_action(image, 0)
+    assert recover is not None and recover.kind == "recover"
+    d.on_recovered(m.ZkLeadership(3000, 4, 99, 4, 8))
+    assert d.leadership.controller_id == 3001 and d.leadership.metadata_offset == 99
     d.next_action(image, 0)
     assert d.state == m.DriverState.BECOME_CONTROLLER
     claim = d.next_action(image, 0)

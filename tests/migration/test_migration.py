@@ -38,11 +38,31 @@ DUAL_WRITE = "-> DUAL_WRITE"
 @dataclass
 class Migrated:
     old: OldCluster
-    controller: Server
+    controllers: list[Server]
     epoch_before: int
     topic_id: str
     sent: list[bytes]
     traffic: Traffic
+
+    @property
+    def controller(self) -> Server:
+        """The active controller (ActiveControllerCount 1), waiting for one if needed."""
+        found: list[Server] = []
+
+        def active() -> bool:
+            for c in self.controllers:
+                if c.running and c.metrics_port is not None:
+                    try:
+                        values = read_metrics("127.0.0.1", c.metrics_port, timeout_s=2)
+                    except OSError:
+                        continue
+                    if values.get("kafka_controller_kafkacontroller_active_controller_count"):
+                        found.append(c)
+                        return True
+            return False
+
+        _until(active, "an active controller")
+        return found[0]
 
 
 def _until(predicate: Any, what: str, timeout_s: float = 60) -> None:
@@ -81,6 +101,54 @@ def _roll(
         broker.wait_for(started, 120, after=after)
         broker.wait_for("The broker has been unfenced", 60, after=after)
         _until(lambda: _full_isr(kafka.bootstrap, ["orders", "live"]), "every ISR full", 120)
+
+
+def _quorum(base: Path, old: OldCluster, cluster_id: str) -> list[Server]:
+    """Three pykraft controllers (ids 3000-3002, static voters) with the migration flag,
+    formatted at the brokers' release (3.9)."""
+    ports = free_ports(6)
+    voters = ",".join(f"{CONTROLLER_ID + i}@127.0.0.1:{ports[i]}" for i in range(3))
+    servers = []
+    for i in range(3):
+        node_id, data = CONTROLLER_ID + i, base / f"controller{i}"
+        config = write_properties(
+            base / f"controller{i}.properties",
+            {
+                "process.roles": "controller",
+                "node.id": node_id,
+                "listeners": f"CONTROLLER://127.0.0.1:{ports[i]}",
+                "controller.listener.names": "CONTROLLER",
+                "controller.quorum.voters": voters,
+                "metadata.log.dir": data,
+                "metrics.port": ports[3 + i],
+                "zookeeper.metadata.migration.enable": "true",
+                "zookeeper.connect": old.zookeeper.connect,
+                "inter.broker.listener.name": "PLAINTEXT",
+            },
+        )
+        log = base / f"controller{i}.log"
+        servers.append(Server(node_id, "pykraft", ports[i], config, data, log, None, ports[3 + i]))
+    for server in servers:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pykraft.cli.main",
+                "storage",
+                "format",
+                "--config",
+                str(server.config),
+                "--cluster-id",
+                cluster_id,
+                "--release-version",
+                "3.9",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+    return servers
 
 
 def _controller(base: Path, old: OldCluster, cluster_id: str, **extra: object) -> Server:
@@ -169,18 +237,22 @@ def migrated(
     epoch_before = int((snapshot.get("/controller_epoch") or zk_data.Znode(b"0", 0)).data or b"0")
 
     base = tmp_path_factory.mktemp("kraft")
-    controller = _controller(base, old_cluster, cluster_id)
-    _format(controller, cluster_id, "--release-version", "3.9")
-    controller.start()
+    controllers = _quorum(base, old_cluster, cluster_id)
+    for server in controllers:
+        server.start()
+    voters = ",".join(f"{c.node_id}@{c.address}" for c in controllers)
     traffic = Traffic(kafka.bootstrap, "live", 3).start()
     try:
-        controller.wait_for("active controller", 60)
+        migrated = Migrated(
+            old_cluster, controllers, epoch_before, str(topic["topic_id"]), sent, traffic
+        )
+        controller = migrated.controller
         # Kafka's phase 1: each ZooKeeper broker restarted with the migration configs.
         _roll(
             old_cluster,
             lambda _broker: {
                 "zookeeper.metadata.migration.enable": "true",
-                "controller.quorum.bootstrap.servers": controller.address,
+                "controller.quorum.voters": voters,
                 "controller.listener.names": "CONTROLLER",
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 "inter.broker.protocol.version": "3.9",
@@ -189,10 +261,11 @@ def migrated(
         )
         controller.wait_for(FINISHED, 60)
         controller.wait_for(DUAL_WRITE, 60)
-        yield Migrated(old_cluster, controller, epoch_before, str(topic["topic_id"]), sent, traffic)
+        yield migrated
     finally:
         traffic.finish(timeout_s=0)
-        controller.kill()
+        for server in controllers:
+            server.kill()
 
 
 def _log_records(controller: Server) -> list[tuple[int, Any]]:
@@ -216,14 +289,14 @@ def test_zookeeper_names_the_kraft_controller(migrated: Migrated) -> None:
         epoch = int(zk.get("/controller_epoch")[0])
         state = zk_data.parse_migration(zk.get("/migration")[0])
         ephemeral = zk.exists("/controller").ephemeralOwner
-    assert controller is not None and controller["brokerid"] == CONTROLLER_ID
+    assert controller is not None and controller["brokerid"] == migrated.controller.node_id
     assert controller["kraftControllerEpoch"] >= 1
     assert ephemeral == 0  # persistent: ZooKeeper brokers cannot elect one of their own
     assert epoch > migrated.epoch_before
     records = _log_records(migrated.controller)
     ends = [o for o, rec in records if isinstance(rec, r.EndTransactionRecord)]
     # /migration holds the offset of the initial load's end, or of a later dual write.
-    assert state[0] == CONTROLLER_ID and ends[-1] <= state[2] <= records[-1][0]
+    assert state[0] == migrated.controller.node_id and ends[-1] <= state[2] <= records[-1][0]
 
 
 def test_initial_load_is_one_transaction_of_zookeepers_metadata(migrated: Migrated) -> None:
@@ -398,7 +471,7 @@ def test_migration_describe_reports_the_state(migrated: Migrated) -> None:
     )
     assert result.returncode == 0, result.stderr
     fields = dict(line.split(": ", 1) for line in result.stdout.splitlines())
-    assert fields["KRaftControllerId"] == str(CONTROLLER_ID)
+    assert fields["KRaftControllerId"] == str(migrated.controller.node_id)
     assert fields["InitialLoadDone"] == "true"
     assert fields["ZkMigrationState"] == "MIGRATION"
     assert fields["MigratingZkBrokerCount"] == "3"
@@ -411,6 +484,54 @@ def _lag(migrated: Migrated) -> float:
     return read_metrics("127.0.0.1", port, timeout_s=5)[
         "kafka_controller_kafkacontroller_zk_write_behind_lag"
     ]
+
+
+def test_a_fenced_controller_writes_nothing_and_the_next_leader_resyncs(
+    migrated: Migrated,
+) -> None:
+    """/migration written by someone else (as a newer KRaft controller would) fences the
+    active controller: its dual writes are refused by ZooKeeper and it says so. Killed
+    (kill -9) in dual write, the next leader re-claims ZooKeeper with a higher epoch, re-syncs
+    it with everything committed meanwhile, and becomes the ZooKeeper brokers' controller."""
+    old = migrated.old
+    stale = migrated.controller
+    after = len(stale.text())
+    with zk_client.session(old.zookeeper.connect) as zk:
+        before = _znode(zk, "/controller")
+        data, _ = zk.get("/migration")
+        zk.set("/migration", data)  # a newer writer: the version moves on
+    admin = KafkaAdminClient(bootstrap_servers=old.kafka.bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic("fenced", 1, 3)])
+    finally:
+        admin.close()
+    stale.wait_for("/migration changed under this controller", 60, after=after)
+    with zk_client.session(old.zookeeper.connect) as zk:
+        assert zk.exists("/brokers/topics/fenced") is None
+    stale.kill()
+    leader = migrated.controller
+    assert leader is not stale
+    leader.wait_for(DUAL_WRITE, 60)
+    with zk_client.session(old.zookeeper.connect) as zk:
+        _until(
+            lambda: zk.exists("/brokers/topics/fenced/partitions/0/state") is not None,
+            "fenced written by the new leader",
+        )
+        now = _znode(zk, "/controller")
+    assert now["brokerid"] == leader.node_id
+    assert now["kraftControllerEpoch"] > before["kraftControllerEpoch"]
+    _until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
+    # The ZooKeeper brokers follow the new controller: a new topic is led and written to.
+    admin = KafkaAdminClient(bootstrap_servers=old.kafka.bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic("after-failover", 1, 3)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=old.kafka.bootstrap, acks="all", retries=10)
+    producer.send("after-failover", b"x").get(timeout=60)
+    producer.close()
+    stale.start()
+    stale.wait_for("metadata controller started", 60)
 
 
 # -- phase 2 and finalize: these run last, on brokers restarted in KRaft mode -----------------
@@ -478,14 +599,19 @@ def test_finalize_ends_dual_write_and_loses_nothing(migrated: Migrated) -> None:
     """The controller restarted without the migration flag writes POST_MIGRATION and stops
     writing to ZooKeeper; every acknowledged record of the traffic that ran through the whole
     migration is served, and every migrated topic, config and SCRAM user is in KRaft."""
-    old, controller = migrated.old, migrated.controller
-    controller.stop()
-    controller.config.write_text(
-        controller.config.read_text().replace("zookeeper.metadata.migration.enable=true", "")
-    )
-    after = len(controller.text())
-    controller.start()
-    controller.wait_for("active controller", 60, after=after)
+    old = migrated.old
+    # Kafka's procedure: each controller restarted without the flag, standbys first.
+    first = migrated.controller
+    for server in sorted(migrated.controllers, key=lambda c: c is first):
+        server.stop()
+        server.config.write_text(
+            server.config.read_text().replace("zookeeper.metadata.migration.enable=true", "")
+        )
+        after = len(server.text())
+        server.start()
+        server.wait_for("metadata controller started", 60, after=after)
+        assert migrated.controller is not None
+    controller = migrated.controller
     _until(
         lambda: any(
             isinstance(rec, r.ZkMigrationStateRecord) and rec.zk_migration_state == 3

@@ -222,6 +222,7 @@ class MigrationDriver:
         # they commit (retried alone on a ZooKeeper error: the load is never redone).
         self.pending_state: ZkLeadership | None = None
         self.pending_committed = False
+        self.recovered = False  # /migration read since this controller became active
 
     # -- inputs --------------------------------------------------------------------------------
 
@@ -233,13 +234,9 @@ class MigrationDriver:
             if self.state not in (S.UNINITIALIZED, S.INACTIVE):
                 self._to(S.INACTIVE)
         elif self.state == S.INACTIVE:
-            self.leadership = replace(
-                self.leadership,
-                controller_id=self.node_id,
-                controller_epoch=active_epoch,
-                zk_controller_epoch=-1,
-                zk_controller_epoch_zk_version=-2,
-            )
+            # /migration is read again first: the previous leader wrote it meanwhile
+            # (Kafka's KRaftLeaderEvent recovers the state from ZooKeeper on every election).
+            self.recovered = False
             self._to(S.WAIT_FOR_CONTROLLER_QUORUM)
 
     def next_action(self, image: Image, now_ms: int, committed: int = -1) -> Action | None:
@@ -253,7 +250,10 @@ class MigrationDriver:
         if state == S.UNINITIALIZED:
             action = Action("recover", self.leadership)
         elif state == S.WAIT_FOR_CONTROLLER_QUORUM:
-            self._check_quorum(image)
+            if self.recovered:
+                self._check_quorum(image)
+            else:
+                action = Action("recover", self.leadership)
         elif state == S.WAIT_FOR_BROKERS:
             action = Action("read_brokers", self.leadership)
         elif state == S.BECOME_CONTROLLER:
@@ -274,11 +274,23 @@ class MigrationDriver:
         return action
 
     def on_recovered(self, leadership: ZkLeadership) -> None:
+        """UNINITIALIZED (start) or WAIT_FOR_CONTROLLER_QUORUM (just elected): /migration
+        as ZooKeeper holds it now."""
         self._done()
         self.leadership = leadership
-        self._to(S.INACTIVE)
-        if self.active_epoch >= 0:
-            self.leadership_changed(self.active_epoch)
+        if self.state == S.UNINITIALIZED:
+            self._to(S.INACTIVE)
+            if self.active_epoch >= 0:
+                self._to(S.WAIT_FOR_CONTROLLER_QUORUM)
+        if self.state == S.WAIT_FOR_CONTROLLER_QUORUM:
+            self.recovered = True
+            self.leadership = replace(
+                leadership,
+                controller_id=self.node_id,
+                controller_epoch=self.active_epoch,
+                zk_controller_epoch=-1,
+                zk_controller_epoch_zk_version=-2,
+            )
 
     def on_brokers(
         self, image: Image, zk_brokers: set[int], assigned: set[int], now_ms: int

@@ -65,6 +65,7 @@ TOP_LEVEL_PATHS = (
 class Send:
     """The requests for one ZooKeeper-mode broker, on its inter-broker listener."""
 
+    broker_id: int
     host: str
     port: int
     update: Any
@@ -78,6 +79,7 @@ UPDATE_METADATA: Final = (
     UpdateMetadataResponse,
 )
 LEADER_AND_ISR: Final = ("LeaderAndIsr", propagator.LEADER_AND_ISR_VERSION, LeaderAndIsrResponse)
+RESEND_DELAY_S: Final = 1.0
 STOP_REPLICA: Final = ("StopReplica", propagator.STOP_REPLICA_VERSION, StopReplicaResponse)
 
 
@@ -97,6 +99,9 @@ class MigrationHost:
         self._channels: dict[tuple[str, int], LegacyChannel] = {}
         # Where the replicas were at the last requests sent (StopReplica for the dropped ones).
         self._replicas: propagator.ReplicaMap | None = None
+        # Brokers the last FULL requests did not reach, and the timer that retries them.
+        self._undelivered: frozenset[int] = frozenset()
+        self._resend: asyncio.TimerHandle | None = None
         self.write_ms = 0.0  # the last reconciliation's duration (ZkWriteSnapshotTimeMs)
 
     # -- the loop side ----------------------------------------------------------------------------
@@ -181,20 +186,23 @@ class MigrationHost:
         elif action.kind == "write_state":
             log.info("Finished initial migration of ZK metadata to KRaft")
             driver.on_state_written(future.result())
-        elif action.kind in ("sync", "dual_write"):
-            if action.kind == "sync":
-                log.info(
-                    "synced ZooKeeper with the metadata at offset %d",
-                    action.leadership.metadata_offset,
-                )
+        elif action.kind == "sync":
+            log.info(
+                "synced ZooKeeper with the metadata at offset %d", action.leadership.metadata_offset
+            )
             driver.on_synced(future.result())
-            if action.kind == "dual_write":
-                driver.on_sent()
+        elif action.kind == "dual_write":
+            leadership, self._undelivered = future.result()
+            driver.on_synced(leadership)
+            driver.on_sent()
         elif action.kind == "send_full":
+            self._undelivered = future.result()
             log.info(
                 "sent FULL UpdateMetadata and LeaderAndIsr to brokers %s", driver.migrating_brokers
             )
             driver.on_sent()
+        if action.kind in ("send_full", "dual_write") and self._undelivered:
+            self._schedule_resend()
         if driver.state != before:
             log.info("migration driver state %s -> %s", before.value, driver.state.value)
         self.poke()
@@ -235,13 +243,28 @@ class MigrationHost:
 
         self.host._after_commit(last, committed)
 
-    def _full_requests(self, image: Any, leadership: m.ZkLeadership, *, delta: bool) -> list[Send]:
-        """What every unfenced migrating broker is sent, built on the loop from the image (the
-        worker thread never reads it): FULL UpdateMetadata and LeaderAndIsr, and with
-        ``delta`` StopReplica for the replicas dropped since the last requests."""
+    def _full_requests(
+        self,
+        image: Any,
+        leadership: m.ZkLeadership,
+        *,
+        delta: bool,
+        only: frozenset[int] | None = None,
+    ) -> list[Send]:
+        """What every unfenced migrating broker (of ``only``, when given: a resend) is sent,
+        built on the loop from the image (the worker thread never reads it): FULL
+        UpdateMetadata and LeaderAndIsr, and with ``delta`` StopReplica for the replicas
+        dropped since the last requests."""
         listener = self.host.config.inter_broker_listener_name
-        brokers = [b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced]
-        self.driver.migrating_brokers = tuple(sorted(b.broker_id for b in brokers))
+        brokers = [
+            b
+            for b in image.brokers.values()
+            if b.is_migrating_zk_broker and not b.fenced and (only is None or b.broker_id in only)
+        ]
+        if only is not None:
+            delta = False
+        else:
+            self.driver.migrating_brokers = tuple(sorted(b.broker_id for b in brokers))
         common = {
             "controller_id": self.driver.node_id,
             "zk_controller_epoch": leadership.zk_controller_epoch,
@@ -254,7 +277,8 @@ class MigrationHost:
             if delta and self._replicas is not None
             else {}
         )
-        self._replicas = replicas
+        if only is None:
+            self._replicas = replicas
         out = []
         for b in sorted(brokers, key=lambda b: b.broker_id):
             endpoint = propagator.inter_broker_endpoint(b, listener)
@@ -263,8 +287,37 @@ class MigrationHost:
             kraft = {**common, "kraft_epoch": leadership.controller_epoch}
             update = propagator.full_update_metadata(image, broker_epoch=b.epoch, **kraft)
             lisr = propagator.full_leader_and_isr(image, b.broker_id, listener=listener, **kraft)
-            out.append(Send(endpoint[0], endpoint[1], update, lisr, stops.get(b.broker_id)))
+            out.append(
+                Send(b.broker_id, endpoint[0], endpoint[1], update, lisr, stops.get(b.broker_id))
+            )
         return out
+
+    def _schedule_resend(self) -> None:
+        if self._resend is None and not self._stopped:
+            self._resend = asyncio.get_running_loop().call_later(
+                RESEND_DELAY_S, lambda: self.node.run(self._send_again)
+            )
+
+    def _send_again(self) -> None:
+        """FULL requests again to the brokers the last ones did not reach (the current image;
+        on the worker thread after any action in flight)."""
+        self._resend = None
+        controller = self.host.controller
+        driver = self.driver
+        if self._stopped or controller is None or driver.state != m.DriverState.DUAL_WRITE:
+            return
+        sends = self._full_requests(
+            controller.image, driver.leadership, delta=False, only=self._undelivered
+        )
+        future = asyncio.get_running_loop().run_in_executor(self._executor, self._send, sends)
+
+        def done(f: asyncio.Future[frozenset[int]]) -> None:
+            if f.exception() is None:
+                self._undelivered = f.result()
+                if self._undelivered:
+                    self._schedule_resend()
+
+        future.add_done_callback(lambda f: self.node.run(lambda: done(f)))
 
     def _schedule(self) -> None:
         if self._timer is not None:
@@ -278,8 +331,9 @@ class MigrationHost:
 
     def stop(self) -> None:
         self._stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in (self._timer, self._resend):
+            if timer is not None:
+                timer.cancel()
         self._executor.submit(self._close)
         self._executor.shutdown(wait=False)
 
@@ -478,17 +532,19 @@ class MigrationHost:
         want: zk_data.DesiredZk | None,
         leadership: m.ZkLeadership,
         sends: list[Send],
-    ) -> m.ZkLeadership:
-        result = self._sync(want, leadership)
-        self._send(sends)
-        return result
+    ) -> tuple[m.ZkLeadership, frozenset[int]]:
+        return self._sync(want, leadership), self._send(sends)
 
-    def _send(self, sends: list[Send]) -> None:
+    def _send(self, sends: list[Send]) -> frozenset[int]:
         """StopReplica first (so that the FULL LeaderAndIsr finds no stray log), then FULL
         UpdateMetadata to every broker, then FULL LeaderAndIsr (KAFKA-14656: a broker refuses
         leaders it does not know). Answers and failures are only logged, as Kafka's; a broker
         missed now gets the next FULL requests (every mirrored change), whose LeaderAndIsr
-        also makes it drop the logs of partitions it no longer replicates (KAFKA-15605)."""
+        also makes it drop the logs of partitions it no longer replicates (KAFKA-15605).
+        Returns the brokers not reached: the host sends them FULL requests again a second
+        later (Kafka's channel manager retries until the broker goes away), so a broker
+        that was still binding its listener is not left without partitions."""
+        failed: set[int] = set()
         for send in sends:
             if send.stop is not None:
                 answer = self._call(send, send.stop, STOP_REPLICA)
@@ -510,6 +566,7 @@ class MigrationHost:
         for send in sends:
             answer = self._call(send, send.update, UPDATE_METADATA)
             if answer is None:
+                failed.add(send.broker_id)
                 continue
             reached.append(send)
             if answer.error_code:
@@ -519,6 +576,7 @@ class MigrationHost:
         for send in reached:
             answer = self._call(send, send.lisr, LEADER_AND_ISR)
             if answer is None:
+                failed.add(send.broker_id)
                 continue
             errors = [
                 (t.topic_id, e.partition_index, e.error_code)
@@ -534,6 +592,7 @@ class MigrationHost:
                     answer.error_code,
                     errors[:10],
                 )
+        return frozenset(failed)
 
     def _call(self, send: Send, request: Any, api: tuple[str, int, Any]) -> Any:
         name, version, response = api
