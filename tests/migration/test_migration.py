@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +18,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
-from pykraft.interop.cluster import BROKER_STARTED, Server, free_ports, read_metrics
-from pykraft.interop.kafka import write_properties
+from pykraft.interop.cluster import BROKER_STARTED, Server, read_metrics
 from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
 from pykraft.metadata.serde import decode_record
@@ -27,10 +26,11 @@ from pykraft.migration import zk_client, zk_data
 from pykraft.records import decode_records, iter_batches
 
 from .conftest import OldCluster
+from .helpers import MIGRATION_MODE, controller, format_controller, quorum, roll, until
 from .traffic import Traffic
 
-CONTROLLER_ID = 3000
 MESSAGES = 300
+TRAFFIC_TOPICS = ["orders", "live"]
 FINISHED = "Finished initial migration of ZK metadata to KRaft"
 DUAL_WRITE = "-> DUAL_WRITE"
 
@@ -61,140 +61,8 @@ class Migrated:
                         return True
             return False
 
-        _until(active, "an active controller")
+        until(active, "an active controller")
         return found[0]
-
-
-def _until(predicate: Any, what: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
-def _full_isr(bootstrap: str, topics: list[str]) -> bool:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
-    try:
-        described = admin.describe_topics(topics)
-    except Exception:  # a broker restarting: ask again
-        return False
-    finally:
-        admin.close()
-    return all(
-        not t["error_code"]
-        and all(len(p["isr_nodes"]) == len(p["replica_nodes"]) for p in t["partitions"])
-        for t in described
-    )
-
-
-def _roll(
-    old: OldCluster, changes: Callable[[Server], dict[str, object | None]], *, started: str
-) -> None:
-    """Restart each broker with ``changes(broker)``, one at a time, each back in every ISR
-    before the next stops (Kafka's rolling restart)."""
-    kafka = old.kafka
-    for broker in kafka.brokers:
-        broker.stop()
-        kafka.reconfigure(broker, changes(broker))
-        after = len(broker.text())
-        broker.start()
-        broker.wait_for(started, 120, after=after)
-        broker.wait_for("The broker has been unfenced", 60, after=after)
-        _until(lambda: _full_isr(kafka.bootstrap, ["orders", "live"]), "every ISR full", 120)
-
-
-def _quorum(base: Path, old: OldCluster, cluster_id: str) -> list[Server]:
-    """Three pykraft controllers (ids 3000-3002, static voters) with the migration flag,
-    formatted at the brokers' release (3.9)."""
-    ports = free_ports(6)
-    voters = ",".join(f"{CONTROLLER_ID + i}@127.0.0.1:{ports[i]}" for i in range(3))
-    servers = []
-    for i in range(3):
-        node_id, data = CONTROLLER_ID + i, base / f"controller{i}"
-        config = write_properties(
-            base / f"controller{i}.properties",
-            {
-                "process.roles": "controller",
-                "node.id": node_id,
-                "listeners": f"CONTROLLER://127.0.0.1:{ports[i]}",
-                "controller.listener.names": "CONTROLLER",
-                "controller.quorum.voters": voters,
-                "metadata.log.dir": data,
-                "metrics.port": ports[3 + i],
-                "zookeeper.metadata.migration.enable": "true",
-                "zookeeper.connect": old.zookeeper.connect,
-                "inter.broker.listener.name": "PLAINTEXT",
-            },
-        )
-        log = base / f"controller{i}.log"
-        servers.append(Server(node_id, "pykraft", ports[i], config, data, log, None, ports[3 + i]))
-    for server in servers:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pykraft.cli.main",
-                "storage",
-                "format",
-                "--config",
-                str(server.config),
-                "--cluster-id",
-                cluster_id,
-                "--release-version",
-                "3.9",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, result.stderr
-    return servers
-
-
-def _controller(base: Path, old: OldCluster, cluster_id: str, **extra: object) -> Server:
-    port, metrics = free_ports(2)
-    data = base / "controller"
-    config = write_properties(
-        base / "controller.properties",
-        {
-            "process.roles": "controller",
-            "node.id": CONTROLLER_ID,
-            "listeners": f"CONTROLLER://127.0.0.1:{port}",
-            "controller.listener.names": "CONTROLLER",
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{port}",
-            "metadata.log.dir": data,
-            "metrics.port": metrics,
-            "zookeeper.metadata.migration.enable": "true",
-            "zookeeper.connect": old.zookeeper.connect,
-            "inter.broker.listener.name": "PLAINTEXT",
-            **extra,
-        },
-    )
-    return Server(
-        CONTROLLER_ID, "pykraft", port, config, data, base / "controller.log", None, metrics
-    )
-
-
-def _format(server: Server, cluster_id: str, *flags: str) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pykraft.cli.main",
-            "storage",
-            "format",
-            "--config",
-            str(server.config),
-            "--cluster-id",
-            cluster_id,
-            "--standalone",
-            *flags,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +105,7 @@ def migrated(
     epoch_before = int((snapshot.get("/controller_epoch") or zk_data.Znode(b"0", 0)).data or b"0")
 
     base = tmp_path_factory.mktemp("kraft")
-    controllers = _quorum(base, old_cluster, cluster_id)
+    controllers = quorum(base, old_cluster, cluster_id)
     for server in controllers:
         server.start()
     voters = ",".join(f"{c.node_id}@{c.address}" for c in controllers)
@@ -246,21 +114,16 @@ def migrated(
         migrated = Migrated(
             old_cluster, controllers, epoch_before, str(topic["topic_id"]), sent, traffic
         )
-        controller = migrated.controller
+        active = migrated.controller
         # Kafka's phase 1: each ZooKeeper broker restarted with the migration configs.
-        _roll(
+        roll(
             old_cluster,
-            lambda _broker: {
-                "zookeeper.metadata.migration.enable": "true",
-                "controller.quorum.voters": voters,
-                "controller.listener.names": "CONTROLLER",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                "inter.broker.protocol.version": "3.9",
-            },
+            lambda _broker: {**MIGRATION_MODE, "controller.quorum.voters": voters},
             started=ZK_BROKER_STARTED,
+            topics=TRAFFIC_TOPICS,
         )
-        controller.wait_for(FINISHED, 60)
-        controller.wait_for(DUAL_WRITE, 60)
+        active.wait_for(FINISHED, 60)
+        active.wait_for(DUAL_WRITE, 60)
         yield migrated
     finally:
         traffic.finish(timeout_s=0)
@@ -369,11 +232,11 @@ def test_a_cluster_born_in_kraft_refuses_the_migration(
 ) -> None:
     """Kafka's rule: a log created without the migration flag never migrates; the controller
     stops with one CRITICAL line."""
-    server = _controller(tmp_path, old_cluster, "X5SvYNT7TJu0jYq2_o3_vg")
+    server = controller(tmp_path, old_cluster, "X5SvYNT7TJu0jYq2_o3_vg")
     server.config.write_text(
         server.config.read_text().replace("zookeeper.metadata.migration.enable=true", "")
     )
-    _format(server, "X5SvYNT7TJu0jYq2_o3_vg", "--release-version", "3.9")
+    format_controller(server, "X5SvYNT7TJu0jYq2_o3_vg", "--release-version", "3.9")
     server.start()
     server.wait_for("active controller", 60)
     server.stop()
@@ -401,8 +264,8 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
     try:
         admin.create_topics([NewTopic("dual", 2, 3, topic_configs={"cleanup.policy": "compact"})])
         with zk_client.session(migrated.old.zookeeper.connect) as zk:
-            _until(lambda: zk.exists("/brokers/topics/dual/partitions/1/state") is not None, "dual")
-            _until(
+            until(lambda: zk.exists("/brokers/topics/dual/partitions/1/state") is not None, "dual")
+            until(
                 lambda: (
                     _znode(zk, "/config/topics/dual")["config"] == {"cleanup.policy": "compact"}
                 ),
@@ -427,12 +290,12 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
         producer.close()
         admin.delete_topics(["dual"])
         with zk_client.session(migrated.old.zookeeper.connect) as zk:
-            _until(lambda: zk.exists("/brokers/topics/dual") is None, "dual deleted in ZooKeeper")
+            until(lambda: zk.exists("/brokers/topics/dual") is None, "dual deleted in ZooKeeper")
             assert zk.exists("/config/topics/dual") is None
         # StopReplica with DeletePartition: every broker drops its replicas' logs (Kafka
         # renames them "dual-N.<id>-delete" first, then removes them).
         for broker in migrated.old.kafka.brokers:
-            _until(
+            until(
                 lambda b=broker: not {"dual-0", "dual-1"} & {d.name for d in b.data.iterdir()},
                 f"broker {broker.node_id} dropping dual's logs",
             )
@@ -441,7 +304,7 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
         admin.close()
     port = migrated.controller.metrics_port
     assert port is not None
-    _until(
+    until(
         lambda: (
             read_metrics("127.0.0.1", port, timeout_s=5)[
                 "kafka_controller_kafkacontroller_zk_write_behind_lag"
@@ -513,14 +376,14 @@ def test_a_fenced_controller_writes_nothing_and_the_next_leader_resyncs(
     assert leader is not stale
     leader.wait_for(DUAL_WRITE, 60)
     with zk_client.session(old.zookeeper.connect) as zk:
-        _until(
+        until(
             lambda: zk.exists("/brokers/topics/fenced/partitions/0/state") is not None,
             "fenced written by the new leader",
         )
         now = _znode(zk, "/controller")
     assert now["brokerid"] == leader.node_id
     assert now["kraftControllerEpoch"] > before["kraftControllerEpoch"]
-    _until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
+    until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
     # The ZooKeeper brokers follow the new controller: a new topic is led and written to.
     admin = KafkaAdminClient(bootstrap_servers=old.kafka.bootstrap, request_timeout_ms=30_000)
     try:
@@ -543,7 +406,7 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
     the migrated topics; changes made now are still written to ZooKeeper (rollback stays
     possible)."""
     old = migrated.old
-    _roll(
+    roll(
         old,
         lambda broker: {
             "zookeeper.metadata.migration.enable": None,
@@ -555,6 +418,7 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
             "process.roles": "broker",
         },
         started=BROKER_STARTED,
+        topics=TRAFFIC_TOPICS,
     )
     port = migrated.controller.metrics_port
     assert port is not None
@@ -567,12 +431,12 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
     finally:
         admin.close()
     with zk_client.session(old.zookeeper.connect) as zk:
-        _until(
+        until(
             lambda: zk.exists("/brokers/topics/kraft-era/partitions/1/state") is not None,
             "kraft-era in ZooKeeper",
         )
         assert sorted(_znode(zk, "/brokers/topics/kraft-era")["partitions"]) == ["0", "1"]
-    _until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
+    until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
 
 
 def test_zookeeper_outage_during_dual_write_shows_as_lag_and_heals(migrated: Migrated) -> None:
@@ -587,10 +451,10 @@ def test_zookeeper_outage_during_dual_write_shows_as_lag_and_heals(migrated: Mig
             admin.create_topics([NewTopic("while-zk-down", 1, 3)])
         finally:
             admin.close()
-        _until(lambda: _lag(migrated) > 0, "the write-behind lag reported")
+        until(lambda: _lag(migrated) > 0, "the write-behind lag reported")
     finally:
         old.zookeeper.start()
-    _until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up after the outage", 120)
+    until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up after the outage", 120)
     with zk_client.session(old.zookeeper.connect) as zk:
         assert zk.exists("/brokers/topics/while-zk-down/partitions/0/state") is not None
 
@@ -612,7 +476,7 @@ def test_finalize_ends_dual_write_and_loses_nothing(migrated: Migrated) -> None:
         server.wait_for("metadata controller started", 60, after=after)
         assert migrated.controller is not None
     controller = migrated.controller
-    _until(
+    until(
         lambda: any(
             isinstance(rec, r.ZkMigrationStateRecord) and rec.zk_migration_state == 3
             for _, rec in _log_records(controller)
@@ -621,7 +485,7 @@ def test_finalize_ends_dual_write_and_loses_nothing(migrated: Migrated) -> None:
     )
     port = controller.metrics_port
     assert port is not None
-    _until(
+    until(
         lambda: (
             read_metrics("127.0.0.1", port, timeout_s=5)[
                 "kafka_controller_kafkacontroller_zk_migration_state"
@@ -634,7 +498,7 @@ def test_finalize_ends_dual_write_and_loses_nothing(migrated: Migrated) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
     try:
         admin.create_topics([NewTopic("after-finalize", 1, 3)])
-        _until(lambda: "after-finalize" in admin.list_topics(), "after-finalize in KRaft")
+        until(lambda: "after-finalize" in admin.list_topics(), "after-finalize in KRaft")
         topics = set(admin.list_topics())
         assert {"orders", "live", "kraft-era", "while-zk-down"} <= topics
         assert "dual" not in topics

@@ -7,23 +7,29 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import (
     ConfigResource,
     ConfigResourceType,
     NewTopic,
 )
 
+from pykraft.interop.cluster import Server
+from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
 from pykraft.metadata.serde import decode_record, encode_record
 from pykraft.migration import zk_client, zk_data
 
 from .conftest import OldCluster
+from .helpers import MIGRATION_MODE, controller, format_controller, roll
 
+DURING = "during-dual-write"
 TOPICS = {"orders": (3, {"retention.ms": "86400000", "cleanup.policy": "delete"}), "audit": (2, {})}
 
 
@@ -205,3 +211,92 @@ def test_scram_text_format() -> None:
                 {"/config/users": zk_data.Znode(None, 0, ("d",)), "/config/users/d": bad}
             )
         )
+
+
+def test_rollback_to_zookeeper_mode_keeps_what_dual_write_changed(
+    old_cluster: OldCluster,
+    loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
+    tmp_path: Path,
+) -> None:
+    """Kafka's documented rollback from dual write with the brokers in migration mode:
+    the KRaft controller deprovisioned, ``/controller`` and ``/migration`` removed, the
+    migration configs taken off the brokers in a rolling restart. A broker is ZooKeeper's
+    controller again and the topic made during dual write is there, with its config and its
+    acknowledged records."""
+    snapshot, _ = loaded
+    cluster_id = zk_data.cluster_id(snapshot)
+    assert cluster_id is not None
+    kafka, topics = old_cluster.kafka, list(TOPICS)
+    server = controller(tmp_path, old_cluster, cluster_id)
+    format_controller(server, cluster_id, "--release-version", "3.9")
+    server.start()
+    sent = [b"during-%d" % i for i in range(20)]
+    try:
+        roll(
+            old_cluster,
+            lambda _b: {**MIGRATION_MODE, "controller.quorum.bootstrap.servers": server.address},
+            started=ZK_BROKER_STARTED,
+            topics=topics,
+        )
+        server.wait_for("-> DUAL_WRITE", 60)
+        admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
+        try:
+            admin.create_topics([NewTopic(DURING, 2, 3, topic_configs={"retention.ms": "7200000"})])
+        finally:
+            admin.close()
+        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=10)
+        for value in sent:
+            producer.send(DURING, value).get(timeout=60)
+        producer.close()
+        with zk_client.session(old_cluster.zookeeper.connect) as zk:
+            _until(
+                lambda: zk.exists(f"/brokers/topics/{DURING}/partitions/1/state") is not None,
+                "the topic written to ZooKeeper",
+            )
+    finally:
+        server.kill()
+    with zk_client.session(old_cluster.zookeeper.connect) as zk:
+        zk.delete("/controller")
+        zk.delete("/migration", recursive=True)
+
+    def kill(broker: Server) -> None:
+        # A migration-mode broker's controlled shutdown waits up to 5 minutes for the
+        # deprovisioned KRaft controller to approve it: the operator kills it, then waits for
+        # its ZooKeeper session to expire before starting it again.
+        broker.kill()
+        with zk_client.session(old_cluster.zookeeper.connect) as zk:
+            _until(lambda: zk.exists(f"/brokers/ids/{broker.node_id}") is None, "session expiry")
+
+    roll(
+        old_cluster,
+        lambda _b: {
+            "zookeeper.metadata.migration.enable": None,
+            "controller.listener.names": None,
+            "controller.quorum.bootstrap.servers": None,
+        },
+        started=ZK_BROKER_STARTED,
+        topics=[*topics, DURING],
+        kraft_registered=False,
+        stop=kill,
+    )
+    with zk_client.session(old_cluster.zookeeper.connect) as zk:
+        data, stat = zk.get("/controller")
+        assert stat.ephemeralOwner != 0  # a ZooKeeper broker's election
+        assert json.loads(data)["brokerid"] in (0, 1, 2)
+        assert zk.exists("/migration") is None
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
+    try:
+        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, DURING)])
+        assert str(described["topic"][DURING]["retention.ms"]["value"]) == "7200000"
+    finally:
+        admin.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=kafka.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=20_000
+    )
+    consumer.assign([TopicPartition(DURING, p) for p in range(2)])
+    got: set[bytes] = set()
+    deadline = time.monotonic() + 60
+    while not set(sent) <= got and time.monotonic() < deadline:
+        got.update(m.value for b in consumer.poll(timeout_ms=1000).values() for m in b)
+    consumer.close()
+    assert set(sent) <= got

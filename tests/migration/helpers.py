@@ -1,0 +1,170 @@
+"""What the KIP-866 test modules share: waiting, Kafka's rolling restart of the old
+cluster's brokers, and pykraft controllers configured to migrate it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaAdminClient
+
+from pykraft.interop.cluster import Server, free_ports
+from pykraft.interop.kafka import write_properties
+
+from .conftest import OldCluster
+
+CONTROLLER_ID = 3000
+MIGRATION_MODE: dict[str, object | None] = {
+    "zookeeper.metadata.migration.enable": "true",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "inter.broker.protocol.version": "3.9",
+}
+
+
+def until(predicate: Any, what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def full_isr(bootstrap: str, topics: list[str]) -> bool:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        described = admin.describe_topics(topics)
+    except Exception:  # a broker restarting: ask again
+        return False
+    finally:
+        admin.close()
+    return all(
+        not t["error_code"]
+        and all(len(p["isr_nodes"]) == len(p["replica_nodes"]) for p in t["partitions"])
+        for t in described
+    )
+
+
+def roll(
+    old: OldCluster,
+    changes: Callable[[Server], dict[str, object | None]],
+    *,
+    started: str,
+    topics: list[str],
+    kraft_registered: bool = True,
+    stop: Callable[[Server], None] | None = None,
+) -> None:
+    """Restart each broker with ``changes(broker)``, one at a time, each back in every ISR of
+    ``topics`` before the next stops (Kafka's rolling restart). ``kraft_registered``: the
+    brokers register with a KRaft controller (wait until it unfenced them). ``stop``: how a
+    broker is stopped (default: SIGTERM, a controlled shutdown)."""
+    kafka = old.kafka
+    for broker in kafka.brokers:
+        if stop is None:
+            broker.stop()
+        else:
+            stop(broker)
+        kafka.reconfigure(broker, changes(broker))
+        after = len(broker.text())
+        broker.start()
+        broker.wait_for(started, 120, after=after)
+        if kraft_registered:
+            broker.wait_for("The broker has been unfenced", 60, after=after)
+        until(lambda: full_isr(kafka.bootstrap, topics), "every ISR full", 120)
+
+
+def quorum(base: Path, old: OldCluster, cluster_id: str) -> list[Server]:
+    """Three pykraft controllers (ids 3000-3002, static voters) with the migration flag,
+    formatted at the brokers' release (3.9)."""
+    ports = free_ports(6)
+    voters = ",".join(f"{CONTROLLER_ID + i}@127.0.0.1:{ports[i]}" for i in range(3))
+    servers = []
+    for i in range(3):
+        node_id, data = CONTROLLER_ID + i, base / f"controller{i}"
+        config = write_properties(
+            base / f"controller{i}.properties",
+            {
+                "process.roles": "controller",
+                "node.id": node_id,
+                "listeners": f"CONTROLLER://127.0.0.1:{ports[i]}",
+                "controller.listener.names": "CONTROLLER",
+                "controller.quorum.voters": voters,
+                "metadata.log.dir": data,
+                "metrics.port": ports[3 + i],
+                "zookeeper.metadata.migration.enable": "true",
+                "zookeeper.connect": old.zookeeper.connect,
+                "inter.broker.listener.name": "PLAINTEXT",
+            },
+        )
+        log = base / f"controller{i}.log"
+        servers.append(Server(node_id, "pykraft", ports[i], config, data, log, None, ports[3 + i]))
+    for server in servers:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pykraft.cli.main",
+                "storage",
+                "format",
+                "--config",
+                str(server.config),
+                "--cluster-id",
+                cluster_id,
+                "--release-version",
+                "3.9",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+    return servers
+
+
+def controller(base: Path, old: OldCluster, cluster_id: str, **extra: object) -> Server:
+    port, metrics = free_ports(2)
+    data = base / "controller"
+    config = write_properties(
+        base / "controller.properties",
+        {
+            "process.roles": "controller",
+            "node.id": CONTROLLER_ID,
+            "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{port}",
+            "metadata.log.dir": data,
+            "metrics.port": metrics,
+            "zookeeper.metadata.migration.enable": "true",
+            "zookeeper.connect": old.zookeeper.connect,
+            "inter.broker.listener.name": "PLAINTEXT",
+            **extra,
+        },
+    )
+    return Server(
+        CONTROLLER_ID, "pykraft", port, config, data, base / "controller.log", None, metrics
+    )
+
+
+def format_controller(server: Server, cluster_id: str, *flags: str) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykraft.cli.main",
+            "storage",
+            "format",
+            "--config",
+            str(server.config),
+            "--cluster-id",
+            cluster_id,
+            "--standalone",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
