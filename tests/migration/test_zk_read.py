@@ -8,9 +8,11 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -25,11 +27,21 @@ from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
 from pykraft.metadata.serde import decode_record, encode_record
 from pykraft.migration import zk_client, zk_data
+from pykraft.pipeline.migration_dry_run import run_dry_run
 
 from .conftest import OldCluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 from .helpers import MIGRATION_MODE, controller, format_controller, roll
 
 DURING = "during-dual-write"
+ACL = {
+    "version": 1,
+    "acls": [
+        {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}
+    ],
+}
 TOPICS = {"orders": (3, {"retention.ms": "86400000", "cleanup.policy": "delete"}), "audit": (2, {})}
 
 
@@ -211,6 +223,56 @@ def test_scram_text_format() -> None:
                 {"/config/users": zk_data.Znode(None, 0, ("d",)), "/config/users/d": bad}
             )
         )
+
+
+def test_spark_dry_run_writes_the_records_a_migration_would(
+    old_cluster: OldCluster,
+    loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    """``pykraft migration export`` of the real ZooKeeper, then the Spark dry run: the records
+    equal, byte for byte, what the controller's load of the same ZooKeeper writes, and the
+    report names what would be refused (an ACL, as Kafka's AclAuthorizer stores one)."""
+    acl = "/kafka-acl/Topic/orders"
+    export = tmp_path / "zk-export.jsonl"
+    with zk_client.session(old_cluster.zookeeper.connect) as zk:
+        zk.create(acl, json.dumps(ACL).encode(), makepath=True)
+        try:
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pykraft.cli.main",
+                    "migration",
+                    "export",
+                    "--zookeeper",
+                    old_cluster.zookeeper.connect,
+                    "--out",
+                    str(export),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert result.returncode == 0, result.stderr
+            expected = zk_data.read_all_metadata(zk_client.read_snapshot(zk))
+        finally:
+            zk.delete("/kafka-acl", recursive=True)
+    out = tmp_path / "dry-run"
+    report = run_dry_run(spark, str(export), str(out))
+    rows = spark.read.parquet(str(out / "records")).collect()
+    values = sorted(bytes(row.value) for row in rows if row.kind == "record")
+    assert values == sorted(encode_record(rec, v) for rec, v in expected.records())
+    # Within a topic the order is the load's: its TopicRecord first.
+    first = {row.entity: row.record_type for row in rows if row.kind == "record" and row.seq == 0}
+    assert all(kind == "TopicRecord" for entity, kind in first.items() if entity != "cluster")
+    assert report.records == expected.counts()
+    assert report.topics == expected.counts()["TopicRecord"] >= len(TOPICS)
+    assert report.broker_ids == sorted(expected.broker_ids) == [0, 1, 2]
+    assert report.refused == expected.refused
+    assert any(note.startswith("/kafka-acl:") for note in report.refused)
+    assert json.loads((out / "report.json").read_text())["partitions"] == report.partitions
 
 
 def test_rollback_to_zookeeper_mode_keeps_what_dual_write_changed(

@@ -1,12 +1,16 @@
 """``pykraft migration`` (KIP-866):
 
     pykraft migration describe --zookeeper HOST:PORT[/chroot] [--metrics HOST:PORT]
+    pykraft migration export --zookeeper HOST:PORT[/chroot] --out zk-export.jsonl
 
 Where a ZooKeeper-to-KRaft migration stands, from ZooKeeper (``/migration``: the KRaft
 controller writing and the last metadata offset mirrored; ``/controller``,
 ``/controller_epoch``; the ZooKeeper brokers alive under ``/brokers/ids``) and, with
 ``--metrics``, from the active controller's Prometheus endpoint (Kafka's gauges
 ZkMigrationState, MigratingZkBrokerCount, ZkWriteBehindLag). One ``Name: value`` line each.
+
+``export`` writes every znode a migration reads (one JSON line each: path, data in base64,
+zkVersion, children) for ``pykraft pipeline migration-dry-run``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,29 @@ def register(sub: Any) -> None:
         "--metrics", metavar="HOST:PORT", help="the active controller's metrics endpoint"
     )
     describe.set_defaults(func=_describe)
+    export = commands.add_parser("export", help="the znodes a migration reads, as JSON lines")
+    export.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/chroot]")
+    export.add_argument("--out", required=True, help="output file")
+    export.set_defaults(func=_export)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from kazoo.exceptions import KazooException
+
+    from pykraft.migration import zk_client
+    from pykraft.migration.zk_export import export_lines
+
+    try:
+        with zk_client.session(args.zookeeper, timeout_s=10) as zk:
+            snapshot = zk_client.read_snapshot(zk)
+    except (KazooException, OSError) as e:
+        print(f"Error: cannot read ZooKeeper at {args.zookeeper}: {e}")
+        return 1
+    with open(args.out, "w") as out:
+        for line in export_lines(snapshot):
+            out.write(line + "\n")
+    print(f"{len(snapshot.nodes)} znodes written to {args.out}")
+    return 0
 
 
 def _describe(args: argparse.Namespace) -> int:

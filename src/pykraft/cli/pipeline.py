@@ -11,6 +11,7 @@ lines go to stderr.
     pykraft pipeline report --sweep /sweep --ingest /tables --out report/
     pykraft pipeline plan --cluster cluster.json --out plan/ [--replica-count 1]
     pykraft pipeline plan --synthetic 1000000:200 --out plan/
+    pykraft pipeline migration-dry-run --export zk-export.jsonl --out dry-run/
 """
 
 from __future__ import annotations
@@ -118,6 +119,17 @@ def register(sub: Any) -> None:
         help="reassignment.parallel.replica.count for the step plan (default unbounded)",
     )
     plan.set_defaults(func=_plan)
+
+    dry = jobs.add_parser(
+        "migration-dry-run",
+        parents=[common],
+        help="the records a ZooKeeper migration (KIP-866) would write, and what it refuses",
+    )
+    dry.add_argument(
+        "--export", required=True, help="znodes from `pykraft migration export` (JSON lines)"
+    )
+    dry.add_argument("--out", required=True, help="local output directory")
+    dry.set_defaults(func=_migration_dry_run)
 
 
 def _session(args: argparse.Namespace, app: str) -> Any:
@@ -248,6 +260,25 @@ def _report(args: argparse.Namespace) -> int:
     spark = _session(args, "report")
     path = run_report(spark, sweep=args.sweep, ingest=args.ingest, out=args.out)
     print(f"report written to {path}")
+    return 0
+
+
+def _migration_dry_run(args: argparse.Namespace) -> int:
+    import os
+
+    from pykraft.migration.zk_data import ZkDataError
+    from pykraft.pipeline.migration_dry_run import run_dry_run
+
+    if "://" not in args.export and not os.path.exists(args.export):
+        return _fail(f"cannot read {args.export}: no such file")
+    spark = _session(args, "migration-dry-run")
+    try:
+        report = run_dry_run(spark, args.export, args.out)
+    except ZkDataError as exc:
+        return _fail(f"{args.export}: {exc}")
+    for line in report.lines():
+        print(line)
+    print(f"records written to {args.out}/records, report to {args.out}/report.json")
     return 0
 
 

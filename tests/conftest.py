@@ -1,16 +1,15 @@
-"""One local SparkSession for the whole test session (starting Spark costs seconds)."""
+"""One local SparkSession for the whole test session (starting Spark costs seconds), shared by
+the pipeline jobs' tests and the migration's dry run; started only when a test asks for it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark", reason="the pipeline extra (pyspark) is not installed")
-
-from pyspark.sql import SparkSession  # noqa: E402
-
-from pykraft.pipeline.session import build_session  # noqa: E402
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -26,6 +25,8 @@ TEST_CONF = {
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
+    from pykraft.pipeline.session import build_session
+
     session = build_session("local[2]", TEST_CONF, app_name="pykraft-tests")
     yield session
     session.stop()
