@@ -203,3 +203,42 @@ def test_driver_goes_inactive_when_leadership_moves_and_forgets_the_pending_load
     d.leadership_changed(-1)
     assert d.state == m.DriverState.INACTIVE and d.pending_state is None
     assert d.next_action(h.image, 0) is None
+
+
+@pytest.mark.parametrize(
+    ("mv", "state", "bumped"),
+    [
+        (MV_3_9, m.MIGRATION, True),  # ZooKeeper-mode brokers need it
+        (MV_3_9, m.PRE_MIGRATION, True),
+        (MV_3_9, m.POST_MIGRATION, False),
+        (MV_3_9, m.NONE, False),
+        (11, m.NONE, True),  # 3.5-IV2: KAFKA-15021
+    ],
+)
+def test_isr_shrink_bumps_the_leader_epoch_while_migrating(
+    mv: int, state: int, bumped: bool
+) -> None:
+    """Kafka's triggerLeaderEpochBumpForIsrShrinkIfNeeded (found by the side-by-side run
+    against Kafka 3.9's controller: it wrote leader_epoch 1 where pykraft kept 0)."""
+    from pykraft.controller.image import NO_LEADER_CHANGE
+    from pykraft.controller.partitions import change_record
+
+    image = Image()
+    image.replay(r.FeatureLevelRecord(name="metadata.version", feature_level=mv), 0, 0)
+    image.replay(r.ZkMigrationStateRecord(zk_migration_state=state), 0, 1)
+    topic_id = uuid.UUID(int=42)
+    image.replay(r.TopicRecord(name="t", topic_id=topic_id), 0, 2)
+    image.replay(
+        r.PartitionRecord(
+            partition_id=0, topic_id=topic_id, replicas=(0, 1, 2), isr=(0, 1, 2), leader=0
+        ),
+        0,
+        3,
+    )
+    p = image.partition(topic_id, 0)
+    assert p is not None
+    shrink = change_record(image, p, isr=(0, 1), acceptable=lambda b: True)
+    assert shrink is not None and shrink.isr == (0, 1)
+    assert shrink.leader == (0 if bumped else NO_LEADER_CHANGE)
+    grow = change_record(image, p, isr=(0, 1, 2), acceptable=lambda b: True)
+    assert grow is None  # nothing changes: no record, no bump

@@ -14,8 +14,10 @@ Rules (Kafka's, KRaft mode, metadata.version >= 3.6):
 * the ISR never becomes empty: removing its last member leaves the ISR as it was and the
   partition without a leader (KIP-841);
 * a record is written only when something changes; its ``Leader`` field is set only when the
-  leader changes (replaying it bumps the leader epoch), or to force an epoch bump (a
-  reassignment that removes replicas);
+  leader changes (replaying it bumps the leader epoch), or to force an epoch bump: a
+  reassignment that removes replicas, and an ISR shrink while a ZooKeeper migration runs
+  (ZooKeeper-mode brokers need the bump) or below metadata.version 3.6-IV0 (KAFKA-15021;
+  Kafka's ``triggerLeaderEpochBumpForIsrShrinkIfNeeded``);
 * the partition record version follows metadata.version (v2 from 4.0-IV1, v1 from 3.7-IV2).
 """
 
@@ -26,9 +28,10 @@ from collections.abc import Callable
 from typing import Final
 
 from pykraft.controller.image import NO_LEADER, NO_LEADER_CHANGE, Image, PartitionState
+from pykraft.controller.migration import MIGRATION, PRE_MIGRATION
 from pykraft.metadata.records import PartitionChangeRecord
 from pykraft.metadata.tagged import with_final_target
-from pykraft.metadata.versions import IBP_3_7_IV2, IBP_4_0_IV1
+from pykraft.metadata.versions import IBP_3_6_IV0, IBP_3_7_IV2, IBP_4_0_IV1
 
 __all__ = [
     "ELECTION_DEFAULT",
@@ -105,6 +108,12 @@ def choose_leader(
     return NO_LEADER, False
 
 
+def _bump_on_isr_shrink(image: Image) -> bool:
+    mv = image.metadata_version
+    migrating = image.migration_state in (MIGRATION, PRE_MIGRATION)
+    return migrating or (mv is not None and mv < IBP_3_6_IV0)
+
+
 def change_record(
     image: Image,
     p: PartitionState,
@@ -149,8 +158,9 @@ def change_record(
     if unclean:
         new_isr = (leader,)
     removed_replica = not set(p.replicas) <= set(new_replicas)
+    shrink_bump = not set(p.isr) <= set(new_isr) and _bump_on_isr_shrink(image)
     leader_field = NO_LEADER_CHANGE
-    if leader != p.leader or bump_leader_epoch or removed_replica:
+    if leader != p.leader or bump_leader_epoch or removed_replica or shrink_bump:
         leader_field = leader
     record = PartitionChangeRecord(
         partition_id=p.partition_id,

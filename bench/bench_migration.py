@@ -1,0 +1,189 @@
+"""KIP-866 migration speed, pykraft beside Kafka 3.9 (issue 18's benchmark):
+
+    .venv/bin/python bench/bench_migration.py [--topics 10000] [--partitions 10] [--runs 1]
+
+1. A real ZooKeeper (3.8, from Kafka 3.9's jars) is filled through kazoo with ``--topics``
+   topics of ``--partitions`` partitions each (RF 3 over brokers 0-2), in the znode formats
+   Kafka 3.9 writes (topic znode version 3 with topic ids, partition state version 1, an empty
+   topic config each), plus ``/cluster/id`` and ``/controller_epoch``. Its data directory is
+   kept and restored before every run, so both controllers migrate the same ZooKeeper.
+2. For each side, one controller with ``zookeeper.metadata.migration.enable=true`` is
+   formatted at release 3.9 and started: Kafka 3.9.2's own (``kafka.Kafka``) or pykraft's.
+   Brokers 0-2 appear as Kafka's ZooKeeper brokers in migration mode do: an ephemeral
+   ``/brokers/ids/N`` in ZooKeeper, and BrokerRegistration (IsMigratingZkBroker) plus
+   heartbeats over the wire to the controller (this script; no broker data plane is needed
+   for the copy, and 100,000 partitions would not fit three real brokers on two cores).
+3. Measured from each controller's own log: from its driver's transition into ZK_MIGRATION
+   (Kafka: "transitioning from BECOME_CONTROLLER to ZK_MIGRATION"; pykraft: "BECOME_CONTROLLER
+   -> ZK_MIGRATION") to its transition into DUAL_WRITE: the copy of every znode into one
+   metadata transaction, its commit, the ``/migration`` write, the reconciliation of ZooKeeper
+   and the FULL requests to the brokers. Printed per run with the ratio pykraft / Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from pykraft.interop.kafka import KafkaDist
+from pykraft.interop.migrating import MigratingBrokerStandIns, migrating_controller
+from pykraft.interop.zookeeper import ZooKeeperServer
+from pykraft.migration import zk_data
+
+CLUSTER_ID = "MigBenchCluster0000001"[:22]
+BROKERS = (0, 1, 2)
+TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+# The driver's transitions as each controller logs them: the copy starts entering
+# ZK_MIGRATION and ends entering SYNC_KRAFT_TO_ZK; the reconciliation ends entering
+# KRAFT_CONTROLLER_TO_BROKER_COMM; the FULL requests end entering DUAL_WRITE.
+PHASES = ("ZK_MIGRATION", "SYNC_KRAFT_TO_ZK", "KRAFT_CONTROLLER_TO_BROKER_COMM", "DUAL_WRITE")
+MARK = {"kafka": "to {} state", "pykraft": "-> {}"}
+
+
+def populate(connect: str, topics: int, partitions: int) -> tuple[int, float]:
+    """Kafka 3.9's znodes for ``topics`` x ``partitions``; (znodes written, seconds)."""
+    zk = KazooClient(hosts=connect, timeout=30)
+    zk.start(timeout=30)
+    started = time.perf_counter()
+    for path in ("/brokers/topics", "/config/topics", "/brokers/ids", "/admin/delete_topics"):
+        zk.ensure_path(path)
+    zk.create("/cluster/id", b'{"version":"1","id":"%s"}' % CLUSTER_ID.encode(), makepath=True)
+    zk.create("/controller_epoch", b"1")
+    pending: list[Any] = []
+    written = 0
+    for t in range(topics):
+        name = f"topic-{t:05d}"
+        assignment = {
+            p: tuple(BROKERS[(t + p + i) % len(BROKERS)] for i in range(3))
+            for p in range(partitions)
+        }
+        base = f"/brokers/topics/{name}"
+        nodes = [
+            (base, zk_data.topic_json(uuid.uuid4(), assignment, {}, {})),
+            (f"/config/topics/{name}", b'{"version":1,"config":{}}'),
+            (f"{base}/partitions", b""),
+        ]
+        for p, replicas in assignment.items():
+            state = zk_data.partition_state_json(replicas[0], 0, 1, replicas, False)
+            nodes += [(f"{base}/partitions/{p}", b""), (f"{base}/partitions/{p}/state", state)]
+        for path, data in nodes:
+            pending.append(zk.create_async(path, data))
+        written += len(nodes)
+        if len(pending) >= 4000:
+            for result in pending:
+                result.get()
+            pending.clear()
+    for result in pending:
+        result.get()
+    elapsed = time.perf_counter() - started
+    zk.stop()
+    zk.close()
+    return written, elapsed
+
+
+def stamp(line: str) -> float:
+    m = TIMESTAMP.search(line)
+    assert m, line
+    return datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def wait_phases(log: Path, side: str, timeout_s: float) -> tuple[list[float], str]:
+    """The timestamps of the four transitions (PHASES), and the load's log line."""
+    deadline = time.monotonic() + timeout_s
+    text = ""
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        lines = [
+            ln
+            for ln in text.splitlines()
+            if "transitioning" in ln or "->" in ln or "Completed migration" in ln
+        ]
+        marks = [
+            next((ln for ln in lines if MARK[side].format(phase) in ln), None) for phase in PHASES
+        ]
+        if all(marks):
+            loaded = next((ln for ln in lines if "Completed migration of metadata" in ln), "")
+            return [stamp(m) for m in marks if m], loaded
+        time.sleep(0.5)
+    raise TimeoutError(f"{side}: no DUAL_WRITE within {timeout_s} s:\n{text[-4000:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--partitions", type=int, default=10, help="per topic")
+    parser.add_argument("--runs", type=int, default=1, help="runs per side (alternating)")
+    parser.add_argument("--timeout", type=float, default=1800)
+    args = parser.parse_args()
+    dist = KafkaDist.get("3.9")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-migration-"))
+    zookeeper = ZooKeeperServer(dist, tmp)
+    zookeeper.start()
+    try:
+        written, seconds = populate(zookeeper.connect, args.topics, args.partitions)
+        print(
+            f"ZooKeeper: {args.topics:,} topics x {args.partitions} partitions = "
+            f"{args.topics * args.partitions:,} partitions, {written:,} znodes written in "
+            f"{seconds:.1f} s",
+            flush=True,
+        )
+        zookeeper.stop()
+        pristine = tmp / "zookeeper-pristine"
+        shutil.copytree(zookeeper.data, pristine)
+        results: dict[str, list[float]] = {"kafka": [], "pykraft": []}
+        for run in range(args.runs):
+            for side in ("kafka", "pykraft"):
+                shutil.rmtree(zookeeper.data)
+                shutil.copytree(pristine, zookeeper.data)
+                zookeeper.start()
+                base = tmp / f"{side}-{run}"
+                base.mkdir()
+                server = migrating_controller(side, dist, base, zookeeper.connect, CLUSTER_ID)
+                server.start()
+                brokers = MigratingBrokerStandIns(
+                    zookeeper.connect, ("127.0.0.1", server.port), CLUSTER_ID
+                )
+                try:
+                    brokers.start()
+                    marks, loaded = wait_phases(server.log, side, args.timeout)
+                    if brokers.error is not None:
+                        raise RuntimeError(f"brokers: {brokers.error!r}")
+                finally:
+                    brokers.stop()
+                    server.kill()
+                    zookeeper.stop()
+                total = marks[-1] - marks[0]
+                copy, sync, send = (b - a for a, b in itertools.pairwise(marks))
+                results[side].append(total)
+                print(
+                    f"run {run + 1} {side:8s}: copy to dual write {total:6.2f} s = copy "
+                    f"{copy:6.2f} s + reconcile ZooKeeper {sync:6.2f} s + FULL requests "
+                    f"{send:5.2f} s",
+                    flush=True,
+                )
+                print(f"    {loaded.split('] ', 1)[-1][:200]}", flush=True)
+        kafka, ours = min(results["kafka"]), min(results["pykraft"])
+        print(
+            f"migration of {args.topics:,} topics / {args.topics * args.partitions:,} partitions, "
+            f"start of the copy to dual write (best of {args.runs}): Kafka 3.9 {kafka:.2f} s, "
+            f"pykraft {ours:.2f} s, ratio pykraft/Kafka {ours / kafka:.2f}x"
+        )
+    finally:
+        zookeeper.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
