@@ -99,6 +99,8 @@ class MigrationHost:
         self._channels: dict[tuple[str, int], LegacyChannel] = {}
         # Where the replicas were at the last requests sent (StopReplica for the dropped ones).
         self._replicas: propagator.ReplicaMap | None = None
+        # ZooKeeper as the initial load read it, with the epoch that read it (worker thread).
+        self._zk_as_loaded: tuple[int, zk_data.ZkSnapshot] | None = None
         # Brokers the last FULL requests did not reach, and the timer that retries them.
         self._undelivered: frozenset[int] = frozenset()
         self._resend: asyncio.TimerHandle | None = None
@@ -148,7 +150,7 @@ class MigrationHost:
             "recover": self._recover,
             "read_brokers": self._read_brokers,
             "claim": lambda: self._claim(action.leadership, self.node.now_ms()),
-            "load": self._load,
+            "load": lambda: self._load(epoch),
             "write_state": lambda: self._write_state(action.leadership),
             "sync": lambda: self._sync(want, action.leadership),
             "send_full": lambda: self._send(sends),
@@ -424,11 +426,16 @@ class MigrationHost:
         stat = zk.set(zk_data.MIGRATION, _migration_json(claimed), version=-1)
         return replace(claimed, migration_zk_version=stat.version)
 
-    def _load(self) -> zk_data.MigrationLoad:
+    def _load(self, epoch: int) -> zk_data.MigrationLoad:
         zk = self._client()
         started = time.monotonic()
-        load = zk_data.read_all_metadata(zk_client.read_snapshot(zk))
+        snapshot = zk_client.read_snapshot(zk)
+        load = zk_data.read_all_metadata(snapshot)
         log.info("read ZooKeeper's metadata in %.0f ms", (time.monotonic() - started) * 1000)
+        # Read under this controller's claim of /controller: ZooKeeper-mode brokers in
+        # migration mode write no metadata znodes, so the first reconciliation compares with
+        # it instead of reading everything again (Kafka reads again).
+        self._zk_as_loaded = (epoch, snapshot)
         return load
 
     def _write_state(self, leadership: m.ZkLeadership) -> m.ZkLeadership:
@@ -452,7 +459,12 @@ class MigrationHost:
         assert want is not None
         zk = self._client()
         started = time.monotonic()
-        ops, changed = zk_data.reconcile(want, zk_client.read_snapshot(zk))
+        loaded, self._zk_as_loaded = self._zk_as_loaded, None
+        if loaded is not None and loaded[0] == leadership.controller_epoch:
+            have = loaded[1]
+        else:
+            have = zk_client.read_snapshot(zk)
+        ops, changed = zk_data.reconcile(want, have)
         result = self._fenced(zk, ops, leadership)
         for entity in changed:
             # Outside the fenced writes, as Kafka: brokers watch these to reload configs.
