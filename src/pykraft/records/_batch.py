@@ -26,6 +26,15 @@ A record is: varint length, int8 attributes, varlong timestamp delta, varint off
 varint key length (-1 = null) + key, varint value length (-1 = null) + value, varint header
 count + headers (varint key length + key, varint value length + value). Varints are
 zig-zag encoded.
+
+Why not kio's record batch code (the wire library pykraft uses everywhere else): measured with
+``bench/bench_batch.py`` (500 batches x 100 records, best of 3, 2026-11-24, this machine's two
+cores), the same bytes come out 12x (values of 20-300 B) to 37x (equal 100 B values, the
+interleaving path) faster from ``build_batch`` than from kio's ``write_new_batch`` (7.2M and
+2.3M records/s against 0.19M), and ``decode_records`` reads them 2.1x faster than kio's
+``read_batch`` (0.31M against 0.15M records/s). kio stays the oracle:
+``tests/records/test_records.py`` writes random batches with one and reads them with the
+other, both ways.
 """
 
 from __future__ import annotations
