@@ -4,7 +4,9 @@ Time is a manual clock; the network is a FIFO queue with zero latency that deliv
 whenever a command lets the cluster run, subject to per-link rules (cut = silently dropped,
 hold = queued until released). A request to a crashed node fails at once (connection refused).
 
-Commands (one per block in ``testdata/*.txt``; see ``run``):
+Commands (one per block in ``testdata/*.txt``; each is a function of ``COMMANDS`` below, with
+its own docstring). ``PYKRAFT_TRACE=1`` prints every message delivered to stderr
+(``pytest -s``): time, source -> destination, the message.
 
     init voters=1,2,3 [observers=4] [election=1000] [fetch=2000] [prevote=true]
          [cluster=ID] [seed=N] [fast=N]   create the cluster (node ``fast`` has a quarter
@@ -25,7 +27,7 @@ Commands (one per block in ``testdata/*.txt``; see ``run``):
     oldpeer N                              N predates KIP-996: it answers pre-votes with
                                            UNSUPPORTED_VERSION
     cluster-id N ID                        requests from N carry ClusterId ID
-    status | log N | notes                 print per-node state / N's batches / app callbacks
+    status | log N                         print per-node state / N's batches
     vote N FROM EPOCH [pre]                inject a Vote request from FROM to N, print answer
 
 Membership (KIP-853 / KIP-642). ``init ... kraft=1`` formats every node with a bootstrap
@@ -43,7 +45,6 @@ turns on controller.quorum.auto.join.enable.
     (these three and upgrade take deliver's rounds=N / until=append)
     upgrade L V                            UpdateFeatures kraft.version=V on L
     appendn N COUNT                        N appends COUNT records in one batch
-    kraft-range N MIN MAX                  N answers ApiVersions with this kraft.version range
     voters N | describe N | progress N     N's voter set / DescribeQuorum / reassignment
 
 Transitions print as they happen (``2: follower(e1 l1) -> prospective(e1)``), as do leader
@@ -60,7 +61,9 @@ during a reassignment the change E2 prescribes (``check_e2_step``).
 
 from __future__ import annotations
 
+import os
 import random
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -74,8 +77,6 @@ from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
     AnyRequest,
     AnyResponse,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
     FetchRequest,
     Inbound,
     Outbound,
@@ -100,6 +101,7 @@ from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshot
 from . import voter_watch
 from .voter_watch import key_name, names, voter_changes
 
+TRACE = os.environ.get("PYKRAFT_TRACE") == "1"
 _REQUESTS = (VoteRequest, FetchRequest)
 
 
@@ -125,7 +127,6 @@ class Node:
     cluster_id: str | None = None
     max_hwm: int = 0
     disk: int = 0  # incremented by wipe: the directory id changes
-    kraft_range: tuple[int, int] | None = None  # ApiVersions answer override
     after_flush: list[Outbound] = field(default_factory=list)  # Ready.messages_after_flush
     # What this node announced as leader (see ``Cluster.observe``): the epoch it leads, the
     # last voter / target record offsets printed, records printed as appended but not yet as
@@ -344,10 +345,6 @@ class Cluster:
                 sender.step(RequestFailed(m.dst, m.request_id), self.now)
                 self.drain(src)
             return
-        if dst.kraft_range is not None and isinstance(m.body, ApiVersionsRequest):
-            probe = ApiVersionsResponse(ErrorCode.none, dst.kraft_range)
-            self.queue.append((m.dst, Outbound(src, m.request_id, probe)))
-            return
         if dst.old_peer and isinstance(m.body, VoteRequest) and m.body.pre_vote:
             answer = VoteResponse(ErrorCode.unsupported_version, -1, NO_LEADER, False)
             self.queue.append((m.dst, Outbound(src, m.request_id, answer)))
@@ -357,6 +354,8 @@ class Cluster:
             body = type(body)(**{**_fields(body), "cluster_id": dst.cluster_id})  # type: ignore[arg-type]
         if self.nodes[src].cluster_id is not None and hasattr(body, "cluster_id"):
             body = type(body)(**{**_fields(body), "cluster_id": self.nodes[src].cluster_id})  # type: ignore[arg-type]
+        if TRACE:
+            print(f"{self.now:>8} {src} -> {m.dst} {body}", file=sys.stderr)
         dst.core.step(Inbound(src, m.request_id, body), self.now)
         self.drain(m.dst)
 
@@ -450,6 +449,252 @@ def _fields(obj: object) -> dict[str, object]:
     return {name: getattr(obj, name) for name in obj.__dataclass_fields__}  # type: ignore[attr-defined]
 
 
+# -- the command table: one function per command (etcd's interaction handlers) --------------
+#
+# A handler gets the cluster, the command's words after its name and those of them that are
+# integers; it returns the lines the command itself prints (transitions and notifications
+# the cluster printed meanwhile come first).
+
+Handler = Callable[[Cluster, list[str], list[int]], list[str]]
+COMMANDS: dict[str, Handler] = {}
+
+
+def command(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+@command("tick")
+def _tick(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """tick MS: let MS milliseconds pass (timers fire, messages flow)."""
+    c.run_until(c.now + nums[0])
+    return []
+
+
+@command("deliver")
+def _deliver_cmd(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """deliver [rounds=N | until=append]: deliver queued messages without moving time."""
+    _deliver(c, rest)
+    return []
+
+
+@command("cut")
+def _cut(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """cut A B: drop all traffic between A and B, both ways."""
+    c.cut |= {(nums[0], nums[1]), (nums[1], nums[0])}
+    return []
+
+
+@command("isolate")
+def _isolate(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """isolate A: drop all traffic to and from A."""
+    c.cut |= {(nums[0], j) for j in c.nodes} | {(j, nums[0]) for j in c.nodes}
+    return []
+
+
+@command("heal")
+def _heal(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """heal: drop nothing any more (held messages stay held)."""
+    c.cut.clear()
+    return []
+
+
+@command("hold")
+def _hold(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """hold A B: queue A->B messages until ``release A B``."""
+    c.hold.add((nums[0], nums[1]))
+    return []
+
+
+@command("release")
+def _release(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """release A B: deliver the held A->B messages now, in order, and stop holding."""
+    c.hold.discard((nums[0], nums[1]))
+    mine = [(s, m) for s, m in c.held if (s, m.dst) == (nums[0], nums[1])]
+    c.held = [(s, m) for s, m in c.held if (s, m.dst) != (nums[0], nums[1])]
+    for s, m in mine:
+        c.deliver_one(s, m)
+    c.deliver()
+    return []
+
+
+@command("crash")
+def _crash(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """crash N: the process dies; what its log had not flushed is lost."""
+    c.crash(nums[0])
+    return []
+
+
+@command("restart")
+def _restart(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """restart N: the process comes back on its disk."""
+    c.start(nums[0])
+    return []
+
+
+@command("wipe")
+def _wipe(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """wipe N: N's disk is replaced; with kraft=1 it is reformatted with
+    --no-initial-controllers (a new directory id: a new replica)."""
+    n = c.nodes[nums[0]]
+    n.log.wipe()
+    n.qstore.wipe()
+    n.snaps.wipe()
+    if c.kraft == 1:
+        n.disk += 1
+        c.format(n.id, with_voters=False)
+    return []
+
+
+def _append_on(c: Cluster, node: int, values: list[bytes]) -> list[str]:
+    core = c.nodes[node].core
+    assert core is not None
+    try:
+        last = core.append(values, c.now)
+        out = [f"appended up to offset {last}"]
+    except NotLeaderError as e:
+        out = [f"NotLeaderError: {e}"]
+    c.drain(node)
+    c.deliver()
+    return out
+
+
+@command("append")
+def _append(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """append N v1 v2 ...: the application appends the values on N (one batch)."""
+    return _append_on(c, nums[0], [w.encode() for w in rest[1:]])
+
+
+@command("appendn")
+def _appendn(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """appendn N COUNT: N appends COUNT records r0, r1, ... in one batch."""
+    return _append_on(c, nums[0], [f"r{k}".encode() for k in range(nums[1])])
+
+
+@command("snapshot")
+def _snapshot(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """snapshot N OFFSET: N snapshots everything below OFFSET (an empty payload)."""
+    core = c.nodes[nums[0]].core
+    assert core is not None
+    writer = core.create_snapshot(nums[1], c.now)
+    writer.freeze(c.now)
+    sid = writer.snapshot_id
+    c.drain(nums[0])
+    return [f"snapshot end={sid.offset} epoch={sid.epoch}"]
+
+
+@command("shutdown")
+def _shutdown(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """shutdown N: a graceful shutdown (a leader resigns first)."""
+    core = c.nodes[nums[0]].core
+    assert core is not None
+    core.shutdown(c.now)
+    c.drain(nums[0])
+    c.deliver()
+    return []
+
+
+@command("noflush")
+def _noflush(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """noflush N: N stops flushing its log by itself."""
+    c.nodes[nums[0]].autoflush = False
+    return []
+
+
+@command("flush")
+def _flush(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """flush N: N flushes its log now and flushes by itself again."""
+    n = c.nodes[nums[0]]
+    n.autoflush = True
+    n.log.flush()
+    assert n.core is not None
+    n.core.on_flushed(c.now)
+    c.release_after_flush(nums[0])
+    c.drain(nums[0])
+    c.deliver()
+    return []
+
+
+@command("oldpeer")
+def _oldpeer(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """oldpeer N: N predates KIP-996 (answers pre-votes with UNSUPPORTED_VERSION)."""
+    c.nodes[nums[0]].old_peer = True
+    return []
+
+
+@command("cluster-id")
+def _cluster_id(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """cluster-id N ID: requests from and to N carry ClusterId ID."""
+    c.nodes[nums[0]].cluster_id = rest[1]
+    return []
+
+
+@command("status")
+def _status(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """status: every node's role, epoch, leader, vote, high watermark and log bounds."""
+    return c.status()
+
+
+@command("log")
+def _log(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """log N: N's batches, [base,next) with their epoch and values."""
+    return c.log_lines(nums[0])
+
+
+@command("vote")
+def _vote(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """vote N FROM EPOCH [pre]: inject a (pre-)Vote request from FROM to N; print the answer."""
+    return _inject_vote(c, nums[0], nums[1], nums[2], "pre" in rest)
+
+
+@command("add-voter")
+def _add_voter(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """add-voter L N [rounds=K | until=append]: the operator asks leader L to add N (KIP-853);
+    the result prints when the change completes."""
+    return _admin(c, "add-voter", rest)
+
+
+@command("remove-voter")
+def _remove_voter(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """remove-voter L N [old]: leader L is asked to remove N (``old``: N's previous directory
+    id)."""
+    return _admin(c, "remove-voter", rest)
+
+
+@command("target")
+def _target(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """target L 4,5,6: KIP-642, leader L reassigns the voters to 4, 5, 6."""
+    return _admin(c, "target", rest)
+
+
+@command("upgrade")
+def _upgrade(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """upgrade L V: UpdateFeatures kraft.version=V on leader L."""
+    return _admin(c, "upgrade", rest)
+
+
+@command("voters")
+def _voters(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """voters N: N's voter set, whether its last change is uncommitted, its KIP-642 target."""
+    return [_voters_line(c, nums[0])]
+
+
+@command("describe")
+def _describe_cmd(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """describe N: N's DescribeQuorum answer."""
+    return _describe(c, nums[0])
+
+
+@command("progress")
+def _progress_cmd(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """progress N: N's KIP-642 reassignment progress."""
+    return _progress(c, nums[0])
+
+
 def run(cluster: Cluster | None, line: str) -> tuple[Cluster | None, list[str]]:
     """Run one command; returns the (possibly new) cluster and the output lines."""
     words = line.split()
@@ -461,103 +706,11 @@ def run(cluster: Cluster | None, line: str) -> tuple[Cluster | None, list[str]]:
         return cluster, out + cluster.status()
     assert cluster is not None, "init first"
     c = cluster
-    extra: list[str] = []
     nums = [int(w) for w in rest if w.lstrip("-").isdigit()]
-    if cmd == "tick":
-        c.run_until(c.now + nums[0])
-    elif cmd == "deliver":
-        _deliver(c, rest)
-    elif cmd == "cut":
-        c.cut |= {(nums[0], nums[1]), (nums[1], nums[0])}
-    elif cmd == "isolate":
-        c.cut |= {(nums[0], j) for j in c.nodes} | {(j, nums[0]) for j in c.nodes}
-    elif cmd == "heal":
-        c.cut.clear()
-    elif cmd == "hold":
-        c.hold.add((nums[0], nums[1]))
-    elif cmd == "release":
-        c.hold.discard((nums[0], nums[1]))
-        mine = [(s, m) for s, m in c.held if (s, m.dst) == (nums[0], nums[1])]
-        c.held = [(s, m) for s, m in c.held if (s, m.dst) != (nums[0], nums[1])]
-        for s, m in mine:
-            c.deliver_one(s, m)
-        c.deliver()
-    elif cmd == "crash":
-        c.crash(nums[0])
-    elif cmd == "restart":
-        c.start(nums[0])
-    elif cmd == "wipe":
-        n = c.nodes[nums[0]]
-        n.log.wipe()
-        n.qstore.wipe()
-        n.snaps.wipe()
-        if c.kraft == 1:  # reformatted with --no-initial-controllers: a new directory id
-            n.disk += 1
-            c.format(n.id, with_voters=False)
-    elif cmd == "append":
-        core = c.nodes[nums[0]].core
-        assert core is not None
-        try:
-            last = core.append([w.encode() for w in rest[1:]], c.now)
-            extra.append(f"appended up to offset {last}")
-        except NotLeaderError as e:
-            extra.append(f"NotLeaderError: {e}")
-        c.drain(nums[0])
-        c.deliver()
-    elif cmd == "snapshot":
-        core = c.nodes[nums[0]].core
-        assert core is not None
-        writer = core.create_snapshot(nums[1], c.now)
-        writer.freeze(c.now)
-        sid = writer.snapshot_id
-        extra.append(f"snapshot end={sid.offset} epoch={sid.epoch}")
-        c.drain(nums[0])
-    elif cmd == "shutdown":
-        core = c.nodes[nums[0]].core
-        assert core is not None
-        core.shutdown(c.now)
-        c.drain(nums[0])
-        c.deliver()
-    elif cmd == "noflush":
-        c.nodes[nums[0]].autoflush = False
-    elif cmd == "flush":
-        n = c.nodes[nums[0]]
-        n.autoflush = True
-        n.log.flush()
-        assert n.core is not None
-        n.core.on_flushed(c.now)
-        c.release_after_flush(nums[0])
-        c.drain(nums[0])
-        c.deliver()
-    elif cmd == "oldpeer":
-        c.nodes[nums[0]].old_peer = True
-    elif cmd == "cluster-id":
-        c.nodes[nums[0]].cluster_id = rest[1]
-    elif cmd == "status":
-        extra = c.status()
-    elif cmd == "log":
-        extra = c.log_lines(nums[0])
-    elif cmd == "vote":
-        extra = _inject_vote(c, nums[0], nums[1], nums[2], "pre" in rest)
-    elif cmd in ("add-voter", "remove-voter", "target", "upgrade"):
-        extra = _admin(c, cmd, rest)
-    elif cmd == "appendn":
-        core = c.nodes[nums[0]].core
-        assert core is not None
-        last = core.append([f"r{k}".encode() for k in range(nums[1])], c.now)
-        extra.append(f"appended up to offset {last}")
-        c.drain(nums[0])
-        c.deliver()
-    elif cmd == "kraft-range":
-        c.nodes[nums[0]].kraft_range = (nums[1], nums[2])
-    elif cmd == "voters":
-        extra = [_voters_line(c, nums[0])]
-    elif cmd == "describe":
-        extra = _describe(c, nums[0])
-    elif cmd == "progress":
-        extra = _progress(c, nums[0])
-    else:
+    handler = COMMANDS.get(cmd)
+    if handler is None:
         raise ValueError(f"unknown command {cmd!r}")
+    extra = handler(c, rest, nums)
     c.check()
     out = list(c.out) + extra
     c.out.clear()
