@@ -191,6 +191,25 @@ def fetches(c: RaftCore, now: int) -> list[int]:
     return [m.request_id for m in c.ready(now).messages if isinstance(m.body, FetchRequest)]
 
 
+def test_a_fetch_retry_past_due_is_polled_at_once() -> None:
+    """Issue 13's observer stall, found on real processes (tests/faults/test_observer_rejoin):
+    the driver's timer fired a millisecond before the retry time, that poll sent nothing, and
+    the Ready computed just after the retry time said "never" (an observer's role has no
+    timer): the observer fetched nothing again. A retry that is due and not yet served makes
+    the deadline now."""
+    c = core(local=4)  # an observer of voters 1-3
+    (rid,) = fetches(c, 0)
+    c.step(Inbound(1, rid, FetchResponse(ErrorCode.not_leader_or_follower, 0, -1, -1, -1)), 10)
+    retry = 10 + c.config.retry_backoff_ms
+    assert c.ready(10).next_deadline_ms == retry
+    c.poll(retry - 1)  # the timer fired early: nothing is due yet
+    assert fetches(c, retry - 1) == []
+    assert c.ready(retry + 1).next_deadline_ms == retry + 1  # due: poll now
+    c.poll(retry + 1)
+    assert len(fetches(c, retry + 1)) == 1
+    assert c.ready(retry + 2).next_deadline_ms > retry + 2  # served: nothing due
+
+
 def test_observer_backs_off_after_an_answer_from_a_starting_node() -> None:
     """Issue 13: a voter still building its core answers BROKER_NOT_AVAILABLE (a top-level
     error: epoch -1). The observer waits the retry backoff before its next Fetch instead of

@@ -182,14 +182,13 @@ async def _status(ports: list[int], with_cluster: bool = False) -> str:
 def _up(args: argparse.Namespace) -> int:
     from pykraft.node.config import ConfigError
     from pykraft.storage import StorageError
-    from pykraft.storage.properties import ConfigError as StorageConfigError
 
     if args.controllers < 1:
         print("pykraft local up: --controllers must be >= 1", file=sys.stderr)
         return 2
     try:
         controllers = _prepare(args.dir, args.controllers)
-    except (ConfigError, StorageConfigError, StorageError) as e:
+    except (ConfigError, StorageError) as e:
         print(f"pykraft local up: {e}", file=sys.stderr)
         return 1
     broker_configs: list[Path] = []

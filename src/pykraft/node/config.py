@@ -19,6 +19,7 @@ from typing import Final
 from pykraft.controller.config import ControllerConfig
 from pykraft.raft.config import RaftConfig
 from pykraft.storage import properties as _storage_properties
+from pykraft.storage.properties import ConfigError
 
 __all__ = [
     "ConfigError",
@@ -33,15 +34,6 @@ MIB: Final = 1024 * 1024
 GIB: Final = 1024 * MIB
 
 PROCESS_ROLES: Final = frozenset({"controller", "broker"})
-
-
-class ConfigError(ValueError):
-    """An invalid or missing config; ``str()`` is one line naming the key."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"invalid config {key}: {problem}")
-        self.key = key
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +187,7 @@ def load_config(path: str | Path) -> NodeConfig:
     so that there is one parser of Kafka properties files)."""
     try:
         props = _storage_properties.load_properties(Path(path))
-    except _storage_properties.ConfigError as e:
+    except ConfigError as e:
         raise ConfigError("<file>", str(e)) from None
     return NodeConfig.from_properties(props)
 

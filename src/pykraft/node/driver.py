@@ -531,6 +531,8 @@ class RaftNode:
         core = self.core
         assert core is not None and self._loop is not None
         address = self._peers.address_of(core, dst, endpoint, lambda: self.port)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("request %d to %d at %s: %s", request_id, dst, address, body)
         self._peers.send(self._loop, address, dst, request_id, body)
 
     def _on_peer_result(self, request_id: int, response: AnyResponse | None, dst: int) -> None:
@@ -539,6 +541,8 @@ class RaftNode:
             return
         if isinstance(response, FetchResponse) and response.records and self.metrics:
             self.metrics.on_fetch(self.now_ms(), record_count(response.records))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("answer %d from %d: %s", request_id, dst, response)
         if response is None:
             self._input(lambda: core.step(RequestFailed(dst, request_id), self.now_ms()))
         else:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Coroutine
@@ -50,7 +51,7 @@ log = logging.getLogger("pykraft.node")
 
 def _setup_logging(node_id: int) -> None:
     logging.basicConfig(
-        level=logging.INFO,
+        level=os.environ.get("PYKRAFT_LOG_LEVEL", "INFO").upper(),
         stream=sys.stderr,
         format=f"%(asctime)s %(levelname)s [node {node_id}] %(name)s: %(message)s",
     )

@@ -50,8 +50,14 @@ def next_deadline_ms(core: RaftCore, requests: RequestManager, now_ms: int) -> i
         for parked in purgatory.values():
             if parked.deadline_ms < deadline:
                 deadline = parked.deadline_ms
-    if now_ms < core.fetch_retry_at_ms < deadline:
-        deadline = core.fetch_retry_at_ms
+    # A fetch backed off and not yet sent: due at its retry time, and at once when that time
+    # has passed without the poll that sends it (a driver's timer fires a millisecond early,
+    # its poll finds the retry not yet due, and the next Ready is computed a moment later).
+    # Without this the Ready of an observer, whose role has no timer, said "never" and it
+    # fetched nothing again (issue 13's observer stall, seen on real processes).
+    retry = core.fetch_retry_at_ms
+    if retry and core.fetch_request_id is None and retry < deadline:
+        deadline = retry
     change = core.voter_change
     if change is not None and change.deadline_ms < deadline:
         deadline = change.deadline_ms

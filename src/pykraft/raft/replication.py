@@ -343,6 +343,7 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
         servers = core.bootstrap_servers
         count = len(servers) or len(core.voters.others(local))
         if not count:
+            core.fetch_retry_at_ms = 0  # nobody to ask: no retry pending
             return
         i = core.bootstrap_cursor % count
         core.bootstrap_cursor += 1
@@ -377,6 +378,7 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
         )
         kind = "fetch"
     core.fetch_request_id = core.send(dst, body, kind, now_ms, endpoint)
+    core.fetch_retry_at_ms = 0  # served: a retry time is pending only until a fetch goes
 
 
 def _leader_named(core: RaftCore, src: int, leader_id: int, now_ms: int) -> None:

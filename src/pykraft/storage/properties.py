@@ -13,7 +13,20 @@ from pykraft.raft.types import Endpoint
 
 
 class ConfigError(ValueError):
-    """A missing or invalid configuration value; the message names the key and file."""
+    """A missing or invalid configuration value, the one error of every config reader
+    (storage's and the node's): ``str()`` is one line naming the key and, when known, the
+    file. ``ConfigError(key, problem)`` reads "invalid config KEY: PROBLEM" and keeps both;
+    ``ConfigError(message)`` is a whole line already (``key`` is then None)."""
+
+    def __init__(self, key_or_message: str, problem: str | None = None) -> None:
+        if problem is None:
+            super().__init__(key_or_message)
+            self.key: str | None = None
+            self.problem = key_or_message
+        else:
+            super().__init__(f"invalid config {key_or_message}: {problem}")
+            self.key = key_or_message
+            self.problem = problem
 
 
 def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
