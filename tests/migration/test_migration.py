@@ -313,6 +313,9 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
         ),
         "ZooKeeper caught up",
     )
+    values = read_metrics("127.0.0.1", port, timeout_s=5)
+    assert values["kafka_controller_kafkacontroller_zk_write_snapshot_time_ms"] > 0
+    assert values["kafka_controller_kafkacontroller_zk_write_delta_time_ms"] > 0
 
 
 def test_migration_describe_reports_the_state(migrated: Migrated) -> None:

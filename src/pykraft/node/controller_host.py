@@ -243,8 +243,15 @@ class ControllerHost:
             ),
             (
                 "ZkWriteSnapshotTimeMs",
-                "duration of the last reconciliation of ZooKeeper (the last value, not a histogram)",
-                self.migration.write_ms if self.migration is not None else 0.0,
+                "duration of the last full write of the metadata to ZooKeeper (the last value, "
+                "not a histogram)",
+                self.migration.snapshot_write_ms if self.migration is not None else 0.0,
+            ),
+            (
+                "ZkWriteDeltaTimeMs",
+                "duration of the last dual write of committed changes to ZooKeeper (the last "
+                "value, not a histogram)",
+                self.migration.delta_write_ms if self.migration is not None else 0.0,
             ),
         ]
         return [

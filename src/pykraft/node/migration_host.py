@@ -104,7 +104,10 @@ class MigrationHost:
         # Brokers the last FULL requests did not reach, and the timer that retries them.
         self._undelivered: frozenset[int] = frozenset()
         self._resend: asyncio.TimerHandle | None = None
-        self.write_ms = 0.0  # the last reconciliation's duration (ZkWriteSnapshotTimeMs)
+        # The last full reconciliation's duration (SYNC_KRAFT_TO_ZK: ZkWriteSnapshotTimeMs) and
+        # the last dual write's (ZkWriteDeltaTimeMs), on the worker thread.
+        self.snapshot_write_ms = 0.0
+        self.delta_write_ms = 0.0
 
     # -- the loop side ----------------------------------------------------------------------------
 
@@ -453,9 +456,11 @@ class MigrationHost:
             ) from None
         return replace(leadership, migration_zk_version=stat.version)
 
-    def _sync(self, want: zk_data.DesiredZk | None, leadership: m.ZkLeadership) -> m.ZkLeadership:
+    def _sync(
+        self, want: zk_data.DesiredZk | None, leadership: m.ZkLeadership, *, delta: bool = False
+    ) -> m.ZkLeadership:
         """ZooKeeper made to say what ``want`` says, with fenced writes; /migration records
-        ``leadership``."""
+        ``leadership``. ``delta``: a dual write of committed changes (timed apart)."""
         assert want is not None
         zk = self._client()
         started = time.monotonic()
@@ -474,7 +479,11 @@ class MigrationHost:
                 sequence=True,
                 makepath=True,
             )
-        self.write_ms = (time.monotonic() - started) * 1000
+        elapsed = (time.monotonic() - started) * 1000
+        if delta:
+            self.delta_write_ms = elapsed
+        else:
+            self.snapshot_write_ms = elapsed
         if ops:
             counts: dict[str, int] = {}
             for op in ops:
@@ -545,7 +554,7 @@ class MigrationHost:
         leadership: m.ZkLeadership,
         sends: list[Send],
     ) -> tuple[m.ZkLeadership, frozenset[int]]:
-        return self._sync(want, leadership), self._send(sends)
+        return self._sync(want, leadership, delta=True), self._send(sends)
 
     def _send(self, sends: list[Send]) -> frozenset[int]:
         """StopReplica first (so that the FULL LeaderAndIsr finds no stray log), then FULL
