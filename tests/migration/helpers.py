@@ -76,7 +76,7 @@ def roll(
         until(lambda: full_isr(kafka.bootstrap, topics), "every ISR full", 120)
 
 
-def quorum(base: Path, old: OldCluster, cluster_id: str) -> list[Server]:
+def quorum(base: Path, zookeeper: str, cluster_id: str) -> list[Server]:
     """Three pykraft controllers (ids 3000-3002, static voters) with the migration flag,
     formatted at the brokers' release (3.9)."""
     ports = free_ports(6)
@@ -95,7 +95,7 @@ def quorum(base: Path, old: OldCluster, cluster_id: str) -> list[Server]:
                 "metadata.log.dir": data,
                 "metrics.port": ports[3 + i],
                 "zookeeper.metadata.migration.enable": "true",
-                "zookeeper.connect": old.zookeeper.connect,
+                "zookeeper.connect": zookeeper,
                 "inter.broker.listener.name": "PLAINTEXT",
             },
         )

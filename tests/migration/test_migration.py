@@ -105,7 +105,7 @@ def migrated(
     epoch_before = int((snapshot.get("/controller_epoch") or zk_data.Znode(b"0", 0)).data or b"0")
 
     base = tmp_path_factory.mktemp("kraft")
-    controllers = quorum(base, old_cluster, cluster_id)
+    controllers = quorum(base, old_cluster.zookeeper.connect, cluster_id)
     for server in controllers:
         server.start()
     voters = ",".join(f"{c.node_id}@{c.address}" for c in controllers)

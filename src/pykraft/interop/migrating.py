@@ -37,6 +37,7 @@ __all__ = ["CONTROLLER_ID", "MigratingBrokerStandIns", "migrating_controller"]
 
 CONTROLLER_ID: Final = 3000
 MV_3_9: Final = 21  # 3.9-IV0
+NOT_CONTROLLER: Final = 41
 
 
 def migrating_controller(
@@ -90,19 +91,19 @@ def migrating_controller(
 
 class MigratingBrokerStandIns:
     """Brokers ``ids`` as migrating ZooKeeper brokers show themselves to ZooKeeper and to the
-    controller at ``controller`` (see the module docstring). ``start`` registers them in
-    ZooKeeper at once and with the controller on a thread (retrying while it starts);
-    ``error`` holds what stopped that thread, if anything."""
+    active one of ``controllers`` (see the module docstring). ``start`` registers them in
+    ZooKeeper at once and with the controller on a thread (retrying while it starts, following
+    it to another controller); ``error`` holds what stopped that thread, if anything."""
 
     def __init__(
         self,
         zookeeper: str,
-        controller: tuple[str, int],
+        controllers: tuple[str, int] | list[tuple[str, int]],
         cluster_id: str,
         ids: tuple[int, ...] = (0, 1, 2),
     ) -> None:
         self.zk = KazooClient(hosts=zookeeper, timeout=30)
-        self.controller = controller
+        self.controllers = [controllers] if isinstance(controllers, tuple) else controllers
         self.cluster_id = cluster_id
         self.ids = ids
         self.ports = free_ports(len(ids))
@@ -111,6 +112,7 @@ class MigratingBrokerStandIns:
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name="zk-broker-stand-ins", daemon=True)
+        self._conns: dict[tuple[str, int], Connection] = {}
 
     def start(self) -> None:
         self.zk.start(timeout=30)
@@ -133,9 +135,32 @@ class MigratingBrokerStandIns:
         except BaseException as e:  # reported through ``error``
             self.error = e
 
-    @staticmethod
-    async def _request(conn: Connection, api: int, version: int, fields: Any) -> Any:
-        return await conn.request(make(request_schema(api, version), fields), timeout_ms=30_000)
+    async def _request(self, api: int, version: int, fields: Any) -> Any:
+        """The request answered by the active controller: each controller in turn (a
+        refused connection or NOT_CONTROLLER moves on), for up to two minutes."""
+        deadline = time.monotonic() + 120
+        while True:
+            for address in self.controllers:
+                try:
+                    conn = self._conns.get(address)
+                    if conn is None:
+                        conn = await Connection.open(
+                            *address, timeout_ms=2_000, client_id="zk-broker"
+                        )
+                        self._conns[address] = conn
+                    answer: Any = await conn.request(
+                        make(request_schema(api, version), fields), timeout_ms=10_000
+                    )
+                except (TimeoutError, OSError, ConnectionError):
+                    stale = self._conns.pop(address, None)
+                    if stale is not None:
+                        stale.close()
+                    continue
+                if int(answer.error_code) != NOT_CONTROLLER:
+                    return answer
+            if time.monotonic() > deadline or self._stop.is_set():
+                raise RuntimeError(f"no active controller among {self.controllers}")
+            await asyncio.sleep(0.3)
 
     def _registration(self, broker: int, port: int) -> dict[str, Any]:
         return {
@@ -158,21 +183,12 @@ class MigratingBrokerStandIns:
         }
 
     async def _register_and_beat(self) -> None:
-        host, port = self.controller
         deadline = time.monotonic() + 120
-        while True:
-            try:
-                conn = await Connection.open(host, port, timeout_ms=2_000, client_id="zk-broker")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.5)
         epochs: dict[int, int] = {}
         for b, bport in zip(self.ids, self.ports, strict=True):
             while True:
                 answer = await self._request(
-                    conn, ApiKey.BROKER_REGISTRATION, 2, self._registration(b, bport)
+                    ApiKey.BROKER_REGISTRATION, 2, self._registration(b, bport)
                 )
                 if int(answer.error_code) == 0:
                     epochs[b] = int(answer.broker_epoch)
@@ -184,7 +200,6 @@ class MigratingBrokerStandIns:
         while not self._stop.is_set():
             for b, epoch in epochs.items():
                 await self._request(
-                    conn,
                     ApiKey.BROKER_HEARTBEAT,
                     1,
                     {
@@ -195,7 +210,8 @@ class MigratingBrokerStandIns:
                     },
                 )
             await asyncio.sleep(0.5)
-        conn.close()
+        for conn in self._conns.values():
+            conn.close()
 
     def stop(self) -> None:
         self._stop.set()
