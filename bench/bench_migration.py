@@ -30,66 +30,23 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-from typing import Any
-
-from kazoo.client import KazooClient
 
 from pykraft.interop.kafka import KafkaDist
-from pykraft.interop.migrating import MigratingBrokerStandIns, migrating_controller
+from pykraft.interop.migrating import (
+    MigratingBrokerStandIns,
+    fill_zookeeper,
+    migrating_controller,
+)
 from pykraft.interop.zookeeper import ZooKeeperServer
-from pykraft.migration import zk_data
 
 CLUSTER_ID = "MigBenchCluster0000001"[:22]
-BROKERS = (0, 1, 2)
 TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
 # The driver's transitions as each controller logs them: the copy starts entering
 # ZK_MIGRATION and ends entering SYNC_KRAFT_TO_ZK; the reconciliation ends entering
 # KRAFT_CONTROLLER_TO_BROKER_COMM; the FULL requests end entering DUAL_WRITE.
 PHASES = ("ZK_MIGRATION", "SYNC_KRAFT_TO_ZK", "KRAFT_CONTROLLER_TO_BROKER_COMM", "DUAL_WRITE")
 MARK = {"kafka": "to {} state", "pykraft": "-> {}"}
-
-
-def populate(connect: str, topics: int, partitions: int) -> tuple[int, float]:
-    """Kafka 3.9's znodes for ``topics`` x ``partitions``; (znodes written, seconds)."""
-    zk = KazooClient(hosts=connect, timeout=30)
-    zk.start(timeout=30)
-    started = time.perf_counter()
-    for path in ("/brokers/topics", "/config/topics", "/brokers/ids", "/admin/delete_topics"):
-        zk.ensure_path(path)
-    zk.create("/cluster/id", b'{"version":"1","id":"%s"}' % CLUSTER_ID.encode(), makepath=True)
-    zk.create("/controller_epoch", b"1")
-    pending: list[Any] = []
-    written = 0
-    for t in range(topics):
-        name = f"topic-{t:05d}"
-        assignment = {
-            p: tuple(BROKERS[(t + p + i) % len(BROKERS)] for i in range(3))
-            for p in range(partitions)
-        }
-        base = f"/brokers/topics/{name}"
-        nodes = [
-            (base, zk_data.topic_json(uuid.uuid4(), assignment, {}, {})),
-            (f"/config/topics/{name}", b'{"version":1,"config":{}}'),
-            (f"{base}/partitions", b""),
-        ]
-        for p, replicas in assignment.items():
-            state = zk_data.partition_state_json(replicas[0], 0, 1, replicas, False)
-            nodes += [(f"{base}/partitions/{p}", b""), (f"{base}/partitions/{p}/state", state)]
-        for path, data in nodes:
-            pending.append(zk.create_async(path, data))
-        written += len(nodes)
-        if len(pending) >= 4000:
-            for result in pending:
-                result.get()
-            pending.clear()
-    for result in pending:
-        result.get()
-    elapsed = time.perf_counter() - started
-    zk.stop()
-    zk.close()
-    return written, elapsed
 
 
 def stamp(line: str) -> float:
@@ -131,7 +88,9 @@ def main() -> int:
     zookeeper = ZooKeeperServer(dist, tmp)
     zookeeper.start()
     try:
-        written, seconds = populate(zookeeper.connect, args.topics, args.partitions)
+        written, seconds = fill_zookeeper(
+            zookeeper.connect, CLUSTER_ID, args.topics, args.partitions
+        )
         print(
             f"ZooKeeper: {args.topics:,} topics x {args.partitions} partitions = "
             f"{args.topics * args.partitions:,} partitions, {written:,} znodes written in "

@@ -12,8 +12,10 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 
-from pykraft.interop.cluster import Server, free_ports
+from pykraft.interop.cluster import Server, free_ports, read_metrics
 from pykraft.interop.kafka import write_properties
+from pykraft.metadata.serde import decode_record
+from pykraft.records import decode_records, iter_batches
 
 from .conftest import OldCluster
 
@@ -168,3 +170,37 @@ def format_controller(server: Server, cluster_id: str, *flags: str) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def active_controller(controllers: list[Server], timeout_s: float = 60) -> Server:
+    """The active one of ``controllers`` (ActiveControllerCount 1), waiting for one."""
+    found: list[Server] = []
+
+    def active() -> bool:
+        for c in controllers:
+            if c.running and c.metrics_port is not None:
+                try:
+                    values = read_metrics("127.0.0.1", c.metrics_port, timeout_s=2)
+                except OSError:
+                    continue
+                if values.get("kafka_controller_kafkacontroller_active_controller_count"):
+                    found.append(c)
+                    return True
+        return False
+
+    until(active, "an active controller", timeout_s)
+    return found[0]
+
+
+def log_records(controller: Server) -> list[tuple[int, Any]]:
+    """(offset, record) of every data record in a controller's metadata log files."""
+    out: list[tuple[int, Any]] = []
+    for segment in sorted((controller.data / "__cluster_metadata-0").glob("*.log")):
+        buf = segment.read_bytes()
+        for header, pos in iter_batches(buf):
+            if header.is_control:
+                continue
+            for record in decode_records(buf[pos : pos + header.size]):
+                assert record.value is not None
+                out.append((record.offset, decode_record(record.value)[0]))
+    return out

@@ -9,24 +9,26 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from pykraft.interop.cluster import BROKER_STARTED, Server, read_metrics
-from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
-from pykraft.metadata.serde import decode_record
 from pykraft.migration import zk_client, zk_data
-from pykraft.records import decode_records, iter_batches
 
 from .conftest import OldCluster
-from .helpers import MIGRATION_MODE, controller, format_controller, quorum, roll, until
+from .helpers import (
+    active_controller,
+    controller,
+    format_controller,
+    log_records,
+    roll,
+    until,
+)
 from .traffic import Traffic
 
 MESSAGES = 300
@@ -47,101 +49,7 @@ class Migrated:
     @property
     def controller(self) -> Server:
         """The active controller (ActiveControllerCount 1), waiting for one if needed."""
-        found: list[Server] = []
-
-        def active() -> bool:
-            for c in self.controllers:
-                if c.running and c.metrics_port is not None:
-                    try:
-                        values = read_metrics("127.0.0.1", c.metrics_port, timeout_s=2)
-                    except OSError:
-                        continue
-                    if values.get("kafka_controller_kafkacontroller_active_controller_count"):
-                        found.append(c)
-                        return True
-            return False
-
-        until(active, "an active controller")
-        return found[0]
-
-
-@pytest.fixture(scope="module")
-def migrated(
-    old_cluster: OldCluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Migrated]:
-    kafka = old_cluster.kafka
-    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
-    admin.create_topics(
-        [
-            NewTopic("orders", 3, 3, topic_configs={"retention.ms": "86400000"}),
-            NewTopic("live", 3, 3, topic_configs={"min.insync.replicas": "2"}),
-        ]
-    )
-    admin.close()
-    old_cluster.dist.run(
-        "configs",
-        "--bootstrap-server",
-        kafka.bootstrap,
-        "--alter",
-        "--entity-type",
-        "users",
-        "--entity-name",
-        "alice",
-        "--add-config",
-        "SCRAM-SHA-256=[iterations=8192,password=alice-secret]",
-    )
-    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=5)
-    sent = [f"order-{i}".encode() for i in range(MESSAGES)]
-    for value in sent:
-        producer.send("orders", value)
-    producer.flush(timeout=60)
-    producer.close()
-    with zk_client.session(old_cluster.zookeeper.connect) as zk:
-        snapshot = zk_client.read_snapshot(zk)
-    cluster_id = zk_data.cluster_id(snapshot)
-    assert cluster_id is not None
-    topic = snapshot.json("/brokers/topics/orders")
-    assert topic is not None
-    epoch_before = int((snapshot.get("/controller_epoch") or zk_data.Znode(b"0", 0)).data or b"0")
-
-    base = tmp_path_factory.mktemp("kraft")
-    controllers = quorum(base, old_cluster.zookeeper.connect, cluster_id)
-    for server in controllers:
-        server.start()
-    voters = ",".join(f"{c.node_id}@{c.address}" for c in controllers)
-    traffic = Traffic(kafka.bootstrap, "live", 3).start()
-    try:
-        migrated = Migrated(
-            old_cluster, controllers, epoch_before, str(topic["topic_id"]), sent, traffic
-        )
-        active = migrated.controller
-        # Kafka's phase 1: each ZooKeeper broker restarted with the migration configs.
-        roll(
-            old_cluster,
-            lambda _broker: {**MIGRATION_MODE, "controller.quorum.voters": voters},
-            started=ZK_BROKER_STARTED,
-            topics=TRAFFIC_TOPICS,
-        )
-        active.wait_for(FINISHED, 60)
-        active.wait_for(DUAL_WRITE, 60)
-        yield migrated
-    finally:
-        traffic.finish(timeout_s=0)
-        for server in controllers:
-            server.kill()
-
-
-def _log_records(controller: Server) -> list[tuple[int, Any]]:
-    out: list[tuple[int, Any]] = []
-    for segment in sorted((controller.data / "__cluster_metadata-0").glob("*.log")):
-        buf = segment.read_bytes()
-        for header, pos in iter_batches(buf):
-            if header.is_control:
-                continue
-            for record in decode_records(buf[pos : pos + header.size]):
-                assert record.value is not None
-                out.append((record.offset, decode_record(record.value)[0]))
-    return out
+        return active_controller(self.controllers)
 
 
 def test_zookeeper_names_the_kraft_controller(migrated: Migrated) -> None:
@@ -156,14 +64,14 @@ def test_zookeeper_names_the_kraft_controller(migrated: Migrated) -> None:
     assert controller["kraftControllerEpoch"] >= 1
     assert ephemeral == 0  # persistent: ZooKeeper brokers cannot elect one of their own
     assert epoch > migrated.epoch_before
-    records = _log_records(migrated.controller)
+    records = log_records(migrated.controller)
     ends = [o for o, rec in records if isinstance(rec, r.EndTransactionRecord)]
     # /migration holds the offset of the initial load's end, or of a later dual write.
     assert state[0] == migrated.controller.node_id and ends[-1] <= state[2] <= records[-1][0]
 
 
 def test_initial_load_is_one_transaction_of_zookeepers_metadata(migrated: Migrated) -> None:
-    records = _log_records(migrated.controller)
+    records = log_records(migrated.controller)
     begins = [i for i, (_, rec) in enumerate(records) if isinstance(rec, r.BeginTransactionRecord)]
     load = [i for i in begins if records[i][1].name == "ZK Migration"]
     assert len(load) == 1
@@ -482,7 +390,7 @@ def test_finalize_ends_dual_write_and_loses_nothing(migrated: Migrated) -> None:
     until(
         lambda: any(
             isinstance(rec, r.ZkMigrationStateRecord) and rec.zk_migration_state == 3
-            for _, rec in _log_records(controller)
+            for _, rec in log_records(controller)
         ),
         "POST_MIGRATION in the log",
     )

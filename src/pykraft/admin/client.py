@@ -56,6 +56,7 @@ from pykraft.protocol import (
 )
 from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol.build import make
+from pykraft.raft.types import Endpoint
 
 __all__ = [
     "AdminClient",
@@ -93,17 +94,8 @@ class AdminError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class RaftVoterEndpoint:
-    """One listener of a controller (Kafka's ``RaftVoterEndpoint``)."""
-
-    name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
+# One listener of a controller (Kafka's ``RaftVoterEndpoint``): the raft layer's endpoint.
+RaftVoterEndpoint = Endpoint
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,16 +28,67 @@ from kazoo.client import KazooClient
 
 from pykraft.interop.cluster import Server, free_ports
 from pykraft.interop.kafka import KafkaDist, write_properties
+from pykraft.migration import zk_data
 from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
 
-__all__ = ["CONTROLLER_ID", "MigratingBrokerStandIns", "migrating_controller"]
+__all__ = ["CONTROLLER_ID", "MigratingBrokerStandIns", "fill_zookeeper", "migrating_controller"]
 
 CONTROLLER_ID: Final = 3000
 MV_3_9: Final = 21  # 3.9-IV0
 NOT_CONTROLLER: Final = 41
+
+
+def fill_zookeeper(
+    connect: str,
+    cluster_id: str,
+    topics: int,
+    partitions: int,
+    brokers: tuple[int, ...] = (0, 1, 2),
+) -> tuple[int, float]:
+    """A ZooKeeper as a Kafka 3.9 cluster leaves it: ``topics`` topics ``topic-00000``... of
+    ``partitions`` partitions (RF 3 over ``brokers``, the first replica leading, topic ids,
+    an empty topic config each), ``/cluster/id`` and ``/controller_epoch``, written with
+    pipelined creates. Returns (znodes written, seconds)."""
+    zk = KazooClient(hosts=connect, timeout=30)
+    zk.start(timeout=30)
+    started = time.perf_counter()
+    for path in ("/brokers/topics", "/config/topics", "/brokers/ids", "/admin/delete_topics"):
+        zk.ensure_path(path)
+    zk.create("/cluster/id", b'{"version":"1","id":"%s"}' % cluster_id.encode(), makepath=True)
+    zk.create("/controller_epoch", b"1")
+    pending: list[Any] = []
+    written = 0
+    for t in range(topics):
+        name = f"topic-{t:05d}"
+        assignment = {
+            p: tuple(brokers[(t + p + i) % len(brokers)] for i in range(3))
+            for p in range(partitions)
+        }
+        base = f"/brokers/topics/{name}"
+        nodes = [
+            (base, zk_data.topic_json(uuid.uuid4(), assignment, {}, {})),
+            (f"/config/topics/{name}", b'{"version":1,"config":{}}'),
+            (f"{base}/partitions", b""),
+        ]
+        for p, replicas in assignment.items():
+            state = zk_data.partition_state_json(replicas[0], 0, 1, replicas, False)
+            nodes += [(f"{base}/partitions/{p}", b""), (f"{base}/partitions/{p}/state", state)]
+        for path, data in nodes:
+            pending.append(zk.create_async(path, data))
+        written += len(nodes)
+        if len(pending) >= 4000:
+            for result in pending:
+                result.get()
+            pending.clear()
+    for result in pending:
+        result.get()
+    elapsed = time.perf_counter() - started
+    zk.stop()
+    zk.close()
+    return written, elapsed
 
 
 def migrating_controller(

@@ -18,6 +18,7 @@ from typing import Final
 
 from pykraft.controller.config import ControllerConfig
 from pykraft.raft.config import RaftConfig
+from pykraft.raft.types import Endpoint
 from pykraft.storage import properties as _storage_properties
 from pykraft.storage.properties import ConfigError
 
@@ -45,14 +46,9 @@ class HostPort:
         return f"{self.host}:{self.port}"
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
-    """One entry of ``listeners``: ``NAME://host:port``. An empty host binds every
-    interface, as in Kafka."""
-
-    name: str
-    host: str
-    port: int
+# One entry of ``listeners``: ``NAME://host:port``; an empty host binds every interface, as
+# in Kafka. The raft layer's endpoint type (one endpoint type).
+Listener = Endpoint
 
 
 @dataclass(frozen=True, slots=True)

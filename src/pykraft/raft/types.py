@@ -47,11 +47,17 @@ SnapshotId = OffsetAndEpoch
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One listener of a replica: the name of the listener plus host and port."""
+    """One listener of a replica: the name of the listener plus host and port. The one
+    endpoint type: a ``listeners`` entry (``node.config.Listener``) and an admin client's
+    ``RaftVoterEndpoint`` are this class. ``str()`` is Kafka's ``NAME://host:port``."""
 
     name: str
     host: str
     port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
