@@ -1,10 +1,11 @@
-"""One local SparkSession for the whole test session (starting Spark costs seconds), shared by
-the pipeline jobs' tests and the migration's dry run; started only when a test asks for it."""
+"""Session-wide test set-up: one local SparkSession for the whole test session (starting Spark
+costs seconds), shared by the pipeline jobs' tests and the migration's dry run, started only
+when a test asks for it; and a fix for a socket leak in kafka-python (below)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +22,31 @@ TEST_CONF = {
     # JVM CPU 25.4 s -> 13.5 s; on 96 MB C2 pays off again, so this is not a default.
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
+
+
+def _close_kafka_python_sockets_that_fail_to_connect() -> None:
+    """kafka-python 3.0.12 (the newest release) leaves a socket open when a connect fails
+    (``KafkaNetSocket.sock_connect`` raises without closing it). Tests that restart brokers
+    under a live client meet ECONNREFUSED, and the leaked socket's ResourceWarning surfaces,
+    as an error under ``filterwarnings = error``, in whichever test the garbage collector
+    happens to run in. Close it where it fails, so that pykraft's own leaks still fail."""
+    from kafka.net import inet
+
+    original = inet.KafkaNetSocket.sock_connect
+
+    async def sock_connect(
+        self: Any, net: Any, sock: Any, sockaddr: Any, timeout_at: Any = None
+    ) -> Any:
+        try:
+            return await original(self, net, sock, sockaddr, timeout_at=timeout_at)
+        except BaseException:
+            sock.close()
+            raise
+
+    inet.KafkaNetSocket.sock_connect = sock_connect  # type: ignore[method-assign]
+
+
+_close_kafka_python_sockets_that_fail_to_connect()
 
 
 @pytest.fixture(scope="session")

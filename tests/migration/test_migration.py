@@ -9,23 +9,28 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from pykraft.interop.cluster import BROKER_STARTED, Server, read_metrics
+from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
 from pykraft.migration import zk_client, zk_data
 
 from .conftest import OldCluster
 from .helpers import (
+    MIGRATION_MODE,
     active_controller,
     controller,
     format_controller,
     log_records,
+    quorum,
     roll,
     until,
 )
@@ -50,6 +55,72 @@ class Migrated:
     def controller(self) -> Server:
         """The active controller (ActiveControllerCount 1), waiting for one if needed."""
         return active_controller(self.controllers)
+
+
+@pytest.fixture(scope="module")
+def migrated(
+    old_cluster: OldCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Migrated]:
+    kafka = old_cluster.kafka
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
+    admin.create_topics(
+        [
+            NewTopic("orders", 3, 3, topic_configs={"retention.ms": "86400000"}),
+            NewTopic("live", 3, 3, topic_configs={"min.insync.replicas": "2"}),
+        ]
+    )
+    admin.close()
+    old_cluster.dist.run(
+        "configs",
+        "--bootstrap-server",
+        kafka.bootstrap,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=8192,password=alice-secret]",
+    )
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=5)
+    sent = [f"order-{i}".encode() for i in range(MESSAGES)]
+    for value in sent:
+        producer.send("orders", value)
+    producer.flush(timeout=60)
+    producer.close()
+    with zk_client.session(old_cluster.zookeeper.connect) as zk:
+        snapshot = zk_client.read_snapshot(zk)
+    cluster_id = zk_data.cluster_id(snapshot)
+    assert cluster_id is not None
+    topic = snapshot.json("/brokers/topics/orders")
+    assert topic is not None
+    epoch_before = int((snapshot.get("/controller_epoch") or zk_data.Znode(b"0", 0)).data or b"0")
+
+    base = tmp_path_factory.mktemp("kraft")
+    controllers = quorum(base, old_cluster.zookeeper.connect, cluster_id)
+    for server in controllers:
+        server.start()
+    voters = ",".join(f"{c.node_id}@{c.address}" for c in controllers)
+    traffic = Traffic(kafka.bootstrap, "live", 3).start()
+    try:
+        migrated = Migrated(
+            old_cluster, controllers, epoch_before, str(topic["topic_id"]), sent, traffic
+        )
+        active = migrated.controller
+        # Kafka's phase 1: each ZooKeeper broker restarted with the migration configs.
+        roll(
+            old_cluster,
+            lambda _broker: {**MIGRATION_MODE, "controller.quorum.voters": voters},
+            started=ZK_BROKER_STARTED,
+            topics=TRAFFIC_TOPICS,
+        )
+        active.wait_for(FINISHED, 60)
+        active.wait_for(DUAL_WRITE, 60)
+        yield migrated
+    finally:
+        traffic.finish(timeout_s=0)
+        for server in controllers:
+            server.kill()
 
 
 def test_zookeeper_names_the_kraft_controller(migrated: Migrated) -> None:
