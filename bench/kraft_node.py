@@ -56,7 +56,7 @@ from _load import AsyncLoad, LoadSpec
 from pykraft.node.config import NodeConfig
 from pykraft.node.driver import RaftNode
 from pykraft.raft.snapshots import RaftSnapshotWriter
-from pykraft.storage import InitialController, ServerConfig, format_storage
+from pykraft.storage import InitialController, format_storage
 
 # Directory ids of the initial voters in --dynamic mode: derived from the node id, so that
 # every initial voter formats with the same voter set.
@@ -155,7 +155,7 @@ async def profiled(load: AsyncLoad, spec: LoadSpec, out: Path) -> dict[str, Any]
 
 
 def format_dir(args: argparse.Namespace, props: dict[str, str]) -> None:
-    config = ServerConfig.from_properties(props)
+    config = NodeConfig.from_properties(props)
     if not args.dynamic:
         format_storage(config, args.cluster_id, ignore_formatted=True)
         return
@@ -189,7 +189,7 @@ class DataWatch:
         core = self.node.core
         if core is None:
             return (0, 0)
-        sf = core.snapshot_fetch
+        sf = core.fetch.snapshot
         return (log_bytes(core.log), sf.position if sf is not None else 0)
 
     async def _watch(self) -> None:
@@ -206,7 +206,7 @@ def status(node: RaftNode, watch: DataWatch | None = None) -> dict[str, Any]:
     core = node.core
     if core is None:
         return {"type": "status", "role": "starting"}
-    sf = core.snapshot_fetch
+    sf = core.fetch.snapshot
     latest = core.snapshots.latest()
     return {
         "type": "status",

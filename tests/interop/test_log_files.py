@@ -40,7 +40,6 @@ from pykraft.storage import (
     FileLog,
     FileQuorumStateStore,
     FileSnapshotStore,
-    ServerConfig,
     format_storage,
     read_meta_properties,
     read_snapshot,
@@ -109,7 +108,7 @@ def _single_voter(tmp: Path) -> Path:
         f"metadata.log.dir={tmp / 'data'}\ncontroller.quorum.bootstrap.servers=127.0.0.1:{port}\n"
         "controller.quorum.append.linger.ms=1\n"
     )
-    format_storage(ServerConfig.load(path), CLUSTER_ID, standalone=True)
+    format_storage(load_config(path), CLUSTER_ID, standalone=True)
     return path
 
 

@@ -21,7 +21,7 @@ from pykraft.node.config import NodeConfig, load_config
 from pykraft.node.driver import RaftNode
 from pykraft.node.flush import FLUSH_INLINE_MAX_MS, Flusher
 from pykraft.raft.snapshots import RaftSnapshotWriter
-from pykraft.storage import ServerConfig, format_storage, read_snapshot
+from pykraft.storage import format_storage, read_snapshot
 
 from .procs import CLUSTER_ID, free_ports
 
@@ -37,7 +37,7 @@ def single_voter(tmp_path: Path) -> Path:
         f"metadata.log.dir={tmp_path / 'data'}\ncontroller.quorum.voters=1@127.0.0.1:{port}\n"
         "controller.quorum.append.linger.ms=1\n"
     )
-    format_storage(ServerConfig.load(path), CLUSTER_ID)
+    format_storage(load_config(path), CLUSTER_ID)
     return path
 
 

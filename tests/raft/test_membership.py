@@ -211,8 +211,8 @@ def test_check_quorum_is_armed_when_a_lone_leader_gains_a_voter() -> None:
     core = leader_core(c)
     leader = core.state
     assert isinstance(leader, Leader)
-    assert leader.check_quorum_deadline_ms == FOREVER
+    assert leader.progress.check_quorum_deadline_ms == FOREVER
     run(c, "restart 2")
     run(c, "tick 5000")  # 2 catches up and adds itself (AddRaftVoter)
     assert core.voters.ids == {1, 2} and core.state is leader
-    assert c.now < leader.check_quorum_deadline_ms <= c.now + core.config.check_quorum_ms
+    assert c.now < leader.progress.check_quorum_deadline_ms <= c.now + core.config.check_quorum_ms

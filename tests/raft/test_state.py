@@ -8,6 +8,7 @@ import random
 import pytest
 
 from pykraft.raft.config import IllegalStateError, RaftConfig
+from pykraft.raft.progress import LeaderProgress
 from pykraft.raft.roles import (
     Candidate,
     Follower,
@@ -31,7 +32,7 @@ def role(name: str, epoch: int, voted: ReplicaKey | None = None) -> Role:
         "unattached": lambda: Unattached(epoch, voted, 0),
         "prospective": lambda: Prospective(epoch, voted, -1, (), 0, 0),
         "candidate": lambda: Candidate(epoch, 0, 1),
-        "leader": lambda: Leader(epoch, 0, frozenset(), 0, 0),
+        "leader": lambda: Leader(epoch, 0, frozenset(), 0, LeaderProgress(0)),
         "follower": lambda: Follower(epoch, 2, (), voted, 0),
         "resigned": lambda: Resigned(epoch, 0, ()),
     }[name]()

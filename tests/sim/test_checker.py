@@ -150,7 +150,7 @@ def test_the_cores_own_asserts_run_after_every_event() -> None:
 
     result = run(SimConfig.make(8, "none", events=3000, hook=hook))
     assert result.violation is not None and result.violation.invariant == "exception"
-    assert "core.py" in result.violation.message
+    assert "invariants.py:" in result.violation.message  # raft/invariants.check_core
 
 
 # -- voter changes (pykraft.sim.voter_invariants): each invariant can fail ---------------
@@ -258,7 +258,7 @@ def test_removed_leader_counting_itself_is_detected(monkeypatch: pytest.MonkeyPa
     (the bug D5 forbids), and the leader removes itself."""
 
     def counts_itself(core: RaftCore, leader: Leader, now_ms: int) -> None:
-        offsets = [p.end_offset for p in leader.voters.values() if p.end_offset >= 0]
+        offsets = [p.end_offset for p in leader.progress.voters.values() if p.end_offset >= 0]
         offsets.append(core.log.flushed_offset)
         count = len(core.voters) + (1 if core.is_observer else 0)
         candidate = majority_offset(offsets, count)

@@ -165,9 +165,10 @@ def test_format_follows_kafkas_mode_rules(tmp_path: Path) -> None:
 
 
 def test_format_default_bootstrap_metadata(tmp_path: Path) -> None:
-    from pykraft.storage import ServerConfig, format_storage
+    from pykraft.node.config import load_config
+    from pykraft.storage import format_storage
     from pykraft.storage.bootstrap import read_bootstrap_metadata
 
-    config = ServerConfig.load(_controller_config(tmp_path, static=True))
+    config = load_config(_controller_config(tmp_path, static=True))
     format_storage(config, "X5SvYNT7TJu0jYq2_o3_vg", features={"group.version": 1})
     assert read_bootstrap_metadata(tmp_path / "d") == {"metadata.version": 25, "group.version": 1}

@@ -36,13 +36,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
 
-import kio.schema.add_raft_voter.v0.request as add_v0
 import kio.schema.api_versions.v4.request as api_versions_v4
-import kio.schema.remove_raft_voter.v0.request as remove_v0
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft import __version__
 from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
+from pykraft.net import apis
 from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
 from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
@@ -56,7 +55,8 @@ from pykraft.protocol import (
 )
 from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
 from pykraft.protocol.build import make
-from pykraft.raft.types import Endpoint
+from pykraft.raft.messages import AddRaftVoterRequest, AnyRequest, RemoveRaftVoterRequest
+from pykraft.raft.types import Endpoint, ReplicaKey
 
 __all__ = [
     "AdminClient",
@@ -173,6 +173,18 @@ def _replica(row: Any) -> ReplicaState:
         last_fetch_timestamp=int(getattr(row, "last_fetch_timestamp", -1)),
         last_caught_up_timestamp=int(getattr(row, "last_caught_up_timestamp", -1)),
     )
+
+
+def _encoder(request: AnyRequest) -> Any:
+    """``build(version)`` for a request the core's converters encode (``net.apis``): the
+    admin client and a controller's own voter changes share one encoding."""
+    encode = apis.by_request(request).converters.request_to_kio
+    assert encode is not None, request
+
+    def build(version: int) -> RequestPayload:
+        return encode(request, version)
+
+    return build
 
 
 class AdminClient:
@@ -418,22 +430,8 @@ class AdminClient:
         a voter, reachable at ``endpoints``. Returns once the leader answered success (it
         answers after the new voter set committed); raises :class:`AdminError`."""
         wait = timeout_ms if timeout_ms is not None else self.timeout_ms
-        listeners = tuple(endpoints)
-
-        def build(version: int) -> RequestPayload:
-            mod: Any = add_v0 if version == 0 else _module("add_raft_voter", version)
-            fields: dict[str, object] = {
-                "cluster_id": cluster_id,
-                "timeout": datetime.timedelta(milliseconds=wait),
-                "voter_id": controller_id,
-                "voter_directory_id": directory_id,
-                "listeners": tuple(
-                    mod.Listener(name=e.name, host=e.host, port=e.port) for e in listeners
-                ),
-            }
-            request: RequestPayload = mod.AddRaftVoterRequest(**fields)
-            return request
-
+        key = ReplicaKey(controller_id, directory_id)
+        build = _encoder(AddRaftVoterRequest(cluster_id, wait, key, tuple(endpoints)))
         await self._voter_change(build, ApiKey.ADD_RAFT_VOTER, "AddRaftVoter")
 
     async def remove_controller(
@@ -441,14 +439,8 @@ class AdminClient:
     ) -> None:
         """RemoveRaftVoter (KIP-853) of the replica key (``controller_id``, ``directory_id``);
         raises :class:`AdminError` (VOTER_NOT_FOUND, REQUEST_TIMED_OUT, ...)."""
-
-        def build(version: int) -> RequestPayload:
-            mod: Any = remove_v0 if version == 0 else _module("remove_raft_voter", version)
-            request: RequestPayload = mod.RemoveRaftVoterRequest(
-                cluster_id=cluster_id, voter_id=controller_id, voter_directory_id=directory_id
-            )
-            return request
-
+        key = ReplicaKey(controller_id, directory_id)
+        build = _encoder(RemoveRaftVoterRequest(cluster_id, key))
         await self._voter_change(build, ApiKey.REMOVE_RAFT_VOTER, "RemoveRaftVoter")
 
     async def update_kraft_version(

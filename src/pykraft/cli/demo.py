@@ -48,6 +48,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _one_more_epoch(config_path: Path) -> Path:
     """Format (first run), lead one more epoch, append and snapshot; the metadata dir."""
+    from pykraft.node.config import load_config
     from pykraft.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey
     from pykraft.records import build_batch, leader_change_batch
     from pykraft.storage import (
@@ -55,7 +56,6 @@ def _one_more_epoch(config_path: Path) -> Path:
         FileLog,
         FileQuorumStateStore,
         FileSnapshotStore,
-        ServerConfig,
         format_storage,
         random_uuid,
         read_meta_properties,
@@ -64,7 +64,7 @@ def _one_more_epoch(config_path: Path) -> Path:
         write_snapshot,
     )
 
-    config = ServerConfig.load(config_path)
+    config = load_config(config_path, require_quorum=False)
     meta = format_storage(
         config, uuid_to_kafka(random_uuid()), standalone=True, ignore_formatted=True
     )

@@ -48,7 +48,6 @@ def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:
     """(node id, port, config path) per controller; writes and formats on first run."""
     from pykraft.node.config import load_config
     from pykraft.storage import (
-        ServerConfig,
         format_storage,
         random_uuid,
         read_meta_properties,
@@ -76,7 +75,7 @@ def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:
     for node_id, path in enumerate(configs, start=1):
         node_config = load_config(path)
         if read_meta_properties(node_config.metadata_log_dir) is None:
-            format_storage(ServerConfig.load(path), cluster_id)
+            format_storage(node_config, cluster_id)
             print(f"formatted {node_config.metadata_log_dir}")
         result.append((node_id, node_config.controller_listener.port, path))
     return result

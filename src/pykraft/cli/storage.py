@@ -94,9 +94,9 @@ def _features(args: argparse.Namespace) -> tuple[int | None, dict[str, int]]:
 
 
 def _format(args: argparse.Namespace) -> int:
+    from pykraft.node.config import load_config
     from pykraft.storage import (
         ConfigError,
-        ServerConfig,
         StorageError,
         format_storage,
         parse_initial_controllers,
@@ -104,7 +104,7 @@ def _format(args: argparse.Namespace) -> int:
     )
 
     try:
-        config = ServerConfig.load(args.config)
+        config = load_config(args.config, require_quorum=False)
         controllers = (
             parse_initial_controllers(args.initial_controllers)
             if args.initial_controllers is not None
@@ -135,11 +135,12 @@ def _format(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from pykraft.storage import ConfigError, ServerConfig, StorageError
+    from pykraft.node.config import load_config
+    from pykraft.storage import ConfigError, StorageError
     from pykraft.storage.inspect import describe_log_dir
 
     try:
-        config = ServerConfig.load(args.config)
+        config = load_config(args.config, require_quorum=False)
         print(describe_log_dir(config.metadata_log_dir), end="")
     except (ConfigError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -32,18 +32,10 @@ import kio.schema.api_versions.v3.request as api_versions_v3
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft import __version__
+from pykraft.net import apis
 from pykraft.net.convert import (
     InvalidResponse,
     VersionTooOld,
-    api_key_of,
-    error_response_for,
-    request_to_kio,
-    response_from_kio,
-)
-from pykraft.net.convert_voters import (
-    voter_api_key,
-    voter_request_to_kio,
-    voter_response_from_kio,
 )
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
@@ -53,40 +45,19 @@ from pykraft.protocol import (
     ProtocolError,
     ResponseReader,
 )
+from pykraft.raft.config import RaftConfig
 from pykraft.raft.messages import (
-    AddRaftVoterRequest,
-    AlterVotersRequest,
     AnyRequest,
     AnyResponse,
-    ApiVersionsRequest,
-    ControllerRegistrationRequest,
-    DescribeQuorumRequest,
-    FetchRequest,
-    ListVoterReassignmentRequest,
-    RemoveRaftVoterRequest,
-    UpdateFeaturesRequest,
-    UpdateRaftVoterRequest,
 )
 
 __all__ = ["AnswerCallback", "Connection", "PeerChannel", "ResultCallback"]
 
 log = logging.getLogger("pykraft.net.client")
 
-# Requests the core answers but never sends to a peer (from admin clients and controllers).
-_NOT_SENT: Final = (
-    DescribeQuorumRequest,
-    UpdateFeaturesRequest,
-    AlterVotersRequest,
-    ListVoterReassignmentRequest,
-    ControllerRegistrationRequest,
-)
-_VOTER_REQUESTS: Final = (
-    AddRaftVoterRequest,
-    RemoveRaftVoterRequest,
-    UpdateRaftVoterRequest,
-    ApiVersionsRequest,
-)
-VOTER_CHANGE_WAIT_MS: Final = 30_000  # how long a leader may take to commit a voter change
+# How long a leader may take to commit a voter change (the server's wait added to the
+# request timeout): RaftConfig's voter_change_timeout_ms default, as the peer's is unknown.
+VOTER_CHANGE_WAIT_MS: Final = RaftConfig().voter_change_timeout_ms
 IN_FLIGHT_MAX_DEFAULT: Final = 64
 SEND_QUEUE_MAX_DEFAULT: Final = 256
 RECONNECT_BACKOFF_MAX_MS: Final = 1000  # Kafka's reconnect.backoff.max.ms default
@@ -414,42 +385,23 @@ class PeerChannel:
     def _exchange(self, conn: Connection, request_id: int, request: AnyRequest) -> None:
         """Encode ``request`` at the version the peer speaks and write it; the answer (or an
         error answer when the peer cannot take it) comes back through ``on_result``."""
-        server_wait_ms = 0
+        api = apis.by_request(request)
+        assert api.sent and api.converters.request_to_kio is not None, request
         try:
-            if isinstance(request, _VOTER_REQUESTS):
-                version = conn.pick_version(voter_api_key(request))
+            version = conn.pick_version(api.key)
+            try:
                 if version is None:
-                    self._deliver(request_id, None)  # the peer cannot take it: a failed request
-                    return
-                message = voter_request_to_kio(request, version)
-                if isinstance(request, AddRaftVoterRequest):
-                    server_wait_ms = request.timeout_ms
-                elif isinstance(request, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
-                    # The leader answers a voter change only once it committed (or timed
-                    # out): that wait is the server's, added to the timeout.
-                    server_wait_ms = VOTER_CHANGE_WAIT_MS
-            else:
-                assert not isinstance(request, _NOT_SENT), request
-                version = conn.pick_version(api_key_of(request))
-                if version is None:
-                    self._deliver(
-                        request_id, error_response_for(request, ErrorCode.unsupported_version)
-                    )
-                    return
-                try:
-                    message = request_to_kio(request, version)
-                except VersionTooOld:
-                    self._deliver(
-                        request_id, error_response_for(request, ErrorCode.unsupported_version)
-                    )
-                    return
-                if isinstance(request, FetchRequest):
-                    server_wait_ms = request.max_wait_ms
+                    raise VersionTooOld(f"the peer speaks no version of {api.key.name}")
+                message = api.converters.request_to_kio(request, version)
+            except VersionTooOld:
+                # The peer cannot take it: the API's own answer, or a failed request.
+                self._deliver(request_id, api.converters.unsupported(request))
+                return
             conn.send(
                 message,
                 lambda answer: self._answered(request_id, request, answer),
                 timeout_ms=self._request_timeout_ms,
-                server_wait_ms=server_wait_ms,
+                server_wait_ms=api.hold_ms(request, VOTER_CHANGE_WAIT_MS),
             )
         except (ConnectionError, ProtocolError, OSError) as e:
             log.debug("request %d to %s:%d failed: %s", request_id, self.host, self.port, e)
@@ -462,16 +414,10 @@ class PeerChannel:
         if isinstance(answer, BaseException):
             log.debug("request %d to %s:%d failed: %s", request_id, self.host, self.port, answer)
         else:
+            decode = apis.by_request(request).converters.response_from_kio
+            assert decode is not None, request
             try:
-                if isinstance(request, _VOTER_REQUESTS):
-                    response = voter_response_from_kio(
-                        answer, request=request, listener_name=self._listener_name
-                    )
-                else:
-                    assert not isinstance(request, _NOT_SENT), request
-                    response = response_from_kio(
-                        answer, request=request, listener_name=self._listener_name
-                    )
+                response = decode(answer, request, self._listener_name)
             except InvalidResponse as e:
                 log.debug("request %d to %s:%d: %s", request_id, self.host, self.port, e)
         self._on_result(request_id, response)

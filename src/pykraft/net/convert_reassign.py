@@ -35,20 +35,12 @@ from pykraft.raft.types import Endpoint
 
 __all__ = [
     "KRAFT_VERSION_FEATURE",
-    "REASSIGNMENT_APIS",
     "REASSIGNMENT_API_VERSIONS",
     "reassign_request_from_kio",
     "reassign_response_to_kio",
 ]
 
 KRAFT_VERSION_FEATURE: Final = "kraft.version"
-REASSIGNMENT_APIS: Final = frozenset(
-    {
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        ApiKey.LIST_PARTITION_REASSIGNMENTS,
-        ApiKey.CONTROLLER_REGISTRATION,
-    }
-)
 REASSIGNMENT_API_VERSIONS: Final = (
     ApiVersionRange(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1),
     ApiVersionRange(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 1),  # v1: KIP-435 (ext)

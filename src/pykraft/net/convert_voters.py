@@ -48,9 +48,7 @@ from pykraft.raft.types import Endpoint, ReplicaKey
 __all__ = [
     "FEATURE_APIS",
     "KRAFT_VERSION_FEATURE",
-    "VOTER_APIS",
     "OutboundVoterRequest",
-    "voter_api_key",
     "voter_request_from_kio",
     "voter_request_to_kio",
     "voter_response_from_kio",
@@ -58,17 +56,6 @@ __all__ = [
 ]
 
 KRAFT_VERSION_FEATURE: Final = "kraft.version"
-
-VOTER_APIS: Final = frozenset(
-    {
-        ApiKey.ADD_RAFT_VOTER,
-        ApiKey.REMOVE_RAFT_VOTER,
-        ApiKey.UPDATE_RAFT_VOTER,
-        ApiKey.DESCRIBE_QUORUM,
-        ApiKey.UPDATE_FEATURES,
-    }
-)
-"""Inbound APIs this module hands to the core."""
 
 FEATURE_APIS: Final = (ApiVersionRange(ApiKey.UPDATE_FEATURES, 0, 2),)
 """UpdateFeatures, served by a node and spoken by the admin client (``ApiTable.with_apis``).
@@ -299,16 +286,6 @@ OutboundVoterRequest = (
 )
 """What the core sends besides replication: auto-join's Remove/AddRaftVoter (D9) and
 UpdateRaftVoter to the leader, the ApiVersions probe of a would-be voter."""
-
-
-def voter_api_key(request: OutboundVoterRequest) -> ApiKey:
-    if isinstance(request, AddRaftVoterRequest):
-        return ApiKey.ADD_RAFT_VOTER
-    if isinstance(request, RemoveRaftVoterRequest):
-        return ApiKey.REMOVE_RAFT_VOTER
-    if isinstance(request, UpdateRaftVoterRequest):
-        return ApiKey.UPDATE_RAFT_VOTER
-    return ApiKey.API_VERSIONS
 
 
 def voter_request_to_kio(request: OutboundVoterRequest, api_version: int) -> RequestPayload:

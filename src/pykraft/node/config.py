@@ -174,18 +174,23 @@ class NodeConfig:
         return tuple(v.id for v in self.quorum_voters)
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> NodeConfig:
-        return _build(props)
+    def from_properties(
+        cls, props: Mapping[str, str], *, require_quorum: bool = True
+    ) -> NodeConfig:
+        """``require_quorum=False``: the quorum's address (controller.quorum.voters or
+        .bootstrap.servers) may be missing, as ``kafka-storage format`` accepts it."""
+        return _build(props, require_quorum)
 
 
-def load_config(path: str | Path) -> NodeConfig:
+def load_config(path: str | Path, *, require_quorum: bool = True) -> NodeConfig:
     """Read and validate a ``.properties`` file (parsed by ``pykraft.storage``'s reader,
-    so that there is one parser of Kafka properties files)."""
+    so that there is one parser of Kafka properties files). ``require_quorum``: see
+    ``NodeConfig.from_properties``."""
     try:
         props = _storage_properties.load_properties(Path(path))
     except ConfigError as e:
         raise ConfigError("<file>", str(e)) from None
-    return NodeConfig.from_properties(props)
+    return NodeConfig.from_properties(props, require_quorum=require_quorum)
 
 
 # ---------------------------------------------------------------------------------------
@@ -319,7 +324,7 @@ def _metadata_log_dir(props: Mapping[str, str]) -> Path:
     raise ConfigError("metadata.log.dir", "is required (or log.dirs)")
 
 
-def _build(props: Mapping[str, str]) -> NodeConfig:
+def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
     node_id = _int("node.id", _required(props, "node.id"), minimum=0, maximum=2**31 - 1)
     roles = tuple(_list(_required(props, "process.roles")))
     for role in roles:
@@ -340,7 +345,7 @@ def _build(props: Mapping[str, str]) -> NodeConfig:
         _host_port("controller.quorum.bootstrap.servers", item)
         for item in _list(props.get("controller.quorum.bootstrap.servers", ""))
     )
-    if not voters and not bootstrap:
+    if require_quorum and not voters and not bootstrap:
         raise ConfigError(
             "controller.quorum.voters",
             "is required unless controller.quorum.bootstrap.servers is set",

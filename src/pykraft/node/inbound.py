@@ -12,25 +12,18 @@ from typing import Final
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.net.convert import request_from_kio, response_to_kio
+from pykraft.net import apis
 from pykraft.net.convert_reassign import (
     REASSIGNMENT_API_VERSIONS,
-    REASSIGNMENT_APIS,
-    reassign_request_from_kio,
-    reassign_response_to_kio,
 )
 from pykraft.net.convert_voters import (
     FEATURE_APIS,
     KRAFT_VERSION_FEATURE,
-    VOTER_APIS,
-    voter_request_from_kio,
-    voter_response_to_kio,
 )
 from pykraft.net.server import Answer
 from pykraft.node.cluster import CLUSTER_APIS
 from pykraft.protocol import (
     KRAFT_APIS,
-    ApiKey,
     ApiTable,
     DecodedRequest,
     build_api_versions_response,
@@ -38,65 +31,18 @@ from pykraft.protocol import (
 from pykraft.raft.config import RaftConfig
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
-    AddRaftVoterRequest,
-    AddRaftVoterResponse,
-    AlterVotersRequest,
-    AlterVotersResponse,
     AnyRequest,
     AnyResponse,
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
-    ControllerRegistrationRequest,
-    ControllerRegistrationResponse,
     DescribeQuorumResponse,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
-    FetchRequest,
-    FetchResponse,
-    FetchSnapshotRequest,
-    FetchSnapshotResponse,
-    ListVoterReassignmentResponse,
-    RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse,
     ReplicaState,
-    UpdateFeaturesRequest,
-    UpdateFeaturesResponse,
-    UpdateRaftVoterRequest,
-    UpdateRaftVoterResponse,
-    VoteRequest,
-    VoteResponse,
 )
 
 INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we give up
 
-RAFT_APIS: Final = frozenset(
-    {
-        ApiKey.VOTE,
-        ApiKey.BEGIN_QUORUM_EPOCH,
-        ApiKey.END_QUORUM_EPOCH,
-        ApiKey.FETCH,
-        ApiKey.FETCH_SNAPSHOT,
-    }
-)
 # Every quorum RPC (KIP-595/630/853/996), plus Metadata and DescribeCluster, which let
 # clients find the leader (pykraft.node.cluster), and UpdateFeatures for kraft.version (D10).
 SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS, *REASSIGNMENT_API_VERSIONS)
-ADMIN_SOURCE_ID: Final = -1  # the "source" of an admin client's request, for the core
-
-_RESPONSE_TYPES: Final = (
-    VoteResponse,
-    BeginQuorumEpochResponse,
-    EndQuorumEpochResponse,
-    FetchResponse,
-    FetchSnapshotResponse,
-)
-_VOTER_RESPONSE_TYPES: Final = (
-    AddRaftVoterResponse,
-    RemoveRaftVoterResponse,
-    UpdateRaftVoterResponse,
-    DescribeQuorumResponse,
-    UpdateFeaturesResponse,
-)
+ADMIN_SOURCE_ID: Final = apis.ADMIN_SOURCE_ID
 
 
 @dataclass(slots=True)
@@ -140,56 +86,33 @@ def api_versions_response(
 
 
 def goes_to_core(api_key: int) -> bool:
-    return api_key in RAFT_APIS or api_key in VOTER_APIS or api_key in REASSIGNMENT_APIS
+    return apis.by_key(api_key) is not None
 
 
 def decode_for_core(request: DecodedRequest, local_id: int) -> AnyRequest:
     """The core's message for a request ``goes_to_core``; raises ``RejectedRequest``."""
-    if request.api_key in RAFT_APIS:
-        return request_from_kio(request.message, local_id=local_id)
-    if request.api_key in REASSIGNMENT_APIS:
-        return reassign_request_from_kio(request.message)
-    return voter_request_from_kio(request.message)
+    api = apis.by_key(request.api_key)
+    assert api is not None, request.api_key
+    body: AnyRequest = api.converters.request_from_kio(request.message, local_id)
+    return body
 
 
 def source_of(body: AnyRequest) -> int:
-    if isinstance(body, VoteRequest):
-        return body.candidate_key.id
-    if isinstance(body, BeginQuorumEpochRequest | EndQuorumEpochRequest):
-        return body.leader_id
-    if isinstance(body, ControllerRegistrationRequest):
-        return body.controller_id
-    if isinstance(body, FetchRequest | FetchSnapshotRequest | UpdateRaftVoterRequest):
-        return (
-            body.replica_key.id
-            if not isinstance(body, UpdateRaftVoterRequest)
-            else (body.voter_key.id)
-        )
-    return ADMIN_SOURCE_ID
+    """The sender's id as the core sees it (``apis.ADMIN_SOURCE_ID`` for an admin client)."""
+    return apis.by_request(body).source(body)
 
 
 def answer_wait_ms(body: AnyRequest, voter_change_timeout_ms: int) -> int:
     """How long the core may take to answer ``body`` on purpose (then a grace period)."""
-    if isinstance(body, FetchRequest):
-        return body.max_wait_ms
-    if isinstance(body, AddRaftVoterRequest | UpdateFeaturesRequest | AlterVotersRequest):
-        return body.timeout_ms
-    if isinstance(body, RemoveRaftVoterRequest | UpdateRaftVoterRequest):
-        return voter_change_timeout_ms
-    return 0
+    return apis.by_request(body).hold_ms(body, voter_change_timeout_ms)
 
 
 def encode_answer(body: AnyResponse, pending: PendingAnswer) -> ResponsePayload | None:
     """The wire form of the core's response to ``pending``; None when it has none."""
-    if isinstance(body, _RESPONSE_TYPES):
-        return response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
-    if isinstance(body, _VOTER_RESPONSE_TYPES):
-        return voter_response_to_kio(body, pending.api_version, listener_name=pending.listener_name)
-    if isinstance(
-        body, AlterVotersResponse | ListVoterReassignmentResponse | ControllerRegistrationResponse
-    ):
-        return reassign_response_to_kio(body, pending.api_version)
-    return None
+    api = apis.by_response(body)
+    if api is None or not api.served:
+        return None
+    return api.converters.response_to_kio(body, pending.api_version, pending.listener_name)
 
 
 def wall_clock(

@@ -214,7 +214,7 @@ def snapshot_of(
         observers = len(active_observers(core, role, now_ms)) + int(core.is_observer)
         offline = sum(
             1
-            for p in role.voters.values()
+            for p in role.progress.voters.values()
             if p.last_fetch_ms < 0 or now_ms - p.last_fetch_ms > metrics.fetch_timeout_ms
         )
     ids = [key.id for key in core.voters.keys]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def _reply(core: RaftCore) -> membership.Reply:
     if not isinstance(core.state, Leader):
         raise NotLeaderError(core.leader_id, core.epoch)
-    return membership.Reply(op_id=core.new_op_id())
+    return membership.Reply(op_id=core.changes.new_op_id())
 
 
 def add_voter(
@@ -37,7 +37,6 @@ def add_voter(
     timeout = core.config.voter_change_timeout_ms if timeout_ms is None else timeout_ms
     change = membership.PendingChange("add_voter", key, endpoints, now_ms + timeout, reply)
     membership.start(core, change, now_ms)
-    core.drive(now_ms)
     return reply.op_id
 
 
@@ -47,7 +46,6 @@ def remove_voter(core: RaftCore, key: ReplicaKey, now_ms: int) -> int:
     membership.start(
         core, membership.PendingChange("remove_voter", key, (), deadline, reply), now_ms
     )
-    core.drive(now_ms)
     return reply.op_id
 
 
@@ -55,12 +53,10 @@ def update_kraft_version(core: RaftCore, version: int, now_ms: int, validate_onl
     reply = _reply(core)
     timeout = core.config.voter_change_timeout_ms
     kraft_version.start_update(core, version, reply, timeout, now_ms, validate_only)
-    core.drive(now_ms)
     return reply.op_id
 
 
 def set_target_voters(core: RaftCore, voters: Sequence[VoterInfo], now_ms: int) -> int:
     reply = _reply(core)
     reassignment.submit(core, voters, reply, now_ms)
-    core.drive(now_ms)
     return reply.op_id

@@ -37,6 +37,10 @@ class RaftConfig:
     def check_quorum_ms(self) -> int:
         return check_quorum_period_ms(self.fetch_timeout_ms)
 
+    def accepts_cluster(self, cluster_id: str | None) -> bool:
+        """B12: a request's non-null ClusterId must equal ours (when we know ours)."""
+        return cluster_id is None or self.cluster_id is None or cluster_id == self.cluster_id
+
     def timestamp_ms(self, now_ms: int) -> int:
         """A record batch's timestamp (CreateTime) at ``now_ms``."""
         return now_ms + self.clock_offset_ms

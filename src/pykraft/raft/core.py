@@ -20,14 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kio.schema.errors import ErrorCode
-
-from pykraft.raft import admin, describe, dispatch, elections, membership, reassignment, replication
-from pykraft.raft.config import IllegalStateError, InvalidSnapshotError, NotLeaderError, RaftConfig
+from pykraft.raft import (
+    admin,
+    describe,
+    dispatch,
+    elections,
+    invariants,
+    membership,
+    reassignment,
+    replication,
+)
+from pykraft.raft.config import InvalidSnapshotError, NotLeaderError, RaftConfig
 from pykraft.raft.control import ControlState, LogHistory
 from pykraft.raft.interfaces import (
-    LeaderAndEpoch,
-    OperationResult,
     QuorumStateStore,
     RandomSource,
     Ready,
@@ -43,13 +48,11 @@ from pykraft.raft.messages import (
     RequestFailed,
     VoteRequest,
 )
-from pykraft.raft.outputs import IdleReady, next_deadline_ms, split_at_flush
+from pykraft.raft.outputs import Outbox
 from pykraft.raft.requests import RequestKind, RequestManager, SentRequest
 from pykraft.raft.roles import (
-    Candidate,
     Follower,
     Leader,
-    Prospective,
     Resigned,
     Role,
 )
@@ -65,38 +68,23 @@ class RaftCore:
     """One KRaft replica. See the module docstring and docs/CONTRACTS.md."""
 
     __slots__ = (
-        "_completed",
         "_driven_ms",
-        "_hwm_dirty",
-        "_idle",
-        "_must_flush",
-        "_next_op_id",
-        "_notified",
-        "_out",
+        "_outbox",
         "_qs",
         "_requests",
-        "_snapshot_loaded",
-        "bootstrap_cursor",
         "bootstrap_servers",
+        "changes",
         "config",
         "control",
-        "controller_endpoints",
         "endpoints",
-        "fetch_request_id",
-        "fetch_retry_at_ms",
+        "fetch",
         "high_watermark",
         "local_key",
         "log",
         "on_transition",
-        "purgatory",
-        "registered_observers",
-        "reported_voters",
         "rng",
-        "snapshot_fetch",
         "snapshot_retention",
         "snapshots",
-        "target_waits",
-        "voter_change",
     )
 
     def __init__(
@@ -127,18 +115,8 @@ class RaftCore:
         self.endpoints = endpoints or current.endpoints(local_key.id)
         # D8: where to look for the leader when none is known (negative destination ids).
         self.bootstrap_servers = bootstrap_servers
-        # Membership (leader only; emptied when leadership is lost). Invariant: at most one
-        # voter change in progress.
-        self.voter_change: membership.PendingChange | None = None
-        self.target_waits: list[reassignment.TargetWait] = []
-        self.reported_voters: dict[int, VoterInfo] = {}  # UpdateRaftVoter at kraft.version 0
-        # Observers' kraft.version ranges, registered by the application (D10).
-        self.registered_observers: dict[int, tuple[int, int]] = {}
-        # Controllers' endpoints from ControllerRegistration (KIP-919), what a KIP-642 target
-        # naming an observer by id needs; the registrations also fill registered_observers.
-        self.controller_endpoints: dict[int, tuple[Endpoint, ...]] = {}
-        self._completed: list[OperationResult] = []
-        self._next_op_id = 1
+        # Voter changes (KIP-853, KIP-642): at most one in progress, see ``VoterChanges``.
+        self.changes = membership.VoterChanges()
         self._qs = QuorumState(
             config=config,
             local_key=local_key,
@@ -153,19 +131,10 @@ class RaftCore:
         # Invariant: never decreases while this object lives; <= log end offset on a leader.
         self.high_watermark = log.start_offset
         self._refresh_committed_voter()
-        self._out: list[Outbound] = []
-        self._must_flush = False
-        self._hwm_dirty = False
+        self._outbox = Outbox()
         self._driven_ms = -1  # the time of the last _drive
-        self._idle = IdleReady(-1)  # the last idle Ready handed out (-1: none yet)
-        self._snapshot_loaded: OffsetAndEpoch | None = None
-        self._notified: LeaderAndEpoch | None = None
         self._requests = RequestManager()
-        self.fetch_request_id: int | None = None  # the one Fetch/FetchSnapshot in flight
-        self.fetch_retry_at_ms = 0
-        self.bootstrap_cursor = 0
-        self.purgatory: dict[tuple[int, int], replication.ParkedFetch] = {}
-        self.snapshot_fetch: replication.SnapshotFetch | None = None
+        self.fetch = replication.FetchState()
         # Policy hook: may the log start advance to a snapshot just frozen? (KIP-630 retention)
         self.snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], bool] = (
             lambda _sid, _log: True
@@ -220,6 +189,11 @@ class RaftCore:
     def voter_history(self) -> LogHistory[VoterSet]:
         """(offset, voter set) per VotersRecord read; -1 is the bootstrap checkpoint."""
         return self.control.voter_history
+
+    @property
+    def voter_change(self) -> membership.PendingChange | None:
+        """The voter change in progress at this leader, if any."""
+        return self.changes.pending
 
     @property
     def uncommitted_voter_change(self) -> bool:
@@ -306,102 +280,43 @@ class RaftCore:
         timeout_ms: int | None = None,
     ) -> int:
         """Start adding ``key`` (D4); returns the operation id reported in Ready.completed."""
-        return admin.add_voter(self, key, endpoints, now_ms, timeout_ms)
+        op_id = admin.add_voter(self, key, endpoints, now_ms, timeout_ms)
+        self._drive(now_ms)
+        return op_id
 
     def remove_voter(self, key: ReplicaKey, now_ms: int) -> int:
         """Start removing ``key`` (D5); the leader may remove itself."""
-        return admin.remove_voter(self, key, now_ms)
+        op_id = admin.remove_voter(self, key, now_ms)
+        self._drive(now_ms)
+        return op_id
 
     def update_kraft_version(self, version: int, now_ms: int, validate_only: bool = False) -> int:
         """UpdateFeatures for kraft.version (D10): upgrade 0 -> 1; downgrades are refused."""
-        return admin.update_kraft_version(self, version, now_ms, validate_only)
+        op_id = admin.update_kraft_version(self, version, now_ms, validate_only)
+        self._drive(now_ms)
+        return op_id
 
     def set_target_voters(self, voters: Sequence[VoterInfo], now_ms: int) -> int:
         """KIP-642: reach ``voters`` through single changes (E1-E3). Submitting the current
         voter set cancels a running reassignment."""
-        return admin.set_target_voters(self, voters, now_ms)
-
-    def new_op_id(self) -> int:
-        op_id = self._next_op_id
-        self._next_op_id += 1
-        return op_id
-
-    def drive(self, now_ms: int) -> None:
+        op_id = admin.set_target_voters(self, voters, now_ms)
         self._drive(now_ms)
-
-    def complete(self, op_id: int, operation: str, error: ErrorCode, message: str | None) -> None:
-        self._completed.append(OperationResult(op_id, operation, error, message))
+        return op_id
 
     def shutdown(self, now_ms: int) -> None:
         """Graceful shutdown: a leader resigns and sends EndQuorumEpoch (B8)."""
         role = self._qs.role
         if isinstance(role, Leader):
-            self._qs.to_resigned(now_ms, role.successors_by_progress())
+            self._qs.to_resigned(now_ms, role.progress.successors())
         self._drive(now_ms)
 
     # -- outputs --------------------------------------------------------------------------
 
     def ready(self, now_ms: int) -> Ready:
-        """Drain the pending outputs (see ``Ready`` for the order the driver follows). After
-        ``on_flushed`` call ``ready`` again: flushing may commit and release more. With
-        nothing pending the answer is a shared read-only ``IdleReady``."""
-        # Also when a driver skipped an earlier flush (tests do): what depends on the flush
-        # never leaves while the log holds unflushed data.
-        log = self.log
-        must_flush = self._must_flush or log.flushed_offset < log.end_offset
-        out = self._out
-        leader_change = self._leader_change()
-        deadline = next_deadline_ms(self, self._requests, now_ms)
-        if not (
-            must_flush
-            or out
-            or self._hwm_dirty
-            or self._completed
-            or leader_change is not None
-            or self._snapshot_loaded is not None
-        ):
-            idle = self._idle
-            if idle.next_deadline_ms != deadline:
-                self._idle = idle = IdleReady(deadline)
-            return idle
-        after_flush = list[Outbound]()
-        if must_flush and out:
-            out, after_flush = split_at_flush(out)
-        ready = Ready(
-            must_flush=must_flush,
-            messages=out,
-            messages_after_flush=after_flush,
-            snapshot_loaded=self._snapshot_loaded,
-            high_watermark=self.high_watermark if self._hwm_dirty else None,
-            leader_change=leader_change,
-            next_deadline_ms=deadline,
-            completed=self._completed,
-        )
-        self._completed = []
-        self._out = []
-        self._must_flush = self._hwm_dirty = False
-        self._snapshot_loaded = None
-        return ready
-
-    def _leader_change(self) -> LeaderAndEpoch | None:
-        """Kafka's rule: a remote (or unknown) leader is reported at once; the local leader
-        only once its epoch start offset is committed, so the application has seen every
-        committed record before it starts writing."""
-        qs = self._qs
-        role = qs.role
-        notified = self._notified
-        # Compared field by field first: most calls find nothing new.
-        if (
-            notified is not None
-            and notified.leader_id == qs.leader_id
-            and notified.epoch == role.epoch
-        ):
-            return None
-        if isinstance(role, Leader) and self.high_watermark <= role.epoch_start_offset:
-            return None
-        current = LeaderAndEpoch(qs.leader_id, role.epoch)
-        self._notified = current
-        return current
+        """Drain the pending outputs (``Outbox.ready``; see ``Ready`` for the order the
+        driver follows). After ``on_flushed`` call ``ready`` again: flushing may commit and
+        release more. With nothing pending the answer is a shared read-only ``IdleReady``."""
+        return self._outbox.ready(self, self._requests, now_ms)
 
     # -- plumbing used by replication.py ----------------------------------------------------
 
@@ -418,21 +333,21 @@ class RaftCore:
         pre_vote = isinstance(body, VoteRequest) and body.pre_vote
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         rid = self._requests.track(dst, kind, now_ms + timeout, pre_vote)
-        self._out.append(Outbound(dst, rid, body, endpoint))
+        self._outbox.messages.append(Outbound(dst, rid, body, endpoint))
         return rid
 
     def respond(self, dst: int, request_id: int, body: AnyResponse) -> None:
-        self._out.append(Outbound(dst, request_id, body))
+        self._outbox.messages.append(Outbound(dst, request_id, body))
 
     def request_flush(self) -> None:
-        self._must_flush = True
+        self._outbox.must_flush = True
 
     def set_high_watermark(self, offset: int) -> bool:
         """Raise the high watermark (never lowers it, B7). True when it moved."""
         if offset <= self.high_watermark:
             return False
         self.high_watermark = offset
-        self._hwm_dirty = True
+        self._outbox.hwm_dirty = True
         if self._qs.is_observer:
             self._refresh_committed_voter()
         return True
@@ -446,7 +361,7 @@ class RaftCore:
         ).is_voter(self.local_key)
 
     def snapshot_installed(self, sid: OffsetAndEpoch, now_ms: int) -> None:
-        self._snapshot_loaded = sid
+        self._outbox.snapshot_loaded = sid
         self.control.load(self.log, self.snapshots)
         self.voters_maybe_changed(now_ms)
 
@@ -494,35 +409,6 @@ class RaftCore:
             return role.leader_endpoints or self._qs.voters.endpoints(role.leader_id)
         return ()
 
-    def addressed_to_us(self, key: ReplicaKey) -> bool:
-        """A request meant for this replica (INVALID_VOTER_KEY otherwise, D7)."""
-        mine = self.local_key
-        return key.id == mine.id and (
-            key.directory_id is None
-            or mine.directory_id is None
-            or key.directory_id == mine.directory_id
-        )
-
-    def cluster_ok(self, cluster_id: str | None) -> bool:
-        """B12: a non-null ClusterId must equal ours."""
-        return (
-            cluster_id is None
-            or self.config.cluster_id is None
-            or (cluster_id == self.config.cluster_id)
-        )
-
-    def follow(
-        self, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
-    ) -> None:
-        """Follow ``leader_id`` in ``epoch`` (>= ours); see ``elections.follow``."""
-        elections.follow(self, epoch, leader_id, endpoints, now_ms)
-
-    def on_response_epoch(
-        self, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
-    ) -> bool:
-        """True when the rest of a response must be ignored (``elections.on_response_epoch``)."""
-        return elections.on_response_epoch(self, epoch, leader_id, endpoints, now_ms)
-
     # -- request dispatch -----------------------------------------------------------------
 
     def _on_response(self, src: int, rid: int, body: AnyResponse, now_ms: int) -> None:
@@ -537,8 +423,8 @@ class RaftCore:
     def _release(self, rid: int) -> SentRequest | None:
         """Stop tracking ``rid``; None when it was not in flight."""
         req = self._requests.pop(rid)
-        if req is not None and self.fetch_request_id == rid:
-            self.fetch_request_id = None
+        if req is not None:
+            self.fetch.released(rid)
         return req
 
     def _request_failed(self, rid: int, now_ms: int) -> None:
@@ -549,12 +435,9 @@ class RaftCore:
             membership.probe_failed(self, rid)
         retry_at = now_ms + self.config.retry_backoff_ms
         if req.kind in ("fetch", "snapshot"):
-            self.fetch_retry_at_ms = retry_at
+            self.fetch.failed(retry_at)
         else:
             self._requests.backoff(req.dst, req.kind, retry_at)
-
-    def backoff_fetch(self, now_ms: int) -> None:
-        self.fetch_retry_at_ms = now_ms + self.config.retry_backoff_ms
 
     # -- timers and outgoing requests -----------------------------------------------------
 
@@ -569,24 +452,7 @@ class RaftCore:
             membership.advance(self, role, now_ms)
             if self._qs.role is role:
                 reassignment.step(self, role, now_ms)
-        self._send_requests(now_ms)
-
-    def _send_requests(self, now_ms: int) -> None:
-        # The roles are disjoint classes: the common ones are tested first.
-        role = self._qs.role
-        if isinstance(role, Follower):
-            replication.send_fetch(self, role, now_ms)
-            membership.send_follower_requests(self, role, now_ms)
-        elif isinstance(role, Leader):
-            replication.send_begin_quorum(self, role, now_ms)
-        elif isinstance(role, Prospective | Candidate):
-            if isinstance(role, Candidate) and role.backoff_until_ms is not None:
-                return
-            elections.send_votes(self, role, now_ms)
-        elif isinstance(role, Resigned):
-            elections.send_end_quorum(self, role, now_ms)
-        else:
-            replication.send_fetch(self, role, now_ms)
+        dispatch.send_requests(self, now_ms)
 
     def can_send(self, dst: int, kind: RequestKind, now_ms: int) -> bool:
         return self._requests.can_send(dst, kind, now_ms)
@@ -603,15 +469,10 @@ class RaftCore:
     def _on_transition(self, old: Role, new: Role) -> None:
         # Kafka's RequestManager reset: answers to anything sent before are now stale.
         self._requests.clear()
-        self.fetch_request_id = None
-        self.fetch_retry_at_ms = 0
+        replication.on_transition(self, old, new)
         if isinstance(old, Leader):
-            replication.drain_purgatory(self, ErrorCode.not_leader_or_follower)
             membership.leadership_lost(self)
             reassignment.leadership_lost(self)
-        if self.snapshot_fetch is not None and not isinstance(new, Follower):
-            self.snapshot_fetch.writer.abort()
-            self.snapshot_fetch = None
         if self.on_transition is not None:
             self.on_transition(old, new)
 
@@ -621,30 +482,6 @@ class RaftCore:
             self.snapshots.delete_before(sid)
             self.control.forget_before(sid.offset)
 
-    def check_invariants(self) -> None:
-        """Cheap self-checks for tests and the simulator."""
-        log = self.log
-        assert log.start_offset <= log.flushed_offset <= log.end_offset
-        assert self.control.next_offset == log.end_offset, (self.control.next_offset, log)
-        role = self._qs.role
-        if isinstance(role, Leader):
-            assert self.high_watermark <= log.end_offset
-            if self.high_watermark > role.epoch_start_offset:
-                # One voter change at a time: at most one VotersRecord above the HWM. Only
-                # checkable once the leader has committed in its own epoch: before that its
-                # HWM (not persisted, learnt again after a restart) may lag records that an
-                # earlier leader committed long ago (simulator bug 6, seeds 157 and 929).
-                # Offsets strictly increase along the history: the second to last entry
-                # below the HWM means at most one above it.
-                hwm = self.high_watermark
-                voters = self.control.voter_history.entries
-                assert len(voters) < 2 or voters[-2][0] < hwm, [o for o, _ in voters if o >= hwm]
-        # Observers are Unattached or Follower; a leader that removed itself (D5) is the
-        # exception, until it resigns, and so is a replica whose removal is not committed.
-        if not self._qs.may_campaign and role.name not in (
-            "unattached",
-            "follower",
-            "leader",
-            "resigned",
-        ):
-            raise IllegalStateError(f"observer in role {role.name}")
+    # Cheap self-checks for tests and the simulator, run after every simulated event: the
+    # function itself, as a method (no second call).
+    check_invariants = invariants.check_core

@@ -26,7 +26,7 @@ def active_observers(core: RaftCore, leader: Leader, now_ms: int) -> list[Replic
     fetched within ``OBSERVER_EXPIRY_MS``, by replica key."""
     return [
         p
-        for _key, p in sorted(leader.observers.items())
+        for _key, p in sorted(leader.progress.observers.items())
         if p.last_fetch_ms >= now_ms - OBSERVER_EXPIRY_MS
     ]
 
@@ -47,7 +47,7 @@ def describe_quorum(core: RaftCore, now_ms: int) -> DescribeQuorumResponse:
         if vid == local.id:
             voters.append(me)
         else:
-            voters.append(_state(leader.voters[vid]))
+            voters.append(_state(leader.progress.voters[vid]))
     observers = [_state(p) for p in active_observers(core, leader, now_ms)]
     if qs.is_observer:
         observers.insert(0, me)  # a leader removing itself (D5)

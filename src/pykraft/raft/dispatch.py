@@ -42,6 +42,7 @@ from pykraft.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from pykraft.raft.roles import Candidate, Follower, Leader, Prospective, Resigned
 
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
@@ -105,3 +106,22 @@ def on_response(
         membership.handle_api_versions_response(core, rid, body, now_ms)
     elif isinstance(body, UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse):
         membership.handle_follower_response(core, src, req.kind, body, now_ms)
+
+
+def send_requests(core: RaftCore, now_ms: int) -> None:
+    """Send whatever requests the current role needs and does not have in flight."""
+    # The roles are disjoint classes: the common ones are tested first.
+    role = core.quorum.role
+    if isinstance(role, Follower):
+        replication.send_fetch(core, role, now_ms)
+        membership.send_follower_requests(core, role, now_ms)
+    elif isinstance(role, Leader):
+        replication.send_begin_quorum(core, role, now_ms)
+    elif isinstance(role, Prospective | Candidate):
+        if isinstance(role, Candidate) and role.backoff_until_ms is not None:
+            return
+        elections.send_votes(core, role, now_ms)
+    elif isinstance(role, Resigned):
+        elections.send_end_quorum(core, role, now_ms)
+    else:
+        replication.send_fetch(core, role, now_ms)

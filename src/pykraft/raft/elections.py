@@ -106,9 +106,9 @@ def _vote_response(core: RaftCore, error: ErrorCode, granted: bool, pre_vote: bo
 
 
 def handle_vote(core: RaftCore, req: VoteRequest, now_ms: int) -> VoteResponse:
-    if not core.cluster_ok(req.cluster_id):
+    if not core.config.accepts_cluster(req.cluster_id):
         return _vote_response(core, ErrorCode.inconsistent_cluster_id, False, req.pre_vote)
-    if not core.addressed_to_us(req.voter_key):
+    if not req.voter_key.names(core.local_key):
         return _vote_response(core, ErrorCode.invalid_voter_key, False, req.pre_vote)
     qs = core.quorum
     if req.candidate_epoch < qs.epoch:
@@ -148,7 +148,7 @@ def handle_vote_response(
         qs.to_candidate(now_ms)  # the peer predates KIP-996: old behaviour (C4)
         check_election(core, now_ms)
         return
-    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+    if on_response_epoch(core, resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
     if resp.error != ErrorCode.none:
         core.backoff(src, "vote", now_ms)
@@ -240,7 +240,7 @@ def send_votes(core: RaftCore, role: Prospective | Candidate, now_ms: int) -> No
 
 
 def _begin_end_error(core: RaftCore, cluster_id: str | None, epoch: int) -> ErrorCode | None:
-    if not core.cluster_ok(cluster_id):
+    if not core.config.accepts_cluster(cluster_id):
         return ErrorCode.inconsistent_cluster_id
     if epoch < core.quorum.epoch:
         return ErrorCode.fenced_leader_epoch
@@ -251,13 +251,13 @@ def handle_begin(
     core: RaftCore, req: BeginQuorumEpochRequest, now_ms: int
 ) -> BeginQuorumEpochResponse:
     error = _begin_end_error(core, req.cluster_id, req.leader_epoch)
-    if error is None and not core.addressed_to_us(req.voter_key):
+    if error is None and not req.voter_key.names(core.local_key):
         error = ErrorCode.invalid_voter_key
     if error is None and req.leader_id == core.local_key.id:
         error = ErrorCode.invalid_request
     if error is None:
         # D7: accepted even when we are not (yet) a voter in our own copy of the voter set.
-        core.follow(req.leader_epoch, req.leader_id, req.leader_endpoints, now_ms)
+        follow(core, req.leader_epoch, req.leader_id, req.leader_endpoints, now_ms)
     qs = core.quorum
     return BeginQuorumEpochResponse(
         error or ErrorCode.none, qs.epoch, qs.leader_id, core.leader_endpoints()
@@ -268,7 +268,7 @@ def handle_end(core: RaftCore, req: EndQuorumEpochRequest, now_ms: int) -> EndQu
     error = _begin_end_error(core, req.cluster_id, req.leader_epoch)
     qs = core.quorum
     if error is None and req.leader_id != core.local_key.id:
-        core.follow(req.leader_epoch, req.leader_id, req.leader_endpoints, now_ms)
+        follow(core, req.leader_epoch, req.leader_id, req.leader_endpoints, now_ms)
         role = qs.role
         if isinstance(role, Follower) and role.leader_id == req.leader_id and qs.may_campaign:
             # The leader is gone: elect a successor after a delay by rank (B8), and stop
@@ -284,7 +284,7 @@ def _successor_delay_ms(core: RaftCore, successors: tuple[ReplicaKey, ...]) -> i
     """Kafka's strict exponential delay by position: first 0, then 100, 200, 400... ms;
     not listed -> the maximum backoff."""
     position = next(
-        (i for i, k in enumerate(successors) if core.addressed_to_us(k)), len(successors)
+        (i for i, k in enumerate(successors) if k.names(core.local_key)), len(successors)
     )
     backoff_max_ms = core.config.election_backoff_max_ms
     if position == 0:
@@ -301,7 +301,7 @@ def handle_begin_end_response(
     resp: BeginQuorumEpochResponse | EndQuorumEpochResponse,
     now_ms: int,
 ) -> None:
-    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+    if on_response_epoch(core, resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
     if resp.error != ErrorCode.none:
         core.backoff(src, req.kind, now_ms)
@@ -374,8 +374,8 @@ def fire_timers(core: RaftCore, now_ms: int) -> bool:
             else:
                 start_prospective(core, now_ms)
     elif isinstance(role, Leader):
-        if role.check_quorum_deadline_ms <= now_ms:
-            qs.to_resigned(now_ms, role.successors_by_progress())  # check quorum (B9)
+        if role.progress.check_quorum_lost(now_ms):
+            qs.to_resigned(now_ms, role.progress.successors())  # check quorum (B9)
     elif role.election_deadline_ms <= now_ms:  # Resigned: Unattached at epoch + 1 (C5)
         qs.to_unattached(role.epoch + 1, now_ms, deadline_ms=now_ms)
     return qs.generation != generation

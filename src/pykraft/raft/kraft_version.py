@@ -35,14 +35,14 @@ def unsupported_by(core: RaftCore, version: int) -> list[str]:
     for vid, info in core.voters.voters.items():
         if vid == core.local_key.id:
             continue
-        reported = core.reported_voters.get(vid)
+        reported = core.changes.reported_voters.get(vid)
         if reported is None and core.control.kraft_version >= 1:
             reported = info
         if reported is None:
             missing.append(f"voter {vid} (range unknown: no UpdateRaftVoter yet)")
         elif not reported.min_kraft_version <= version <= reported.max_kraft_version:
             missing.append(f"voter {vid}")
-    for oid, (o_low, o_high) in sorted(core.registered_observers.items()):
+    for oid, (o_low, o_high) in sorted(core.changes.registered_observers.items()):
         if oid in core.voters.voters:
             continue  # a controller that registered and is a voter now: checked above
         if not o_low <= version <= o_high:

@@ -1,7 +1,7 @@
 """Voter changes (KIP-853): AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter at the leader; the
 voter's side of UpdateRaftVoter and an observer's auto-join (D4-D6, D9).
 
-Theory of operation. A leader runs at most one voter change at a time: ``core.voter_change``
+Theory of operation. A leader runs at most one voter change at a time: ``core.changes.pending``
 (a ``PendingChange``), used by operator requests, the kraft.version upgrade and the KIP-642
 reassignment steps alike. Another operation arriving meanwhile gets REQUEST_TIMED_OUT at once
 (Kafka does the same). A change goes through phases:
@@ -24,12 +24,14 @@ the voter set (removing itself) counts neither toward the HWM nor toward check q
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from kio.schema.errors import ErrorCode
 
+from pykraft.raft import elections
 from pykraft.raft.control import bootstrap_batches, has_key
+from pykraft.raft.interfaces import OperationResult
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
     AddRaftVoterResponse,
@@ -45,13 +47,14 @@ from pykraft.raft.messages import (
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
 )
-from pykraft.raft.roles import FOREVER, Follower, Leader, ReplicaProgress
+from pykraft.raft.roles import Follower, Leader
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.records import voters_batch
 
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
+    from pykraft.raft.reassignment import TargetWait
     from pykraft.raft.requests import RequestKind
 
 from pykraft.raft.control import voter_entries
@@ -79,6 +82,34 @@ class Reply:
 # to catch up (or for the epoch's first commit), probing its ApiVersions, committing its record.
 ChangeOperation = Literal["add_voter", "remove_voter", "update_kraft_version", "set_target_voters"]
 ChangePhase = Literal["waiting", "probing", "committing"]
+
+
+@dataclass(slots=True)
+class VoterChanges:
+    """What the leader's voter-change machinery owns (D4-D6, D9, D10, E1-E3): the one change
+    in progress, the KIP-642 callers waiting for their target, the voters' UpdateRaftVoter
+    reports and controllers' registrations, and the operators' results not yet handed out.
+
+    Invariants: at most one change in progress (``pending``); ``pending`` and
+    ``target_waits`` are empty unless leading (``leadership_lost`` answers them)."""
+
+    pending: PendingChange | None = None
+    target_waits: list[TargetWait] = field(default_factory=list)
+    reported_voters: dict[int, VoterInfo] = field(default_factory=dict)  # kraft.version 0
+    # Observers' kraft.version ranges (D10) and controllers' endpoints (KIP-919), from
+    # ControllerRegistration: what a KIP-642 target naming an observer by id needs.
+    registered_observers: dict[int, tuple[int, int]] = field(default_factory=dict)
+    controller_endpoints: dict[int, tuple[Endpoint, ...]] = field(default_factory=dict)
+    completed: list[OperationResult] = field(default_factory=list)  # for Ready.completed
+    next_op_id: int = 1
+
+    def new_op_id(self) -> int:
+        op_id = self.next_op_id
+        self.next_op_id += 1
+        return op_id
+
+    def complete(self, op_id: int, operation: str, error: ErrorCode, message: str | None) -> None:
+        self.completed.append(OperationResult(op_id, operation, error, message))
 
 
 @dataclass(slots=True)
@@ -121,7 +152,7 @@ def start(core: RaftCore, change: PendingChange, now_ms: int) -> None:
             f"kraft.version is {version}: voter changes need kraft.version 1",
         )
         return
-    if core.voter_change is not None:
+    if core.changes.pending is not None:
         refuse(
             core,
             change.operation,
@@ -163,7 +194,7 @@ def start(core: RaftCore, change: PendingChange, now_ms: int) -> None:
         change = PendingChange(
             change.operation, voters.voters[change.key.id].key, (), change.deadline_ms, change.reply
         )
-    core.voter_change = change
+    core.changes.pending = change
     advance(core, leader, now_ms)
 
 
@@ -174,21 +205,7 @@ def ready_to_change(core: RaftCore, leader: Leader) -> bool:
 
 def caught_up(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
     """The replica fetched at the leader's log end offset within the last fetch timeout."""
-    progress = find_progress(leader, key)
-    return (
-        progress is not None
-        and progress.last_caught_up_ms >= 0
-        and progress.last_caught_up_ms >= now_ms - core.config.fetch_timeout_ms
-    )
-
-
-def find_progress(leader: Leader, key: ReplicaKey) -> ReplicaProgress | None:
-    progress = leader.observers.get(key)
-    if progress is None:
-        voter = leader.voters.get(key.id)
-        if voter is not None and voter.key == key:
-            progress = voter
-    return progress
+    return leader.progress.caught_up(key, now_ms, core.config.fetch_timeout_ms)
 
 
 def append_voters(core: RaftCore, leader: Leader, voters: VoterSet, now_ms: int) -> int:
@@ -203,12 +220,12 @@ def append_voters(core: RaftCore, leader: Leader, voters: VoterSet, now_ms: int)
 
 def advance(core: RaftCore, leader: Leader, now_ms: int) -> None:
     """Move the pending change on as far as it can go now."""
-    change = core.voter_change
+    change = core.changes.pending
     if change is None:
         if core.quorum.is_observer and core.high_watermark > (core.control.voters_offset or -1):
             # D5 for a leader elected while its removal was not committed (``may_campaign``,
             # simulator bug 9): it resigns once the removal commits.
-            core.quorum.to_resigned(now_ms, leader.successors_by_progress())
+            core.quorum.to_resigned(now_ms, leader.progress.successors())
             return
         _update_own_entry(core, leader, now_ms)
         return
@@ -301,7 +318,7 @@ def handle_api_versions_response(
     core: RaftCore, request_id: int, resp: ApiVersionsResponse, now_ms: int
 ) -> None:
     """D4 steps 4-5. The core already dropped answers from a node other than the one asked."""
-    change = core.voter_change
+    change = core.changes.pending
     leader = core.state
     if change is None or change.probe_request_id != request_id or not isinstance(leader, Leader):
         return
@@ -331,7 +348,7 @@ def handle_api_versions_response(
 
 def probe_failed(core: RaftCore, request_id: int) -> None:
     """The ApiVersions probe was refused or timed out: ask again until the deadline."""
-    change = core.voter_change
+    change = core.changes.pending
     if change is not None and change.probe_request_id == request_id:
         change.probe_request_id = None
 
@@ -340,17 +357,17 @@ def _committed(core: RaftCore, leader: Leader, change: PendingChange, now_ms: in
     finish(core, change, ErrorCode.none, None)
     if change.operation == "remove_voter" and change.key.id == core.local_key.id:
         # D5: the removed leader led until its removal committed; now it steps down.
-        core.quorum.to_resigned(now_ms, leader.successors_by_progress())
+        core.quorum.to_resigned(now_ms, leader.progress.successors())
 
 
 def finish(core: RaftCore, change: PendingChange, error: ErrorCode, message: str | None) -> None:
-    if core.voter_change is change:
-        core.voter_change = None
+    if core.changes.pending is change:
+        core.changes.pending = None
     reply = change.reply
     if reply.internal:
         return
     if reply.op_id > 0:
-        core.complete(reply.op_id, change.operation, error, message)
+        core.changes.complete(reply.op_id, change.operation, error, message)
         return
     body: (
         AddRaftVoterResponse
@@ -370,7 +387,7 @@ def finish(core: RaftCore, change: PendingChange, error: ErrorCode, message: str
 
 
 def leadership_lost(core: RaftCore) -> None:
-    change = core.voter_change
+    change = core.changes.pending
     if change is not None:
         finish(core, change, ErrorCode.not_leader_or_follower, "leadership changed")
 
@@ -394,7 +411,9 @@ def handle_admin_request(
         error, message = ErrorCode.not_leader_or_follower, f"the leader is {core.leader_id}"
         refuse(core, operation, reply, error, message)
         return
-    if not isinstance(body, UpdateFeaturesRequest) and not core.cluster_ok(body.cluster_id):
+    if not isinstance(body, UpdateFeaturesRequest) and not core.config.accepts_cluster(
+        body.cluster_id
+    ):
         error, message = ErrorCode.inconsistent_cluster_id, "cluster id mismatch"
         refuse(core, operation, reply, error, message)
         return
@@ -429,7 +448,10 @@ def _append_kraft_upgrade(
     """KRaftVersion and Voters in one batch: the voter set as the voters reported it."""
     assert ready_to_change(core, leader)
     voters = VoterSet(
-        {vid: core.reported_voters.get(vid, info) for vid, info in core.voters.voters.items()}
+        {
+            vid: core.changes.reported_voters.get(vid, info)
+            for vid, info in core.voters.voters.items()
+        }
     )
     local = core.local_key
     low, high = core.config.kraft_versions
@@ -452,7 +474,7 @@ def handle_update_voter(
     def answer(error: ErrorCode) -> UpdateRaftVoterResponse:
         return UpdateRaftVoterResponse(error, qs.leader_id, qs.epoch, core.leader_endpoints())
 
-    if not core.cluster_ok(req.cluster_id):
+    if not core.config.accepts_cluster(req.cluster_id):
         return answer(ErrorCode.inconsistent_cluster_id)
     if req.current_leader_epoch < qs.epoch:
         return answer(ErrorCode.fenced_leader_epoch)
@@ -474,9 +496,9 @@ def handle_update_voter(
     if version < 1:
         # KAFKA-16538: at kraft.version 0 nothing is written; the leader remembers the
         # voter's range and endpoints for the upgrade check (D10).
-        core.reported_voters[key.id] = info
+        core.changes.reported_voters[key.id] = info
         return answer(ErrorCode.none)
-    if core.voter_change is not None or not ready_to_change(core, leader):
+    if core.changes.pending is not None or not ready_to_change(core, leader):
         return answer(ErrorCode.request_timed_out)
     if not req.min_kraft_version <= version <= req.max_kraft_version:
         return answer(ErrorCode.invalid_request)
@@ -542,8 +564,8 @@ def handle_controller_registration(
             ErrorCode.invalid_request,
             "a registration needs a controller id, listeners and a kraft.version range",
         )
-    core.registered_observers[req.controller_id] = (low, high)
-    core.controller_endpoints[req.controller_id] = req.listeners
+    core.changes.registered_observers[req.controller_id] = (low, high)
+    core.changes.controller_endpoints[req.controller_id] = req.listeners
     return ControllerRegistrationResponse(ErrorCode.none)
 
 
@@ -556,7 +578,9 @@ def handle_follower_response(
 ) -> None:
     role = core.state
     if isinstance(resp, UpdateRaftVoterResponse):
-        if core.on_response_epoch(resp.leader_epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+        if elections.on_response_epoch(
+            core, resp.leader_epoch, resp.leader_id, resp.leader_endpoints, now_ms
+        ):
             return
         if isinstance(role, Follower) and resp.error in _FINAL_UPDATE_ERRORS:
             role.update_voter_acked = True
@@ -581,25 +605,11 @@ _FINAL_UPDATE_ERRORS = frozenset(
 
 
 def sync_progress(core: RaftCore, leader: Leader, now_ms: int) -> None:
-    """Move replicas between ``leader.voters`` and ``leader.observers`` after the voter set
-    changed (keeping what is known of their progress) and fix the check-quorum timer."""
-    voters = core.voters
-    local = core.local_key.id
-    old = leader.voters
-    new: dict[int, ReplicaProgress] = {}
-    for vid, info in voters.voters.items():
-        if vid == local:
-            continue
-        progress = old.get(vid)
-        if progress is None or progress.key != info.key:
-            progress = leader.observers.pop(info.key, None) or ReplicaProgress(info.key)
-        new[vid] = progress
-    for vid, progress in old.items():
-        if new.get(vid) is not progress:
-            leader.observers[progress.key] = progress  # demoted: still fetching, still shown
-    leader.voters = new
-    leader.fetched_since_check &= set(new)
-    if core.quorum.is_only_voter:
-        leader.check_quorum_deadline_ms = FOREVER
-    elif leader.check_quorum_deadline_ms == FOREVER:
-        leader.check_quorum_deadline_ms = now_ms + core.config.check_quorum_ms
+    """The voter set changed: ``LeaderProgress.sync``."""
+    leader.progress.sync(
+        core.voters,
+        core.local_key.id,
+        core.quorum.is_only_voter,
+        now_ms,
+        core.config.check_quorum_ms,
+    )

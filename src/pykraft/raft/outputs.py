@@ -1,5 +1,6 @@
-"""What ``RaftCore.ready`` hands out: which messages must wait for the flush (B13), when to
-poll next, and the shared read-only ``Ready`` of an idle core.
+"""What ``RaftCore.ready`` hands out (``Outbox``): which messages must wait for the flush
+(B13), when to poll next, when the application hears of a new leader, and the shared
+read-only ``Ready`` of an idle core.
 
 Messages that tell a peer our log end offset as something it may count -- a Fetch's fetch
 offset toward the leader's high watermark, a Vote request's last offset -- wait for the flush
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from pykraft.raft.interfaces import Ready
+from pykraft.raft.interfaces import LeaderAndEpoch, Ready
 from pykraft.raft.messages import FetchRequest, Outbound, VoteRequest
+from pykraft.raft.roles import Leader
+from pykraft.raft.types import OffsetAndEpoch
 
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
@@ -45,9 +48,9 @@ def next_deadline_ms(core: RaftCore, requests: RequestManager, now_ms: int) -> i
     # Computed afresh on every call: what it reads changes in many modules (role timers,
     # the purgatory, the voter change), too many to invalidate a cache reliably.
     deadline = requests.next_deadline_ms(core.quorum.role.wakeup_ms(), now_ms)
-    purgatory = core.purgatory
-    if purgatory:
-        for parked in purgatory.values():
+    fetch = core.fetch
+    if fetch.parked:
+        for parked in fetch.parked.values():
             if parked.deadline_ms < deadline:
                 deadline = parked.deadline_ms
     # A fetch backed off and not yet sent: due at its retry time, and at once when that time
@@ -55,10 +58,10 @@ def next_deadline_ms(core: RaftCore, requests: RequestManager, now_ms: int) -> i
     # its poll finds the retry not yet due, and the next Ready is computed a moment later).
     # Without this the Ready of an observer, whose role has no timer, said "never" and it
     # fetched nothing again (issue 13's observer stall, seen on real processes).
-    retry = core.fetch_retry_at_ms
-    if retry and core.fetch_request_id is None and retry < deadline:
+    retry = fetch.retry_at_ms  # FetchState.due_ms, inlined: this runs on every Ready
+    if retry and fetch.request_id is None and retry < deadline:
         deadline = retry
-    change = core.voter_change
+    change = core.changes.pending
     if change is not None and change.deadline_ms < deadline:
         deadline = change.deadline_ms
     return deadline if deadline > now_ms else now_ms
@@ -88,3 +91,80 @@ class IdleReady(Ready):
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"IdleReady is shared and read-only: cannot delete {name}")
+
+
+class Outbox:
+    """The outputs gathered since the last ``ready``: messages, whether the log must be
+    flushed, whether the high watermark moved, a snapshot installed; and what was last
+    handed out (the leader the application was told of, the shared idle ``Ready``)."""
+
+    __slots__ = ("hwm_dirty", "idle", "messages", "must_flush", "notified", "snapshot_loaded")
+
+    def __init__(self) -> None:
+        self.messages: list[Outbound] = []
+        self.must_flush = False
+        self.hwm_dirty = False
+        self.snapshot_loaded: OffsetAndEpoch | None = None
+        self.notified: LeaderAndEpoch | None = None
+        self.idle = IdleReady(-1)  # the last idle Ready handed out (-1: none yet)
+
+    def ready(self, core: RaftCore, requests: RequestManager, now_ms: int) -> Ready:
+        """Drain everything gathered into one ``Ready`` (``RaftCore.ready``)."""
+        # Also when a driver skipped an earlier flush (tests do): what depends on the flush
+        # never leaves while the log holds unflushed data.
+        log = core.log
+        must_flush = self.must_flush or log.flushed_offset < log.end_offset
+        out = self.messages
+        leader_change = self._leader_change(core)
+        deadline = next_deadline_ms(core, requests, now_ms)
+        changes = core.changes
+        if not (
+            must_flush
+            or out
+            or self.hwm_dirty
+            or changes.completed
+            or leader_change is not None
+            or self.snapshot_loaded is not None
+        ):
+            idle = self.idle
+            if idle.next_deadline_ms != deadline:
+                self.idle = idle = IdleReady(deadline)
+            return idle
+        after_flush = list[Outbound]()
+        if must_flush and out:
+            out, after_flush = split_at_flush(out)
+        ready = Ready(
+            must_flush=must_flush,
+            messages=out,
+            messages_after_flush=after_flush,
+            snapshot_loaded=self.snapshot_loaded,
+            high_watermark=core.high_watermark if self.hwm_dirty else None,
+            leader_change=leader_change,
+            next_deadline_ms=deadline,
+            completed=changes.completed,
+        )
+        changes.completed = []
+        self.messages = []
+        self.must_flush = self.hwm_dirty = False
+        self.snapshot_loaded = None
+        return ready
+
+    def _leader_change(self, core: RaftCore) -> LeaderAndEpoch | None:
+        """Kafka's rule: a remote (or unknown) leader is reported at once; the local leader
+        only once its epoch start offset is committed, so the application has seen every
+        committed record before it starts writing."""
+        qs = core.quorum
+        role = qs.role
+        notified = self.notified
+        # Compared field by field first: most calls find nothing new.
+        if (
+            notified is not None
+            and notified.leader_id == qs.leader_id
+            and notified.epoch == role.epoch
+        ):
+            return None
+        if isinstance(role, Leader) and core.high_watermark <= role.epoch_start_offset:
+            return None
+        current = LeaderAndEpoch(qs.leader_id, role.epoch)
+        self.notified = current
+        return current

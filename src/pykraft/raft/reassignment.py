@@ -99,7 +99,7 @@ def submit(core: RaftCore, voters: Sequence[VoterInfo], reply: Reply, now_ms: in
         return
     current = core.voters
     for info in voters:
-        known = has_key(current, info.key) or info.key in leader.observers
+        known = has_key(current, info.key) or info.key in leader.progress.observers
         if not known:
             membership.refuse(
                 core,
@@ -145,7 +145,7 @@ def submit(core: RaftCore, voters: Sequence[VoterInfo], reply: Reply, now_ms: in
     )
     core.append_own(batch, now_ms)
     if not reply.internal:
-        core.target_waits.append(TargetWait(offset, reply))
+        core.changes.target_waits.append(TargetWait(offset, reply))
     _drop_unwanted_step(core, target)
 
 
@@ -202,7 +202,7 @@ def resolve_target(
             continue
         fetching = [
             p
-            for key, p in leader.observers.items()
+            for key, p in leader.progress.observers.items()
             if key.id == replica_id and p.last_fetch_ms >= now_ms - core.config.fetch_timeout_ms
         ]
         if not fetching:
@@ -212,7 +212,7 @@ def resolve_target(
         progress = max(fetching, key=lambda p: p.last_fetch_ms)
         if progress.key.directory_id is None:
             return f"observer {replica_id} has no directory id (kraft.version 1 needs one)"
-        endpoints = core.controller_endpoints.get(replica_id)
+        endpoints = core.changes.controller_endpoints.get(replica_id)
         if not endpoints:
             return (
                 f"observer {replica_id} registered no endpoints (ControllerRegistration): "
@@ -223,7 +223,7 @@ def resolve_target(
         if progress.last_caught_up_ms < now_ms - core.config.fetch_timeout_ms:
             behind = core.log.end_offset - max(progress.end_offset, 0)
             return f"observer {replica_id} is not caught up ({behind} records behind)"
-        low, high = core.registered_observers.get(replica_id, core.config.kraft_versions)
+        low, high = core.changes.registered_observers.get(replica_id, core.config.kraft_versions)
         out.append(VoterInfo(progress.key, endpoints, low, high))
     return out
 
@@ -249,7 +249,7 @@ def handle_list(core: RaftCore) -> ListVoterReassignmentResponse:
 
 
 def _drop_unwanted_step(core: RaftCore, target: VoterSet) -> None:
-    change = core.voter_change
+    change = core.changes.pending
     if change is None or not change.reply.internal or change.phase == "committing":
         return
     wanted = (
@@ -263,24 +263,24 @@ def _drop_unwanted_step(core: RaftCore, target: VoterSet) -> None:
 
 def on_high_watermark(core: RaftCore) -> None:
     """Answer submitters whose target record committed."""
-    waits = core.target_waits
+    waits = core.changes.target_waits
     while waits and waits[0].offset < core.high_watermark:
         wait = waits.pop(0)
         membership.refuse(core, OPERATION, wait.reply, ErrorCode.none, None)
 
 
 def leadership_lost(core: RaftCore) -> None:
-    for wait in core.target_waits:
+    for wait in core.changes.target_waits:
         membership.refuse(
             core, OPERATION, wait.reply, ErrorCode.not_leader_or_follower, "leadership changed"
         )
-    core.target_waits.clear()
+    core.changes.target_waits.clear()
 
 
 def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
     """E2: start the next single change toward a committed target, if any is due."""
     in_force = core.control.target
-    if in_force is None or core.voter_change is not None:
+    if in_force is None or core.changes.pending is not None:
         return
     offset, target = in_force
     if offset >= core.high_watermark or not membership.ready_to_change(core, leader):
@@ -304,7 +304,7 @@ def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
     if to_add and len(to_add) >= len(to_remove) and addable:
         ready = [i for i in addable if membership.caught_up(core, leader, i.key, now_ms)]
         if ready:
-            best = max(ready, key=lambda i: (_end_offset(leader, i.key), -i.key.id))
+            best = max(ready, key=lambda i: (leader.progress.end_offset(i.key), -i.key.id))
             change = PendingChange("add_voter", best.key, best.endpoints, deadline_ms, Reply())
             membership.start(core, change, now_ms)
         return  # wait for a new voter to catch up (the lag shows in the progress)
@@ -316,7 +316,7 @@ def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
     candidates = blocking or others
     if not candidates:
         # The leader is the last voter to remove: it resigns; the next leader removes it.
-        core.quorum.to_resigned(now_ms, leader.successors_by_progress())
+        core.quorum.to_resigned(now_ms, leader.progress.successors())
         return
     # E4: remove a voter that is down first (it costs no availability); remove a running one
     # only if a majority of the set left behind is still up, else wait for a voter to return.
@@ -334,19 +334,7 @@ def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
 def _is_up(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
     """A voter is up, as the leader sees it, when it fetched within the fetch timeout (the
     same window check quorum uses); the leader itself always is."""
-    if key == core.local_key:
-        return True
-    progress = membership.find_progress(leader, key)
-    return (
-        progress is not None
-        and progress.last_fetch_ms >= 0
-        and progress.last_fetch_ms >= now_ms - core.config.fetch_timeout_ms
-    )
-
-
-def _end_offset(leader: Leader, key: ReplicaKey) -> int:
-    progress = membership.find_progress(leader, key)
-    return -1 if progress is None else progress.end_offset
+    return key == core.local_key or leader.progress.is_up(key, now_ms, core.config.fetch_timeout_ms)
 
 
 def progress(core: RaftCore) -> ReassignmentProgress | None:
@@ -362,7 +350,7 @@ def progress(core: RaftCore) -> ReassignmentProgress | None:
         if key.id == core.local_key.id:
             reached = end
         elif isinstance(leader, Leader):
-            reached = _end_offset(leader, key)
+            reached = leader.progress.end_offset(key)
         else:
             reached = -1
         lags.append(ReplicaLag(key, reached, end - max(reached, 0)))

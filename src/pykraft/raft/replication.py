@@ -14,11 +14,12 @@ Invariants kept here:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from pykraft.raft import elections
 from pykraft.raft.control import bootstrap_batches, control_batch
 from pykraft.raft.interfaces import SnapshotWriter
 from pykraft.raft.messages import (
@@ -28,8 +29,8 @@ from pykraft.raft.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
 )
-from pykraft.raft.quorum import majority_offset
-from pykraft.raft.roles import FOREVER, Follower, Leader, ReplicaProgress, Unattached
+from pykraft.raft.progress import LeaderProgress
+from pykraft.raft.roles import FOREVER, Follower, Leader, ReplicaProgress, Role, Unattached
 from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.records import CorruptRecordError, build_batch, leader_change_batch, read_header
 
@@ -57,6 +58,52 @@ class SnapshotFetch:
     position: int = 0
 
 
+@dataclass(slots=True)
+class FetchState:
+    """The Fetch traffic this replica owns: as a non-leader, its own one Fetch or
+    FetchSnapshot in flight, its retry time, where it is in the bootstrap list (D8) and the
+    snapshot it is downloading; as leader, the followers' long polls it holds (B6).
+
+    Invariants: at most one own request in flight (``request_id``); a retry is pending
+    (``retry_at_ms`` > 0) only while none is; ``parked`` is empty unless leading. Reset on
+    every role change (``on_transition``)."""
+
+    request_id: int | None = None  # the one Fetch/FetchSnapshot in flight
+    retry_at_ms: int = 0  # backed off until then (0: no retry pending)
+    bootstrap_cursor: int = 0  # D8: the next bootstrap server (or voter) to ask
+    snapshot: SnapshotFetch | None = None
+    parked: dict[tuple[int, int], ParkedFetch] = field(default_factory=dict)
+
+    def due_ms(self) -> int | None:
+        """When a backed-off fetch must be sent (None: no retry pending, or one in flight)."""
+        if self.retry_at_ms and self.request_id is None:
+            return self.retry_at_ms
+        return None
+
+    def released(self, request_id: int) -> None:
+        """``request_id`` was answered or failed."""
+        if self.request_id == request_id:
+            self.request_id = None
+
+    def failed(self, retry_at_ms: int) -> None:
+        """The fetch went unanswered or was refused: send the next at ``retry_at_ms``."""
+        self.retry_at_ms = retry_at_ms
+
+
+def on_transition(core: RaftCore, old: Role, new: Role) -> None:
+    """A role change: forget the fetch in flight and its retry; a former leader answers
+    every held Fetch NOT_LEADER_OR_FOLLOWER; a snapshot download survives only while
+    following."""
+    fetch = core.fetch
+    fetch.request_id = None
+    fetch.retry_at_ms = 0
+    if isinstance(old, Leader):
+        drain_purgatory(core, ErrorCode.not_leader_or_follower)
+    if fetch.snapshot is not None and not isinstance(new, Follower):
+        fetch.snapshot.writer.abort()
+        fetch.snapshot = None
+
+
 # -- leader: epoch start, appends, high watermark --------------------------------------------
 
 
@@ -69,8 +116,6 @@ def become_leader(core: RaftCore, now_ms: int) -> None:
         now_ms, log.end_offset, FOREVER if single else core.config.check_quorum_ms
     )
     voters = qs.voters
-    for vid in voters.others(core.local_key.id):
-        leader.voters[vid] = ReplicaProgress(voters.voters[vid].key)
     granting = [voters.voters[v].key for v in sorted(leader.granting_voters) if v in voters.ids]
     offset = log.end_offset
     ts = core.config.timestamp_ms(now_ms)
@@ -94,10 +139,8 @@ def leader_append(core: RaftCore, leader: Leader, values: Sequence[bytes], now_m
 def update_high_watermark(core: RaftCore, leader: Leader, now_ms: int) -> None:
     """B7 + B4 + B13: majority of voters' offsets, own offset counted once flushed, only
     past the epoch start offset, never backwards."""
-    offsets = [p.end_offset for p in leader.voters.values() if p.end_offset >= 0]
-    if not core.is_observer:
-        offsets.append(core.log.flushed_offset)
-    candidate = majority_offset(offsets, len(core.voters))
+    own = None if core.is_observer else core.log.flushed_offset
+    candidate = leader.progress.high_watermark_candidate(len(core.voters), own)
     if candidate > leader.epoch_start_offset and core.set_high_watermark(candidate):
         complete_purgatory(core, now_ms)
 
@@ -109,7 +152,7 @@ def send_begin_quorum(core: RaftCore, leader: Leader, now_ms: int) -> None:
         return
     period = max(core.config.fetch_timeout_ms // 2, 1)
     leader.begin_quorum_deadline_ms = now_ms + period
-    for vid, progress in leader.voters.items():
+    for vid, progress in leader.progress.voters.items():
         if progress.last_fetch_ms >= 0 and progress.last_fetch_ms > now_ms - period:
             continue
         if core.can_send(vid, "begin", now_ms):
@@ -128,29 +171,17 @@ def send_begin_quorum(core: RaftCore, leader: Leader, now_ms: int) -> None:
 
 
 def _note_fetch(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> ReplicaProgress:
-    """Record contact from a fetching replica; resets check quorum once a majority (the
-    leader included) has fetched in the current window (B9)."""
-    progress = leader.voters.get(key.id)
-    if progress is not None and core.voters.is_voter(key):
-        leader.fetched_since_check.add(key.id)
-        # A leader outside the voter set (removing itself, D5) does not count itself.
-        me = 0 if core.is_observer else 1
-        if len(leader.fetched_since_check) + me >= core.voters.majority_size:
-            leader.check_quorum_deadline_ms = now_ms + core.config.check_quorum_ms
-            leader.fetched_since_check.clear()
-    else:
-        progress = leader.observers.get(key)
-        if progress is None:
-            progress = leader.observers[key] = ReplicaProgress(key)
-    progress.last_fetch_ms = now_ms
-    return progress
+    """Record contact from a fetching replica (B9, D5: ``LeaderProgress.note_fetch``)."""
+    return leader.progress.note_fetch(
+        key, core.voters, not core.is_observer, now_ms, core.config.check_quorum_ms
+    )
 
 
 # -- leader: serving Fetch and FetchSnapshot ----------------------------------------------
 
 
 def _leader_error(core: RaftCore, cluster_id: str | None, epoch: int) -> ErrorCode | None:
-    if not core.cluster_ok(cluster_id):
+    if not core.config.accepts_cluster(cluster_id):
         return ErrorCode.inconsistent_cluster_id
     if epoch < core.epoch:
         return ErrorCode.fenced_leader_epoch
@@ -231,14 +262,7 @@ def handle_fetch_request(
     if answer is not None:
         core.respond(src, rid, answer)
         return
-    progress.end_offset = req.fetch_offset
-    leo = core.log.end_offset
-    if req.fetch_offset >= leo:
-        progress.last_caught_up_ms = now_ms
-    elif progress.prev_fetch_leo >= 0 and req.fetch_offset >= progress.prev_fetch_leo:
-        # Caught up to where the log ended at its previous fetch: it was caught up then.
-        progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.prev_fetch_ms)
-    progress.prev_fetch_leo, progress.prev_fetch_ms = leo, now_ms
+    LeaderProgress.note_position(progress, req.fetch_offset, core.log.end_offset, now_ms)
     hwm_before = core.high_watermark
     update_high_watermark(core, leader, now_ms)
     if (
@@ -248,7 +272,7 @@ def handle_fetch_request(
     ):
         core.respond(src, rid, _answer_fetch(core, req))
     else:  # nothing new: hold it (long poll, B6)
-        core.purgatory[(src, rid)] = ParkedFetch(src, rid, req, now_ms + req.max_wait_ms)
+        core.fetch.parked[(src, rid)] = ParkedFetch(src, rid, req, now_ms + req.max_wait_ms)
 
 
 def _answer_fetch(core: RaftCore, req: FetchRequest) -> FetchResponse:
@@ -258,25 +282,25 @@ def _answer_fetch(core: RaftCore, req: FetchRequest) -> FetchResponse:
 
 def complete_purgatory(core: RaftCore, now_ms: int) -> None:
     """New data or a new high watermark: answer every held Fetch."""
-    if not core.purgatory:
+    if not core.fetch.parked:
         return
-    parked = list(core.purgatory.values())
-    core.purgatory.clear()
+    parked = list(core.fetch.parked.values())
+    core.fetch.parked.clear()
     for p in parked:
         core.respond(p.src, p.request_id, _answer_fetch(core, p.request))
 
 
 def expire_purgatory(core: RaftCore, now_ms: int) -> None:
-    due = [k for k, p in core.purgatory.items() if p.deadline_ms <= now_ms]
+    due = [k for k, p in core.fetch.parked.items() if p.deadline_ms <= now_ms]
     for k in due:
-        p = core.purgatory.pop(k)
+        p = core.fetch.parked.pop(k)
         core.respond(p.src, p.request_id, _answer_fetch(core, p.request))
 
 
 def drain_purgatory(core: RaftCore, error: ErrorCode) -> None:
     """Leaving the leader role: answer every held Fetch with ``error`` and the new state."""
-    parked = list(core.purgatory.values())
-    core.purgatory.clear()
+    parked = list(core.fetch.parked.values())
+    core.fetch.parked.clear()
     for p in parked:
         core.respond(p.src, p.request_id, _fetch_response(core, error))
 
@@ -332,7 +356,7 @@ def bootstrap_id(index: int) -> int:
 def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
     """Keep exactly one Fetch (or FetchSnapshot) in flight: to the leader when following,
     else to the voters in turn (bootstrap discovery, D8 / KIP-996's Unattached)."""
-    if core.fetch_request_id is not None or core.fetch_retry_at_ms > now_ms:
+    if core.fetch.request_id is not None or core.fetch.retry_at_ms > now_ms:
         return
     local = core.local_key.id
     endpoint: Endpoint | None = None
@@ -343,10 +367,10 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
         servers = core.bootstrap_servers
         count = len(servers) or len(core.voters.others(local))
         if not count:
-            core.fetch_retry_at_ms = 0  # nobody to ask: no retry pending
+            core.fetch.retry_at_ms = 0  # nobody to ask: no retry pending
             return
-        i = core.bootstrap_cursor % count
-        core.bootstrap_cursor += 1
+        i = core.fetch.bootstrap_cursor % count
+        core.fetch.bootstrap_cursor += 1
         if servers:
             dst, endpoint = bootstrap_id(i), servers[i]
         else:
@@ -354,7 +378,7 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
     else:
         return
     config = core.config
-    sf = core.snapshot_fetch
+    sf = core.fetch.snapshot
     if sf is not None and isinstance(role, Follower) and dst == role.leader_id:
         body: FetchRequest | FetchSnapshotRequest = FetchSnapshotRequest(
             config.cluster_id,
@@ -377,8 +401,8 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
             config.fetch_max_bytes,
         )
         kind = "fetch"
-    core.fetch_request_id = core.send(dst, body, kind, now_ms, endpoint)
-    core.fetch_retry_at_ms = 0  # served: a retry time is pending only until a fetch goes
+    core.fetch.request_id = core.send(dst, body, kind, now_ms, endpoint)
+    core.fetch.retry_at_ms = 0  # served: a retry time is pending only until a fetch goes
 
 
 def _leader_named(core: RaftCore, src: int, leader_id: int, now_ms: int) -> None:
@@ -400,7 +424,7 @@ def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int)
     """The Follower role if this answer is a successful one from our leader; else back off."""
     role = core.state
     if not isinstance(role, Follower) or role.leader_id != src or error != ErrorCode.none:
-        core.backoff_fetch(now_ms)
+        core.fetch.failed(now_ms + core.config.retry_backoff_ms)
         return None
     role.fetched_from_leader = True
     role.bootstrap_fetching = False
@@ -414,7 +438,7 @@ def _stale_answer(core: RaftCore, epoch: int, now_ms: int) -> bool:
     Fetch, as Kafka backs off a failed request (an observer went round three starting voters
     thousands of times a second without it)."""
     if epoch < core.epoch:
-        core.backoff_fetch(now_ms)
+        core.fetch.failed(now_ms + core.config.retry_backoff_ms)
         return True
     return False
 
@@ -422,7 +446,7 @@ def _stale_answer(core: RaftCore, epoch: int, now_ms: int) -> bool:
 def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms: int) -> None:
     if _stale_answer(core, resp.epoch, now_ms):
         return
-    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+    if elections.on_response_epoch(core, resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
     _leader_named(core, src, resp.leader_id, now_ms)
     if _accept_from_leader(core, src, resp.error, now_ms) is None:
@@ -442,9 +466,9 @@ def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms:
         core.truncated(target, now_ms)
     elif resp.snapshot_id is not None:
         sid = resp.snapshot_id
-        core.snapshot_fetch = SnapshotFetch(sid, core.snapshots.create(sid))
+        core.fetch.snapshot = SnapshotFetch(sid, core.snapshots.create(sid))
     elif resp.records and not _append_fetched(core, resp.records, now_ms):
-        core.backoff_fetch(now_ms)
+        core.fetch.failed(now_ms + core.config.retry_backoff_ms)
         return
     else:
         # Only a plain records answer says our log is a prefix of the leader's: after a
@@ -471,12 +495,12 @@ def handle_fetch_snapshot_response(
 ) -> None:
     if _stale_answer(core, resp.epoch, now_ms):
         return
-    if core.on_response_epoch(resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
+    if elections.on_response_epoch(core, resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
-    sf = core.snapshot_fetch
+    sf = core.fetch.snapshot
     if resp.error in (ErrorCode.snapshot_not_found, ErrorCode.position_out_of_range) and sf:
         sf.writer.abort()  # start over with a plain Fetch
-        core.snapshot_fetch = None
+        core.fetch.snapshot = None
     if _accept_from_leader(core, src, resp.error, now_ms) is None or sf is None:
         return
     if resp.snapshot_id != sf.snapshot_id or resp.position != sf.position:
@@ -485,7 +509,7 @@ def handle_fetch_snapshot_response(
     sf.position += len(resp.chunk)
     if sf.position < resp.size:
         return
-    core.snapshot_fetch = None
+    core.fetch.snapshot = None
     try:
         sf.writer.freeze()  # validates the batches before publishing (I4)
     except ValueError:

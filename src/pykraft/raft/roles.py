@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pykraft.raft.progress import FOREVER, LeaderProgress, ReplicaProgress
 from pykraft.raft.types import NO_LEADER, ElectionState, Endpoint, ReplicaKey
 
-FOREVER = 2**62
+__all__ = [
+    "FOREVER",
+    "Candidate",
+    "Follower",
+    "Leader",
+    "Prospective",
+    "ReplicaProgress",
+    "Resigned",
+    "Role",
+    "Unattached",
+]
 
 
 @dataclass(slots=True)
@@ -114,56 +125,31 @@ class Candidate:
 
 
 @dataclass(slots=True)
-class ReplicaProgress:
-    """What the leader knows of one fetching replica.
-
-    Invariant: ``end_offset`` only moves through validated fetches (no divergence), so it is
-    a prefix of the leader's log.
-    """
-
-    key: ReplicaKey
-    end_offset: int = -1  # last validated fetch offset; -1 until the first fetch
-    last_fetch_ms: int = -1
-    last_caught_up_ms: int = -1
-    # Kafka's refinement of "caught up": a fetch at or past the leader's LEO as of the
-    # replica's previous fetch means it was caught up at that previous fetch's time.
-    prev_fetch_leo: int = -1
-    prev_fetch_ms: int = -1
-
-
-@dataclass(slots=True)
 class Leader:
     """Leader of ``epoch``; its epoch started at ``epoch_start_offset`` (the LeaderChange
-    record). The high watermark may only advance past that offset (B4)."""
+    record). The high watermark may only advance past that offset (B4). What it knows of the
+    replicas fetching from it, and its check-quorum window, is ``progress``."""
 
     epoch: int
     epoch_start_offset: int
     granting_voters: frozenset[int]
-    check_quorum_deadline_ms: int
     begin_quorum_deadline_ms: int
-    voters: dict[int, ReplicaProgress] = field(default_factory=dict)  # other voters only
-    observers: dict[ReplicaKey, ReplicaProgress] = field(default_factory=dict)
-    fetched_since_check: set[int] = field(default_factory=set)  # voters heard in this window
+    progress: LeaderProgress
     name = "leader"
 
     def timer_ms(self) -> int:
         """When this role's timer fires: the check-quorum deadline (B9)."""
-        return self.check_quorum_deadline_ms
+        return self.progress.check_quorum_deadline_ms
 
     def wakeup_ms(self) -> int:
         """Check quorum, or the next BeginQuorumEpoch round (B8)."""
-        return min(self.check_quorum_deadline_ms, self.begin_quorum_deadline_ms)
+        return min(self.progress.check_quorum_deadline_ms, self.begin_quorum_deadline_ms)
 
     def election(self, local: ReplicaKey) -> ElectionState:
         return ElectionState(self.epoch, local.id, local)
 
     def can_grant_vote(self, candidate: ReplicaKey, log_ok: bool, pre_vote: bool) -> bool:
         return False
-
-    def successors_by_progress(self) -> tuple[ReplicaKey, ...]:
-        """Other voters, most caught up first (EndQuorumEpoch's preferred successors, B8)."""
-        ranked = sorted(self.voters.values(), key=lambda p: (-p.end_offset, p.key.id))
-        return tuple(p.key for p in ranked)
 
 
 @dataclass(slots=True)

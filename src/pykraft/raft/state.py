@@ -49,6 +49,7 @@ from collections.abc import Callable
 
 from pykraft.raft.config import IllegalStateError, RaftConfig
 from pykraft.raft.interfaces import QuorumStateStore, RandomSource, ReplicatedLog
+from pykraft.raft.progress import LeaderProgress
 from pykraft.raft.roles import (
     FOREVER,
     Candidate,
@@ -301,8 +302,8 @@ class QuorumState:
             role.epoch,
             epoch_start_offset,
             frozenset(role.granted),
-            check_quorum_deadline_ms=now_ms + check_quorum_ms,
             begin_quorum_deadline_ms=now_ms,
+            progress=LeaderProgress.start(self.voters, self.local_key.id, now_ms + check_quorum_ms),
         )
         self._switch(leader)
         return leader

@@ -29,6 +29,15 @@ class ReplicaKey:
     def __str__(self) -> str:
         return f"{self.id}" if self.directory_id is None else f"{self.id}:{self.directory_id}"
 
+    def names(self, replica: ReplicaKey) -> bool:
+        """This key, as a request's addressee, means ``replica`` (D7: INVALID_VOTER_KEY
+        otherwise): the same id, and the same directory id where both are known."""
+        return self.id == replica.id and (
+            self.directory_id is None
+            or replica.directory_id is None
+            or self.directory_id == replica.directory_id
+        )
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class OffsetAndEpoch:

@@ -130,7 +130,7 @@ class VoterInvariants:
         self.checks += 1
         reached = sorted(
             p.key.id
-            for p in leader.voters.values()
+            for p in leader.progress.voters.values()
             if p.end_offset >= hwm and voters.is_voter(p.key)
         )
         if len(reached) < voters.majority_size:

@@ -23,7 +23,7 @@ from pykraft.storage.meta import (
     uuid_to_kafka,
     write_meta_properties,
 )
-from pykraft.storage.properties import ConfigError, ServerConfig, parse_properties
+from pykraft.storage.properties import ConfigError, parse_properties
 from pykraft.storage.quorum_state import FileQuorumStateStore, QuorumStateError
 from pykraft.storage.snapshots import (
     CorruptSnapshotError,
@@ -48,7 +48,6 @@ __all__ = [
     "OffsetOutOfRangeError",
     "PositionOutOfRangeError",
     "QuorumStateError",
-    "ServerConfig",
     "SnapshotContents",
     "SnapshotNotFoundError",
     "StorageError",

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pykraft.metadata.versions import DEFAULT_METADATA_VERSION, METADATA_VERSION
 from pykraft.raft.types import Endpoint
@@ -26,11 +27,28 @@ from pykraft.storage.meta import (
     read_meta_properties,
     write_meta_properties,
 )
-from pykraft.storage.properties import ConfigError, ServerConfig
+from pykraft.storage.properties import ConfigError
 from pykraft.storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, FileSnapshotStore, write_snapshot
 
 DEFAULT_LISTENER_NAME = "CONTROLLER"
 KRAFT_VERSIONS = (0, 1)
+
+
+class StorageConfig(Protocol):
+    """What formatting reads of a server's config: ``node.config.NodeConfig`` is one."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def process_roles(self) -> tuple[str, ...]: ...
+    @property
+    def listeners(self) -> tuple[Endpoint, ...]: ...
+    @property
+    def controller_listener_names(self) -> tuple[str, ...]: ...
+    @property
+    def metadata_log_dir(self) -> Path: ...
+    @property
+    def quorum_voters(self) -> tuple[object, ...]: ...
 
 
 class AlreadyFormattedError(StorageError):
@@ -90,13 +108,13 @@ def write_bootstrap_checkpoint(
 
 
 def _check_mode(
-    config: ServerConfig, dynamic: bool, no_initial_controllers: bool, kraft_version: int | None
+    config: StorageConfig, dynamic: bool, no_initial_controllers: bool, kraft_version: int | None
 ) -> None:
-    if "controller" not in config.roles:
+    if "controller" not in config.process_roles:
         if dynamic:
             raise ConfigError("You can only use --standalone on a controller.")
         return
-    if config.static_voters:
+    if config.quorum_voters:  # kraft.version 0: a static voter set
         if dynamic:
             raise ConfigError(
                 "You cannot specify controller.quorum.voters and format the node with "
@@ -119,7 +137,7 @@ def _check_mode(
 
 
 def format_storage(
-    config: ServerConfig,
+    config: StorageConfig,
     cluster_id: str,
     *,
     standalone: bool = False,
@@ -162,7 +180,8 @@ def format_storage(
     directory_id = random_uuid()
     voters: list[VoterRecordEntry] | None = None
     if standalone:
-        endpoints = config.controller_endpoints
+        names = config.controller_listener_names
+        endpoints = tuple(e for e in config.listeners if e.name in names)
         if not endpoints:
             raise ConfigError(
                 "--standalone: listeners has no endpoint named in controller.listener.names"
