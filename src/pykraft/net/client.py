@@ -389,11 +389,11 @@ class PeerChannel:
         assert api.sent and api.converters.request_to_kio is not None, request
         try:
             version = conn.pick_version(api.key)
-            try:
-                if version is None:
-                    raise VersionTooOld(f"the peer speaks no version of {api.key.name}")
-                message = api.converters.request_to_kio(request, version)
-            except VersionTooOld:
+            message: RequestPayload | None = None
+            if version is not None:
+                with contextlib.suppress(VersionTooOld):  # a pre-vote below Vote v2
+                    message = api.converters.request_to_kio(request, version)
+            if message is None:
                 # The peer cannot take it: the API's own answer, or a failed request.
                 self._deliver(request_id, api.converters.unsupported(request))
                 return

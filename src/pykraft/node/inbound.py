@@ -42,7 +42,6 @@ INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we
 # Every quorum RPC (KIP-595/630/853/996), plus Metadata and DescribeCluster, which let
 # clients find the leader (pykraft.node.cluster), and UpdateFeatures for kraft.version (D10).
 SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS, *REASSIGNMENT_API_VERSIONS)
-ADMIN_SOURCE_ID: Final = apis.ADMIN_SOURCE_ID
 
 
 @dataclass(slots=True)

@@ -58,7 +58,7 @@ def next_deadline_ms(core: RaftCore, requests: RequestManager, now_ms: int) -> i
     # its poll finds the retry not yet due, and the next Ready is computed a moment later).
     # Without this the Ready of an observer, whose role has no timer, said "never" and it
     # fetched nothing again (issue 13's observer stall, seen on real processes).
-    retry = fetch.retry_at_ms  # FetchState.due_ms, inlined: this runs on every Ready
+    retry = fetch.retry_at_ms
     if retry and fetch.request_id is None and retry < deadline:
         deadline = retry
     change = core.changes.pending

@@ -24,6 +24,11 @@ from pykraft.raft.voters import VoterSet
 FOREVER = 2**62
 
 
+def _within(at_ms: int, now_ms: int, window_ms: int) -> bool:
+    """``at_ms`` (-1: never) falls within the last ``window_ms`` before ``now_ms``."""
+    return at_ms >= 0 and at_ms >= now_ms - window_ms
+
+
 @dataclass(slots=True)
 class ReplicaProgress:
     """What the leader knows of one fetching replica.
@@ -134,20 +139,12 @@ class LeaderProgress:
     def caught_up(self, key: ReplicaKey, now_ms: int, window_ms: int) -> bool:
         """D4: ``key`` fetched at the leader's log end within the last ``window_ms``."""
         progress = self.find(key)
-        return (
-            progress is not None
-            and progress.last_caught_up_ms >= 0
-            and progress.last_caught_up_ms >= now_ms - window_ms
-        )
+        return progress is not None and _within(progress.last_caught_up_ms, now_ms, window_ms)
 
     def is_up(self, key: ReplicaKey, now_ms: int, window_ms: int) -> bool:
         """E2, E3: ``key`` fetched at all within the last ``window_ms``."""
         progress = self.find(key)
-        return (
-            progress is not None
-            and progress.last_fetch_ms >= 0
-            and progress.last_fetch_ms >= now_ms - window_ms
-        )
+        return progress is not None and _within(progress.last_fetch_ms, now_ms, window_ms)
 
     def end_offset(self, key: ReplicaKey) -> int:
         progress = self.find(key)

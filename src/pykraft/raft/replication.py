@@ -74,12 +74,6 @@ class FetchState:
     snapshot: SnapshotFetch | None = None
     parked: dict[tuple[int, int], ParkedFetch] = field(default_factory=dict)
 
-    def due_ms(self) -> int | None:
-        """When a backed-off fetch must be sent (None: no retry pending, or one in flight)."""
-        if self.retry_at_ms and self.request_id is None:
-            return self.retry_at_ms
-        return None
-
     def released(self, request_id: int) -> None:
         """``request_id`` was answered or failed."""
         if self.request_id == request_id:
