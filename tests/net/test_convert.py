@@ -11,20 +11,17 @@ from typing import Any
 import pytest
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.net.convert import (
-    METADATA_TOPIC_ID,
-    InvalidResponse,
-    RejectedRequest,
-    VersionTooOld,
-    api_key_of,
-    error_response_for,
+from pykraft.net.apis import (
+    KRAFT_APIS,
+    by_request,
+    error_answer,
     request_from_kio,
     request_to_kio,
     response_from_kio,
     response_to_kio,
 )
+from pykraft.net.convert import METADATA_TOPIC_ID, InvalidResponse, RejectedRequest, VersionTooOld
 from pykraft.protocol import (
-    KRAFT_APIS,
     ApiKey,
     ErrorCode,
     decode_request,
@@ -64,7 +61,7 @@ def versions(api_key: ApiKey) -> list[int]:
 
 def wire_request(message: RequestPayload) -> RequestPayload:
     frame = encode_request(7, "test", message)
-    decoded = decode_request(frame[4:])
+    decoded = decode_request(frame[4:], KRAFT_APIS)
     assert decoded.correlation_id == 7
     return decoded.message
 
@@ -265,9 +262,9 @@ def test_fetch_snapshot(version: int) -> None:
     ],
 )
 def test_top_level_errors(request_: RaftRequest, api_key: ApiKey) -> None:
-    assert api_key_of(request_) == api_key
+    assert by_request(request_).key == api_key
     for version in versions(api_key):
-        response = error_response_for(request_, ErrorCode.inconsistent_cluster_id)
+        response = error_answer(request_, ErrorCode.inconsistent_cluster_id)
         message: Any = response_to_kio(response, version, listener_name="CONTROLLER")
         assert message.error_code == ErrorCode.inconsistent_cluster_id
         got = response_from_kio(wire_response(message), request=request_, listener_name="X")
@@ -294,7 +291,7 @@ def _retarget(message: Any, topic: object, partition: int) -> Any:
 
 @pytest.mark.parametrize("request_", [VOTE, BEGIN, END, FETCH, SNAP])
 def test_wrong_topic_or_partition_is_unknown(request_: RaftRequest) -> None:
-    api_key = api_key_of(request_)
+    api_key = by_request(request_).key
     is_fetch = api_key == ApiKey.FETCH
     other_topic: object = uuid.uuid4() if is_fetch else "other"
     right_topic: object = METADATA_TOPIC_ID if is_fetch else "__cluster_metadata"

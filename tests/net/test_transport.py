@@ -14,8 +14,8 @@ import kio.schema.fetch.v12.request as fetch_v12
 import kio.schema.vote.v2.request as vote_req
 from kio.static.protocol import ResponsePayload
 
+from pykraft.net.apis import request_from_kio, response_to_kio
 from pykraft.net.client import Connection, PeerChannel
-from pykraft.net.convert import request_from_kio, response_to_kio
 from pykraft.net.server import KafkaServer
 from pykraft.protocol import DecodedRequest, ErrorCode, decode_response, encode_request
 from pykraft.raft.messages import (

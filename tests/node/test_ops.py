@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pykraft.admin import QuorumInfo
+from pykraft.cli.metadata_quorum import STATUS_KEY_WIDTH
 from pykraft.storage import read_meta_properties, uuid_to_kafka
 
 from .procs import CLUSTER_ID, Proc, cli, describe_quorum, fmt, free_ports, make_config, wait_for
@@ -135,12 +136,17 @@ def test_metadata_quorum_describe(quorum: list[Proc]) -> None:
         "CurrentVoters",
         "CurrentObservers",
     ]
-    assert all(line[24] != " " and line[23] == " " for line in lines)  # values from column 25
-    status = {k: line[24:] for k, line in zip(keys, lines, strict=True)}
+    width = STATUS_KEY_WIDTH  # values start right after the padded key, as Kafka's tool
+    assert all(line[width] != " " and line[width - 1] == " " for line in lines)
+    status = {k: line[width:] for k, line in zip(keys, lines, strict=True)}
     assert status["ClusterId"] == CLUSTER_ID
     assert int(status["LeaderId"]) == leader.node_id
     assert int(status["HighWatermark"]) >= info.high_watermark
-    assert int(status["MaxFollowerLag"]) >= 0
+    # The leader's log end offset minus the slowest voter's: no more than the leader holds.
+    _, after = leader_of(quorum)
+    assert after.leader is not None
+    assert 0 <= int(status["MaxFollowerLag"]) <= after.leader.log_end_offset
+    assert int(status["MaxFollowerLagTimeMs"]) >= 0
     for p in quorum:
         meta = read_meta_properties(p.data)
         assert meta is not None

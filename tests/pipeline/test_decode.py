@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from crc32c import crc32c
 
@@ -15,6 +16,7 @@ from pykraft.pipeline.committed import (
     committed_prefixes,
     parse_node_offsets,
 )
+from pykraft.pipeline.schemas import BY_TABLE
 from pykraft.pipeline.totals import NodeTotals, voter_count
 from pykraft.records import build_batch
 
@@ -23,11 +25,19 @@ from .logfiles import T0_MS, LogBuilder, write_node, write_snapshot
 SEGMENT_PATH = "file:/data/n1/__cluster_metadata-0/00000000000000000000.log"
 
 
-def rows_by_table(node: int, path: str, content: bytes) -> dict[str, list[decode.Row]]:
+def rows_by_table(node: int, path: str, content: bytes) -> dict[str, list[dict[str, Any]]]:
+    """Each table's rows as dicts keyed by the table's column names (``schemas.BY_TABLE``)."""
     rows = decode.decode_rows(node, path, content)
+    named: dict[str, list[dict[str, Any]]] = {}
     for table, table_rows in rows.items():
-        assert all(len(r) == decode.WIDTHS[table] for r in table_rows)
-    return rows
+        columns = BY_TABLE[table].fieldNames()
+        assert all(len(r) == decode.WIDTHS[table] == len(columns) for r in table_rows)
+        named[table] = [dict(zip(columns, r, strict=True)) for r in table_rows]
+    return named
+
+
+def pick(row: dict[str, Any], *columns: str) -> tuple[Any, ...]:
+    return tuple(row[c] for c in columns)
 
 
 def three_epoch_log() -> LogBuilder:
@@ -52,7 +62,8 @@ def test_segment_rows() -> None:
     b = three_epoch_log()
     rows = rows_by_table(1, SEGMENT_PATH, b"".join(b.batches))
     batches = rows["batches"]
-    assert [(r[4], r[5], r[6], r[10], r[12]) for r in batches] == [
+    columns = ("base_offset", "last_offset", "epoch", "is_control", "crc_ok")
+    assert [pick(r, *columns) for r in batches] == [
         (0, 0, 1, True, True),
         (1, 1, 1, True, True),
         (2, 4, 1, False, True),
@@ -60,19 +71,29 @@ def test_segment_rows() -> None:
         (6, 7, 2, False, True),
     ]
     records = rows["records"]
-    assert [r[3] for r in records] == list(range(8))
-    assert [r[7] for r in records][:3] == ["LEADER_CHANGE", "KRAFT_VOTERS", "DATA"]
-    assert json.loads(records[2][11]) == {"tag": "x", "i": 0}
-    assert json.loads(records[0][11])["leader_id"] == 1
+    assert [r["offset"] for r in records] == list(range(8))
+    assert [r["record_type"] for r in records][:3] == ["LEADER_CHANGE", "KRAFT_VOTERS", "DATA"]
+    assert json.loads(records[2]["value_json"]) == {"tag": "x", "i": 0}
+    assert json.loads(records[0]["value_json"])["leader_id"] == 1
     changes = rows["leader_changes"]
-    assert [(r[2], r[3], r[5]) for r in changes] == [(0, 1, 1), (5, 2, 2)]
-    assert changes[0][6] == [(1, None), (2, None), (3, None)]
-    assert changes[0][7] == [(1, None), (2, None)]
+    assert [pick(r, "offset", "epoch", "leader_id") for r in changes] == [(0, 1, 1), (5, 2, 2)]
+    assert changes[0]["voters"] == [(1, None), (2, None), (3, None)]
+    assert changes[0]["granting_voters"] == [(1, None), (2, None)]
     (voters,) = rows["voter_sets"]
-    assert voters[2] == 1 and [v[0] for v in voters[4]] == [1, 2, 3]
-    assert voters[4][0][2] == [("CONTROLLER", "127.0.0.1", 9091)]
+    assert voters["offset"] == 1 and [v[0] for v in voters["voters"]] == [1, 2, 3]
+    assert voters["voters"][0][2] == [("CONTROLLER", "127.0.0.1", 9091)]
+    size = len(b"".join(b.batches))
     assert rows["files"] == [
-        (1, "segment", SEGMENT_PATH, len(b"".join(b.batches)), 0, 5, len(b"".join(b.batches)), None)
+        {
+            "node": 1,
+            "source": "segment",
+            "file": SEGMENT_PATH,
+            "size_bytes": size,
+            "base_offset": 0,
+            "batches": 5,
+            "valid_bytes": size,
+            "error": None,
+        }
     ]
 
 
@@ -82,9 +103,9 @@ def test_bad_crc_is_flagged_and_not_decoded() -> None:
     third = sum(len(x) for x in b.batches[:2])
     data[third + 70] ^= 0xFF  # inside the third batch's records
     rows = rows_by_table(1, SEGMENT_PATH, bytes(data))
-    assert [r[12] for r in rows["batches"]] == [True, True, False, True, True]
-    assert [r[3] for r in rows["records"]] == [0, 1, 5, 6, 7]
-    assert rows["files"][0][7] is None
+    assert [r["crc_ok"] for r in rows["batches"]] == [True, True, False, True, True]
+    assert [r["offset"] for r in rows["records"]] == [0, 1, 5, 6, 7]
+    assert rows["files"][0]["error"] is None
 
 
 def test_torn_tail_stops_reading_and_says_why() -> None:
@@ -93,13 +114,13 @@ def test_torn_tail_stops_reading_and_says_why() -> None:
     rows = rows_by_table(1, SEGMENT_PATH, data[:-10])
     assert len(rows["batches"]) == 4
     (files,) = rows["files"]
-    assert files[6] == sum(len(x) for x in b.batches[:4])
-    assert files[7] is not None and "torn" in files[7]
+    assert files["valid_bytes"] == sum(len(x) for x in b.batches[:4])
+    assert files["error"] is not None and "torn" in files["error"]
 
 
 def test_garbage_stops_reading() -> None:
     rows = rows_by_table(1, SEGMENT_PATH, b"\x00" * 100)
-    assert rows["batches"] == [] and rows["files"][0][7] is not None
+    assert rows["batches"] == [] and rows["files"][0]["error"] is not None
 
 
 def test_snapshot_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -107,15 +128,21 @@ def test_snapshot_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = write_snapshot(log_dir, 8, 2, [b'{"k": 1}', b"\x01\x02"])
     rows = rows_by_table(1, str(path), path.read_bytes())
     (snap,) = rows["snapshots"]
-    # node, file, end, epoch, size, batches, records, crc_ok, header, footer, ts, kraft, voters
-    assert snap[2:4] == (8, 2)
-    assert snap[5:10] == (5, 2, True, True, True)
-    assert snap[10] == T0_MS and snap[11] == 1
-    assert [v[0] for v in snap[12]] == [1, 2, 3]
+    assert pick(snap, "end_offset", "epoch") == (8, 2)
+    assert pick(snap, "batches", "records", "crc_ok", "has_header", "has_footer") == (
+        5,
+        2,
+        True,
+        True,
+        True,
+    )
+    assert pick(snap, "last_contained_log_timestamp_ms", "kraft_version") == (T0_MS, 1)
+    assert [v[0] for v in snap["voters"]] == [1, 2, 3]
     (voters,) = rows["voter_sets"]
-    assert voters[:4] == (1, "snapshot", 7, 2)  # in force at the snapshot's last offset
-    data = [r for r in rows["records"] if r[7] == "DATA"]
-    assert json.loads(data[1][11]) == {"size": 2, "hex": "0102"}
+    # In force at the snapshot's last offset.
+    assert pick(voters, "node", "source", "offset", "epoch") == (1, "snapshot", 7, 2)
+    data = [r for r in rows["records"] if r["record_type"] == "DATA"]
+    assert json.loads(data[1]["value_json"]) == {"size": 2, "hex": "0102"}
 
 
 def test_render_data_value() -> None:
@@ -127,13 +154,13 @@ def test_render_data_value() -> None:
 
 def test_unknown_file() -> None:
     rows = rows_by_table(1, "/x/notes.txt", b"hello")
-    assert rows["files"][0][1] == "unknown"
+    assert rows["files"][0]["source"] == "unknown"
 
 
 def test_a_batch_with_many_records() -> None:
     batch = build_batch(0, 1, [b"v"] * 300, T0_MS)
     rows = rows_by_table(1, SEGMENT_PATH, batch)
-    assert len(rows["records"]) == 300 and rows["records"][299][3] == 299
+    assert len(rows["records"]) == 300 and rows["records"][299]["offset"] == 299
 
 
 # -- committed prefixes -----------------------------------------------------------------
@@ -194,7 +221,7 @@ def test_valid_crc_over_malformed_records_stops_the_file() -> None:
     body[17:21] = crc32c(bytes(body[21:])).to_bytes(4, "big")
     rows = rows_by_table(1, SEGMENT_PATH, b"".join(b.batches) + bytes(body))
     assert len(rows["batches"]) == 5
-    assert "stopped at position" in rows["files"][0][7]
+    assert "stopped at position" in rows["files"][0]["error"]
 
 
 def test_node_totals_from_columns() -> None:

@@ -24,7 +24,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from pykraft.protocol import KRAFT_APIS
+from pykraft.net.apis import KRAFT_APIS
 
 # Every (api key, version) pykraft serves: what the codec tests cover.
 SERVED = [(row.api_key, v) for row in KRAFT_APIS for v in row.versions]

@@ -15,8 +15,8 @@ from kio.schema.fetch.v17 import response as fetch_v17
 from kio.schema.vote.v0.request import VoteRequest as VoteRequestV0
 from kio.static.primitive import i32, i64
 
+from pykraft.net.apis import KRAFT_APIS
 from pykraft.protocol import (
-    KRAFT_APIS,
     ApiKey,
     ApiVersionRange,
     ErrorCode,
@@ -67,7 +67,7 @@ def test_table_is_extensible_data() -> None:
     message = CreateTopicsRequest(topics=(), timeout=datetime.timedelta(seconds=1))
     frame = encode_request(1, "c", message)[4:]
     with pytest.raises(UnsupportedApiVersion):
-        decode_request(frame)
+        decode_request(frame, KRAFT_APIS)
     assert decode_request(frame, later).message == message
 
 
@@ -97,14 +97,14 @@ def test_request_header_bytes_v1_and_v2() -> None:
 
 @pytest.mark.parametrize("version", [3, 4])
 def test_flexible_api_versions_response_keeps_header_v0(version: int) -> None:
-    data = encode_response(9, build_api_versions_response(version))
+    data = encode_response(9, build_api_versions_response(version, KRAFT_APIS))
     # correlation id, then straight into the body's error code: no header tag buffer.
     assert data[4:10] == b"\x00\x00\x00\x09\x00\x00"
 
 
 def test_api_versions_features() -> None:
     v4 = build_api_versions_response(
-        4, finalized_features={"kraft.version": 1}, finalized_features_epoch=12
+        4, KRAFT_APIS, finalized_features={"kraft.version": 1}, finalized_features_epoch=12
     )
     assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
         ("kraft.version", 0, 1)
@@ -114,13 +114,13 @@ def test_api_versions_features() -> None:
     ]
     assert v4.finalized_features_epoch == 12
     # KAFKA-17011: v3 omits supported features whose minimum is 0.
-    v3 = build_api_versions_response(3)
+    v3 = build_api_versions_response(3, KRAFT_APIS)
     assert v3.supported_features == ()
     assert {(k.api_key, k.min_version, k.max_version) for k in v4.api_keys} == {
         (r.api_key, r.min_version, r.max_version) for r in KRAFT_APIS
     }
     for version in range(5):
-        message = build_api_versions_response(version)
+        message = build_api_versions_response(version, KRAFT_APIS)
         frame = encode_response(3, message)[4:]
         assert decode_response(frame, {3: (18, version)}).message == message
 
@@ -129,7 +129,7 @@ def test_unsupported_api_versions_request_is_answered_at_v0() -> None:
     # A client at ApiVersions v9 (unknown here): header v2, body we cannot read.
     frame = b"\x00\x12\x00\x09\x00\x00\x00\x05\x00\x03cli\x00" + b"\x07junk"
     with pytest.raises(UnsupportedApiVersion) as info:
-        decode_request(frame)
+        decode_request(frame, KRAFT_APIS)
     error = info.value
     assert (error.api_key, error.api_version, error.correlation_id, error.client_id) == (
         18,
@@ -139,7 +139,7 @@ def test_unsupported_api_versions_request_is_answered_at_v0() -> None:
     )
     assert error.error_code == ErrorCode.unsupported_version
     answer = error_response(error.api_key, error.api_version, error.error_code)
-    assert answer == unsupported_api_versions_response()
+    assert answer == unsupported_api_versions_response(KRAFT_APIS)
     assert [(k.api_key, k.min_version, k.max_version) for k in answer.api_keys] == [(18, 0, 4)]
     data = encode_response(error.correlation_id, answer)
     assert data[8:10] == b"\x00\x23"  # error 35 right after header v0
@@ -161,7 +161,7 @@ def test_error_response_for_every_served_request(api_key: int, api_version: int)
 
 
 def test_unsupported_version_of_other_api_keeps_stream_usable() -> None:
-    reader = RequestReader()
+    reader = RequestReader(KRAFT_APIS)
     good = DescribeQuorumRequest(
         topics=(
             TopicData(
@@ -187,20 +187,20 @@ def test_trailing_bytes_inside_a_frame_are_malformed() -> None:
         + b"\x00"
     )
     with pytest.raises(MalformedFrame, match="trailing") as info:
-        decode_request(frame)
+        decode_request(frame, KRAFT_APIS)
     assert (info.value.api_key, info.value.api_version, info.value.correlation_id) == (18, 3, 4)
 
 
 def test_short_and_empty_frames_are_malformed() -> None:
     for frame in (b"", b"\x00\x12", b"\x00\x12\x00\x03\x00\x00\x00\x01"):
         with pytest.raises(MalformedFrame):
-            decode_request(frame)
+            decode_request(frame, KRAFT_APIS)
     with pytest.raises(MalformedFrame):
         decode_response(b"\x00\x01", {})
 
 
 def test_response_for_unknown_correlation_id() -> None:
-    frame = encode_response(77, build_api_versions_response(0))[4:]
+    frame = encode_response(77, build_api_versions_response(0, KRAFT_APIS))[4:]
     with pytest.raises(UnknownCorrelationId):
         decode_response(frame, {1: (18, 0)})
 
@@ -212,13 +212,16 @@ def test_response_reader_matches_in_flight_requests() -> None:
         for _ in range(2)
     ]
     assert client.in_flight == 2
-    server = RequestReader()
+    server = RequestReader(KRAFT_APIS)
     for _, data in ids:
         server.feed(data)
     answers = b""
     while (request := server.next_request()) is not None:
         assert request.client_id == "pykraft-test"
-        answers = encode_response(request.correlation_id, build_api_versions_response(3)) + answers
+        answers = (
+            encode_response(request.correlation_id, build_api_versions_response(3, KRAFT_APIS))
+            + answers
+        )
     client.feed(answers)  # out of order on purpose
     got = []
     while (response := client.next_response()) is not None:
@@ -279,7 +282,7 @@ HOSTILE_DESCRIBE_QUORUM = (
 
 def test_hostile_array_length_is_rejected_not_allocated() -> None:
     with pytest.raises(MalformedFrame, match="array of"):
-        decode_request(HOSTILE_DESCRIBE_QUORUM)
+        decode_request(HOSTILE_DESCRIBE_QUORUM, KRAFT_APIS)
 
 
 def test_kio_alone_aborts_on_hostile_array_length() -> None:

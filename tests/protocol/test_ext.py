@@ -8,8 +8,9 @@ import io
 
 from kio.serial import entity_writer
 
+from pykraft.net.apis import KRAFT_APIS
 from pykraft.protocol import request_schema, response_schema
-from pykraft.protocol.apis import KRAFT_APIS, ApiVersionRange
+from pykraft.protocol.apis import ApiVersionRange
 from pykraft.protocol.build import make
 from pykraft.protocol.codec import decode_request, decode_response, encode_request, encode_response
 from pykraft.protocol.ext import is_generated, make_generated

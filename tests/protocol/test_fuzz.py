@@ -12,6 +12,7 @@ import contextlib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pykraft.net.apis import KRAFT_APIS
 from pykraft.protocol import (
     ProtocolError,
     RequestReader,
@@ -46,7 +47,7 @@ def test_mutated_requests(data: st.DataObject, which: tuple[int, int]) -> None:
     message = data.draw(entities(request_schema(*which)))
     frame = data.draw(mutated(encode_request(3, "c", message)[4:]))
     with contextlib.suppress(ProtocolError):
-        decode_request(frame)
+        decode_request(frame, KRAFT_APIS)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -61,7 +62,10 @@ def test_mutated_responses(data: st.DataObject, which: tuple[int, int]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(garbage=st.binary(max_size=300), chunk=st.integers(1, 64))
 def test_random_bytes_into_readers(garbage: bytes, chunk: int) -> None:
-    for reader in (RequestReader(frame_max_bytes=4096), ResponseReader(frame_max_bytes=4096)):
+    for reader in (
+        RequestReader(KRAFT_APIS, frame_max_bytes=4096),
+        ResponseReader(frame_max_bytes=4096),
+    ):
         try:
             for i in range(0, len(garbage), chunk):
                 reader.feed(garbage[i : i + chunk])
@@ -85,6 +89,6 @@ def test_valid_header_random_body(which: tuple[int, int], body: bytes) -> None:
     if request_schema(api_key, version).__flexible__:
         header += b"\x00"
     with contextlib.suppress(ProtocolError):
-        decode_request(header + body)
+        decode_request(header + body, KRAFT_APIS)
     with contextlib.suppress(ProtocolError):
         decode_response(b"\x00\x00\x00\x01" + body, {1: which})

@@ -11,6 +11,7 @@ shared (api, version), for hypothesis-drawn messages:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
 import warnings
@@ -20,8 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pykraft.net.apis import KRAFT_APIS
 from pykraft.protocol import (
-    KRAFT_APIS,
+    ApiKey,
+    ErrorCode,
     decode_request,
     decode_response,
     encode_request,
@@ -111,7 +114,7 @@ def _check(api_key: int, version: int, entity: Any, is_request: bool) -> None:
     assert back.header.correlation_id == 42
     # ... and we read theirs.
     if is_request:
-        assert decode_request(theirs[4:]).message == entity
+        assert decode_request(theirs[4:], KRAFT_APIS).message == entity
     else:
         assert decode_response(theirs[4:], {42: (api_key, version)}).message == entity
 
@@ -132,7 +135,8 @@ def test_response_bytes_match_kafka_python(
     api_key: int, api_version: int, data: st.DataObject
 ) -> None:
     entity = data.draw(entities(response_schema(api_key, api_version)))
-    if api_key == 18 and int(entity.error_code) != 0 and api_version != 0:
-        # Both sides re-read an ApiVersions error body as v0; covered in test_codec.
-        return
+    if api_key == ApiKey.API_VERSIONS and api_version != 0:
+        # Both sides re-read an ApiVersions error body as v0 (test_codec covers that): the
+        # rest of the body is compared with the error code cleared.
+        entity = dataclasses.replace(entity, error_code=ErrorCode.none)
     _check(api_key, api_version, entity, False)

@@ -3,11 +3,16 @@ encode -> frame -> decode unchanged, headers included."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pykraft.net.apis import KRAFT_APIS
 from pykraft.protocol import (
+    ApiKey,
+    ErrorCode,
     FrameDecoder,
     decode_request,
     decode_response,
@@ -39,7 +44,9 @@ def test_request_round_trip(
     api_key: int, api_version: int, data: st.DataObject, correlation_id: int, client_id: str | None
 ) -> None:
     message = data.draw(entities(request_schema(api_key, api_version)))
-    decoded = decode_request(_unframe(encode_request(correlation_id, client_id, message)))
+    decoded = decode_request(
+        _unframe(encode_request(correlation_id, client_id, message)), KRAFT_APIS
+    )
     assert (decoded.api_key, decoded.api_version) == (api_key, api_version)
     assert decoded.correlation_id == correlation_id
     assert decoded.client_id == client_id
@@ -53,9 +60,10 @@ def test_response_round_trip(
     api_key: int, api_version: int, data: st.DataObject, correlation_id: int
 ) -> None:
     message = data.draw(entities(response_schema(api_key, api_version)))
-    # ApiVersions answers with UNSUPPORTED_VERSION are read back as v0 (tested elsewhere).
-    if api_key == 18 and int(message.error_code) == 35 and api_version != 0:
-        return
+    if api_key == ApiKey.API_VERSIONS and message.error_code == ErrorCode.unsupported_version:
+        # Read back as v0 (test_codec's test_unsupported_api_versions_request_is_answered_at_v0):
+        # the rest of the body is round-tripped with another error code.
+        message = dataclasses.replace(message, error_code=ErrorCode.invalid_request)
     decoded = decode_response(
         _unframe(encode_response(correlation_id, message)),
         {correlation_id: (api_key, api_version)},

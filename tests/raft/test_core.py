@@ -57,33 +57,64 @@ def leader_of_three() -> RaftCore:
 
 
 def fetch(
-    c: RaftCore, src: int, rid: int, offset: int, epoch: int, now: int
+    c: RaftCore, *, src: int, request_id: int, offset: int, epoch: int, now_ms: int
 ) -> list[FetchResponse]:
-    c.step(Inbound(src, rid, FetchRequest(None, ReplicaKey(src), 1, offset, epoch, 500)), now)
+    """Step a Fetch from ``src`` (at ``offset``, last fetched ``epoch``, 500 ms long poll)
+    and return the answers to it in the next Ready (empty while the leader holds it)."""
+    request = FetchRequest(None, ReplicaKey(src), 1, offset, epoch, 500)
+    c.step(Inbound(src, request_id, request), now_ms)
     return [
         m.body
-        for m in c.ready(now).messages
-        if isinstance(m.body, FetchResponse) and m.request_id == rid
+        for m in c.ready(now_ms).messages
+        if isinstance(m.body, FetchResponse) and m.request_id == request_id
     ]
 
 
-def test_fetch_purgatory_new_data_timeout_and_transition() -> None:
+def answers_to(c: RaftCore, request_id: int, now_ms: int) -> list[FetchResponse]:
+    return [
+        m.body
+        for m in c.ready(now_ms).messages
+        if isinstance(m.body, FetchResponse) and m.request_id == request_id
+    ]
+
+
+def leader_with_hwm_at_one() -> RaftCore:
+    """A leader of three whose high watermark reached 1 (its LeaderChange) by follower 2."""
     c = leader_of_three()
-    first = fetch(c, 2, 1, 1, 1, 2000)  # moves the HWM to 1: answered at once
-    assert first and first[0].high_watermark == 1
-    assert fetch(c, 2, 5, 1, 1, 2000) == []  # nothing new: held (long poll)
+    first = fetch(c, src=2, request_id=1, offset=1, epoch=1, now_ms=2000)
+    assert first and first[0].high_watermark == 1  # moved the HWM: answered at once
+    return c
+
+
+def test_fetch_with_nothing_new_is_held_then_answered_on_new_data() -> None:
+    c = leader_with_hwm_at_one()
+    assert fetch(c, src=2, request_id=5, offset=1, epoch=1, now_ms=2000) == []  # long poll
     c.append([b"a"], 2001)
-    got = [m for m in c.ready(2001).messages if m.request_id == 5]
-    assert len(got) == 1 and got[0].body.records  # answered on new data
+    got = answers_to(c, 5, 2001)
+    assert len(got) == 1 and got[0].records
+
+
+def test_fetch_is_answered_at_once_when_the_high_watermark_moved() -> None:
+    c = leader_with_hwm_at_one()
+    c.append([b"a"], 2001)
+    fetch(c, src=2, request_id=5, offset=1, epoch=1, now_ms=2001)  # follower 2 takes "a"
     c.log.flush()
-    c.on_flushed(2001)
-    assert fetch(c, 3, 2, 2, 1, 2002) != []  # HWM moved to 2: answered immediately
-    assert fetch(c, 3, 3, 2, 1, 2003) == []  # held again
-    c.poll(2503)
-    assert [m.request_id for m in c.ready(2503).messages if m.request_id == 3] == [3]  # timeout
-    assert fetch(c, 2, 4, 2, 1, 2504) == []
-    c.shutdown(2505)  # leaving the leader state answers held fetches
-    answers = [m.body for m in c.ready(2505).messages if m.request_id == 4]
+    c.on_flushed(2001)  # the leader's own offset counts once flushed (B13): HWM 2
+    assert fetch(c, src=3, request_id=2, offset=2, epoch=1, now_ms=2002) != []
+
+
+def test_held_fetch_is_answered_when_its_wait_ends() -> None:
+    c = leader_with_hwm_at_one()
+    assert fetch(c, src=3, request_id=3, offset=1, epoch=1, now_ms=2003) == []
+    c.poll(2503)  # 500 ms later
+    assert [m.request_id for m in c.ready(2503).messages if m.request_id == 3] == [3]
+
+
+def test_leaving_the_leader_state_answers_held_fetches() -> None:
+    c = leader_with_hwm_at_one()
+    assert fetch(c, src=2, request_id=4, offset=1, epoch=1, now_ms=2004) == []
+    c.shutdown(2005)
+    answers = answers_to(c, 4, 2005)
     assert answers[0].error == ErrorCode.not_leader_or_follower
 
 
@@ -102,10 +133,13 @@ def test_stale_vote_response_after_transition_is_ignored() -> None:
     assert c.role == "unattached" and c.epoch == 0
 
 
-def test_not_leader_error_and_snapshot_bounds() -> None:
+def test_append_on_a_non_leader_raises_not_leader() -> None:
     c = core()
     with pytest.raises(NotLeaderError):
         c.append([b"x"], 0)
+
+
+def test_snapshot_must_end_at_or_below_the_high_watermark() -> None:
     single = core(voters=(1,))
     assert single.role == "leader"
     single.log.flush()
@@ -131,8 +165,12 @@ def test_idle_ready_is_shared_and_read_only() -> None:
     assert busy.must_flush and not isinstance(busy, IdleReady)
     c.log.flush()
     c.on_flushed(2001)
-    assert fetch(c, 2, 1, 2, 1, 2100)  # moves the HWM: answered at once
-    assert fetch(c, 2, 2, 2, 1, 2100) == []  # nothing new: parked until 2600
+    assert fetch(
+        c, src=2, request_id=1, offset=2, epoch=1, now_ms=2100
+    )  # moves the HWM: answered at once
+    assert (
+        fetch(c, src=2, request_id=2, offset=2, epoch=1, now_ms=2100) == []
+    )  # nothing new: parked until 2600
     later = c.ready(2100)
     assert isinstance(later, IdleReady) and later is not idle
     assert (idle.next_deadline_ms, later.next_deadline_ms) == (3000, 2600)

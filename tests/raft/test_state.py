@@ -91,19 +91,50 @@ def make(stored: ElectionState | None = None, log_epoch: int = 0, voters=(1, 2, 
     return qs, store
 
 
-def test_startup_rules() -> None:
-    assert make()[0].role.name == "unattached"
+@pytest.mark.parametrize(
+    ("stored", "local", "role", "epoch", "leader_id", "voted_key"),
+    [
+        pytest.param(None, 1, "unattached", 0, -1, None, id="nothing stored"),
+        pytest.param(ElectionState(3, 1, K1), 1, "resigned", 3, None, None, id="led this epoch"),
+        pytest.param(
+            ElectionState(3, voted_key=K1), 1, "candidate", 3, -1, K1, id="voted for itself"
+        ),
+        pytest.param(ElectionState(3, 2, K1), 1, "follower", 3, 2, K1, id="knew the leader"),
+        pytest.param(
+            ElectionState(3, voted_key=K2), 1, "unattached", 3, -1, K2, id="voted for another"
+        ),
+        pytest.param(
+            ElectionState(3, voted_key=ReplicaKey(4)),
+            4,
+            "unattached",
+            3,
+            -1,
+            ReplicaKey(4),
+            id="observer",
+        ),
+    ],
+)
+def test_startup_role_from_the_stored_election_state(
+    stored: ElectionState | None,
+    local: int,
+    role: str,
+    epoch: int,
+    leader_id: int | None,
+    voted_key: ReplicaKey | None,
+) -> None:
+    """``leader_id``/``voted_key`` None: not what the case is about."""
+    qs, _ = make(stored, local=local)
+    assert (qs.role.name, qs.epoch) == (role, epoch)
+    if leader_id is not None:
+        assert qs.leader_id == leader_id
+    if voted_key is not None or role == "unattached":
+        assert qs.voted_key == voted_key
+    assert qs.is_observer == (local not in (1, 2, 3))
+
+
+def test_startup_takes_the_log_epoch_when_the_stored_one_is_older() -> None:
     qs, store = make(ElectionState(2), log_epoch=4)
     assert (qs.role.name, qs.epoch, store.read()) == ("unattached", 4, ElectionState(4))
-    assert make(ElectionState(3, 1, K1))[0].role.name == "resigned"
-    qs = make(ElectionState(3, voted_key=K1))[0]
-    assert (qs.role.name, qs.epoch) == ("candidate", 3)
-    qs = make(ElectionState(3, 2, K1))[0]
-    assert (qs.role.name, qs.leader_id, qs.voted_key) == ("follower", 2, K1)
-    qs = make(ElectionState(3, voted_key=K2))[0]
-    assert (qs.role.name, qs.voted_key) == ("unattached", K2)
-    qs = make(ElectionState(3, voted_key=ReplicaKey(4)), local=4)  # observer
-    assert qs[0].role.name == "unattached" and qs[0].is_observer
 
 
 def test_persists_before_switching() -> None:

@@ -36,25 +36,21 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
 
-import kio.schema.api_versions.v4.request as api_versions_v4
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft import __version__
 from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
 from pykraft.net import apis
-from pykraft.net._wire import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.net.client import Connection
-from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
+from pykraft.net.convert import KRAFT_VERSION_FEATURE
+from pykraft.net.convert.features import api_versions_request
 from pykraft.protocol import (
-    KRAFT_APIS,
     ApiKey,
     ApiVersionRange,
     ErrorCode,
     ProtocolError,
-    request_schema,
 )
-from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
-from pykraft.protocol.build import make
+from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE
+from pykraft.raft import messages
 from pykraft.raft.messages import AddRaftVoterRequest, AnyRequest, RemoveRaftVoterRequest
 from pykraft.raft.types import Endpoint, ReplicaKey
 
@@ -67,10 +63,10 @@ __all__ = [
     "ReplicaState",
 ]
 
-ADMIN_APIS: Final = KRAFT_APIS.with_apis(
-    *(ApiVersionRange(k, lo, hi) for k, (lo, hi) in CONTROLLER_API_VERSIONS.items()),
-    *CLUSTER_APIS,
+ADMIN_APIS: Final = apis.SERVED_APIS.with_apis(
+    *(ApiVersionRange(k, lo, hi) for k, (lo, hi) in CONTROLLER_API_VERSIONS.items())
 )
+"""What a node serves (``net.apis``) and what an active controller adds."""
 RETRY_BACKOFF_MS: Final = 100
 RETRY_BACKOFF_MAX_MS: Final = 1000
 
@@ -164,27 +160,31 @@ def _parse_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _replica(row: Any) -> ReplicaState:
-    directory = getattr(row, "replica_directory_id", None)
+def _replica(state: messages.ReplicaState) -> ReplicaState:
+    key = state.replica_key
     return ReplicaState(
-        replica_id=int(row.replica_id),
-        directory_id=directory if directory and directory.int else None,
-        log_end_offset=int(row.log_end_offset),
-        last_fetch_timestamp=int(getattr(row, "last_fetch_timestamp", -1)),
-        last_caught_up_timestamp=int(getattr(row, "last_caught_up_timestamp", -1)),
+        replica_id=key.id,
+        directory_id=key.directory_id,
+        log_end_offset=state.log_end_offset,
+        last_fetch_timestamp=state.last_fetch_timestamp,
+        last_caught_up_timestamp=state.last_caught_up_timestamp,
     )
 
 
 def _encoder(request: AnyRequest) -> Any:
-    """``build(version)`` for a request the core's converters encode (``net.apis``): the
-    admin client and a controller's own voter changes share one encoding."""
-    encode = apis.by_request(request).converters.request_to_kio
-    assert encode is not None, request
+    """``build(version)`` for a request the node's converters encode (``net.apis``): the
+    admin client and the node that answers it share one conversion."""
 
     def build(version: int) -> RequestPayload:
-        return encode(request, version)
+        message: RequestPayload = apis.request_to_kio(request, version)
+        return message
 
     return build
+
+
+def _decode(answer: ResponsePayload, request: AnyRequest) -> Any:
+    """The node's own view of ``answer`` (``net.apis``), read by the same converter."""
+    return apis.response_from_kio(answer, request=request, listener_name="")
 
 
 class AdminClient:
@@ -347,37 +347,27 @@ class AdminClient:
 
     async def describe_quorum(self) -> QuorumInfo:
         """DescribeQuorum of ``__cluster_metadata-0``, answered by the leader."""
-        from pykraft.admin.describe import describe_quorum_request
+        request = messages.DescribeQuorumRequest()
 
         async def call(address: tuple[str, int]) -> tuple[Any, Any]:
-            m = await self._send(address, describe_quorum_request, ApiKey.DESCRIBE_QUORUM)
-            top = ErrorCode(m.error_code)
-            if top != ErrorCode.none:
-                if top in _RETRIABLE:
-                    return None, (AdminError(top, getattr(m, "error_message", None)), None)
-                raise AdminError(top, getattr(m, "error_message", None))
-            p = m.topics[0].partitions[0]
-            nodes = {
-                int(n.node_id): tuple(
-                    RaftVoterEndpoint(str(e.name), str(e.host), int(e.port)) for e in n.listeners
-                )
-                for n in getattr(m, "nodes", ())
-            }
-            code = ErrorCode(p.error_code)
+            answer = await self._send(address, _encoder(request), ApiKey.DESCRIBE_QUORUM)
+            described: messages.DescribeQuorumResponse = _decode(answer, request)
+            nodes = {n.node_id: n.listeners for n in described.nodes}
+            code = described.error
             if code == ErrorCode.none:
                 info = QuorumInfo(
-                    leader_id=int(p.leader_id),
-                    leader_epoch=int(p.leader_epoch),
-                    high_watermark=int(p.high_watermark),
-                    voters=tuple(_replica(r) for r in p.current_voters),
-                    observers=tuple(_replica(r) for r in p.observers),
+                    leader_id=described.leader_id,
+                    leader_epoch=described.leader_epoch,
+                    high_watermark=described.high_watermark,
+                    voters=tuple(_replica(r) for r in described.voters),
+                    observers=tuple(_replica(r) for r in described.observers),
                     nodes=nodes,
                 )
                 return info, None
-            error = AdminError(code, getattr(p, "error_message", None))
+            error = AdminError(code, described.error_message)
             if code not in _RETRIABLE:
                 raise error
-            return None, (error, await self._leader_address(int(p.leader_id), nodes))
+            return None, (error, await self._leader_address(described.leader_id, nodes))
 
         result: QuorumInfo = await self._call_leader(call, "DescribeQuorum")
         return result
@@ -467,33 +457,17 @@ class AdminClient:
         has the target durably in the log; raises :class:`AdminError`
         (INVALID_REPLICA_ASSIGNMENT names the id it cannot use)."""
         wait = timeout_ms if timeout_ms is not None else self.timeout_ms
-        replicas = None if voter_ids is None else tuple(voter_ids)
-
-        def build(version: int) -> RequestPayload:
-            mod = _module("alter_partition_reassignments", version)
-            partition = mod.ReassignablePartition(
-                partition_index=METADATA_PARTITION, replicas=replicas
-            )
-            fields: dict[str, object] = {
-                "timeout": datetime.timedelta(milliseconds=wait),
-                "topics": (mod.ReassignableTopic(name=METADATA_TOPIC, partitions=(partition,)),),
-            }
-            if version >= 1:
-                fields["allow_replication_factor_change"] = True
-            request: RequestPayload = mod.AlterPartitionReassignmentsRequest(**fields)
-            return request
+        request = messages.AlterVotersRequest(None if voter_ids is None else tuple(voter_ids), wait)
 
         async def call(address: tuple[str, int]) -> tuple[Any, Any]:
-            m = await self._send(address, build, ApiKey.ALTER_PARTITION_REASSIGNMENTS)
-            code = ErrorCode(m.error_code)
-            if code == ErrorCode.none:
-                part = m.responses[0].partitions[0]
-                code, message = ErrorCode(part.error_code), part.error_message
-            else:
-                message = m.error_message
+            answer = await self._send(
+                address, _encoder(request), ApiKey.ALTER_PARTITION_REASSIGNMENTS
+            )
+            altered: messages.AlterVotersResponse = _decode(answer, request)
+            code = altered.error
             if code == ErrorCode.none:
                 return True, None
-            error = AdminError(code, message)
+            error = AdminError(code, altered.error_message)
             if code not in _RETRIABLE and code != ErrorCode.not_controller:
                 raise error
             return None, (error, await self.describe_quorum_leader_hint())
@@ -504,31 +478,19 @@ class AdminClient:
         """ListPartitionReassignments of the metadata partition: the reassignment of the
         voter set in progress (None when there is none)."""
 
-        def build(version: int) -> RequestPayload:
-            return make(
-                request_schema(ApiKey.LIST_PARTITION_REASSIGNMENTS, version),
-                {
-                    "timeout": datetime.timedelta(milliseconds=self.request_timeout_ms),
-                    "topics": [{"name": METADATA_TOPIC, "partition_indexes": [METADATA_PARTITION]}],
-                },
-            )
+        request = messages.ListVoterReassignmentRequest(self.request_timeout_ms)
 
         async def call(address: tuple[str, int]) -> tuple[Any, Any]:
-            m = await self._send(address, build, ApiKey.LIST_PARTITION_REASSIGNMENTS)
-            code = ErrorCode(m.error_code)
+            answer = await self._send(
+                address, _encoder(request), ApiKey.LIST_PARTITION_REASSIGNMENTS
+            )
+            listed: messages.ListVoterReassignmentResponse = _decode(answer, request)
+            code = listed.error
             if code == ErrorCode.none:
-                for topic in m.topics:
-                    for p in topic.partitions:
-                        return (
-                            VoterReassignment(
-                                tuple(int(r) for r in p.replicas),
-                                tuple(int(r) for r in p.adding_replicas),
-                                tuple(int(r) for r in p.removing_replicas),
-                            ),
-                            None,
-                        )
-                return None, None
-            error = AdminError(code, m.error_message)
+                if not listed.replicas:
+                    return None, None
+                return VoterReassignment(listed.replicas, listed.adding, listed.removing), None
+            error = AdminError(code, listed.error_message)
             if code not in _RETRIABLE and code != ErrorCode.not_controller:
                 raise error
             return None, (error, await self.describe_quorum_leader_hint())
@@ -552,9 +514,7 @@ class AdminClient:
             # v4: a v3 answer leaves out features whose minimum level is 0 (KAFKA-17011).
             try:
                 answer: Any = await conn.request(
-                    api_versions_v4.ApiVersionsRequest(
-                        client_software_name="pykraft", client_software_version=__version__
-                    ),
+                    api_versions_request(4),
                     timeout_ms=self.request_timeout_ms,
                 )
             except (OSError, TimeoutError, ConnectionError, ProtocolError) as e:

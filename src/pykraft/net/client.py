@@ -28,18 +28,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-import kio.schema.api_versions.v3.request as api_versions_v3
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft import __version__
 from pykraft.net import apis
-from pykraft.net.convert import (
-    InvalidResponse,
-    VersionTooOld,
-)
+from pykraft.net.apis import KRAFT_APIS
+from pykraft.net.convert import InvalidResponse, VersionTooOld
+from pykraft.net.convert.features import api_versions_request
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
-    KRAFT_APIS,
     ApiTable,
     ErrorCode,
     ProtocolError,
@@ -114,9 +110,7 @@ class Connection(asyncio.Protocol):
         )
         try:
             versions: Any = await conn.request(
-                api_versions_v3.ApiVersionsRequest(
-                    client_software_name="pykraft", client_software_version=__version__
-                ),
+                api_versions_request(3),
                 timeout_ms=timeout_ms,
             )
         except BaseException:
@@ -395,7 +389,13 @@ class PeerChannel:
                     message = api.converters.request_to_kio(request, version)
             if message is None:
                 # The peer cannot take it: the API's own answer, or a failed request.
-                self._deliver(request_id, api.converters.unsupported(request))
+                error_answer = api.converters.error_answer
+                self._deliver(
+                    request_id,
+                    None
+                    if error_answer is None
+                    else error_answer(request, ErrorCode.unsupported_version),
+                )
                 return
             conn.send(
                 message,

@@ -33,9 +33,9 @@ from typing import Final, cast
 
 from kio.static.protocol import ResponsePayload
 
+from pykraft.net.apis import KRAFT_APIS
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
-    KRAFT_APIS,
     ApiKey,
     ApiTable,
     DecodedRequest,
@@ -279,7 +279,9 @@ class _ServerConnection(asyncio.Protocol):
 
     def _unsupported(self, e: UnsupportedApiVersion) -> None:
         try:
-            body = error_response(e.api_key, e.api_version, ErrorCode.unsupported_version)
+            body = error_response(
+                e.api_key, e.api_version, ErrorCode.unsupported_version, apis=self._server.apis
+            )
         except LookupError:
             # An api key or version Kafka does not define: no answer exists that the
             # client could read, so close, as Kafka does.

@@ -17,7 +17,7 @@ UNKNOWN_TOPIC_OR_PARTITION: a controller listener hosts no topics (``__cluster_m
 not a topic clients may read).
 
 The response builders fill each field only where the version has it (kio's dataclasses name
-each version's fields), so one function serves every version in ``CLUSTER_APIS``.
+each version's fields), so one function serves every version ``net.apis`` lists for them.
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.controller.image import Image
 from pykraft.protocol import ApiKey, ErrorCode, error_response
-from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CLUSTER_APIS, CONTROLLER_ENDPOINT_TYPE
+from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE
 
 __all__ = [
-    "CLUSTER_APIS",
     "CONTROLLER_ENDPOINT_TYPE",
     "describe_cluster_response",
     "metadata_response",

@@ -63,7 +63,7 @@ from pykraft.controller.quorum_controller import (
 )
 from pykraft.metadata import records as mr
 from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
-from pykraft.net.convert_voters import KRAFT_VERSION_FEATURE
+from pykraft.net.convert import KRAFT_VERSION_FEATURE
 from pykraft.net.server import Answer
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
 from pykraft.protocol.apis import response_schema

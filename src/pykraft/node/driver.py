@@ -57,10 +57,6 @@ from typing import Any
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.convert import RejectedRequest
-from pykraft.net.convert_voters import (
-    voter_request_from_kio,
-    voter_response_to_kio,
-)
 from pykraft.net.server import Answer, KafkaServer
 from pykraft.node.appends import (
     APPEND_BATCH_RECORDS_MAX,
@@ -69,7 +65,6 @@ from pykraft.node.appends import (
     LingerBatch,
 )
 from pykraft.node.application import Application
-from pykraft.node.cluster import describe_cluster_response, metadata_response
 from pykraft.node.config import NodeConfig
 from pykraft.node.events import VoterSetLog, log_transition
 from pykraft.node.flush import Flusher
@@ -77,11 +72,12 @@ from pykraft.node.inbound import (
     INBOUND_ANSWER_GRACE_MS,
     SERVED_APIS,
     PendingAnswer,
+    answer_at_once,
     answer_wait_ms,
     api_versions_response,
     decode_for_core,
     encode_answer,
-    goes_to_core,
+    refusal,
     source_of,
     wall_clock,
 )
@@ -89,7 +85,6 @@ from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, record_co
 from pykraft.node.peers import Peers
 from pykraft.node.registration import ControllerRegistrar
 from pykraft.protocol import (
-    ApiKey,
     DecodedRequest,
     ErrorCode,
     error_response,
@@ -558,40 +553,6 @@ class RaftNode:
     def leader_address(self) -> tuple[str, int] | None:
         return self._peers.leader_address(self.core, lambda: self.port)
 
-    def _read_only(
-        self, core: RaftCore, request: DecodedRequest, listener_name: str
-    ) -> ResponsePayload | None:
-        """The answer to a request served from the core's state at once, even during a
-        flush (DescribeQuorum, Metadata, DescribeCluster); None for any other request."""
-        if request.api_key == ApiKey.DESCRIBE_QUORUM:
-            try:
-                voter_request_from_kio(request.message)
-            except RejectedRequest as e:
-                return e.response
-            described = self._wall_clock(core.describe_quorum(self.now_ms()))
-            return voter_response_to_kio(
-                described, request.api_version, listener_name=listener_name
-            )
-        if request.api_key == ApiKey.METADATA:
-            return metadata_response(
-                request.message,
-                request.api_version,
-                cluster_id=self.cluster_id,
-                leader_id=core.leader_id,
-                leader_address=self.leader_address(),
-                image=self.application.image() if self.application else None,
-            )
-        if request.api_key == ApiKey.DESCRIBE_CLUSTER:
-            return describe_cluster_response(
-                request.message,
-                request.api_version,
-                cluster_id=self.cluster_id,
-                leader_id=core.leader_id,
-                controllers=self.voter_addresses(),
-                image=self.application.image() if self.application else None,
-            )
-        return None
-
     def handle_request(self, request: DecodedRequest, listener_name: str) -> Answer:
         """A request as if it came in on the listener (an Envelope's inner request)."""
         return self._handle(request, listener_name)
@@ -602,17 +563,17 @@ class RaftNode:
         answers at once)."""
         core = self.core
         if core is not None:
-            answer = self._read_only(core, request, listener_name)
-            if answer is not None:
-                return Answer(answer)
+            at_once = answer_at_once(self, core, request)
+            if at_once is not None:
+                return Answer(at_once)
             if self.application is not None and not self._stopping:
                 handled = self.application.handle(request, listener_name)
                 if handled is not None:
                     return handled
-        to_core = goes_to_core(request.api_key)
-        if not to_core or core is None or self._stopping:
-            code = ErrorCode.broker_not_available if to_core else ErrorCode.unsupported_version
-            return Answer(error_response(request.api_key, request.api_version, code))
+        refused = refusal(request, core is not None and not self._stopping, self.served_apis)
+        if refused is not None or core is None:
+            assert refused is not None
+            return Answer(refused)
         try:
             body = decode_for_core(request, self.config.node_id)
         except RejectedRequest as e:

@@ -1,32 +1,39 @@
-"""Requests that reach the node's listener and go to the core: which APIs, who sent them
-(the source id the core sees), how long the core may take to answer on purpose, and the
-answer's wire form."""
+"""Requests that reach the node's listener, routed by the API table (``net/apis.py``): who
+answers, who sent them (the source id the core sees), how long the core may take to answer
+on purpose, and the answer's wire form.
+
+Routing (:func:`answer_at_once`, :func:`refusal`, then the core):
+
+1. an API the node answers from its state (``Answerer.NODE``: DescribeQuorum, Metadata,
+   DescribeCluster) is answered at once, even during a flush, once the core runs;
+2. an embedding application (the metadata controller) gets every other request first;
+3. an API the core serves goes to the core, or gets BROKER_NOT_AVAILABLE while the core is
+   not running (before start, while stopping); any other API gets UNSUPPORTED_VERSION.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net import apis
-from pykraft.net.convert_reassign import (
-    REASSIGNMENT_API_VERSIONS,
-)
-from pykraft.net.convert_voters import (
-    FEATURE_APIS,
-    KRAFT_VERSION_FEATURE,
-)
+from pykraft.net.apis import SERVED_APIS, Answerer
+from pykraft.net.convert import KRAFT_VERSION_FEATURE, RejectedRequest, describe_quorum
 from pykraft.net.server import Answer
-from pykraft.node.cluster import CLUSTER_APIS
+from pykraft.node.cluster import describe_cluster_response, metadata_response
 from pykraft.protocol import (
-    KRAFT_APIS,
+    ApiKey,
     ApiTable,
     DecodedRequest,
+    ErrorCode,
     build_api_versions_response,
+    error_response,
 )
 from pykraft.raft.config import RaftConfig
 from pykraft.raft.core import RaftCore
@@ -37,11 +44,24 @@ from pykraft.raft.messages import (
     ReplicaState,
 )
 
-INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we give up
+if TYPE_CHECKING:
+    from pykraft.node.driver import RaftNode
 
-# Every quorum RPC (KIP-595/630/853/996), plus Metadata and DescribeCluster, which let
-# clients find the leader (pykraft.node.cluster), and UpdateFeatures for kraft.version (D10).
-SERVED_APIS: Final = KRAFT_APIS.with_apis(*CLUSTER_APIS, *FEATURE_APIS, *REASSIGNMENT_API_VERSIONS)
+__all__ = [
+    "INBOUND_ANSWER_GRACE_MS",
+    "SERVED_APIS",
+    "PendingAnswer",
+    "answer_at_once",
+    "answer_wait_ms",
+    "api_versions_response",
+    "decode_for_core",
+    "encode_answer",
+    "refusal",
+    "source_of",
+    "wall_clock",
+]
+
+INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we give up
 
 
 @dataclass(slots=True)
@@ -84,16 +104,81 @@ def api_versions_response(
     )
 
 
-def goes_to_core(api_key: int) -> bool:
-    return apis.by_key(api_key) is not None
+# -- answered by the node ------------------------------------------------------------------
+
+
+def _describe_quorum(node: RaftNode, core: RaftCore, request: DecodedRequest) -> ResponsePayload:
+    try:
+        describe_quorum.request_from_kio(request.message)
+    except RejectedRequest as e:
+        return e.response
+    described = core.describe_quorum(node.now_ms())
+    described = wall_clock(described, node.now_ms(), int(time.time() * 1000))
+    return describe_quorum.response_to_kio(described, request.api_version)
+
+
+def _metadata(node: RaftNode, core: RaftCore, request: DecodedRequest) -> ResponsePayload:
+    return metadata_response(
+        request.message,
+        request.api_version,
+        cluster_id=node.cluster_id,
+        leader_id=core.leader_id,
+        leader_address=node.leader_address(),
+        image=node.application.image() if node.application else None,
+    )
+
+
+def _describe_cluster(node: RaftNode, core: RaftCore, request: DecodedRequest) -> ResponsePayload:
+    return describe_cluster_response(
+        request.message,
+        request.api_version,
+        cluster_id=node.cluster_id,
+        leader_id=core.leader_id,
+        controllers=node.voter_addresses(),
+        image=node.application.image() if node.application else None,
+    )
+
+
+_NODE_ANSWERS: Final[dict[int, Callable[[RaftNode, RaftCore, DecodedRequest], ResponsePayload]]] = {
+    ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.METADATA: _metadata,
+    ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
+}
+assert set(_NODE_ANSWERS) == {int(a.key) for a in apis.NODE_APIS if a.answerer is Answerer.NODE}, (
+    "every API the node answers has an answer here"
+)
+
+
+def answer_at_once(
+    node: RaftNode, core: RaftCore, request: DecodedRequest
+) -> ResponsePayload | None:
+    """The answer to a request the node serves from its state at once (even during a
+    flush); None for any other request."""
+    answer = _NODE_ANSWERS.get(request.api_key)
+    return None if answer is None else answer(node, core, request)
+
+
+def refusal(
+    request: DecodedRequest, core_running: bool, served: ApiTable
+) -> ResponsePayload | None:
+    """Kafka's answer to a request the core cannot take: UNSUPPORTED_VERSION for an API it
+    does not serve, BROKER_NOT_AVAILABLE while it is not running; None when it can."""
+    api = apis.by_key(request.api_key)
+    if api is None or api.answerer in (Answerer.LISTENER, Answerer.NONE):
+        code = ErrorCode.unsupported_version
+    elif not core_running:
+        code = ErrorCode.broker_not_available
+    else:
+        return None
+    return error_response(request.api_key, request.api_version, code, apis=served)
+
+
+# -- answered by the core ------------------------------------------------------------------
 
 
 def decode_for_core(request: DecodedRequest, local_id: int) -> AnyRequest:
-    """The core's message for a request ``goes_to_core``; raises ``RejectedRequest``."""
-    api = apis.by_key(request.api_key)
-    assert api is not None, request.api_key
-    body: AnyRequest = api.converters.request_from_kio(request.message, local_id)
-    return body
+    """The core's message for a request it serves; raises ``RejectedRequest``."""
+    return apis.request_from_kio(request.message, local_id=local_id)
 
 
 def source_of(body: AnyRequest) -> int:
@@ -109,7 +194,7 @@ def answer_wait_ms(body: AnyRequest, voter_change_timeout_ms: int) -> int:
 def encode_answer(body: AnyResponse, pending: PendingAnswer) -> ResponsePayload | None:
     """The wire form of the core's response to ``pending``; None when it has none."""
     api = apis.by_response(body)
-    if api is None or not api.served:
+    if api is None or api.converters.response_to_kio is None:
         return None
     return api.converters.response_to_kio(body, pending.api_version, pending.listener_name)
 

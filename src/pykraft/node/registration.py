@@ -22,7 +22,7 @@ from typing import Any, Final
 import kio.schema.controller_registration.v0.request as registration_v0
 
 from pykraft.net.client import Connection
-from pykraft.net.convert_reassign import KRAFT_VERSION_FEATURE
+from pykraft.net.convert import KRAFT_VERSION_FEATURE
 from pykraft.protocol import ApiKey, ErrorCode
 from pykraft.raft.types import Endpoint
 

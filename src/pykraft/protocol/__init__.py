@@ -15,13 +15,13 @@ No I/O happens here; the asyncio edge moves bytes and calls these functions.
 """
 
 from .api_versions import (
+    API_VERSIONS_ROW,
     KRAFT_SUPPORTED_FEATURES,
     ApiVersionsResponse,
     build_api_versions_response,
     unsupported_api_versions_response,
 )
 from .apis import (
-    KRAFT_APIS,
     ApiKey,
     ApiTable,
     ApiVersionRange,
@@ -53,9 +53,9 @@ from .framing import FRAME_MAX_BYTES_DEFAULT, FrameDecoder, encode_frame
 from .streams import IN_FLIGHT_MAX_DEFAULT, RequestReader, ResponseReader
 
 __all__ = [
+    "API_VERSIONS_ROW",
     "FRAME_MAX_BYTES_DEFAULT",
     "IN_FLIGHT_MAX_DEFAULT",
-    "KRAFT_APIS",
     "KRAFT_SUPPORTED_FEATURES",
     "ApiKey",
     "ApiTable",

@@ -27,10 +27,11 @@ import kio.schema.api_versions.v3.response as v3
 import kio.schema.api_versions.v4.response as v4
 from kio.static.primitive import i16, i32Timedelta, i64
 
-from .apis import KRAFT_APIS, ApiKey, ApiTable, ApiVersionRange
+from .apis import ApiKey, ApiTable, ApiVersionRange
 from .errors import ErrorCode
 
 __all__ = [
+    "API_VERSIONS_ROW",
     "KRAFT_SUPPORTED_FEATURES",
     "ApiVersionsResponse",
     "build_api_versions_response",
@@ -44,6 +45,9 @@ ApiVersionsResponse: TypeAlias = (
     | v3.ApiVersionsResponse
     | v4.ApiVersionsResponse
 )
+
+API_VERSIONS_ROW: Final = ApiVersionRange(ApiKey.API_VERSIONS, 0, 4)
+"""The versions of ApiVersions this module answers (v0-4): every listener serves this row."""
 
 KRAFT_SUPPORTED_FEATURES: Final[Mapping[str, tuple[int, int]]] = {"kraft.version": (0, 1)}
 """Feature name -> (min, max) supported version: KIP-853's kraft.version 0 (static voters)
@@ -64,7 +68,7 @@ def _api_keys(row_type: type[A], apis: Iterable[ApiVersionRange]) -> tuple[A, ..
 
 def build_api_versions_response(
     api_version: int,
-    apis: ApiTable = KRAFT_APIS,
+    apis: ApiTable,
     *,
     error_code: ErrorCode = ErrorCode.none,
     throttle_time_ms: int = 0,
@@ -124,7 +128,7 @@ def build_api_versions_response(
     raise ValueError(f"no ApiVersions response v{api_version}")
 
 
-def unsupported_api_versions_response(apis: ApiTable = KRAFT_APIS) -> v0.ApiVersionsResponse:
+def unsupported_api_versions_response(apis: ApiTable) -> v0.ApiVersionsResponse:
     """Kafka's answer to an ApiVersions request at a version it does not know (KIP-511)."""
     row = apis.get(ApiKey.API_VERSIONS)
     return v0.ApiVersionsResponse(

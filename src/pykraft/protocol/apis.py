@@ -1,19 +1,11 @@
-"""Which Kafka APIs pykraft serves, at which versions: the table is data.
+"""Kafka's API keys, kio's message classes by (api key, version), and the :class:`ApiTable`
+type: which APIs a listener serves at which versions, as data.
 
 An :class:`ApiTable` is what a listener advertises in its ApiVersions response and what the
-request decoder checks before it parses a body.  Later issues extend it (CreateTopics,
-Metadata, DescribeCluster, AlterPartitionReassignments, ListPartitionReassignments,
-UpdateFeatures) with :meth:`ApiTable.with_apis`; no code changes are needed beyond the new
-rows, because the message types come from kio by (api key, version).
-
-Why these ranges:
-
-* Fetch 13-17: KRaft needs the tagged fields of flexible Fetch (DivergingEpoch, CurrentLeader,
-  SnapshotId, v12+) and topic ids (v13+); v17 adds ReplicaDirectoryId (KIP-853).  kio also
-  ships v18 (KIP-1166's follower HighWatermark); serving it is one row change once the core
-  honours that field.
-* Every other raft RPC: all versions in Kafka's schemas.  AddRaftVoter v1 (KIP-1186
-  AckWhenCommitted) is in kio and in newer upstream schemas.
+request decoder checks before it parses a body. The tables pykraft serves are built from
+the rows of ``pykraft.net.apis`` (the quorum's and the node's) and of the metadata
+controller (``controller.quorum_controller.CONTROLLER_API_VERSIONS``) with
+:meth:`ApiTable.with_apis`; the message types come from kio by (api key, version).
 """
 
 from __future__ import annotations
@@ -29,9 +21,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 __all__ = [
     "BROKER_ENDPOINT_TYPE",
-    "CLUSTER_APIS",
     "CONTROLLER_ENDPOINT_TYPE",
-    "KRAFT_APIS",
     "ApiKey",
     "ApiTable",
     "ApiVersionRange",
@@ -200,30 +190,6 @@ def _name(api_key: int) -> str:
     except ValueError:
         return str(api_key)
 
-
-KRAFT_APIS = ApiTable(
-    [
-        ApiVersionRange(ApiKey.API_VERSIONS, 0, 4),
-        ApiVersionRange(ApiKey.FETCH, 13, 17),
-        ApiVersionRange(ApiKey.VOTE, 0, 2),
-        ApiVersionRange(ApiKey.BEGIN_QUORUM_EPOCH, 0, 1),
-        ApiVersionRange(ApiKey.END_QUORUM_EPOCH, 0, 1),
-        ApiVersionRange(ApiKey.DESCRIBE_QUORUM, 0, 2),
-        ApiVersionRange(ApiKey.FETCH_SNAPSHOT, 0, 1),
-        ApiVersionRange(ApiKey.ADD_RAFT_VOTER, 0, 1),
-        ApiVersionRange(ApiKey.REMOVE_RAFT_VOTER, 0, 0),
-        ApiVersionRange(ApiKey.UPDATE_RAFT_VOTER, 0, 0),
-    ]
-)
-"""The RPCs of the KRaft quorum (KIP-595, KIP-630, KIP-853, KIP-996), as a controller serves
-them."""
-
-CLUSTER_APIS: Final = (
-    ApiVersionRange(ApiKey.METADATA, 1, 13),
-    ApiVersionRange(ApiKey.DESCRIBE_CLUSTER, 0, 2),
-)
-"""Rows a controller listener adds to ``KRAFT_APIS`` for cluster discovery (Metadata,
-DescribeCluster), as Kafka's controllers answer them; the admin client asks for the same."""
 
 BROKER_ENDPOINT_TYPE: Final = 1  # DescribeCluster's EndpointType (KIP-919)
 CONTROLLER_ENDPOINT_TYPE: Final = 2

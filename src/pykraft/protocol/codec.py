@@ -36,7 +36,7 @@ from kio.static.primitive import i16, i32
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
 from ._preflight import check_lengths
-from .apis import KRAFT_APIS, ApiKey, ApiTable, request_schema, response_schema
+from .apis import ApiKey, ApiTable, request_schema, response_schema
 from .errors import (
     ErrorCode,
     LocalProtocolError,
@@ -177,7 +177,7 @@ def _read_prefix(entity_type: type[E], frame: bytes) -> tuple[E, int]:
         raise MalformedFrame(f"cannot decode {entity_type.__name__}: {e}") from e
 
 
-def decode_request(frame: Buffer, apis: ApiTable = KRAFT_APIS) -> DecodedRequest:
+def decode_request(frame: Buffer, apis: ApiTable) -> DecodedRequest:
     """Decode one request frame (without its size prefix), as a server.
 
     The v1 header (a prefix of v2) is read first to learn api key and version; if ``apis``

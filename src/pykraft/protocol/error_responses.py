@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from kio.static.protocol import ResponsePayload
 
-from .api_versions import build_api_versions_response, unsupported_api_versions_response
-from .apis import KRAFT_APIS, ApiKey, ApiTable, response_schema
+from .api_versions import (
+    API_VERSIONS_ROW,
+    build_api_versions_response,
+    unsupported_api_versions_response,
+)
+from .apis import ApiKey, ApiTable, response_schema
 from .build import make
 from .errors import ErrorCode
 
@@ -25,14 +29,18 @@ def error_response(
     error_code: ErrorCode,
     *,
     error_message: str | None = None,
-    apis: ApiTable = KRAFT_APIS,
+    apis: ApiTable | None = None,
 ) -> ResponsePayload:
     """The response to request (``api_key``, ``api_version``) that only reports ``error_code``.
 
-    Raises ``LookupError`` when kio has no response class at that version: then no answer the
-    client could parse exists, and the server should close the connection (as Kafka does).
+    ``apis`` is the server's table, read for ApiVersions only (whose error answer lists
+    rows). Raises ``LookupError`` when kio has no response class at that version: then no
+    answer the client could parse exists, and the server should close the connection (as
+    Kafka does).
     """
     if api_key == ApiKey.API_VERSIONS:
+        if apis is None:  # a table of the one row every listener serves
+            apis = ApiTable([API_VERSIONS_ROW])
         if error_code == ErrorCode.unsupported_version or not 0 <= api_version <= 4:
             return unsupported_api_versions_response(apis)
         return build_api_versions_response(api_version, apis, error_code=error_code)

@@ -14,7 +14,7 @@ from typing import Final
 
 from kio.static.protocol import RequestPayload
 
-from .apis import KRAFT_APIS, ApiTable
+from .apis import ApiTable
 from .codec import DecodedRequest, DecodedResponse, decode_request, decode_response, encode_request
 from .errors import LocalProtocolError
 from .framing import FRAME_MAX_BYTES_DEFAULT, Buffer, FrameDecoder
@@ -27,9 +27,7 @@ IN_FLIGHT_MAX_DEFAULT: Final = 1024
 class RequestReader:
     """Server side of one connection: frames -> :class:`DecodedRequest`."""
 
-    def __init__(
-        self, apis: ApiTable = KRAFT_APIS, *, frame_max_bytes: int = FRAME_MAX_BYTES_DEFAULT
-    ) -> None:
+    def __init__(self, apis: ApiTable, *, frame_max_bytes: int = FRAME_MAX_BYTES_DEFAULT) -> None:
         self.apis: Final = apis
         self._frames = FrameDecoder(frame_max_bytes=frame_max_bytes)
 

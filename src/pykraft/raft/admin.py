@@ -17,17 +17,17 @@ from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterInfo
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
 
 
-def _reply(core: RaftCore) -> membership.Reply:
+def _reply(core: CoreContext) -> membership.Reply:
     if not isinstance(core.state, Leader):
         raise NotLeaderError(core.leader_id, core.epoch)
     return membership.Reply(op_id=core.changes.new_op_id())
 
 
 def add_voter(
-    core: RaftCore,
+    core: CoreContext,
     key: ReplicaKey,
     endpoints: tuple[Endpoint, ...],
     now_ms: int,
@@ -40,7 +40,7 @@ def add_voter(
     return reply.op_id
 
 
-def remove_voter(core: RaftCore, key: ReplicaKey, now_ms: int) -> int:
+def remove_voter(core: CoreContext, key: ReplicaKey, now_ms: int) -> int:
     reply = _reply(core)
     deadline = now_ms + core.config.voter_change_timeout_ms
     membership.start(
@@ -49,14 +49,14 @@ def remove_voter(core: RaftCore, key: ReplicaKey, now_ms: int) -> int:
     return reply.op_id
 
 
-def update_kraft_version(core: RaftCore, version: int, now_ms: int, validate_only: bool) -> int:
+def update_kraft_version(core: CoreContext, version: int, now_ms: int, validate_only: bool) -> int:
     reply = _reply(core)
     timeout = core.config.voter_change_timeout_ms
     kraft_version.start_update(core, version, reply, timeout, now_ms, validate_only)
     return reply.op_id
 
 
-def set_target_voters(core: RaftCore, voters: Sequence[VoterInfo], now_ms: int) -> int:
+def set_target_voters(core: CoreContext, voters: Sequence[VoterInfo], now_ms: int) -> int:
     reply = _reply(core)
     reassignment.submit(core, voters, reply, now_ms)
     return reply.op_id

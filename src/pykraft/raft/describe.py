@@ -10,7 +10,7 @@ from pykraft.raft.messages import DescribeQuorumResponse, QuorumNode, ReplicaSta
 from pykraft.raft.roles import Leader, ReplicaProgress
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
 
 OBSERVER_EXPIRY_MS = 5 * 60 * 1000  # Kafka forgets observers silent for this long
 
@@ -21,7 +21,7 @@ def _state(progress: ReplicaProgress) -> ReplicaState:
     )
 
 
-def active_observers(core: RaftCore, leader: Leader, now_ms: int) -> list[ReplicaProgress]:
+def active_observers(core: CoreContext, leader: Leader, now_ms: int) -> list[ReplicaProgress]:
     """The observers a leader reports (DescribeQuorum, number-of-observers): those that
     fetched within ``OBSERVER_EXPIRY_MS``, by replica key."""
     return [
@@ -31,7 +31,7 @@ def active_observers(core: RaftCore, leader: Leader, now_ms: int) -> list[Replic
     ]
 
 
-def describe_quorum(core: RaftCore, now_ms: int) -> DescribeQuorumResponse:
+def describe_quorum(core: CoreContext, now_ms: int) -> DescribeQuorumResponse:
     """A leader describes voters and observers; anyone else answers NOT_LEADER_OR_FOLLOWER
     with the leader it knows."""
     leader = core.state

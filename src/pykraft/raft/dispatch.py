@@ -45,7 +45,7 @@ from pykraft.raft.messages import (
 from pykraft.raft.roles import Candidate, Follower, Leader, Prospective, Resigned
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
     from pykraft.raft.requests import SentRequest
 
 # ``messages.is_request`` by exact type first (one set lookup instead of an isinstance over
@@ -63,7 +63,7 @@ def is_request(body: AnyRequest | AnyResponse) -> TypeIs[AnyRequest]:
     return messages.is_request(body)
 
 
-def on_request(core: RaftCore, src: int, rid: int, body: AnyRequest, now_ms: int) -> None:
+def on_request(core: CoreContext, src: int, rid: int, body: AnyRequest, now_ms: int) -> None:
     if isinstance(body, FetchRequest):
         replication.handle_fetch_request(core, src, rid, body, now_ms)
     elif isinstance(body, FetchSnapshotRequest):
@@ -91,7 +91,7 @@ def on_request(core: RaftCore, src: int, rid: int, body: AnyRequest, now_ms: int
 
 
 def on_response(
-    core: RaftCore, src: int, rid: int, req: SentRequest, body: AnyResponse, now_ms: int
+    core: CoreContext, src: int, rid: int, req: SentRequest, body: AnyResponse, now_ms: int
 ) -> None:
     """``body`` answers ``req`` (request id ``rid``), which is no longer in flight."""
     if isinstance(body, FetchResponse):
@@ -108,7 +108,7 @@ def on_response(
         membership.handle_follower_response(core, src, req.kind, body, now_ms)
 
 
-def send_requests(core: RaftCore, now_ms: int) -> None:
+def send_requests(core: CoreContext, now_ms: int) -> None:
     """Send whatever requests the current role needs and does not have in flight."""
     # The roles are disjoint classes: the common ones are tested first.
     role = core.quorum.role

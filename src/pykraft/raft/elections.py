@@ -41,7 +41,7 @@ from pykraft.raft.roles import (
 from pykraft.raft.types import NO_LEADER, Endpoint, ReplicaKey
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
     from pykraft.raft.requests import SentRequest
 
 RETRY_BACKOFF_BASE_MS = 100  # Kafka's base for the candidate's exponential backoff
@@ -51,7 +51,7 @@ RETRY_BACKOFF_BASE_MS = 100  # Kafka's base for the candidate's exponential back
 
 
 def follow(
-    core: RaftCore, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
+    core: CoreContext, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
 ) -> None:
     """Follow ``leader_id`` in ``epoch`` (>= ours), going through Unattached where the
     table has no direct edge (a leader learning of a newer leader)."""
@@ -69,7 +69,7 @@ def follow(
 
 
 def on_response_epoch(
-    core: RaftCore, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
+    core: CoreContext, epoch: int, leader_id: int, endpoints: tuple[Endpoint, ...], now_ms: int
 ) -> bool:
     """Kafka's ``maybeHandleCommonResponse``: learn a newer epoch or the leader of ours
     from any response. True when the role changed (or the response is from an older
@@ -100,12 +100,12 @@ def on_response_epoch(
 # -- Vote (B3, C2-C4) ---------------------------------------------------------------------
 
 
-def _vote_response(core: RaftCore, error: ErrorCode, granted: bool, pre_vote: bool) -> VoteResponse:
+def _vote_response(core: CoreContext, error: ErrorCode, granted: bool, pre_vote: bool) -> VoteResponse:
     qs = core.quorum
     return VoteResponse(error, qs.epoch, qs.leader_id, granted, core.leader_endpoints(), pre_vote)
 
 
-def handle_vote(core: RaftCore, req: VoteRequest, now_ms: int) -> VoteResponse:
+def handle_vote(core: CoreContext, req: VoteRequest, now_ms: int) -> VoteResponse:
     if not core.config.accepts_cluster(req.cluster_id):
         return _vote_response(core, ErrorCode.inconsistent_cluster_id, False, req.pre_vote)
     if not req.voter_key.names(core.local_key):
@@ -133,7 +133,7 @@ def handle_vote(core: RaftCore, req: VoteRequest, now_ms: int) -> VoteResponse:
 
 
 def handle_vote_response(
-    core: RaftCore, src: int, req: SentRequest, resp: VoteResponse, now_ms: int
+    core: CoreContext, src: int, req: SentRequest, resp: VoteResponse, now_ms: int
 ) -> None:
     qs = core.quorum
     role = qs.role
@@ -167,7 +167,7 @@ def _tally(role: Prospective | Candidate, voter_ids: frozenset[int]) -> VoteResu
     return vote_result(role.granted & voter_ids, role.rejected & voter_ids, len(voter_ids))
 
 
-def check_election(core: RaftCore, now_ms: int) -> None:
+def check_election(core: CoreContext, now_ms: int) -> None:
     """Act on a decided (pre-)vote: Prospective -> Candidate or back; Candidate -> Leader or
     backoff."""
     qs = core.quorum
@@ -187,7 +187,7 @@ def check_election(core: RaftCore, now_ms: int) -> None:
             role.backoff_until_ms = now_ms + _election_backoff_ms(core, role.retries)
 
 
-def prospective_lost(core: RaftCore, role: Prospective, now_ms: int) -> None:
+def prospective_lost(core: CoreContext, role: Prospective, now_ms: int) -> None:
     """C2: pre-vote lost or timed out -> Follower of the known leader, else Unattached."""
     qs = core.quorum
     if role.leader_id != NO_LEADER and (role.leader_endpoints or role.leader_id in qs.voters.ids):
@@ -196,7 +196,7 @@ def prospective_lost(core: RaftCore, role: Prospective, now_ms: int) -> None:
         qs.to_unattached(role.epoch, now_ms)
 
 
-def _election_backoff_ms(core: RaftCore, retries: int) -> int:
+def _election_backoff_ms(core: CoreContext, retries: int) -> int:
     """Kafka's binary exponential backoff after a lost election, capped (B10)."""
     spread = 2 << min(20, max(retries, 1) - 1)
     return min(
@@ -205,7 +205,7 @@ def _election_backoff_ms(core: RaftCore, retries: int) -> int:
     )
 
 
-def start_prospective(core: RaftCore, now_ms: int) -> None:
+def start_prospective(core: CoreContext, now_ms: int) -> None:
     qs = core.quorum
     qs.to_prospective(now_ms)
     if not core.config.pre_vote:
@@ -213,7 +213,7 @@ def start_prospective(core: RaftCore, now_ms: int) -> None:
     check_election(core, now_ms)
 
 
-def send_votes(core: RaftCore, role: Prospective | Candidate, now_ms: int) -> None:
+def send_votes(core: CoreContext, role: Prospective | Candidate, now_ms: int) -> None:
     pre_vote = isinstance(role, Prospective)
     log = core.log
     voters = core.quorum.voters
@@ -239,7 +239,7 @@ def send_votes(core: RaftCore, role: Prospective | Candidate, now_ms: int) -> No
 # -- BeginQuorumEpoch / EndQuorumEpoch (B8) -----------------------------------------------
 
 
-def _begin_end_error(core: RaftCore, cluster_id: str | None, epoch: int) -> ErrorCode | None:
+def _begin_end_error(core: CoreContext, cluster_id: str | None, epoch: int) -> ErrorCode | None:
     if not core.config.accepts_cluster(cluster_id):
         return ErrorCode.inconsistent_cluster_id
     if epoch < core.quorum.epoch:
@@ -248,7 +248,7 @@ def _begin_end_error(core: RaftCore, cluster_id: str | None, epoch: int) -> Erro
 
 
 def handle_begin(
-    core: RaftCore, req: BeginQuorumEpochRequest, now_ms: int
+    core: CoreContext, req: BeginQuorumEpochRequest, now_ms: int
 ) -> BeginQuorumEpochResponse:
     error = _begin_end_error(core, req.cluster_id, req.leader_epoch)
     if error is None and not req.voter_key.names(core.local_key):
@@ -264,7 +264,7 @@ def handle_begin(
     )
 
 
-def handle_end(core: RaftCore, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
+def handle_end(core: CoreContext, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
     error = _begin_end_error(core, req.cluster_id, req.leader_epoch)
     qs = core.quorum
     if error is None and req.leader_id != core.local_key.id:
@@ -280,7 +280,7 @@ def handle_end(core: RaftCore, req: EndQuorumEpochRequest, now_ms: int) -> EndQu
     )
 
 
-def _successor_delay_ms(core: RaftCore, successors: tuple[ReplicaKey, ...]) -> int:
+def _successor_delay_ms(core: CoreContext, successors: tuple[ReplicaKey, ...]) -> int:
     """Kafka's strict exponential delay by position: first 0, then 100, 200, 400... ms;
     not listed -> the maximum backoff."""
     position = next(
@@ -295,7 +295,7 @@ def _successor_delay_ms(core: RaftCore, successors: tuple[ReplicaKey, ...]) -> i
 
 
 def handle_begin_end_response(
-    core: RaftCore,
+    core: CoreContext,
     src: int,
     req: SentRequest,
     resp: BeginQuorumEpochResponse | EndQuorumEpochResponse,
@@ -311,7 +311,7 @@ def handle_begin_end_response(
         role.unacked.discard(src)
 
 
-def send_end_quorum(core: RaftCore, role: Resigned, now_ms: int) -> None:
+def send_end_quorum(core: CoreContext, role: Resigned, now_ms: int) -> None:
     for dst in sorted(role.unacked):
         if core.can_send(dst, "end", now_ms):
             core.send(
@@ -331,7 +331,7 @@ def send_end_quorum(core: RaftCore, role: Resigned, now_ms: int) -> None:
 # -- timers ---------------------------------------------------------------------------------
 
 
-def fire_timers(core: RaftCore, now_ms: int) -> bool:
+def fire_timers(core: CoreContext, now_ms: int) -> bool:
     """Fire the current role's expired timer; True when that changed the role."""
     qs = core.quorum
     role = qs.role

@@ -10,7 +10,7 @@ from pykraft.raft.config import IllegalStateError
 from pykraft.raft.roles import Leader
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
 
 # What a replica outside the voter set may be: an observer is Unattached or Follower; a
 # leader that removed itself (D5) stays Leader until it resigns, and so is a replica whose
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 _OUTSIDE_THE_VOTERS = ("unattached", "follower", "leader", "resigned")
 
 
-def check_core(core: RaftCore) -> None:
+def check_core(core: CoreContext) -> None:
     """Log offsets ordered, the control records in step with the log, the leader's high
     watermark within its log and at most one VotersRecord above it, observers in the roles
     observers may hold."""

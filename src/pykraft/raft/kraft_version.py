@@ -22,13 +22,13 @@ from pykraft.raft.membership import PendingChange, Reply
 from pykraft.raft.types import ReplicaKey
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
 
 SUPPORTED_KRAFT_VERSIONS = (0, 1)
 OPERATION: Final = "update_kraft_version"
 
 
-def unsupported_by(core: RaftCore, version: int) -> list[str]:
+def unsupported_by(core: CoreContext, version: int) -> list[str]:
     """Who does not support ``version`` (or has not told us its range)."""
     low, high = core.config.kraft_versions
     missing = [] if low <= version <= high else [f"leader {core.local_key.id}"]
@@ -51,7 +51,7 @@ def unsupported_by(core: RaftCore, version: int) -> list[str]:
 
 
 def start_update(
-    core: RaftCore, version: int, reply: Reply, timeout_ms: int, now_ms: int, validate_only: bool
+    core: CoreContext, version: int, reply: Reply, timeout_ms: int, now_ms: int, validate_only: bool
 ) -> None:
     current = core.control.kraft_version
     if version < current:

@@ -53,7 +53,7 @@ from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.records import voters_batch
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
     from pykraft.raft.reassignment import TargetWait
     from pykraft.raft.requests import RequestKind
 
@@ -133,12 +133,12 @@ class PendingChange:
 
 
 def refuse(
-    core: RaftCore, operation: ChangeOperation, reply: Reply, error: ErrorCode, message: str | None
+    core: CoreContext, operation: ChangeOperation, reply: Reply, error: ErrorCode, message: str | None
 ) -> None:
     finish(core, PendingChange(operation, ReplicaKey(-1), (), 0, reply), error, message)
 
 
-def start(core: RaftCore, change: PendingChange, now_ms: int) -> None:
+def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
     """Common checks, then make ``change`` the pending one (answers at once on an error)."""
     leader = core.state
     assert isinstance(leader, Leader)
@@ -198,17 +198,17 @@ def start(core: RaftCore, change: PendingChange, now_ms: int) -> None:
     advance(core, leader, now_ms)
 
 
-def ready_to_change(core: RaftCore, leader: Leader) -> bool:
+def ready_to_change(core: CoreContext, leader: Leader) -> bool:
     """The current epoch is committed and no VotersRecord is uncommitted (D4 steps 2, 3)."""
     return core.high_watermark > leader.epoch_start_offset and not core.uncommitted_voter_change
 
 
-def caught_up(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
+def caught_up(core: CoreContext, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
     """The replica fetched at the leader's log end offset within the last fetch timeout."""
     return leader.progress.caught_up(key, now_ms, core.config.fetch_timeout_ms)
 
 
-def append_voters(core: RaftCore, leader: Leader, voters: VoterSet, now_ms: int) -> int:
+def append_voters(core: CoreContext, leader: Leader, voters: VoterSet, now_ms: int) -> int:
     """Append a VotersRecord; returns its offset. The two safety rules are asserted here."""
     assert ready_to_change(core, leader), "voter change before the epoch or last change committed"
     log = core.log
@@ -218,7 +218,7 @@ def append_voters(core: RaftCore, leader: Leader, voters: VoterSet, now_ms: int)
     return offset
 
 
-def advance(core: RaftCore, leader: Leader, now_ms: int) -> None:
+def advance(core: CoreContext, leader: Leader, now_ms: int) -> None:
     """Move the pending change on as far as it can go now."""
     change = core.changes.pending
     if change is None:
@@ -265,7 +265,7 @@ def advance(core: RaftCore, leader: Leader, now_ms: int) -> None:
     change.phase = "committing"
 
 
-def _update_own_entry(core: RaftCore, leader: Leader, now_ms: int) -> None:
+def _update_own_entry(core: CoreContext, leader: Leader, now_ms: int) -> None:
     """D6 for the leader itself: it sends no UpdateRaftVoter, so when its endpoints or
     kraft.version range differ from its entry (it restarted with new listeners and was
     elected before any other leader recorded them) it writes them itself, under the same
@@ -295,7 +295,7 @@ def _update_own_entry(core: RaftCore, leader: Leader, now_ms: int) -> None:
     )
 
 
-def _waiting_for(core: RaftCore, leader: Leader, change: PendingChange, now_ms: int) -> str:
+def _waiting_for(core: CoreContext, leader: Leader, change: PendingChange, now_ms: int) -> str:
     if core.high_watermark <= leader.epoch_start_offset:
         return "timed out waiting for the leader to commit its epoch"
     if core.uncommitted_voter_change:
@@ -305,7 +305,7 @@ def _waiting_for(core: RaftCore, leader: Leader, change: PendingChange, now_ms: 
     return f"timed out waiting for ApiVersions from {change.key}"
 
 
-def _probe(core: RaftCore, change: PendingChange, now_ms: int) -> None:
+def _probe(core: CoreContext, change: PendingChange, now_ms: int) -> None:
     change.phase = "probing"
     if change.probe_request_id is None and core.can_send(change.key.id, "api_versions", now_ms):
         endpoint = change.endpoints[0] if change.endpoints else None
@@ -315,7 +315,7 @@ def _probe(core: RaftCore, change: PendingChange, now_ms: int) -> None:
 
 
 def handle_api_versions_response(
-    core: RaftCore, request_id: int, resp: ApiVersionsResponse, now_ms: int
+    core: CoreContext, request_id: int, resp: ApiVersionsResponse, now_ms: int
 ) -> None:
     """D4 steps 4-5. The core already dropped answers from a node other than the one asked."""
     change = core.changes.pending
@@ -346,21 +346,21 @@ def handle_api_versions_response(
     advance(core, leader, now_ms)
 
 
-def probe_failed(core: RaftCore, request_id: int) -> None:
+def probe_failed(core: CoreContext, request_id: int) -> None:
     """The ApiVersions probe was refused or timed out: ask again until the deadline."""
     change = core.changes.pending
     if change is not None and change.probe_request_id == request_id:
         change.probe_request_id = None
 
 
-def _committed(core: RaftCore, leader: Leader, change: PendingChange, now_ms: int) -> None:
+def _committed(core: CoreContext, leader: Leader, change: PendingChange, now_ms: int) -> None:
     finish(core, change, ErrorCode.none, None)
     if change.operation == "remove_voter" and change.key.id == core.local_key.id:
         # D5: the removed leader led until its removal committed; now it steps down.
         core.quorum.to_resigned(now_ms, leader.progress.successors())
 
 
-def finish(core: RaftCore, change: PendingChange, error: ErrorCode, message: str | None) -> None:
+def finish(core: CoreContext, change: PendingChange, error: ErrorCode, message: str | None) -> None:
     if core.changes.pending is change:
         core.changes.pending = None
     reply = change.reply
@@ -386,14 +386,14 @@ def finish(core: RaftCore, change: PendingChange, error: ErrorCode, message: str
     core.respond(reply.src, reply.request_id, body)
 
 
-def leadership_lost(core: RaftCore) -> None:
+def leadership_lost(core: CoreContext) -> None:
     change = core.changes.pending
     if change is not None:
         finish(core, change, ErrorCode.not_leader_or_follower, "leadership changed")
 
 
 def handle_admin_request(
-    core: RaftCore,
+    core: CoreContext,
     src: int,
     rid: int,
     body: AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest,
@@ -443,7 +443,7 @@ def handle_admin_request(
 
 
 def _append_kraft_upgrade(
-    core: RaftCore, leader: Leader, change: PendingChange, now_ms: int
+    core: CoreContext, leader: Leader, change: PendingChange, now_ms: int
 ) -> int:
     """KRaftVersion and Voters in one batch: the voter set as the voters reported it."""
     assert ready_to_change(core, leader)
@@ -467,7 +467,7 @@ def _append_kraft_upgrade(
 
 
 def handle_update_voter(
-    core: RaftCore, req: UpdateRaftVoterRequest, now_ms: int
+    core: CoreContext, req: UpdateRaftVoterRequest, now_ms: int
 ) -> UpdateRaftVoterResponse:
     qs = core.quorum
 
@@ -510,7 +510,7 @@ def handle_update_voter(
 # -- the voter's side of UpdateRaftVoter, and auto-join (D6, D9) ----------------------------
 
 
-def send_follower_requests(core: RaftCore, role: Follower, now_ms: int) -> None:
+def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> None:
     if not role.fetched_from_leader or not core.endpoints or role.bootstrap_fetching:
         return
     dst = role.leader_id
@@ -549,7 +549,7 @@ def send_follower_requests(core: RaftCore, role: Follower, now_ms: int) -> None:
 
 
 def handle_controller_registration(
-    core: RaftCore, req: ControllerRegistrationRequest
+    core: CoreContext, req: ControllerRegistrationRequest
 ) -> ControllerRegistrationResponse:
     """KIP-919: a controller tells the leader its endpoints and kraft.version range. Kept in
     memory by this leader (each controller registers again with every new leader): an
@@ -570,7 +570,7 @@ def handle_controller_registration(
 
 
 def handle_follower_response(
-    core: RaftCore,
+    core: CoreContext,
     src: int,
     kind: RequestKind,
     resp: UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse,
@@ -604,7 +604,7 @@ _FINAL_UPDATE_ERRORS = frozenset(
 # -- the leader's bookkeeping when the voter set changes -------------------------------------
 
 
-def sync_progress(core: RaftCore, leader: Leader, now_ms: int) -> None:
+def sync_progress(core: CoreContext, leader: Leader, now_ms: int) -> None:
     """The voter set changed: ``LeaderProgress.sync``."""
     leader.progress.sync(
         core.voters,

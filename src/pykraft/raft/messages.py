@@ -278,7 +278,7 @@ class AlterVotersResponse:
 
 @dataclass(frozen=True, slots=True)
 class ListVoterReassignmentRequest:
-    pass
+    timeout_ms: int = 30_000  # the wire's TimeoutMs; a listing answers at once
 
 
 @dataclass(frozen=True, slots=True)

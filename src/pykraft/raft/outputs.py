@@ -17,7 +17,7 @@ from pykraft.raft.roles import Leader
 from pykraft.raft.types import OffsetAndEpoch
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
     from pykraft.raft.requests import RequestManager
 
 FLUSH_GATED: Final = (FetchRequest, VoteRequest)
@@ -42,7 +42,7 @@ def split_at_flush(out: list[Outbound]) -> tuple[list[Outbound], list[Outbound]]
     return now, later
 
 
-def next_deadline_ms(core: RaftCore, requests: RequestManager, now_ms: int) -> int:
+def next_deadline_ms(core: CoreContext, requests: RequestManager, now_ms: int) -> int:
     """``Ready.next_deadline_ms``: the earliest of the role's timer, the requests' timeouts
     and backoffs, the parked fetches, the fetch retry and the voter change's timeout."""
     # Computed afresh on every call: what it reads changes in many modules (role timers,
@@ -108,7 +108,7 @@ class Outbox:
         self.notified: LeaderAndEpoch | None = None
         self.idle = IdleReady(-1)  # the last idle Ready handed out (-1: none yet)
 
-    def ready(self, core: RaftCore, requests: RequestManager, now_ms: int) -> Ready:
+    def ready(self, core: CoreContext, requests: RequestManager, now_ms: int) -> Ready:
         """Drain everything gathered into one ``Ready`` (``RaftCore.ready``)."""
         # Also when a driver skipped an earlier flush (tests do): what depends on the flush
         # never leaves while the log holds unflushed data.
@@ -149,7 +149,7 @@ class Outbox:
         self.snapshot_loaded = None
         return ready
 
-    def _leader_change(self, core: RaftCore) -> LeaderAndEpoch | None:
+    def _leader_change(self, core: CoreContext) -> LeaderAndEpoch | None:
         """Kafka's rule: a remote (or unknown) leader is reported at once; the local leader
         only once its epoch start offset is committed, so the application has seen every
         committed record before it starts writing."""

@@ -41,7 +41,7 @@ from pykraft.raft.types import ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
 
 OPERATION: Final = "set_target_voters"
 
@@ -71,7 +71,7 @@ class TargetWait:
     reply: Reply
 
 
-def submit(core: RaftCore, voters: Sequence[VoterInfo], reply: Reply, now_ms: int) -> None:
+def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms: int) -> None:
     """E1: validate, append the target record, answer when it commits."""
     leader = core.state
     assert isinstance(leader, Leader)
@@ -152,7 +152,7 @@ def submit(core: RaftCore, voters: Sequence[VoterInfo], reply: Reply, now_ms: in
 # -- over the wire: AlterPartitionReassignments / ListPartitionReassignments -----------------
 
 
-def handle_alter(core: RaftCore, src: int, rid: int, req: AlterVotersRequest, now_ms: int) -> None:
+def handle_alter(core: CoreContext, src: int, rid: int, req: AlterVotersRequest, now_ms: int) -> None:
     """KIP-642 as KIP-455's AlterPartitionReassignments for the metadata partition: target
     voter ids, resolved here to replica keys (current voters, then caught-up controllers
     that fetch as observers and registered their endpoints); null replicas cancel, i.e. go
@@ -186,7 +186,7 @@ def handle_alter(core: RaftCore, src: int, rid: int, req: AlterVotersRequest, no
 
 
 def resolve_target(
-    core: RaftCore, leader: Leader, ids: Sequence[int], now_ms: int
+    core: CoreContext, leader: Leader, ids: Sequence[int], now_ms: int
 ) -> list[VoterInfo] | str:
     """The target's replica keys, endpoints and kraft.version ranges for ``ids``, or why
     they cannot be had."""
@@ -228,7 +228,7 @@ def resolve_target(
     return out
 
 
-def handle_list(core: RaftCore) -> ListVoterReassignmentResponse:
+def handle_list(core: CoreContext) -> ListVoterReassignmentResponse:
     """KIP-455's ListPartitionReassignments for the metadata partition."""
     if not isinstance(core.state, Leader):
         return ListVoterReassignmentResponse(
@@ -248,7 +248,7 @@ def handle_list(core: RaftCore) -> ListVoterReassignmentResponse:
     )
 
 
-def _drop_unwanted_step(core: RaftCore, target: VoterSet) -> None:
+def _drop_unwanted_step(core: CoreContext, target: VoterSet) -> None:
     change = core.changes.pending
     if change is None or not change.reply.internal or change.phase == "committing":
         return
@@ -261,7 +261,7 @@ def _drop_unwanted_step(core: RaftCore, target: VoterSet) -> None:
         membership.finish(core, change, ErrorCode.none, None)
 
 
-def on_high_watermark(core: RaftCore) -> None:
+def on_high_watermark(core: CoreContext) -> None:
     """Answer submitters whose target record committed."""
     waits = core.changes.target_waits
     while waits and waits[0].offset < core.high_watermark:
@@ -269,7 +269,7 @@ def on_high_watermark(core: RaftCore) -> None:
         membership.refuse(core, OPERATION, wait.reply, ErrorCode.none, None)
 
 
-def leadership_lost(core: RaftCore) -> None:
+def leadership_lost(core: CoreContext) -> None:
     for wait in core.changes.target_waits:
         membership.refuse(
             core, OPERATION, wait.reply, ErrorCode.not_leader_or_follower, "leadership changed"
@@ -277,7 +277,7 @@ def leadership_lost(core: RaftCore) -> None:
     core.changes.target_waits.clear()
 
 
-def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
+def step(core: CoreContext, leader: Leader, now_ms: int) -> None:
     """E2: start the next single change toward a committed target, if any is due."""
     in_force = core.control.target
     if in_force is None or core.changes.pending is not None:
@@ -331,13 +331,13 @@ def step(core: RaftCore, leader: Leader, now_ms: int) -> None:
     membership.start(core, removal, now_ms)
 
 
-def _is_up(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
+def _is_up(core: CoreContext, leader: Leader, key: ReplicaKey, now_ms: int) -> bool:
     """A voter is up, as the leader sees it, when it fetched within the fetch timeout (the
     same window check quorum uses); the leader itself always is."""
     return key == core.local_key or leader.progress.is_up(key, now_ms, core.config.fetch_timeout_ms)
 
 
-def progress(core: RaftCore) -> ReassignmentProgress | None:
+def progress(core: CoreContext) -> ReassignmentProgress | None:
     in_force = core.control.target
     if in_force is None:
         return None

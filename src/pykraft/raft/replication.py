@@ -35,7 +35,7 @@ from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.records import CorruptRecordError, build_batch, leader_change_batch, read_header
 
 if TYPE_CHECKING:
-    from pykraft.raft.core import RaftCore
+    from pykraft.raft.context import CoreContext
     from pykraft.raft.requests import RequestKind
 
 
@@ -84,7 +84,7 @@ class FetchState:
         self.retry_at_ms = retry_at_ms
 
 
-def on_transition(core: RaftCore, old: Role, new: Role) -> None:
+def on_transition(core: CoreContext, old: Role, new: Role) -> None:
     """A role change: forget the fetch in flight and its retry; a former leader answers
     every held Fetch NOT_LEADER_OR_FOLLOWER; a snapshot download survives only while
     following."""
@@ -101,7 +101,7 @@ def on_transition(core: RaftCore, old: Role, new: Role) -> None:
 # -- leader: epoch start, appends, high watermark --------------------------------------------
 
 
-def become_leader(core: RaftCore, now_ms: int) -> None:
+def become_leader(core: CoreContext, now_ms: int) -> None:
     """Candidate won: switch to Leader and write the LeaderChange record (B4)."""
     qs = core.quorum
     log = core.log
@@ -124,13 +124,13 @@ def become_leader(core: RaftCore, now_ms: int) -> None:
     core.append_own(batch, now_ms)
 
 
-def leader_append(core: RaftCore, leader: Leader, values: Sequence[bytes], now_ms: int) -> int:
+def leader_append(core: CoreContext, leader: Leader, values: Sequence[bytes], now_ms: int) -> int:
     log = core.log
     ts = core.config.timestamp_ms(now_ms)
     return core.append_own(build_batch(log.end_offset, leader.epoch, values, ts), now_ms) - 1
 
 
-def update_high_watermark(core: RaftCore, leader: Leader, now_ms: int) -> None:
+def update_high_watermark(core: CoreContext, leader: Leader, now_ms: int) -> None:
     """B7 + B4 + B13: majority of voters' offsets, own offset counted once flushed, only
     past the epoch start offset, never backwards."""
     own = None if core.is_observer else core.log.flushed_offset
@@ -139,7 +139,7 @@ def update_high_watermark(core: RaftCore, leader: Leader, now_ms: int) -> None:
         complete_purgatory(core, now_ms)
 
 
-def send_begin_quorum(core: RaftCore, leader: Leader, now_ms: int) -> None:
+def send_begin_quorum(core: CoreContext, leader: Leader, now_ms: int) -> None:
     """B8: tell voters that have not fetched lately (or ever) about this epoch; resent every
     half fetch timeout."""
     if leader.begin_quorum_deadline_ms > now_ms:
@@ -164,7 +164,7 @@ def send_begin_quorum(core: RaftCore, leader: Leader, now_ms: int) -> None:
             )
 
 
-def _note_fetch(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) -> ReplicaProgress:
+def _note_fetch(core: CoreContext, leader: Leader, key: ReplicaKey, now_ms: int) -> ReplicaProgress:
     """Record contact from a fetching replica (B9, D5: ``LeaderProgress.note_fetch``)."""
     return leader.progress.note_fetch(
         key, core.voters, not core.is_observer, now_ms, core.config.check_quorum_ms
@@ -174,7 +174,7 @@ def _note_fetch(core: RaftCore, leader: Leader, key: ReplicaKey, now_ms: int) ->
 # -- leader: serving Fetch and FetchSnapshot ----------------------------------------------
 
 
-def _leader_error(core: RaftCore, cluster_id: str | None, epoch: int) -> ErrorCode | None:
+def _leader_error(core: CoreContext, cluster_id: str | None, epoch: int) -> ErrorCode | None:
     if not core.config.accepts_cluster(cluster_id):
         return ErrorCode.inconsistent_cluster_id
     if epoch < core.epoch:
@@ -187,7 +187,7 @@ def _leader_error(core: RaftCore, cluster_id: str | None, epoch: int) -> ErrorCo
 
 
 def _fetch_response(
-    core: RaftCore,
+    core: CoreContext,
     error: ErrorCode,
     *,
     records: bytes = b"",
@@ -207,7 +207,7 @@ def _fetch_response(
     )
 
 
-def _reported_high_watermark(core: RaftCore) -> int:
+def _reported_high_watermark(core: CoreContext) -> int:
     """The high watermark a Fetch answer states: the leader's once it has passed the start
     offset of its epoch (B4), else -1 (unknown), as Kafka answers. Before that a new leader
     holds what it learned as a follower, which can be below what another follower already
@@ -220,7 +220,7 @@ def _reported_high_watermark(core: RaftCore) -> int:
     return -1
 
 
-def _validate_position(core: RaftCore, req: FetchRequest) -> FetchResponse | None:
+def _validate_position(core: CoreContext, req: FetchRequest) -> FetchResponse | None:
     """B5: a DivergingEpoch or SnapshotId answer when the fetch position is not a prefix of
     our log; None when it is."""
     log = core.log
@@ -241,7 +241,7 @@ def _validate_position(core: RaftCore, req: FetchRequest) -> FetchResponse | Non
 
 
 def handle_fetch_request(
-    core: RaftCore, src: int, rid: int, req: FetchRequest, now_ms: int
+    core: CoreContext, src: int, rid: int, req: FetchRequest, now_ms: int
 ) -> None:
     error = _leader_error(core, req.cluster_id, req.current_leader_epoch)
     if error is None and (req.fetch_offset < 0 or req.last_fetched_epoch < 0):
@@ -269,12 +269,12 @@ def handle_fetch_request(
         core.fetch.parked[(src, rid)] = ParkedFetch(src, rid, req, now_ms + req.max_wait_ms)
 
 
-def _answer_fetch(core: RaftCore, req: FetchRequest) -> FetchResponse:
+def _answer_fetch(core: CoreContext, req: FetchRequest) -> FetchResponse:
     max_bytes = min(req.max_bytes, core.config.fetch_max_bytes)
     return _fetch_response(core, ErrorCode.none, records=core.log.read(req.fetch_offset, max_bytes))
 
 
-def complete_purgatory(core: RaftCore, now_ms: int) -> None:
+def complete_purgatory(core: CoreContext, now_ms: int) -> None:
     """New data or a new high watermark: answer every held Fetch."""
     if not core.fetch.parked:
         return
@@ -284,14 +284,14 @@ def complete_purgatory(core: RaftCore, now_ms: int) -> None:
         core.respond(p.src, p.request_id, _answer_fetch(core, p.request))
 
 
-def expire_purgatory(core: RaftCore, now_ms: int) -> None:
+def expire_purgatory(core: CoreContext, now_ms: int) -> None:
     due = [k for k, p in core.fetch.parked.items() if p.deadline_ms <= now_ms]
     for k in due:
         p = core.fetch.parked.pop(k)
         core.respond(p.src, p.request_id, _answer_fetch(core, p.request))
 
 
-def drain_purgatory(core: RaftCore, error: ErrorCode) -> None:
+def drain_purgatory(core: CoreContext, error: ErrorCode) -> None:
     """Leaving the leader role: answer every held Fetch with ``error`` and the new state."""
     parked = list(core.fetch.parked.values())
     core.fetch.parked.clear()
@@ -300,7 +300,7 @@ def drain_purgatory(core: RaftCore, error: ErrorCode) -> None:
 
 
 def handle_fetch_snapshot_request(
-    core: RaftCore, src: int, rid: int, req: FetchSnapshotRequest, now_ms: int
+    core: CoreContext, src: int, rid: int, req: FetchSnapshotRequest, now_ms: int
 ) -> None:
     sid = req.snapshot_id
     error = _leader_error(core, req.cluster_id, req.current_leader_epoch)
@@ -347,7 +347,7 @@ def bootstrap_id(index: int) -> int:
     return -2 - index
 
 
-def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
+def send_fetch(core: CoreContext, role: object, now_ms: int) -> None:
     """Keep exactly one Fetch (or FetchSnapshot) in flight: to the leader when following,
     else to the voters in turn (bootstrap discovery, D8 / KIP-996's Unattached)."""
     if core.fetch.request_id is not None or core.fetch.retry_at_ms > now_ms:
@@ -399,7 +399,7 @@ def send_fetch(core: RaftCore, role: object, now_ms: int) -> None:
     core.fetch.retry_at_ms = 0  # served: a retry time is pending only until a fetch goes
 
 
-def _leader_named(core: RaftCore, src: int, leader_id: int, now_ms: int) -> None:
+def _leader_named(core: CoreContext, src: int, leader_id: int, now_ms: int) -> None:
     """D8: a bootstrap server named the leader we follow: ask the leader itself again, for
     one more fetch timeout, instead of going round the bootstrap servers for ever (a wiped
     observer whose leader joined the voters after its configured set did, seeds 6122, 7940)."""
@@ -414,7 +414,7 @@ def _leader_named(core: RaftCore, src: int, leader_id: int, now_ms: int) -> None
         role.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
 
 
-def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int) -> Follower | None:
+def _accept_from_leader(core: CoreContext, src: int, error: ErrorCode, now_ms: int) -> Follower | None:
     """The Follower role if this answer is a successful one from our leader; else back off."""
     role = core.state
     if not isinstance(role, Follower) or role.leader_id != src or error != ErrorCode.none:
@@ -426,7 +426,7 @@ def _accept_from_leader(core: RaftCore, src: int, error: ErrorCode, now_ms: int)
     return role
 
 
-def _stale_answer(core: RaftCore, epoch: int, now_ms: int) -> bool:
+def _stale_answer(core: CoreContext, epoch: int, now_ms: int) -> bool:
     """An answer from an older epoch (a top-level error such as BROKER_NOT_AVAILABLE from a
     node still starting has epoch -1) says nothing: wait the retry backoff before the next
     Fetch, as Kafka backs off a failed request (an observer went round three starting voters
@@ -437,7 +437,7 @@ def _stale_answer(core: RaftCore, epoch: int, now_ms: int) -> bool:
     return False
 
 
-def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms: int) -> None:
+def handle_fetch_response(core: CoreContext, src: int, resp: FetchResponse, now_ms: int) -> None:
     if _stale_answer(core, resp.epoch, now_ms):
         return
     if elections.on_response_epoch(core, resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
@@ -470,7 +470,7 @@ def handle_fetch_response(core: RaftCore, src: int, resp: FetchResponse, now_ms:
         core.set_high_watermark(min(resp.high_watermark, log.end_offset))
 
 
-def _append_fetched(core: RaftCore, records: bytes, now_ms: int) -> bool:
+def _append_fetched(core: CoreContext, records: bytes, now_ms: int) -> bool:
     """Append what the leader sent, from our log end offset (skipping an already-held batch
     that straddles it is not needed: the leader reads from our end offset)."""
     log = core.log
@@ -485,7 +485,7 @@ def _append_fetched(core: RaftCore, records: bytes, now_ms: int) -> bool:
 
 
 def handle_fetch_snapshot_response(
-    core: RaftCore, src: int, resp: FetchSnapshotResponse, now_ms: int
+    core: CoreContext, src: int, resp: FetchSnapshotResponse, now_ms: int
 ) -> None:
     if _stale_answer(core, resp.epoch, now_ms):
         return
