@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Final, get_args
 from kio.schema.errors import ErrorCode
 from typing_extensions import TypeIs
 
-from pykraft.raft import describe, elections, membership, messages, reassignment, replication
+from pykraft.raft import (
+    describe,
+    elections,
+    joining,
+    membership,
+    messages,
+    reassignment,
+    replication,
+)
 from pykraft.raft.messages import (
     REQUEST_TYPES,
     AddRaftVoterRequest,
@@ -105,7 +113,7 @@ def on_response(
     elif isinstance(body, ApiVersionsResponse):
         membership.handle_api_versions_response(core, rid, body, now_ms)
     elif isinstance(body, UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse):
-        membership.handle_follower_response(core, src, req.kind, body, now_ms)
+        joining.handle_follower_response(core, src, req.kind, body, now_ms)
 
 
 def send_requests(core: CoreContext, now_ms: int) -> None:
@@ -114,7 +122,7 @@ def send_requests(core: CoreContext, now_ms: int) -> None:
     role = core.quorum.role
     if isinstance(role, Follower):
         replication.send_fetch(core, role, now_ms)
-        membership.send_follower_requests(core, role, now_ms)
+        joining.send_follower_requests(core, role, now_ms)
     elif isinstance(role, Leader):
         replication.send_begin_quorum(core, role, now_ms)
     elif isinstance(role, Prospective | Candidate):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.raft import replication
+from pykraft.raft.control import bootstrap_batches, control_batch
 from pykraft.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -39,6 +39,7 @@ from pykraft.raft.roles import (
     Unattached,
 )
 from pykraft.raft.types import NO_LEADER, Endpoint, ReplicaKey
+from pykraft.records import leader_change_batch
 
 if TYPE_CHECKING:
     from pykraft.raft.context import CoreContext
@@ -167,6 +168,29 @@ def _tally(role: Prospective | Candidate, voter_ids: frozenset[int]) -> VoteResu
     return vote_result(role.granted & voter_ids, role.rejected & voter_ids, len(voter_ids))
 
 
+def become_leader(core: CoreContext, now_ms: int) -> None:
+    """Candidate won: switch to Leader and write the LeaderChange record (B4)."""
+    qs = core.quorum
+    log = core.log
+    single = qs.is_only_voter
+    leader = qs.to_leader(
+        now_ms, log.end_offset, FOREVER if single else core.config.check_quorum_ms
+    )
+    voters = qs.voters
+    granting = [voters.voters[v].key for v in sorted(leader.granting_voters) if v in voters.ids]
+    offset = log.end_offset
+    ts = core.config.timestamp_ms(now_ms)
+    batch = leader_change_batch(offset, leader.epoch, ts, core.local_key.id, voters.keys, granting)
+    control = core.control
+    if control.kraft_version >= 1 and (control.voters_offset or -1) < 0:
+        # D3: the voter set came from the bootstrap checkpoint only (each replica's own
+        # file): the first leader writes KRaftVersion and Voters into the log with its
+        # LeaderChange, in one batch, so that every replica learns them by replication.
+        parts = [batch, bootstrap_batches(0, leader.epoch, ts, control.kraft_version, voters)]
+        batch = control_batch(offset, leader.epoch, ts, parts)
+    core.append_own(batch, now_ms)
+
+
 def check_election(core: CoreContext, now_ms: int) -> None:
     """Act on a decided (pre-)vote: Prospective -> Candidate or back; Candidate -> Leader or
     backoff."""
@@ -182,7 +206,7 @@ def check_election(core: CoreContext, now_ms: int) -> None:
     elif isinstance(role, Candidate) and role.backoff_until_ms is None:
         result = _tally(role, qs.voters.ids)
         if result is VoteResult.WON:
-            replication.become_leader(core, now_ms)
+            become_leader(core, now_ms)
         elif result is VoteResult.LOST:
             role.backoff_until_ms = now_ms + _election_backoff_ms(core, role.retries)
 

@@ -55,7 +55,7 @@ def start_update(
 ) -> None:
     current = core.control.kraft_version
     if version < current:
-        membership.refuse(
+        membership.answer_now(
             core,
             OPERATION,
             reply,
@@ -64,7 +64,7 @@ def start_update(
         )
         return
     if version not in SUPPORTED_KRAFT_VERSIONS:
-        membership.refuse(
+        membership.answer_now(
             core,
             OPERATION,
             reply,
@@ -74,7 +74,7 @@ def start_update(
         return
     missing = unsupported_by(core, version)
     if missing:
-        membership.refuse(
+        membership.answer_now(
             core,
             OPERATION,
             reply,
@@ -83,7 +83,7 @@ def start_update(
         )
         return
     if version == current or validate_only:
-        membership.refuse(core, OPERATION, reply, ErrorCode.none, None)  # nothing to write
+        membership.answer_now(core, OPERATION, reply, ErrorCode.none, None)  # nothing to write
         return
     change = PendingChange(OPERATION, ReplicaKey(core.local_key.id), (), now_ms + timeout_ms, reply)
     change.target_version = version

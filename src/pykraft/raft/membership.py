@@ -1,5 +1,6 @@
-"""Voter changes (KIP-853): AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter at the leader; the
-voter's side of UpdateRaftVoter and an observer's auto-join (D4-D6, D9).
+"""Voter changes (KIP-853) at the leader: AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter and
+ControllerRegistration (D4-D6). The voter's side of UpdateRaftVoter and an observer's
+auto-join (D6, D9) are in ``joining.py``.
 
 Theory of operation. A leader runs at most one voter change at a time: ``core.changes.pending``
 (a ``PendingChange``), used by operator requests, the kraft.version upgrade and the KIP-642
@@ -29,7 +30,6 @@ from typing import TYPE_CHECKING, Literal
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.raft import elections
 from pykraft.raft.control import bootstrap_batches, has_key
 from pykraft.raft.interfaces import OperationResult
 from pykraft.raft.messages import (
@@ -47,7 +47,7 @@ from pykraft.raft.messages import (
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
 )
-from pykraft.raft.roles import Follower, Leader
+from pykraft.raft.roles import Leader
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.records import voters_batch
@@ -55,11 +55,8 @@ from pykraft.records import voters_batch
 if TYPE_CHECKING:
     from pykraft.raft.context import CoreContext
     from pykraft.raft.reassignment import TargetWait
-    from pykraft.raft.requests import RequestKind
 
 from pykraft.raft.control import voter_entries
-
-AUTO_JOIN_TIMEOUT_MS = 30_000  # D9: the AddRaftVoter an auto-joining controller sends
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +129,11 @@ class PendingChange:
 # -- starting operations at the leader ------------------------------------------------------
 
 
-def refuse(
+def answer_now(
     core: CoreContext, operation: ChangeOperation, reply: Reply, error: ErrorCode, message: str | None
 ) -> None:
+    """Answer an operation that never became the pending change: refused (``error``), or
+    nothing to do (``ErrorCode.none``, e.g. a target already durable)."""
     finish(core, PendingChange(operation, ReplicaKey(-1), (), 0, reply), error, message)
 
 
@@ -144,7 +143,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
     assert isinstance(leader, Leader)
     if core.control.kraft_version < 1 and change.operation != "update_kraft_version":
         version = core.control.kraft_version
-        refuse(
+        answer_now(
             core,
             change.operation,
             change.reply,
@@ -153,7 +152,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
         )
         return
     if core.changes.pending is not None:
-        refuse(
+        answer_now(
             core,
             change.operation,
             change.reply,
@@ -163,7 +162,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
         return
     voters = core.voters
     if change.operation == "add_voter" and change.key.id in voters.ids:
-        refuse(
+        answer_now(
             core,
             change.operation,
             change.reply,
@@ -173,7 +172,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
         return
     if change.operation == "remove_voter":
         if not voters.is_voter(change.key) or change.key.id not in voters.ids:
-            refuse(
+            answer_now(
                 core,
                 change.operation,
                 change.reply,
@@ -183,7 +182,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
             return
         if len(voters) == 1:
             # Kafka's VoterSet.removeVoter refuses to empty the set: VOTER_NOT_FOUND.
-            refuse(
+            answer_now(
                 core,
                 change.operation,
                 change.reply,
@@ -409,13 +408,13 @@ def handle_admin_request(
     )
     if not isinstance(core.state, Leader):
         error, message = ErrorCode.not_leader_or_follower, f"the leader is {core.leader_id}"
-        refuse(core, operation, reply, error, message)
+        answer_now(core, operation, reply, error, message)
         return
     if not isinstance(body, UpdateFeaturesRequest) and not core.config.accepts_cluster(
         body.cluster_id
     ):
         error, message = ErrorCode.inconsistent_cluster_id, "cluster id mismatch"
-        refuse(core, operation, reply, error, message)
+        answer_now(core, operation, reply, error, message)
         return
     if isinstance(body, UpdateFeaturesRequest):
         from pykraft.raft import kraft_version  # it builds on this module
@@ -429,7 +428,7 @@ def handle_admin_request(
             # Answered at once (it cannot become valid by waiting), as Kafka's AddVoterHandler.
             missing = "a directory id" if body.voter_key.directory_id is None else "listeners"
             message = f"AddRaftVoter for {body.voter_key.id} needs {missing}"
-            refuse(core, operation, reply, ErrorCode.invalid_request, message)
+            answer_now(core, operation, reply, ErrorCode.invalid_request, message)
             return
         deadline = now_ms + body.timeout_ms
         change = PendingChange(operation, body.voter_key, body.listeners, deadline, reply)
@@ -507,47 +506,6 @@ def handle_update_voter(
     return answer(ErrorCode.none)  # Kafka answers at once, without waiting for the commit
 
 
-# -- the voter's side of UpdateRaftVoter, and auto-join (D6, D9) ----------------------------
-
-
-def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> None:
-    if not role.fetched_from_leader or not core.endpoints or role.bootstrap_fetching:
-        return
-    dst = role.leader_id
-    if not core.quorum.is_observer:
-        if not role.update_voter_acked and core.can_send(dst, "update_voter", now_ms):
-            low, high = core.config.kraft_versions
-            core.send(
-                dst,
-                UpdateRaftVoterRequest(
-                    core.config.cluster_id, role.epoch, core.local_key, core.endpoints, low, high
-                ),
-                "update_voter",
-                now_ms,
-            )
-        return
-    local = core.local_key
-    if (
-        not core.config.auto_join
-        or core.control.kraft_version < 1
-        or local.directory_id is None
-        or not core.can_send(dst, "join", now_ms)
-    ):
-        return
-    stale = core.voters.voters.get(local.id)
-    body: AddRaftVoterRequest | RemoveRaftVoterRequest
-    if stale is not None:
-        # D9/D12: our id with another directory id (a replaced disk): remove it first.
-        body = RemoveRaftVoterRequest(core.config.cluster_id, stale.key)
-    else:
-        body = AddRaftVoterRequest(
-            core.config.cluster_id, AUTO_JOIN_TIMEOUT_MS, local, core.endpoints
-        )
-    core.send(
-        dst, body, "join", now_ms, timeout_ms=AUTO_JOIN_TIMEOUT_MS + core.config.request_timeout_ms
-    )
-
-
 def handle_controller_registration(
     core: CoreContext, req: ControllerRegistrationRequest
 ) -> ControllerRegistrationResponse:
@@ -567,38 +525,6 @@ def handle_controller_registration(
     core.changes.registered_observers[req.controller_id] = (low, high)
     core.changes.controller_endpoints[req.controller_id] = req.listeners
     return ControllerRegistrationResponse(ErrorCode.none)
-
-
-def handle_follower_response(
-    core: CoreContext,
-    src: int,
-    kind: RequestKind,
-    resp: UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse,
-    now_ms: int,
-) -> None:
-    role = core.state
-    if isinstance(resp, UpdateRaftVoterResponse):
-        if elections.on_response_epoch(
-            core, resp.leader_epoch, resp.leader_id, resp.leader_endpoints, now_ms
-        ):
-            return
-        if isinstance(role, Follower) and resp.error in _FINAL_UPDATE_ERRORS:
-            role.update_voter_acked = True
-            return
-    elif resp.error == ErrorCode.none:
-        return  # joined, or the stale key removed: the next step follows at once
-    # Retry later: a pending change at the leader, a leader change, a slow catch-up.
-    core.backoff(src, kind, now_ms, core.config.request_timeout_ms)
-
-
-_FINAL_UPDATE_ERRORS = frozenset(
-    {
-        ErrorCode.none,
-        ErrorCode.voter_not_found,
-        ErrorCode.invalid_request,
-        ErrorCode.unsupported_version,
-    }
-)
 
 
 # -- the leader's bookkeeping when the voter set changes -------------------------------------

@@ -76,7 +76,7 @@ def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms:
     leader = core.state
     assert isinstance(leader, Leader)
     if core.control.kraft_version < 1:
-        membership.refuse(
+        membership.answer_now(
             core,
             OPERATION,
             reply,
@@ -86,10 +86,10 @@ def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms:
         return
     ids = [v.key.id for v in voters]
     if not voters:
-        membership.refuse(core, OPERATION, reply, ErrorCode.invalid_request, "empty target")
+        membership.answer_now(core, OPERATION, reply, ErrorCode.invalid_request, "empty target")
         return
     if len(set(ids)) != len(ids):
-        membership.refuse(
+        membership.answer_now(
             core,
             OPERATION,
             reply,
@@ -101,7 +101,7 @@ def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms:
     for info in voters:
         known = has_key(current, info.key) or info.key in leader.progress.observers
         if not known:
-            membership.refuse(
+            membership.answer_now(
                 core,
                 OPERATION,
                 reply,
@@ -110,7 +110,7 @@ def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms:
             )
             return
     if core.high_watermark <= leader.epoch_start_offset:
-        membership.refuse(
+        membership.answer_now(
             core,
             OPERATION,
             reply,
@@ -128,7 +128,7 @@ def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms:
         and same_members(in_force[1], target)
         and in_force[0] < core.high_watermark
     ):
-        membership.refuse(core, OPERATION, reply, ErrorCode.none, None)  # already durable
+        membership.answer_now(core, OPERATION, reply, ErrorCode.none, None)  # already durable
         return
     offset = core.log.end_offset
     ts = core.config.timestamp_ms(now_ms)
@@ -161,13 +161,13 @@ def handle_alter(core: CoreContext, src: int, rid: int, req: AlterVotersRequest,
     reply = Reply(src=src, request_id=rid, peer=True)
     leader = core.state
     if not isinstance(leader, Leader):
-        membership.refuse(
+        membership.answer_now(
             core, OPERATION, reply, ErrorCode.not_controller, f"the leader is {core.leader_id}"
         )
         return
     if req.target_ids is None:
         if core.control.target is None:
-            membership.refuse(
+            membership.answer_now(
                 core,
                 OPERATION,
                 reply,
@@ -180,7 +180,7 @@ def handle_alter(core: CoreContext, src: int, rid: int, req: AlterVotersRequest,
         return
     resolved = resolve_target(core, leader, req.target_ids, now_ms)
     if isinstance(resolved, str):
-        membership.refuse(core, OPERATION, reply, ErrorCode.invalid_replica_assignment, resolved)
+        membership.answer_now(core, OPERATION, reply, ErrorCode.invalid_replica_assignment, resolved)
         return
     submit(core, resolved, reply, now_ms)
 
@@ -266,12 +266,12 @@ def on_high_watermark(core: CoreContext) -> None:
     waits = core.changes.target_waits
     while waits and waits[0].offset < core.high_watermark:
         wait = waits.pop(0)
-        membership.refuse(core, OPERATION, wait.reply, ErrorCode.none, None)
+        membership.answer_now(core, OPERATION, wait.reply, ErrorCode.none, None)
 
 
 def leadership_lost(core: CoreContext) -> None:
     for wait in core.changes.target_waits:
-        membership.refuse(
+        membership.answer_now(
             core, OPERATION, wait.reply, ErrorCode.not_leader_or_follower, "leadership changed"
         )
     core.changes.target_waits.clear()

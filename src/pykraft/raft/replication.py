@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from pykraft.raft import elections
-from pykraft.raft.control import bootstrap_batches, control_batch
 from pykraft.raft.interfaces import SnapshotWriter
 from pykraft.raft.messages import (
     BeginQuorumEpochRequest,
@@ -30,9 +29,9 @@ from pykraft.raft.messages import (
     FetchSnapshotResponse,
 )
 from pykraft.raft.progress import LeaderProgress
-from pykraft.raft.roles import FOREVER, Follower, Leader, ReplicaProgress, Role, Unattached
+from pykraft.raft.roles import Follower, Leader, ReplicaProgress, Role, Unattached
 from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
-from pykraft.records import CorruptRecordError, build_batch, leader_change_batch, read_header
+from pykraft.records import CorruptRecordError, build_batch, read_header
 
 if TYPE_CHECKING:
     from pykraft.raft.context import CoreContext
@@ -99,29 +98,6 @@ def on_transition(core: CoreContext, old: Role, new: Role) -> None:
 
 
 # -- leader: epoch start, appends, high watermark --------------------------------------------
-
-
-def become_leader(core: CoreContext, now_ms: int) -> None:
-    """Candidate won: switch to Leader and write the LeaderChange record (B4)."""
-    qs = core.quorum
-    log = core.log
-    single = qs.is_only_voter
-    leader = qs.to_leader(
-        now_ms, log.end_offset, FOREVER if single else core.config.check_quorum_ms
-    )
-    voters = qs.voters
-    granting = [voters.voters[v].key for v in sorted(leader.granting_voters) if v in voters.ids]
-    offset = log.end_offset
-    ts = core.config.timestamp_ms(now_ms)
-    batch = leader_change_batch(offset, leader.epoch, ts, core.local_key.id, voters.keys, granting)
-    control = core.control
-    if control.kraft_version >= 1 and (control.voters_offset or -1) < 0:
-        # D3: the voter set came from the bootstrap checkpoint only (each replica's own
-        # file): the first leader writes KRaftVersion and Voters into the log with its
-        # LeaderChange, in one batch, so that every replica learns them by replication.
-        parts = [batch, bootstrap_batches(0, leader.epoch, ts, control.kraft_version, voters)]
-        batch = control_batch(offset, leader.epoch, ts, parts)
-    core.append_own(batch, now_ms)
 
 
 def leader_append(core: CoreContext, leader: Leader, values: Sequence[bytes], now_ms: int) -> int:

@@ -1,0 +1,103 @@
+"""What a replica asks the leader about itself (KIP-853): a voter's UpdateRaftVoter (its
+endpoints and kraft.version range, D6) and an observer's auto-join (D9: remove a stale
+incarnation of its id, then AddRaftVoter), sent while it follows a leader it has fetched
+from. The leader's side is ``membership.py``.
+
+A voter sends UpdateRaftVoter until an answer is final (accepted, or an error a retry cannot
+fix); any other answer, and every join answer, is retried after a request timeout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft import elections
+from pykraft.raft.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse,
+)
+from pykraft.raft.roles import Follower
+
+if TYPE_CHECKING:
+    from pykraft.raft.context import CoreContext
+    from pykraft.raft.requests import RequestKind
+
+__all__ = ["AUTO_JOIN_TIMEOUT_MS", "handle_follower_response", "send_follower_requests"]
+
+AUTO_JOIN_TIMEOUT_MS: Final = 30_000  # D9: the AddRaftVoter an auto-joining controller sends
+
+
+def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> None:
+    if not role.fetched_from_leader or not core.endpoints or role.bootstrap_fetching:
+        return
+    dst = role.leader_id
+    if not core.quorum.is_observer:
+        if not role.update_voter_acked and core.can_send(dst, "update_voter", now_ms):
+            low, high = core.config.kraft_versions
+            core.send(
+                dst,
+                UpdateRaftVoterRequest(
+                    core.config.cluster_id, role.epoch, core.local_key, core.endpoints, low, high
+                ),
+                "update_voter",
+                now_ms,
+            )
+        return
+    local = core.local_key
+    if (
+        not core.config.auto_join
+        or core.control.kraft_version < 1
+        or local.directory_id is None
+        or not core.can_send(dst, "join", now_ms)
+    ):
+        return
+    stale = core.voters.voters.get(local.id)
+    body: AddRaftVoterRequest | RemoveRaftVoterRequest
+    if stale is not None:
+        # D9/D12: our id with another directory id (a replaced disk): remove it first.
+        body = RemoveRaftVoterRequest(core.config.cluster_id, stale.key)
+    else:
+        body = AddRaftVoterRequest(
+            core.config.cluster_id, AUTO_JOIN_TIMEOUT_MS, local, core.endpoints
+        )
+    core.send(
+        dst, body, "join", now_ms, timeout_ms=AUTO_JOIN_TIMEOUT_MS + core.config.request_timeout_ms
+    )
+
+
+def handle_follower_response(
+    core: CoreContext,
+    src: int,
+    kind: RequestKind,
+    resp: UpdateRaftVoterResponse | AddRaftVoterResponse | RemoveRaftVoterResponse,
+    now_ms: int,
+) -> None:
+    role = core.state
+    if isinstance(resp, UpdateRaftVoterResponse):
+        if elections.on_response_epoch(
+            core, resp.leader_epoch, resp.leader_id, resp.leader_endpoints, now_ms
+        ):
+            return
+        if isinstance(role, Follower) and resp.error in _FINAL_UPDATE_ERRORS:
+            role.update_voter_acked = True
+            return
+    elif resp.error == ErrorCode.none:
+        return  # joined, or the stale key removed: the next step follows at once
+    # Retry later: a pending change at the leader, a leader change, a slow catch-up.
+    core.backoff(src, kind, now_ms, core.config.request_timeout_ms)
+
+
+_FINAL_UPDATE_ERRORS = frozenset(
+    {
+        ErrorCode.none,
+        ErrorCode.voter_not_found,
+        ErrorCode.invalid_request,
+        ErrorCode.unsupported_version,
+    }
+)
