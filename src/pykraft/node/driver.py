@@ -51,8 +51,8 @@ import functools
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from kio.static.protocol import ResponsePayload
 
@@ -69,14 +69,11 @@ from pykraft.node.config import NodeConfig
 from pykraft.node.events import VoterSetLog, log_transition
 from pykraft.node.flush import Flusher
 from pykraft.node.inbound import (
-    INBOUND_ANSWER_GRACE_MS,
     SERVED_APIS,
-    PendingAnswer,
+    PendingAnswers,
     answer_at_once,
-    answer_wait_ms,
     api_versions_response,
     decode_for_core,
-    encode_answer,
     refusal,
     source_of,
     wall_clock,
@@ -84,10 +81,9 @@ from pykraft.node.inbound import (
 from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, record_count, snapshot_of
 from pykraft.node.peers import Peers
 from pykraft.node.registration import ControllerRegistrar
+from pykraft.node.storage import NodeStartError, new_core, open_storage
 from pykraft.protocol import (
     DecodedRequest,
-    ErrorCode,
-    error_response,
 )
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.core import RaftCore
@@ -104,24 +100,15 @@ from pykraft.raft.messages import (
 )
 from pykraft.raft.roles import Role
 from pykraft.raft.snapshots import RaftSnapshotWriter
-from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
-from pykraft.raft.voters import VoterSet
+from pykraft.raft.types import Endpoint, OffsetAndEpoch
 from pykraft.storage import (
-    PARTITION_DIR_NAME,
     FileLog,
-    FileQuorumStateStore,
-    FileSnapshotStore,
     StorageError,
-    read_meta_properties,
 )
 
 __all__ = ["AppendLostError", "NodeStartError", "RaftNode"]
 
 log = logging.getLogger("pykraft.node")
-
-
-class NodeStartError(Exception):
-    """The node cannot start (unformatted or mismatched storage, unsupported setup)."""
 
 
 class RaftNode:
@@ -144,8 +131,7 @@ class RaftNode:
         self._log: FileLog | None = None
         self._server: KafkaServer | None = None
         self._peers = Peers(config, self._on_peer_result)
-        self._inbound: dict[int, PendingAnswer] = {}  # our inbound request id -> pending answer
-        self._next_inbound_id = 1
+        self._inbound = PendingAnswers()  # requests stepped into the core, by our ids
         self._timer: asyncio.TimerHandle | None = None
         self._linger: asyncio.TimerHandle | None = None
         self._appends = LingerBatch()
@@ -161,7 +147,7 @@ class RaftNode:
         self._metrics_server: MetricsServer | None = None
         self.stopped = asyncio.Event()
         self.cluster_id = ""
-        self.directory_id: Any = None
+        self.directory_id: uuid.UUID | None = None
         self.listener = config.controller_listener
         self._registrar: ControllerRegistrar | None = None
         self._static_voters_ignored = False  # logged once, when kraft.version >= 1
@@ -181,75 +167,14 @@ class RaftNode:
         assert self._server is not None
         return self._server.port
 
-    def _open_storage(self) -> tuple[FileLog, FileSnapshotStore, FileQuorumStateStore]:
-        cfg = self.config
-        try:
-            meta = read_meta_properties(cfg.metadata_log_dir, assign_directory_id=True)
-        except StorageError as e:
-            raise NodeStartError(str(e)) from None
-        if meta is None:
-            raise NodeStartError(
-                f"{cfg.metadata_log_dir} is not formatted: run `pykraft storage format`"
-            )
-        if meta.node_id != cfg.node_id:
-            raise NodeStartError(
-                f"{cfg.metadata_log_dir} belongs to node.id {meta.node_id}, config says "
-                f"{cfg.node_id}"
-            )
-        self.cluster_id = meta.cluster_id
-        self.directory_id = meta.directory_id
-        partition_dir = cfg.metadata_log_dir / PARTITION_DIR_NAME
-        try:
-            log_ = FileLog.open(partition_dir, segment_bytes=cfg.metadata_log_segment_bytes)
-            snapshots = FileSnapshotStore.open(partition_dir)
-        except (StorageError, ValueError) as e:
-            raise NodeStartError(f"cannot open {partition_dir}: {e}") from None
-        return log_, snapshots, FileQuorumStateStore(partition_dir)
-
-    def _new_core(
-        self, log_: FileLog, snapshots: FileSnapshotStore, quorum_state: FileQuorumStateStore
-    ) -> RaftCore:
-        """The core over the opened storage, with the config's timeouts and addresses."""
-        cfg = self.config
-        name = self.listener.name
-        # Static voters (kraft.version 0) when controller.quorum.voters is set; otherwise the
-        # voter set comes from the log and its bootstrap checkpoint (D2, D3), and
-        # controller.quorum.bootstrap.servers is where to find the leader (D8).
-        voters = (
-            VoterSet.from_ids(
-                cfg.voter_ids,
-                endpoints={v.id: (Endpoint(name, v.host, v.port),) for v in cfg.quorum_voters},
-            )
-            if cfg.quorum_voters
-            else None
-        )
-        bootstrap = tuple(Endpoint(name, b.host, b.port) for b in cfg.quorum_bootstrap_servers)
-        # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
-        raft_config = cfg.raft_config(
-            cluster_id=self.cluster_id, clock_offset_ms=int(time.time() * 1000) - self.now_ms()
-        )
-        own = (voters.endpoints(cfg.node_id) if voters is not None else ()) or (
-            Endpoint(name, self.listener.host or "localhost", self.listener.port),
-        )
-        return RaftCore(
-            config=raft_config,
-            local_key=ReplicaKey(cfg.node_id, self.directory_id),
-            voters=voters,
-            log=log_,
-            quorum_state=quorum_state,
-            snapshots=snapshots,
-            rng=self._rng,
-            now_ms=self.now_ms(),
-            endpoints=own,
-            bootstrap_servers=bootstrap,
-        )
-
     async def start(self) -> None:
         """Open storage, build the core, start listening. Raises NodeStartError."""
         self._loop = asyncio.get_running_loop()
         cfg = self.config
-        log_, snapshots, quorum_state = self._open_storage()
-        self._log = log_
+        storage = open_storage(cfg)
+        self.cluster_id = storage.cluster_id
+        self.directory_id = storage.directory_id
+        log_ = self._log = storage.log
         if self.application is not None:
             self.served_apis = SERVED_APIS.with_apis(*self.application.api_rows())
         self._server = KafkaServer(
@@ -262,7 +187,9 @@ class RaftNode:
             api_versions=self._api_versions,
         )
         await self._server.start()
-        core = self._new_core(log_, snapshots, quorum_state)
+        # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
+        clock_offset_ms = int(time.time() * 1000) - self.now_ms()
+        core = new_core(cfg, storage, self._rng, self.now_ms(), clock_offset_ms)
         core.on_transition = self._on_transition
         self.core = core
         self._registrar = ControllerRegistrar(
@@ -504,17 +431,9 @@ class RaftNode:
         if is_request(body):
             self._send_request(message.dst, message.request_id, body, message.endpoint)
             return
-        pending = self._inbound.pop(message.request_id, None)
-        if pending is None or pending.answer.done:
-            return  # the connection went away, or the answer timed out
-        pending.timer.cancel()
         if isinstance(body, DescribeQuorumResponse):
             body = self._wall_clock(body)
-        answer = encode_answer(body, pending)
-        if answer is None:
-            log.warning("no wire form for %s; dropped", type(body).__name__)
-            return
-        pending.answer.set(answer)
+        self._inbound.answer(message.request_id, body)
 
     def _wall_clock(self, response: DescribeQuorumResponse) -> DescribeQuorumResponse:
         """Replica timestamps from the core's monotonic clock to wall-clock ms (D11)."""
@@ -578,38 +497,12 @@ class RaftNode:
             body = decode_for_core(request, self.config.node_id)
         except RejectedRequest as e:
             return Answer(e.response)
-        loop = self._loop
-        assert loop is not None
-        rid = self._next_inbound_id
-        self._next_inbound_id += 1
-        wait_ms = INBOUND_ANSWER_GRACE_MS + answer_wait_ms(
-            body, core.config.voter_change_timeout_ms
+        assert self._loop is not None
+        rid, answer = self._inbound.add(
+            self._loop, request, listener_name, body, core.config.voter_change_timeout_ms
         )
-        pending = PendingAnswer(
-            Answer(),
-            request.api_key,
-            request.api_version,
-            listener_name,
-            loop.call_later(wait_ms / 1000, self._answer_timed_out, rid, type(body), wait_ms),
-        )
-        pending.answer.on_cancel = lambda: self._forget_inbound(rid)  # the connection closed
-        self._inbound[rid] = pending
         self._input(lambda: core.step(Inbound(source_of(body), rid, body), self.now_ms()))
-        return pending.answer
-
-    def _answer_timed_out(self, rid: int, kind: type, wait_ms: int) -> None:
-        pending = self._inbound.pop(rid, None)
-        if pending is None:
-            return
-        log.warning("no answer from the core to %s after %d ms", kind.__name__, wait_ms)
-        pending.answer.set(
-            error_response(pending.api_key, pending.api_version, ErrorCode.request_timed_out)
-        )
-
-    def _forget_inbound(self, rid: int) -> None:
-        pending = self._inbound.pop(rid, None)
-        if pending is not None:
-            pending.timer.cancel()
+        return answer
 
     # -- the embedding application's API (A3) -----------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ __all__ = [
     "INBOUND_ANSWER_GRACE_MS",
     "SERVED_APIS",
     "PendingAnswer",
+    "PendingAnswers",
     "answer_at_once",
     "answer_wait_ms",
     "api_versions_response",
@@ -60,6 +62,8 @@ __all__ = [
     "source_of",
     "wall_clock",
 ]
+
+log = logging.getLogger("pykraft.node")
 
 INBOUND_ANSWER_GRACE_MS: Final = 5_000  # beyond the request's own wait, then we give up
 
@@ -74,6 +78,66 @@ class PendingAnswer:
     api_version: int
     listener_name: str
     timer: asyncio.TimerHandle
+
+
+class PendingAnswers:
+    """Requests stepped into the core that await its answer, by the id this driver gave
+    them (the core numbers its own requests separately). Invariant: every entry has a live
+    timer that answers REQUEST_TIMED_OUT and removes it; an entry leaves exactly once (the
+    core's answer, the timer, or its connection closing)."""
+
+    __slots__ = ("_next_id", "_pending")
+
+    def __init__(self) -> None:
+        self._pending: dict[int, PendingAnswer] = {}
+        self._next_id = 1
+
+    def add(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        request: DecodedRequest,
+        listener_name: str,
+        body: AnyRequest,
+        voter_change_timeout_ms: int,
+    ) -> tuple[int, Answer]:
+        """Register ``request`` (decoded for the core as ``body``): its id for the core and
+        the ``Answer`` the listener waits on."""
+        rid = self._next_id
+        self._next_id += 1
+        wait_ms = INBOUND_ANSWER_GRACE_MS + answer_wait_ms(body, voter_change_timeout_ms)
+        timer = loop.call_later(wait_ms / 1000, self._timed_out, rid, type(body), wait_ms)
+        pending = PendingAnswer(
+            Answer(), request.api_key, request.api_version, listener_name, timer
+        )
+        pending.answer.on_cancel = lambda: self._forget(rid)  # the connection closed
+        self._pending[rid] = pending
+        return rid, pending.answer
+
+    def answer(self, rid: int, body: AnyResponse) -> None:
+        """Write the core's response to request ``rid``, if its connection still waits."""
+        pending = self._pending.pop(rid, None)
+        if pending is None or pending.answer.done:
+            return  # the connection went away, or the answer timed out
+        pending.timer.cancel()
+        answer = encode_answer(body, pending)
+        if answer is None:
+            log.warning("no wire form for %s; dropped", type(body).__name__)
+            return
+        pending.answer.set(answer)
+
+    def _timed_out(self, rid: int, kind: type, wait_ms: int) -> None:
+        pending = self._pending.pop(rid, None)
+        if pending is None:
+            return
+        log.warning("no answer from the core to %s after %d ms", kind.__name__, wait_ms)
+        pending.answer.set(
+            error_response(pending.api_key, pending.api_version, ErrorCode.request_timed_out)
+        )
+
+    def _forget(self, rid: int) -> None:
+        pending = self._pending.pop(rid, None)
+        if pending is not None:
+            pending.timer.cancel()
 
 
 def api_versions_response(
