@@ -21,7 +21,6 @@ from typing import Any
 
 from pykraft.cli._common import command_group
 
-PREFIX = "kafka_controller_kafkacontroller_"
 STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION", 4: "ZK"}
 
 
@@ -93,6 +92,7 @@ def _describe(args: argparse.Namespace) -> int:
         return 1
     if args.metrics:
         from pykraft.interop.cluster import read_metrics
+        from pykraft.node.controller_metrics import metric_name
 
         host, _, port = args.metrics.rpartition(":")
         try:
@@ -100,19 +100,14 @@ def _describe(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as e:
             print(f"Error: cannot read metrics at {args.metrics}: {e}")
             return 1
-        state = values.get(PREFIX + "zk_migration_state")
+        state = values.get(metric_name("ZkMigrationState"))
         lines.append(
             ("ZkMigrationState", STATES.get(int(state), state) if state is not None else "-")
         )
         for name in ("MigratingZkBrokerCount", "ZkWriteBehindLag"):
-            value = values.get(PREFIX + _snake(name))
+            value = values.get(metric_name(name))
             lines.append((name, "-" if value is None else int(value)))
     for name, shown in lines:
         print(f"{name}: {shown}")
     return 0
 
-
-def _snake(name: str) -> str:
-    import re
-
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()

@@ -1,10 +1,16 @@
-"""The one exception the controller's handlers raise: a Kafka error code with its message."""
+"""The one exception the controller's handlers raise (a Kafka error code with its message),
+and the responses that refuse a whole request item by item."""
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ApiError"]
+from pykraft.protocol.apis import ApiKey
+
+__all__ = ["ApiError", "error_fields", "topic_error"]
 
 
 class ApiError(Exception):
@@ -14,3 +20,66 @@ class ApiError(Exception):
         super().__init__(message or code.name)
         self.code = code
         self.message = message
+
+
+def error_fields(
+    api_key: int, request: Any, code: ErrorCode, message: str | None
+) -> dict[str, Any]:
+    """The response fields refusing every item of ``request`` with ``code`` (Kafka's
+    ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
+    where a broker looks for NOT_CONTROLLER)."""
+    fields: dict[str, Any] = {"throttle_time": 0, "error_code": code, "error_message": message}
+    if api_key == ApiKey.CREATE_TOPICS:
+        fields["topics"] = [topic_error(t.name, ApiError(code, message)) for t in request.topics]
+    elif api_key == ApiKey.DELETE_TOPICS:
+        if hasattr(request, "topics"):
+            items = [(t.name, t.topic_id) for t in request.topics]
+        else:
+            items = [(n, None) for n in request.topic_names]
+        fields["responses"] = [
+            {
+                "name": n,
+                "topic_id": i or uuid.UUID(int=0),
+                "error_code": code,
+                "error_message": message,
+            }
+            for n, i in items
+        ]
+    elif api_key == ApiKey.CREATE_PARTITIONS:
+        fields["results"] = [
+            {"name": t.name, "error_code": code, "error_message": message} for t in request.topics
+        ]
+    elif api_key in (ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS):
+        fields["responses"] = [
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": r_.resource_type,
+                "resource_name": r_.resource_name,
+            }
+            for r_ in request.resources
+        ]
+    elif api_key == ApiKey.DESCRIBE_CONFIGS:
+        fields["results"] = [
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": r_.resource_type,
+                "resource_name": r_.resource_name,
+                "configs": (),
+            }
+            for r_ in request.resources
+        ]
+    return fields
+
+
+def topic_error(name: str, error: ApiError) -> dict[str, Any]:
+    return {
+        "name": name,
+        "topic_id": uuid.UUID(int=0),
+        "error_code": error.code,
+        "error_message": error.message,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": None,
+    }

@@ -27,6 +27,7 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller.errors import ApiError
 from pykraft.controller.image import Image
 from pykraft.metadata import records as r
+from pykraft.metadata.versions import IBP_3_4_IV0
 from pykraft.protocol.apis import ApiKey
 
 __all__ = [
@@ -47,10 +48,9 @@ __all__ = [
 # ZkMigrationStateRecord values (ZkMigrationState.java); ZK (4) is never written.
 NONE, MIGRATION, PRE_MIGRATION, POST_MIGRATION = 0, 1, 2, 3
 STATE_NAMES: Final = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION"}
-MIGRATION_SUPPORTED_MV: Final = 8  # 3.4-IV0: ZooKeeper brokers may register
+MIGRATION_SUPPORTED_MV: Final = IBP_3_4_IV0  # ZooKeeper brokers may register
 # Kafka 3.9 starts a migration only at a metadata.version with transactions (KAFKA-17457).
 MIGRATION_MIN_METADATA_VERSION: Final = 13  # 3.6-IV1
-CONTROLLER_REGISTRATION_MV: Final = 15  # 3.7-IV0: controllers say ZkMigrationReady
 MIN_BATCH_SIZE: Final = 200  # zookeeper.metadata.migration.min.batch.size
 POLL_BACKOFF_MS: Final = 100  # the driver's poll: 100 ms doubling up to 60 s
 POLL_BACKOFF_MAX_MS: Final = 60_000

@@ -23,7 +23,6 @@ simulator replays any run from its seed.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,30 +32,29 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
-from pykraft.controller import migration, reassign, throttles
-from pykraft.controller import topics as t
+from pykraft.controller import (
+    features,
+    leadership,
+    migration,
+    reassign,
+    throttles,
+    topic_requests,
+)
 from pykraft.controller.config import ControllerConfig, RandomSource
-from pykraft.controller.errors import ApiError
+from pykraft.controller.errors import ApiError, error_fields
+from pykraft.controller.features import SUPPORTED_FEATURES
 from pykraft.controller.image import (
     BROKER_RESOURCE,
-    NO_LEADER,
-    NO_LEADER_CHANGE,
     TOPIC_RESOURCE,
     Image,
 )
 from pykraft.controller.partitions import (
-    ELECTION_PREFERRED,
-    ELECTION_UNCLEAN,
-    RECOVERED,
-    RECOVERING,
-    change_record,
     partition_version,
 )
 from pykraft.controller.steps import Limits
 from pykraft.metadata import records as r
 from pykraft.metadata.versions import (
-    DEFAULT_METADATA_VERSION,
-    FEATURES,
+    IBP_3_6_IV1,
     METADATA_VERSION,
     MINIMUM_METADATA_VERSION,
 )
@@ -73,15 +71,6 @@ __all__ = [
     "error_fields",
 ]
 
-TRANSACTIONS_MV: Final = 13  # 3.6-IV1: Begin/End/AbortTransactionRecord
-CONTROLLER_REGISTRATION_MV: Final = 15
-# The metadata.version range pykraft's controller writes records for: up to 4.0-IV3 (25).
-MAX_METADATA_VERSION: Final = DEFAULT_METADATA_VERSION.level
-SUPPORTED_FEATURES: Final = {
-    METADATA_VERSION: (MINIMUM_METADATA_VERSION.level, MAX_METADATA_VERSION),
-    **FEATURES,
-}
-UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 # The APIs only the active controller answers, and the versions pykraft serves (Kafka
 # 4.3.1's controller ranges, where kio has them).
@@ -229,7 +218,7 @@ class QuorumController:
                 empty_log=True,
                 metadata_version=level,
             )
-            if level >= TRANSACTIONS_MV:
+            if level >= IBP_3_6_IV1:
                 body = [
                     (r.BeginTransactionRecord(name="Bootstrap records"), 0),
                     *body,
@@ -362,230 +351,29 @@ class QuorumController:
     # Topics -------------------------------------------------------------------------------
 
     def _create_topics(self, version: int, request: Any, ctx: Context) -> Result:
-        validate_only = bool(getattr(request, "validate_only", False))
-        pversion = partition_version(self.metadata_version)
-        names = [topic.name for topic in request.topics]
-        duplicates = {n for n in names if names.count(n) > 1}
-        records: list[tuple[Any, int]] = []
-        results = []
-        for topic in request.topics:
-            name = topic.name
-            if name in duplicates:
-                results.append(
-                    _topic_error(name, ApiError(ErrorCode.invalid_request, "Duplicate topic name."))
-                )
-                continue
-            try:
-                plan = t.plan_topic(
-                    self.image,
-                    self.config,
-                    self.rng,
-                    name=name,
-                    num_partitions=int(topic.num_partitions),
-                    replication_factor=int(topic.replication_factor),
-                    assignments=[
-                        (int(a.partition_index), tuple(int(x) for x in a.broker_ids))
-                        for a in topic.assignments
-                    ],
-                    configs={c.name: c.value for c in topic.configs},
-                    version=pversion,
-                )
-            except ApiError as e:
-                results.append(_topic_error(name, e))
-                continue
-            if not validate_only:
-                records.extend(plan.records)
-            configs = cfgs.describe_configs(
-                _with_topic(self.image, name, plan.configs), [_TopicResource(name)]
-            )[0]["configs"]
-            results.append(
-                {
-                    "name": name,
-                    "topic_id": plan.topic_id if not validate_only else uuid.UUID(int=0),
-                    "error_code": 0,
-                    "error_message": None,
-                    "num_partitions": plan.num_partitions,
-                    "replication_factor": plan.replication_factor,
-                    "configs": [
-                        {k: v for k, v in c.items() if k not in ("is_default", "config_type")}
-                        for c in configs
-                    ],
-                }
+        return Result(
+            *topic_requests.create_topics(
+                self.image, self.config, self.rng, self.metadata_version, request
             )
-        return Result(records, {"throttle_time": 0, "topics": results})
+        )
 
     def _delete_topics(self, version: int, request: Any, ctx: Context) -> Result:
-        wanted: list[tuple[str | None, uuid.UUID | None]] = []
-        if version >= 6:
-            wanted = [(topic.name, topic.topic_id) for topic in request.topics]
-        else:
-            wanted = [(name, None) for name in request.topic_names]
-        records: list[tuple[Any, int]] = []
-        results = []
-        deleted: set[uuid.UUID] = set()
-        for name, topic_id in wanted:
-            has_id = topic_id is not None and topic_id.int != 0
-            entry: dict[str, Any] = {"name": name, "topic_id": topic_id or uuid.UUID(int=0)}
-            if has_id and name is not None:
-                entry.update(
-                    error_code=ErrorCode.invalid_request,
-                    error_message="Either topic name or topic ID must be specified, not both",
-                )
-            elif has_id:
-                assert topic_id is not None
-                topic = self.image.topics.get(topic_id)
-                if topic is None:
-                    entry.update(
-                        error_code=ErrorCode.unknown_topic_id,
-                        error_message=f"No topic with ID {topic_id}",
-                    )
-                else:
-                    entry.update(name=topic.name, error_code=0)
-            else:
-                found = self.image.topics_by_name.get(name or "")
-                if found is None:
-                    entry.update(
-                        error_code=ErrorCode.unknown_topic_or_partition,
-                        error_message="This server does not host this topic-partition.",
-                    )
-                else:
-                    entry.update(topic_id=found, error_code=0)
-                    topic_id = found
-            if entry["error_code"] == 0:
-                tid = entry["topic_id"]
-                if tid not in deleted:
-                    deleted.add(tid)
-                    records.extend(t.delete_topic(self.image, tid))
-            results.append(entry)
-        return Result(records, {"throttle_time": 0, "responses": results})
+        return Result(*topic_requests.delete_topics(self.image, version, request))
 
     def _create_partitions(self, version: int, request: Any, ctx: Context) -> Result:
-        validate_only = bool(request.validate_only)
-        pversion = partition_version(self.metadata_version)
-        names = [topic.name for topic in request.topics]
-        records: list[tuple[Any, int]] = []
-        results = []
-        for topic in request.topics:
-            try:
-                if names.count(topic.name) > 1:
-                    raise ApiError(ErrorCode.invalid_request, "Duplicate topic name.")
-                assignments = (
-                    None
-                    if topic.assignments is None
-                    else [tuple(int(x) for x in a.broker_ids) for a in topic.assignments]
-                )
-                new = t.new_partitions(
-                    self.image,
-                    self.rng,
-                    name=topic.name,
-                    count=int(topic.count),
-                    assignments=assignments,
-                    version=pversion,
-                )
-                if not validate_only:
-                    records.extend(new)
-                results.append({"name": topic.name, "error_code": 0, "error_message": None})
-            except ApiError as e:
-                results.append(
-                    {"name": topic.name, "error_code": e.code, "error_message": e.message}
-                )
-        return Result(records, {"throttle_time": 0, "results": results})
+        return Result(
+            *topic_requests.create_partitions(self.image, self.rng, self.metadata_version, request)
+        )
 
-    # AlterPartition -----------------------------------------------------------------------
+    # AlterPartition, ElectLeaders (leadership.py) ------------------------------------------
 
     def _alter_partition(self, version: int, request: Any, ctx: Context) -> Result:
-        broker_id = int(request.broker_id)
-        try:
-            b.check_broker_epoch(self.image, broker_id, int(request.broker_epoch))
-        except ApiError as e:
-            return Result([], {"throttle_time": 0, "error_code": e.code, "topics": ()})
-        pversion = partition_version(self.metadata_version)
-        records: list[tuple[Any, int]] = []
-        topics = []
-        for topic in request.topics:
-            topic_state = self.image.topics.get(topic.topic_id)
-            partitions = []
-            for part in topic.partitions:
-                index = int(part.partition_index)
-                if topic_state is None:
-                    partitions.append(
-                        {"partition_index": index, "error_code": ErrorCode.unknown_topic_id}
-                    )
-                    continue
-                outcome = self._alter_one(broker_id, version, topic_state.topic_id, part, pversion)
-                if isinstance(outcome, ApiError):
-                    partitions.append({"partition_index": index, "error_code": outcome.code})
-                    continue
-                record, after = outcome
-                if record is not None:
-                    records.append((record, pversion))
-                if after.leader != broker_id:
-                    # The change (a completed reassignment) moved leadership off the sender:
-                    # the record is written, the old leader told to look again.
-                    partitions.append(
-                        {"partition_index": index, "error_code": ErrorCode.new_leader_elected}
-                    )
-                    continue
-                partitions.append(
-                    {
-                        "partition_index": index,
-                        "error_code": 0,
-                        "leader_id": after.leader,
-                        "leader_epoch": after.leader_epoch,
-                        "isr": after.isr,
-                        "leader_recovery_state": after.leader_recovery_state,
-                        "partition_epoch": after.partition_epoch,
-                    }
-                )
-            topics.append({"topic_id": topic.topic_id, "partitions": partitions})
-        return Result(records, {"throttle_time": 0, "error_code": 0, "topics": topics})
+        return Result(
+            *leadership.alter_partition(self.image, self.metadata_version, version, request)
+        )
 
-    def _alter_one(
-        self, broker_id: int, version: int, topic_id: uuid.UUID, part: Any, pversion: int
-    ) -> ApiError | tuple[r.PartitionChangeRecord | None, Any]:
-        p = self.image.partition(topic_id, int(part.partition_index))
-        if p is None:
-            return ApiError(ErrorCode.unknown_topic_or_partition)
-        leader_epoch, partition_epoch = int(part.leader_epoch), int(part.partition_epoch)
-        if leader_epoch > p.leader_epoch or partition_epoch > p.partition_epoch:
-            return ApiError(ErrorCode.not_controller)
-        if leader_epoch < p.leader_epoch:
-            return ApiError(ErrorCode.fenced_leader_epoch)
-        if p.leader != broker_id:
-            return ApiError(ErrorCode.invalid_request)
-        if partition_epoch < p.partition_epoch:
-            return ApiError(ErrorCode.invalid_update_version)
-        if version >= 3:
-            members = [(int(m.broker_id), int(m.broker_epoch)) for m in part.new_isr_with_epochs]
-        else:
-            members = [(int(x), -1) for x in part.new_isr]
-        new_isr = tuple(m for m, _ in members)
-        recovery = int(part.leader_recovery_state)
-        if not set(new_isr) <= set(p.replicas) or broker_id not in new_isr:
-            return ApiError(ErrorCode.invalid_request)
-        if len(set(new_isr)) != len(new_isr):
-            return ApiError(ErrorCode.invalid_request)
-        if recovery == RECOVERING and len(new_isr) > 1:
-            return ApiError(ErrorCode.invalid_request)
-        if p.leader_recovery_state == RECOVERED and recovery == RECOVERING:
-            return ApiError(ErrorCode.invalid_request)
-        for member, epoch in members:
-            broker = self.image.brokers.get(member)
-            if (
-                broker is None
-                or broker.fenced
-                or broker.in_controlled_shutdown
-                or (epoch != -1 and broker.epoch != epoch)
-            ):
-                return ApiError(ErrorCode.ineligible_replica)
-        record = change_record(self.image, p, isr=new_isr, version=pversion)
-        if record is not None and p.leader_recovery_state == RECOVERING and recovery == RECOVERED:
-            record = _replace(record, leader_recovery_state=RECOVERED)
-        elif record is None and p.leader_recovery_state == RECOVERING and recovery == RECOVERED:
-            record = r.PartitionChangeRecord(
-                partition_id=p.partition_id, topic_id=p.topic_id, leader_recovery_state=RECOVERED
-            )
-        return record, _after(p, record)
+    def _elect_leaders(self, version: int, request: Any, ctx: Context) -> Result:
+        return Result(*leadership.elect_leaders(self.image, self.metadata_version, request))
 
     # AllocateProducerIds ------------------------------------------------------------------
 
@@ -690,71 +478,14 @@ class QuorumController:
             {"throttle_time": 0, "results": cfgs.describe_configs(self.image, request.resources)},
         )
 
-    # ElectLeaders -------------------------------------------------------------------------
+    # UpdateFeatures (features.py) ----------------------------------------------------------
 
-    def _elect_leaders(self, version: int, request: Any, ctx: Context) -> Result:
-        election = (
-            ELECTION_UNCLEAN
-            if int(getattr(request, "election_type", 0)) == 1
-            else ELECTION_PREFERRED
-        )
-        pversion = partition_version(self.metadata_version)
-        wanted: list[tuple[str, list[int]]] = []
-        if request.topic_partitions is None:
-            for topic in self.image.topics.values():
-                parts = [
-                    p.partition_id
-                    for p in topic.partitions.values()
-                    if (election == ELECTION_PREFERRED and p.replicas and p.leader != p.replicas[0])
-                    or (election == ELECTION_UNCLEAN and p.leader == NO_LEADER)
-                ]
-                if parts:
-                    wanted.append((topic.name, parts))
-        else:
-            wanted = [
-                (tp.topic, [int(x) for x in tp.partitions]) for tp in request.topic_partitions
-            ]
-        records: list[tuple[Any, int]] = []
-        results = []
-        for name, parts in wanted:
-            outcomes = []
-            for index in parts:
-                error = self._elect_one(name, index, election, pversion, records)
-                outcomes.append(
-                    {
-                        "partition_id": index,
-                        "error_code": error.code if error else 0,
-                        "error_message": error.message if error else None,
-                    }
-                )
-            results.append({"topic": name, "partition_result": outcomes})
+    def _update_features(self, version: int, request: Any, ctx: Context) -> Result:
         return Result(
-            records, {"throttle_time": 0, "error_code": 0, "replica_election_results": results}
-        )
-
-    def _elect_one(
-        self, name: str, index: int, election: str, pversion: int, records: list[tuple[Any, int]]
-    ) -> ApiError | None:
-        topic_id = self.image.topics_by_name.get(name)
-        p = None if topic_id is None else self.image.partition(topic_id, index)
-        if p is None:
-            return ApiError(
-                ErrorCode.unknown_topic_or_partition,
-                f"No such topic or partition as {name}-{index}",
+            *features.update_features(
+                self.image, version, request, self.node_id, ctx.controller_features
             )
-        if election == ELECTION_PREFERRED and p.replicas and p.leader == p.replicas[0]:
-            return ApiError(ErrorCode.election_not_needed)
-        if election == ELECTION_UNCLEAN and p.leader != NO_LEADER:
-            return ApiError(ErrorCode.election_not_needed)
-        record = change_record(self.image, p, election=election, version=pversion)
-        if record is None or record.leader == NO_LEADER_CHANGE:
-            if election == ELECTION_PREFERRED:
-                return ApiError(ErrorCode.preferred_leader_not_available)
-            return ApiError(ErrorCode.eligible_leaders_not_available)
-        if election == ELECTION_PREFERRED and record.leader != p.replicas[0]:
-            return ApiError(ErrorCode.preferred_leader_not_available)
-        records.append((record, pversion))
-        return None
+        )
 
     # Reassignment (KIP-455) --------------------------------------------------------------
 
@@ -785,217 +516,8 @@ class QuorumController:
             },
         )
 
-    # UpdateFeatures -----------------------------------------------------------------------
-
-    def _update_features(self, version: int, request: Any, ctx: Context) -> Result:
-        validate_only = bool(getattr(request, "validate_only", False))
-        records: list[tuple[Any, int]] = []
-        results = []
-        top: ApiError | None = None
-        for update in request.feature_updates:
-            try:
-                record = self._feature_update(version, update, ctx)
-                if record is not None:
-                    records.append((record, 0))
-                results.append({"feature": update.feature, "error_code": 0, "error_message": None})
-            except ApiError as e:
-                top = top or e
-                results.append(
-                    {"feature": update.feature, "error_code": e.code, "error_message": e.message}
-                )
-        if top is not None:
-            # Kafka applies all or nothing.
-            records = []
-        response: dict[str, Any] = {
-            "throttle_time": 0,
-            "error_code": 0,
-            "error_message": None,
-            "results": results,
-        }
-        if top is not None and version >= 2:
-            response.update(error_code=top.code, error_message=top.message, results=())
-        if validate_only:
-            records = []
-        return Result(records, response)
-
-    def _feature_update(
-        self, version: int, update: Any, ctx: Context
-    ) -> r.FeatureLevelRecord | None:
-        name = update.feature
-        level = int(update.max_version_level)
-        if version == 0:
-            upgrade_type = SAFE_DOWNGRADE if getattr(update, "allow_downgrade", False) else UPGRADE
-        else:
-            upgrade_type = int(update.upgrade_type)
-        if name not in SUPPORTED_FEATURES:
-            raise ApiError(
-                ErrorCode.invalid_update_version,
-                f"Invalid update version {level} for feature {name}. The controller does not "
-                "support the given feature.",
-            )
-        current = self.image.features.get(name, 0)
-        if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
-            raise ApiError(ErrorCode.invalid_update_version, f"Unknown upgrade type {upgrade_type}")
-        if level < current:
-            if upgrade_type == UPGRADE:
-                raise ApiError(
-                    ErrorCode.invalid_update_version,
-                    f"Invalid update version {level} for feature {name}. Can't downgrade the "
-                    "version of this feature without setting the upgrade type to either safe or "
-                    "unsafe downgrade.",
-                )
-            if name == METADATA_VERSION:
-                raise ApiError(
-                    ErrorCode.invalid_update_version,
-                    f"Invalid metadata.version {level}. Unsafe metadata.version downgrades are "
-                    "not supported.",
-                )
-        if name == METADATA_VERSION and level < MINIMUM_METADATA_VERSION.level:
-            raise ApiError(
-                ErrorCode.invalid_update_version,
-                f"Invalid metadata.version {level}. The minimum is {MINIMUM_METADATA_VERSION.level}.",
-            )
-        low, high = SUPPORTED_FEATURES[name]
-        if not (level == 0 or low <= level <= high):
-            raise ApiError(
-                ErrorCode.invalid_update_version,
-                f"Invalid update version {level} for feature {name}. Local controller "
-                f"{self.node_id} only supports versions {low}-{high}",
-            )
-        for broker in self.image.brokers.values():
-            blow, bhigh = broker.features.get(name, (0, 0))
-            if level != 0 and not blow <= level <= bhigh:
-                raise ApiError(
-                    ErrorCode.invalid_update_version,
-                    f"Invalid update version {level} for feature {name}. Broker "
-                    f"{broker.broker_id} only supports versions {blow}-{bhigh}",
-                )
-        for controller_id, features in ctx.controller_features.items():
-            if name in features:
-                clow, chigh = features[name]
-                if level != 0 and not clow <= level <= chigh:
-                    raise ApiError(
-                        ErrorCode.invalid_update_version,
-                        f"Invalid update version {level} for feature {name}. Controller "
-                        f"{controller_id} only supports versions {clow}-{chigh}",
-                    )
-        if level == current:
-            return None
-        return r.FeatureLevelRecord(name=name, feature_level=level)
-
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def error_fields(
-    api_key: int, request: Any, code: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    """The response fields refusing every item of ``request`` with ``code`` (Kafka's
-    ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
-    where a broker looks for NOT_CONTROLLER)."""
-    fields: dict[str, Any] = {"throttle_time": 0, "error_code": code, "error_message": message}
-    if api_key == ApiKey.CREATE_TOPICS:
-        fields["topics"] = [_topic_error(t.name, ApiError(code, message)) for t in request.topics]
-    elif api_key == ApiKey.DELETE_TOPICS:
-        if hasattr(request, "topics"):
-            items = [(t.name, t.topic_id) for t in request.topics]
-        else:
-            items = [(n, None) for n in request.topic_names]
-        fields["responses"] = [
-            {
-                "name": n,
-                "topic_id": i or uuid.UUID(int=0),
-                "error_code": code,
-                "error_message": message,
-            }
-            for n, i in items
-        ]
-    elif api_key == ApiKey.CREATE_PARTITIONS:
-        fields["results"] = [
-            {"name": t.name, "error_code": code, "error_message": message} for t in request.topics
-        ]
-    elif api_key in (ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS):
-        fields["responses"] = [
-            {
-                "error_code": code,
-                "error_message": message,
-                "resource_type": r_.resource_type,
-                "resource_name": r_.resource_name,
-            }
-            for r_ in request.resources
-        ]
-    elif api_key == ApiKey.DESCRIBE_CONFIGS:
-        fields["results"] = [
-            {
-                "error_code": code,
-                "error_message": message,
-                "resource_type": r_.resource_type,
-                "resource_name": r_.resource_name,
-                "configs": (),
-            }
-            for r_ in request.resources
-        ]
-    return fields
-
-
-@dataclass(frozen=True, slots=True)
-class _TopicResource:
-    resource_name: str
-    resource_type: int = TOPIC_RESOURCE
-    configuration_keys: None = None
-
-
-def _with_topic(image: Image, name: str, configs: dict[str, str]) -> Image:
-    """A view of ``image`` in which topic ``name`` exists with ``configs`` (for describing
-    the configs of a topic being created)."""
-    view = Image()
-    view.topics_by_name = {name: uuid.UUID(int=0)}
-    if configs:
-        view.configs = {(TOPIC_RESOURCE, name): dict(configs)}
-    return view
-
-
-def _topic_error(name: str, error: ApiError) -> dict[str, Any]:
-    return {
-        "name": name,
-        "topic_id": uuid.UUID(int=0),
-        "error_code": error.code,
-        "error_message": error.message,
-        "num_partitions": -1,
-        "replication_factor": -1,
-        "configs": None,
-    }
-
-
-def _replace(record: r.PartitionChangeRecord, **changes: Any) -> r.PartitionChangeRecord:
-    return dataclasses.replace(record, **changes)
-
-
-@dataclass(frozen=True, slots=True)
-class _After:
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    leader_recovery_state: int
-    partition_epoch: int
-
-
-def _after(p: Any, record: r.PartitionChangeRecord | None) -> _After:
-    """The partition as it will be once ``record`` is replayed."""
-    if record is None:
-        return _After(p.leader, p.leader_epoch, p.isr, p.leader_recovery_state, p.partition_epoch)
-    leader, leader_epoch = p.leader, p.leader_epoch
-    if record.leader != NO_LEADER_CHANGE:
-        leader, leader_epoch = record.leader, leader_epoch + 1
-    return _After(
-        leader,
-        leader_epoch,
-        record.isr if record.isr is not None else p.isr,
-        record.leader_recovery_state
-        if record.leader_recovery_state != -1
-        else p.leader_recovery_state,
-        p.partition_epoch + 1,
-    )
 
 
 # Records after which reassignment work may be due.

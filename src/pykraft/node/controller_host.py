@@ -34,26 +34,21 @@ replay position (the node writes it and moves its log start).
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Final
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.controller.brokers import register_broker_version
+from pykraft.controller import registration
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
 from pykraft.controller.image import Image, ImageError
 from pykraft.controller.migration import MigrationRefused
-from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import (
     CONTROLLER_API_VERSIONS,
-    CONTROLLER_REGISTRATION_MV,
     METADATA_TOPIC,
     READ_APIS,
     SUPPORTED_FEATURES,
@@ -61,20 +56,22 @@ from pykraft.controller.quorum_controller import (
     QuorumController,
     error_fields,
 )
-from pykraft.metadata import records as mr
 from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
+from pykraft.net.convert.reassign import metadata_listing
 from pykraft.net.server import Answer
+from pykraft.node.appends import CommitWaiters
+from pykraft.node.controller_metrics import controller_metrics
+from pykraft.node.envelope import envelope
+from pykraft.node.metadata_files import load_image, snapshot_values, write_chunks
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
 from pykraft.protocol.apis import response_schema
 from pykraft.protocol.build import make
-from pykraft.protocol.codec import decode_request, encode_response
-from pykraft.protocol.errors import ProtocolError
 from pykraft.raft import reassignment
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.roles import Leader
 from pykraft.records import decode_records, iter_batches
-from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, StorageError, read_snapshot
+from pykraft.storage import StorageError, read_snapshot
 
 __all__ = ["ControllerHost", "load_image"]
 
@@ -82,28 +79,6 @@ log = logging.getLogger("pykraft.controller")
 
 READ_CHUNK_BYTES: Final = 1 << 20
 NOT_ACTIVE: Final = "This controller is not the active controller"
-FORWARDABLE: Final = frozenset(
-    {
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.ALTER_CONFIGS,
-        ApiKey.CREATE_PARTITIONS,
-        ApiKey.ELECT_LEADERS,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        ApiKey.LIST_PARTITION_REASSIGNMENTS,
-        ApiKey.UPDATE_FEATURES,
-        ApiKey.UNREGISTER_BROKER,
-        ApiKey.ALLOCATE_PRODUCER_IDS,
-        ApiKey.DESCRIBE_QUORUM,
-        ApiKey.ADD_RAFT_VOTER,
-        ApiKey.REMOVE_RAFT_VOTER,
-        ApiKey.CREATE_ACLS,
-        ApiKey.DELETE_ACLS,
-        ApiKey.ALTER_CLIENT_QUOTAS,
-        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-    }
-)
 
 
 class ControllerHost:
@@ -124,8 +99,7 @@ class ControllerHost:
         self.controller: QuorumController | None = None
         self._rng = rng or random.Random()
         self.position = 0
-        self._waiters: list[tuple[int, int, Callable[[bool], None]]] = []  # (offset, seq, fn)
-        self._seq = itertools.count()
+        self._waiters = CommitWaiters()  # requests answered once their records commit
         self._sync_scheduled = False
         self._reload = False
         self._epoch = -1  # the epoch the controller is active in
@@ -170,7 +144,7 @@ class ControllerHost:
             self.migration.stop()
         if self._timer is not None:
             self._timer.cancel()
-        self._fail_waiters()
+        self._waiters.fail_all()
 
     def features(self) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int]:
         controller = self.controller
@@ -183,93 +157,11 @@ class ControllerHost:
         return None if self.controller is None else self.controller.image
 
     def metrics(self) -> list[tuple[str, str, float]]:
-        """Kafka's controller metrics (JMX ``kafka.controller:type=KafkaController,name=X``)
-        as ``kafka_controller_kafkacontroller_`` + X in snake case."""
-        controller = self.controller
-        if controller is None:
+        """Kafka's controller metrics (``controller_metrics.py``)."""
+        if self.controller is None:
             return []
-        image = controller.image
-        partitions = list(image.all_partitions())
-        brokers = list(image.brokers.values())
-        values = [
-            ("ActiveControllerCount", "1 on the active controller", float(controller.active)),
-            ("GlobalTopicCount", "topics in the metadata image", len(image.topics)),
-            ("GlobalPartitionCount", "partitions in the metadata image", len(partitions)),
-            (
-                "OfflinePartitionsCount",
-                "partitions without a leader",
-                sum(1 for p in partitions if p.leader < 0),
-            ),
-            (
-                "PreferredReplicaImbalanceCount",
-                "partitions not led by their first replica",
-                sum(1 for p in partitions if p.replicas and p.leader != p.replicas[0]),
-            ),
-            ("FencedBrokerCount", "registered brokers fenced", sum(b.fenced for b in brokers)),
-            (
-                "ActiveBrokerCount",
-                "registered brokers not fenced",
-                sum(not b.fenced for b in brokers),
-            ),
-            (
-                "LastAppliedRecordOffset",
-                "offset of the last record in the image",
-                image.last_offset,
-            ),
-            (
-                "LastCommittedRecordOffset",
-                "offset of the last committed record",
-                self.node.core.high_watermark - 1,
-            ),
-            (
-                "MetadataErrorCount",
-                "records that could not be replayed, handler failures",
-                self.metadata_errors,
-            ),
-            (
-                "ZkMigrationState",
-                "KIP-866 state: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION",
-                image.migration_state,
-            ),
-            (
-                "MigratingZkBrokerCount",
-                "registered brokers with IsMigratingZkBroker",
-                sum(b.is_migrating_zk_broker for b in brokers),
-            ),
-            (
-                "ZkWriteBehindLag",
-                "offset of the last committed change minus the last one written to ZooKeeper",
-                self._zk_lag(),
-            ),
-            (
-                "ZkWriteSnapshotTimeMs",
-                "duration of the last full write of the metadata to ZooKeeper (the last value, "
-                "not a histogram)",
-                self.migration.snapshot_write_ms if self.migration is not None else 0.0,
-            ),
-            (
-                "ZkWriteDeltaTimeMs",
-                "duration of the last dual write of committed changes to ZooKeeper (the last "
-                "value, not a histogram)",
-                self.migration.delta_write_ms if self.migration is not None else 0.0,
-            ),
-        ]
-        return [
-            (f"kafka_controller_kafkacontroller_{_snake(name)}", f"{name}: {doc}", float(value))
-            for name, doc, value in values
-        ]
-
-    def _zk_lag(self) -> int:
-        migration = self.migration
-        if migration is None or migration.driver.state.value != "DUAL_WRITE":
-            return 0  # Kafka: 0 on inactive controllers and before dual write
-        image = self.controller.image if self.controller is not None else None
-        last = (
-            -1
-            if image is None
-            else min(image.last_change_offset, self.node.core.high_watermark - 1)
-        )
-        return max(0, int(last) - int(migration.driver.leadership.metadata_offset))
+        committed = self.node.core.high_watermark - 1
+        return controller_metrics(self.controller, committed, self.metadata_errors, self.migration)
 
     def after_ready(self, ready: Ready) -> None:
         if ready.snapshot_loaded is not None:
@@ -283,7 +175,7 @@ class ControllerHost:
     def handle(self, request: DecodedRequest, listener_name: str) -> Answer | None:
         api_key = request.api_key
         if api_key == ApiKey.ENVELOPE:
-            return self._envelope(request, listener_name)
+            return envelope(self, request, listener_name)
         if api_key == ApiKey.CONTROLLER_REGISTRATION:
             self._controller_registration(request.message)
             return None
@@ -331,24 +223,9 @@ class ControllerHost:
         if not named or core is None:
             return
         voters = reassignment.handle_list(core)
-        if voters.error == ErrorCode.none and (voters.adding or voters.removing):
-            response["topics"] = [
-                *response["topics"],
-                {
-                    "name": METADATA_TOPIC,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "replicas": voters.replicas,
-                            "adding_replicas": voters.adding,
-                            "removing_replicas": voters.removing,
-                            "final_replicas": tuple(
-                                r for r in voters.replicas if r not in voters.removing
-                            ),
-                        }
-                    ],
-                },
-            ]
+        listing = metadata_listing(voters) if voters.error == ErrorCode.none else None
+        if listing is not None:
+            response["topics"] = [*response["topics"], listing]
 
     def _process(self, request: DecodedRequest, answer: Answer) -> None:
         controller = self.controller
@@ -388,7 +265,7 @@ class ControllerHost:
             else:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
 
-        self._after_commit(last, send)
+        self._waiters.add(last, self.node.core.high_watermark, send)
         timeout_ms = _timeout_ms(request.message)
         if timeout_ms > 0 and not answer.done:
             # Kafka's ControllerApis: the request's own timeout is the deadline of its write;
@@ -459,105 +336,17 @@ class ControllerHost:
         controller.wrote(now)
         return int(last)
 
-    def _after_commit(self, offset: int, fn: Callable[[bool], None]) -> None:
-        if offset < self.node.core.high_watermark:
-            fn(True)
-            return
-        heapq.heappush(self._waiters, (offset, next(self._seq), fn))
-
-    def _resolve_waiters(self, high_watermark: int) -> None:
-        waiters = self._waiters
-        while waiters and waiters[0][0] < high_watermark:
-            _, _, fn = heapq.heappop(waiters)
-            fn(True)
-
-    def _fail_waiters(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for _, _, fn in waiters:
-            fn(False)
-
-    # -- Envelope -----------------------------------------------------------------------------
-
-    def _envelope(self, request: DecodedRequest, listener_name: str) -> Answer:
-        version = request.api_version
-        m: Any = request.message
-        try:
-            inner = decode_request(bytes(m.request_data), self.node.served_apis)
-        except ProtocolError as e:
-            log.warning("envelope with an unreadable request: %s", e)
-            return Answer(self._envelope_error(version, ErrorCode.invalid_request))
-        if inner.api_key not in FORWARDABLE:
-            return Answer(self._envelope_error(version, ErrorCode.invalid_request))
-        controller = self.controller
-        if inner.api_key in CONTROLLER_API_VERSIONS and (
-            controller is None or not controller.active
-        ):
-            # Kafka answers an Envelope to a standby at the envelope level.
-            return Answer(self._envelope_error(version, ErrorCode.not_controller))
-        inner_answer = self.handle(inner, listener_name)
-        if inner_answer is None:
-            inner_answer = self.node.handle_request(inner, listener_name)
-        outer = Answer()
-
-        def wrap() -> None:
-            payload = inner_answer.payload
-            assert payload is not None
-            data = encode_response(inner.correlation_id, payload)[4:]
-            outer.set(make(response_schema(ApiKey.ENVELOPE, version), {"response_data": data}))
-
-        if inner_answer.done:
-            wrap()
-        else:
-            inner_answer.attach(wrap)
-            outer.on_cancel = inner_answer.cancel
-        return outer
-
-    def _envelope_error(self, version: int, code: ErrorCode) -> ResponsePayload:
-        return make(
-            response_schema(ApiKey.ENVELOPE, version), {"response_data": None, "error_code": code}
-        )
-
     # -- ControllerRegistration ---------------------------------------------------------------
 
     def _controller_registration(self, m: Any) -> None:
         """The core answers it (D10's registry); the active controller also writes a
         RegisterControllerRecord (KIP-919) when it is new or changed."""
-        features = {
-            f.name: (int(f.min_supported_version), int(f.max_supported_version)) for f in m.features
-        }
-        self.controller_features[int(m.controller_id)] = features
+        self.controller_features[int(m.controller_id)] = registration.supported_features(m)
         controller = self.controller
         if controller is None or not controller.active:
             return
-        if controller.metadata_version < CONTROLLER_REGISTRATION_MV:
-            return
-        record = mr.RegisterControllerRecord(
-            controller_id=int(m.controller_id),
-            incarnation_id=m.incarnation_id,
-            zk_migration_ready=bool(m.zk_migration_ready),
-            end_points=tuple(
-                mr.register_controller_record.ControllerEndpoint(
-                    name=listener.name,
-                    host=listener.host,
-                    port=int(listener.port),
-                    security_protocol=int(listener.security_protocol),
-                )
-                for listener in m.listeners
-            ),
-            features=tuple(
-                mr.register_controller_record.ControllerFeature(
-                    name=name, min_supported_version=lo, max_supported_version=hi
-                )
-                for name, (lo, hi) in sorted(features.items())
-            ),
-        )
-        existing = controller.image.controllers.get(record.controller_id)
-        if (
-            existing is not None
-            and existing.incarnation_id == record.incarnation_id
-            and existing.endpoints == record.end_points
-            and existing.features == features
-        ):
+        record = registration.controller_record(controller.image, controller.metadata_version, m)
+        if record is None:
             return
 
         def write() -> None:
@@ -594,7 +383,7 @@ class ControllerHost:
             and self.position >= hwm
         ):
             self._activate(leader.epoch)
-        self._resolve_waiters(core.high_watermark)
+        self._waiters.resolve(core.high_watermark)
         self._maybe_snapshot()
         self._schedule_tick()
         if self.migration is not None:
@@ -706,7 +495,7 @@ class ControllerHost:
         controller = self.controller
         assert controller is not None
         controller.deactivate()
-        self._fail_waiters()
+        self._waiters.fail_all()
         log.info("no longer the active controller epoch=%d", self._epoch)
         self._epoch = -1
         if self.migration is not None:
@@ -778,21 +567,14 @@ class ControllerHost:
         self._snapshot_task = asyncio.ensure_future(self._snapshot(values, end))
 
     def snapshot_values(self) -> list[bytes]:
-        controller = self.controller
-        assert controller is not None
-        mv = controller.metadata_version
-        return [
-            encode_record(record, version)
-            for record, version in controller.image.records(
-                partition_version(mv), register_broker_version(mv)
-            )
-        ]
+        assert self.controller is not None
+        return snapshot_values(self.controller)
 
     async def _snapshot(self, values: list[bytes], end: int) -> None:
         started = time.monotonic()
         try:
             sid = await self.node.create_snapshot(
-                lambda writer: _write_chunks(writer, values, self.node.now_ms()), end
+                lambda writer: write_chunks(writer, values, self.node.now_ms()), end
             )
         except Exception as e:
             log.warning("metadata snapshot at %d not written: %s", end, e)
@@ -805,15 +587,6 @@ class ControllerHost:
             )
         finally:
             self._snapshotting = False
-
-
-def _snake(name: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
-
-
-def _write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:
-    for i in range(0, len(values), 2000):
-        writer.append(values[i : i + 2000], now_ms)
 
 
 REASSIGNMENT_KEYS: Final = frozenset(
@@ -829,37 +602,6 @@ def _only_metadata_partition(m: Any) -> bool:
 def _only_kraft_version(m: Any) -> bool:
     updates = getattr(m, "feature_updates", ())
     return bool(updates) and all(u.feature == KRAFT_VERSION_FEATURE for u in updates)
-
-
-def load_image(metadata_log_dir: Path, end_offset: int | None = None) -> Image:
-    """The image a controller replays from a stopped node's metadata log directory: its
-    newest snapshot at or below ``end_offset``, then every whole batch below it (default: the
-    whole log). Records that cannot be replayed raise (this is for tests and tools)."""
-    partition_dir = metadata_log_dir / PARTITION_DIR_NAME
-    image = Image()
-    position = 0
-    store = FileSnapshotStore.open(partition_dir)
-    ids = [s for s in store.snapshot_ids() if end_offset is None or s.offset <= end_offset]
-    if ids:
-        contents = read_snapshot(store, ids[-1])
-        for record in contents.records:
-            if record.value is not None:
-                value, version = decode_record(record.value)
-                image.replay(value, version, ids[-1].offset - 1)
-        position = ids[-1].offset
-    for segment in sorted(partition_dir.glob("*.log")):
-        data = segment.read_bytes()
-        for header, pos in iter_batches(data):
-            if end_offset is not None and header.next_offset > end_offset:
-                return image
-            if header.last_offset < position or header.is_control:
-                continue
-            for record in decode_records(data[pos : pos + header.size]):
-                if record.offset >= position and record.value is not None:
-                    value, version = decode_record(record.value)
-                    image.replay(value, version, record.offset)
-            position = header.next_offset
-    return image
 
 
 def _timeout_ms(m: Any) -> int:

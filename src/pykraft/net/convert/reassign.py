@@ -40,7 +40,7 @@ from pykraft.raft.messages import (
     ListVoterReassignmentResponse,
 )
 
-__all__ = ["ALTER_CONVERTERS", "LIST_CONVERTERS"]
+__all__ = ["ALTER_CONVERTERS", "LIST_CONVERTERS", "metadata_listing"]
 
 _ZERO: Final = datetime.timedelta(0)
 _METADATA: Final = (METADATA_TOPIC, METADATA_PARTITION)
@@ -183,27 +183,33 @@ def list_response_from_kio(
     return ListVoterReassignmentResponse(code)
 
 
+def metadata_listing(response: ListVoterReassignmentResponse) -> dict[str, Any] | None:
+    """The metadata partition's ListPartitionReassignments topic entry (KIP-455's fields)
+    while its voter set is being reassigned; None otherwise."""
+    if not (response.adding or response.removing):
+        return None
+    final = tuple(r for r in response.replicas if r not in response.removing)
+    partition = {
+        "partition_index": METADATA_PARTITION,
+        "replicas": response.replicas,
+        "adding_replicas": response.adding,
+        "removing_replicas": response.removing,
+        "final_replicas": final,
+    }
+    return {"name": METADATA_TOPIC, "partitions": [partition]}
+
+
 def list_to_kio(
     response: ListVoterReassignmentResponse, version: int, _listener: str
 ) -> ResponsePayload:
-    topics: list[dict[str, Any]] = []
-    if response.adding or response.removing:
-        final = tuple(r for r in response.replicas if r not in response.removing)
-        partition = {
-            "partition_index": METADATA_PARTITION,
-            "replicas": response.replicas,
-            "adding_replicas": response.adding,
-            "removing_replicas": response.removing,
-            "final_replicas": final,
-        }
-        topics = [{"name": METADATA_TOPIC, "partitions": [partition]}]
+    listing = metadata_listing(response)
     return make(
         response_schema(ApiKey.LIST_PARTITION_REASSIGNMENTS, version),
         {
             "throttle_time": 0,
             "error_code": response.error,
             "error_message": response.error_message,
-            "topics": topics,
+            "topics": [] if listing is None else [listing],
         },
     )
 

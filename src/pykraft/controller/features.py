@@ -1,0 +1,142 @@
+"""The features a metadata controller finalizes (KIP-584): the levels it supports and
+UpdateFeatures, checked as Kafka's ``FeatureControlManager`` does. Pure functions of the
+image; the controller appends the records they return."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller.errors import ApiError
+from pykraft.controller.image import Image
+from pykraft.metadata import records as r
+from pykraft.metadata.versions import (
+    DEFAULT_METADATA_VERSION,
+    FEATURES,
+    METADATA_VERSION,
+    MINIMUM_METADATA_VERSION,
+)
+
+__all__ = ["MAX_METADATA_VERSION", "SUPPORTED_FEATURES", "feature_update", "update_features"]
+
+# The metadata.version range pykraft's controller writes records for: up to 4.0-IV3 (25).
+MAX_METADATA_VERSION: Final = DEFAULT_METADATA_VERSION.level
+SUPPORTED_FEATURES: Final = {
+    METADATA_VERSION: (MINIMUM_METADATA_VERSION.level, MAX_METADATA_VERSION),
+    **FEATURES,
+}
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+
+
+def update_features(
+    image: Image,
+    version: int,
+    request: Any,
+    node_id: int,
+    controller_features: dict[int, dict[str, tuple[int, int]]],
+) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+    """UpdateFeatures: the FeatureLevelRecords and the response (all updates or none, as
+    Kafka; none with ValidateOnly)."""
+    validate_only = bool(getattr(request, "validate_only", False))
+    records: list[tuple[Any, int]] = []
+    results = []
+    top: ApiError | None = None
+    for update in request.feature_updates:
+        try:
+            record = feature_update(image, version, update, node_id, controller_features)
+            if record is not None:
+                records.append((record, 0))
+            results.append({"feature": update.feature, "error_code": 0, "error_message": None})
+        except ApiError as e:
+            top = top or e
+            results.append(
+                {"feature": update.feature, "error_code": e.code, "error_message": e.message}
+            )
+    if top is not None:
+        # Kafka applies all or nothing.
+        records = []
+    response: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "results": results,
+    }
+    if top is not None and version >= 2:
+        response.update(error_code=top.code, error_message=top.message, results=())
+    if validate_only:
+        records = []
+    return records, response
+
+
+def feature_update(
+    image: Image,
+    version: int,
+    update: Any,
+    node_id: int,
+    controller_features: dict[int, dict[str, tuple[int, int]]],
+) -> r.FeatureLevelRecord | None:
+    """One feature's new level, checked as Kafka's FeatureControlManager does (supported
+    by this controller, every broker and every controller; downgrades only when asked, never
+    unsafe for metadata.version); None when the level does not change."""
+    name = update.feature
+    level = int(update.max_version_level)
+    if version == 0:
+        upgrade_type = SAFE_DOWNGRADE if getattr(update, "allow_downgrade", False) else UPGRADE
+    else:
+        upgrade_type = int(update.upgrade_type)
+    if name not in SUPPORTED_FEATURES:
+        raise ApiError(
+            ErrorCode.invalid_update_version,
+            f"Invalid update version {level} for feature {name}. The controller does not "
+            "support the given feature.",
+        )
+    current = image.features.get(name, 0)
+    if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        raise ApiError(ErrorCode.invalid_update_version, f"Unknown upgrade type {upgrade_type}")
+    if level < current:
+        if upgrade_type == UPGRADE:
+            raise ApiError(
+                ErrorCode.invalid_update_version,
+                f"Invalid update version {level} for feature {name}. Can't downgrade the "
+                "version of this feature without setting the upgrade type to either safe or "
+                "unsafe downgrade.",
+            )
+        if name == METADATA_VERSION:
+            raise ApiError(
+                ErrorCode.invalid_update_version,
+                f"Invalid metadata.version {level}. Unsafe metadata.version downgrades are "
+                "not supported.",
+            )
+    if name == METADATA_VERSION and level < MINIMUM_METADATA_VERSION.level:
+        raise ApiError(
+            ErrorCode.invalid_update_version,
+            f"Invalid metadata.version {level}. The minimum is {MINIMUM_METADATA_VERSION.level}.",
+        )
+    low, high = SUPPORTED_FEATURES[name]
+    if not (level == 0 or low <= level <= high):
+        raise ApiError(
+            ErrorCode.invalid_update_version,
+            f"Invalid update version {level} for feature {name}. Local controller "
+            f"{node_id} only supports versions {low}-{high}",
+        )
+    for broker in image.brokers.values():
+        blow, bhigh = broker.features.get(name, (0, 0))
+        if level != 0 and not blow <= level <= bhigh:
+            raise ApiError(
+                ErrorCode.invalid_update_version,
+                f"Invalid update version {level} for feature {name}. Broker "
+                f"{broker.broker_id} only supports versions {blow}-{bhigh}",
+            )
+    for controller_id, features in controller_features.items():
+        if name in features:
+            clow, chigh = features[name]
+            if level != 0 and not clow <= level <= chigh:
+                raise ApiError(
+                    ErrorCode.invalid_update_version,
+                    f"Invalid update version {level} for feature {name}. Controller "
+                    f"{controller_id} only supports versions {clow}-{chigh}",
+                )
+    if level == current:
+        return None
+    return r.FeatureLevelRecord(name=name, feature_level=level)

@@ -1,0 +1,182 @@
+"""Topic requests a metadata controller answers: CreateTopics, DeleteTopics and
+CreatePartitions. Pure functions of the image (the plans come from ``topics.py``) returning
+the records and the response fields, as Kafka's ``ReplicationControlManager`` does."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller import configs as cfgs
+from pykraft.controller import topics as t
+from pykraft.controller.config import ControllerConfig, RandomSource
+from pykraft.controller.errors import ApiError, topic_error
+from pykraft.controller.image import TOPIC_RESOURCE, Image
+from pykraft.controller.partitions import partition_version
+
+__all__ = ["create_partitions", "create_topics", "delete_topics"]
+
+
+def create_topics(
+    image: Image,
+    config: ControllerConfig,
+    rng: RandomSource,
+    metadata_version: int,
+    request: Any,
+) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+    """CreateTopics: each topic planned against the image (duplicates refused), its configs
+    described as Kafka answers them; no records with ValidateOnly."""
+    validate_only = bool(getattr(request, "validate_only", False))
+    pversion = partition_version(metadata_version)
+    names = [topic.name for topic in request.topics]
+    duplicates = {n for n in names if names.count(n) > 1}
+    records: list[tuple[Any, int]] = []
+    results = []
+    for topic in request.topics:
+        name = topic.name
+        if name in duplicates:
+            results.append(
+                topic_error(name, ApiError(ErrorCode.invalid_request, "Duplicate topic name."))
+            )
+            continue
+        try:
+            plan = t.plan_topic(
+                image,
+                config,
+                rng,
+                name=name,
+                num_partitions=int(topic.num_partitions),
+                replication_factor=int(topic.replication_factor),
+                assignments=[
+                    (int(a.partition_index), tuple(int(x) for x in a.broker_ids))
+                    for a in topic.assignments
+                ],
+                configs={c.name: c.value for c in topic.configs},
+                version=pversion,
+            )
+        except ApiError as e:
+            results.append(topic_error(name, e))
+            continue
+        if not validate_only:
+            records.extend(plan.records)
+        configs = cfgs.describe_configs(
+            _with_topic(image, name, plan.configs), [_TopicResource(name)]
+        )[0]["configs"]
+        results.append(
+            {
+                "name": name,
+                "topic_id": plan.topic_id if not validate_only else uuid.UUID(int=0),
+                "error_code": 0,
+                "error_message": None,
+                "num_partitions": plan.num_partitions,
+                "replication_factor": plan.replication_factor,
+                "configs": [
+                    {k: v for k, v in c.items() if k not in ("is_default", "config_type")}
+                    for c in configs
+                ],
+            }
+        )
+    return records, {"throttle_time": 0, "topics": results}
+
+
+def delete_topics(
+    image: Image, version: int, request: Any
+) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+    """DeleteTopics by name (v0-5) or by name or id (v6+, not both)."""
+    wanted: list[tuple[str | None, uuid.UUID | None]] = []
+    if version >= 6:
+        wanted = [(topic.name, topic.topic_id) for topic in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    records: list[tuple[Any, int]] = []
+    results = []
+    deleted: set[uuid.UUID] = set()
+    for name, topic_id in wanted:
+        has_id = topic_id is not None and topic_id.int != 0
+        entry: dict[str, Any] = {"name": name, "topic_id": topic_id or uuid.UUID(int=0)}
+        if has_id and name is not None:
+            entry.update(
+                error_code=ErrorCode.invalid_request,
+                error_message="Either topic name or topic ID must be specified, not both",
+            )
+        elif has_id:
+            assert topic_id is not None
+            topic = image.topics.get(topic_id)
+            if topic is None:
+                entry.update(
+                    error_code=ErrorCode.unknown_topic_id,
+                    error_message=f"No topic with ID {topic_id}",
+                )
+            else:
+                entry.update(name=topic.name, error_code=0)
+        else:
+            found = image.topics_by_name.get(name or "")
+            if found is None:
+                entry.update(
+                    error_code=ErrorCode.unknown_topic_or_partition,
+                    error_message="This server does not host this topic-partition.",
+                )
+            else:
+                entry.update(topic_id=found, error_code=0)
+                topic_id = found
+        if entry["error_code"] == 0:
+            tid = entry["topic_id"]
+            if tid not in deleted:
+                deleted.add(tid)
+                records.extend(t.delete_topic(image, tid))
+        results.append(entry)
+    return records, {"throttle_time": 0, "responses": results}
+
+
+def create_partitions(
+    image: Image, rng: RandomSource, metadata_version: int, request: Any
+) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+    """CreatePartitions: new partitions placed as Kafka places them, or as assigned."""
+    validate_only = bool(request.validate_only)
+    pversion = partition_version(metadata_version)
+    names = [topic.name for topic in request.topics]
+    records: list[tuple[Any, int]] = []
+    results = []
+    for topic in request.topics:
+        try:
+            if names.count(topic.name) > 1:
+                raise ApiError(ErrorCode.invalid_request, "Duplicate topic name.")
+            assignments = (
+                None
+                if topic.assignments is None
+                else [tuple(int(x) for x in a.broker_ids) for a in topic.assignments]
+            )
+            new = t.new_partitions(
+                image,
+                rng,
+                name=topic.name,
+                count=int(topic.count),
+                assignments=assignments,
+                version=pversion,
+            )
+            if not validate_only:
+                records.extend(new)
+            results.append({"name": topic.name, "error_code": 0, "error_message": None})
+        except ApiError as e:
+            results.append({"name": topic.name, "error_code": e.code, "error_message": e.message})
+    return records, {"throttle_time": 0, "results": results}
+
+
+@dataclass(frozen=True, slots=True)
+class _TopicResource:
+    resource_name: str
+    resource_type: int = TOPIC_RESOURCE
+    configuration_keys: None = None
+
+
+def _with_topic(image: Image, name: str, configs: dict[str, str]) -> Image:
+    """A view of ``image`` in which topic ``name`` exists with ``configs`` (for describing
+    the configs of a topic being created)."""
+    view = Image()
+    view.topics_by_name = {name: uuid.UUID(int=0)}
+    if configs:
+        view.configs = {(TOPIC_RESOURCE, name): dict(configs)}
+    return view

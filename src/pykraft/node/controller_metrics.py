@@ -1,0 +1,99 @@
+"""Kafka's controller metrics (JMX ``kafka.controller:type=KafkaController,name=X``), exported
+as ``kafka_controller_kafkacontroller_`` + X in snake case, computed from the controller's
+image and the migration's state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from pykraft.controller.quorum_controller import QuorumController
+
+if TYPE_CHECKING:
+    from pykraft.node.migration_host import MigrationHost
+
+__all__ = ["PREFIX", "controller_metrics", "metric_name", "zk_write_behind_lag"]
+
+PREFIX: Final = "kafka_controller_kafkacontroller_"
+
+
+def metric_name(jmx_name: str) -> str:
+    """``ZkWriteBehindLag`` -> ``kafka_controller_kafkacontroller_zk_write_behind_lag``."""
+    snake = "".join(
+        f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(jmx_name)
+    )
+    return PREFIX + snake
+
+
+def zk_write_behind_lag(
+    controller: QuorumController, committed_offset: int, migration: MigrationHost | None
+) -> int:
+    """The offset of the last committed change minus the last one written to ZooKeeper;
+    0 on inactive controllers and before dual write, as Kafka."""
+    if migration is None or migration.driver.state.value != "DUAL_WRITE":
+        return 0
+    last = min(controller.image.last_change_offset, committed_offset)
+    return max(0, int(last) - int(migration.driver.leadership.metadata_offset))
+
+
+def controller_metrics(
+    controller: QuorumController,
+    committed_offset: int,
+    metadata_errors: int,
+    migration: MigrationHost | None,
+) -> list[tuple[str, str, float]]:
+    """(name, help, value) of every controller metric now."""
+    image = controller.image
+    partitions = list(image.all_partitions())
+    brokers = list(image.brokers.values())
+    values = [
+        ("ActiveControllerCount", "1 on the active controller", float(controller.active)),
+        ("GlobalTopicCount", "topics in the metadata image", len(image.topics)),
+        ("GlobalPartitionCount", "partitions in the metadata image", len(partitions)),
+        (
+            "OfflinePartitionsCount",
+            "partitions without a leader",
+            sum(1 for p in partitions if p.leader < 0),
+        ),
+        (
+            "PreferredReplicaImbalanceCount",
+            "partitions not led by their first replica",
+            sum(1 for p in partitions if p.replicas and p.leader != p.replicas[0]),
+        ),
+        ("FencedBrokerCount", "registered brokers fenced", sum(b.fenced for b in brokers)),
+        ("ActiveBrokerCount", "registered brokers not fenced", sum(not b.fenced for b in brokers)),
+        ("LastAppliedRecordOffset", "offset of the last record in the image", image.last_offset),
+        ("LastCommittedRecordOffset", "offset of the last committed record", committed_offset),
+        (
+            "MetadataErrorCount",
+            "records that could not be replayed, handler failures",
+            metadata_errors,
+        ),
+        (
+            "ZkMigrationState",
+            "KIP-866 state: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION",
+            image.migration_state,
+        ),
+        (
+            "MigratingZkBrokerCount",
+            "registered brokers with IsMigratingZkBroker",
+            sum(b.is_migrating_zk_broker for b in brokers),
+        ),
+        (
+            "ZkWriteBehindLag",
+            "offset of the last committed change minus the last one written to ZooKeeper",
+            zk_write_behind_lag(controller, committed_offset, migration),
+        ),
+        (
+            "ZkWriteSnapshotTimeMs",
+            "duration of the last full write of the metadata to ZooKeeper (the last value, "
+            "not a histogram)",
+            migration.snapshot_write_ms if migration is not None else 0.0,
+        ),
+        (
+            "ZkWriteDeltaTimeMs",
+            "duration of the last dual write of committed changes to ZooKeeper (the last "
+            "value, not a histogram)",
+            migration.delta_write_ms if migration is not None else 0.0,
+        ),
+    ]
+    return [(metric_name(name), f"{name}: {doc}", float(value)) for name, doc, value in values]

@@ -1,0 +1,89 @@
+"""Envelope (KIP-590): a broker forwards an admin request it got from a client to the active
+controller, wrapped with the client's principal; the controller answers the inner request as
+its own and wraps the answer. Only the APIs Kafka forwards are accepted."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from kio.static.protocol import ResponsePayload
+
+from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
+from pykraft.net.server import Answer
+from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
+from pykraft.protocol.apis import response_schema
+from pykraft.protocol.build import make
+from pykraft.protocol.codec import decode_request, encode_response
+from pykraft.protocol.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from pykraft.node.controller_host import ControllerHost
+
+__all__ = ["FORWARDABLE", "envelope"]
+
+log = logging.getLogger("pykraft.controller")
+
+FORWARDABLE: Final = frozenset(
+    {
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.ALTER_CONFIGS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.ELECT_LEADERS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.UPDATE_FEATURES,
+        ApiKey.UNREGISTER_BROKER,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+        ApiKey.DESCRIBE_QUORUM,
+        ApiKey.ADD_RAFT_VOTER,
+        ApiKey.REMOVE_RAFT_VOTER,
+        ApiKey.CREATE_ACLS,
+        ApiKey.DELETE_ACLS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    }
+)
+
+
+def envelope(host: ControllerHost, request: DecodedRequest, listener_name: str) -> Answer:
+    """A broker's forwarded request (KIP-590): decoded, answered as if it came in on the
+    listener, and its answer wrapped in the Envelope response."""
+    version = request.api_version
+    m: Any = request.message
+    try:
+        inner = decode_request(bytes(m.request_data), host.node.served_apis)
+    except ProtocolError as e:
+        log.warning("envelope with an unreadable request: %s", e)
+        return Answer(_envelope_error(version, ErrorCode.invalid_request))
+    if inner.api_key not in FORWARDABLE:
+        return Answer(_envelope_error(version, ErrorCode.invalid_request))
+    controller = host.controller
+    if inner.api_key in CONTROLLER_API_VERSIONS and (controller is None or not controller.active):
+        # Kafka answers an Envelope to a standby at the envelope level.
+        return Answer(_envelope_error(version, ErrorCode.not_controller))
+    inner_answer = host.handle(inner, listener_name)
+    if inner_answer is None:
+        inner_answer = host.node.handle_request(inner, listener_name)
+    outer = Answer()
+
+    def wrap() -> None:
+        payload = inner_answer.payload
+        assert payload is not None
+        data = encode_response(inner.correlation_id, payload)[4:]
+        outer.set(make(response_schema(ApiKey.ENVELOPE, version), {"response_data": data}))
+
+    if inner_answer.done:
+        wrap()
+    else:
+        inner_answer.attach(wrap)
+        outer.on_cancel = inner_answer.cancel
+    return outer
+
+
+def _envelope_error(version: int, code: ErrorCode) -> ResponsePayload:
+    return make(
+        response_schema(ApiKey.ENVELOPE, version), {"response_data": None, "error_code": code}
+    )

@@ -1,0 +1,67 @@
+"""The metadata controller's files: the records a snapshot holds (the image as records), and
+the image a stopped node's metadata log directory replays to (for tools and tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pykraft.controller.brokers import register_broker_version
+from pykraft.controller.image import Image
+from pykraft.controller.partitions import partition_version
+from pykraft.controller.quorum_controller import QuorumController
+from pykraft.metadata.serde import decode_record, encode_record
+from pykraft.records import decode_records, iter_batches
+from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, read_snapshot
+
+__all__ = ["SNAPSHOT_CHUNK_RECORDS", "load_image", "snapshot_values", "write_chunks"]
+
+SNAPSHOT_CHUNK_RECORDS = 2000  # records per append to a snapshot writer (one batch each)
+
+
+def snapshot_values(controller: QuorumController) -> list[bytes]:
+    """The image as the encoded records of a metadata snapshot, at the versions the
+    finalized metadata.version writes."""
+    mv = controller.metadata_version
+    return [
+        encode_record(record, version)
+        for record, version in controller.image.records(
+            partition_version(mv), register_broker_version(mv)
+        )
+    ]
+
+
+def write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:
+    for i in range(0, len(values), SNAPSHOT_CHUNK_RECORDS):
+        writer.append(values[i : i + SNAPSHOT_CHUNK_RECORDS], now_ms)
+
+
+def load_image(metadata_log_dir: Path, end_offset: int | None = None) -> Image:
+    """The image a controller replays from a stopped node's metadata log directory: its
+    newest snapshot at or below ``end_offset``, then every whole batch below it (default: the
+    whole log). Records that cannot be replayed raise (this is for tests and tools)."""
+    partition_dir = metadata_log_dir / PARTITION_DIR_NAME
+    image = Image()
+    position = 0
+    store = FileSnapshotStore.open(partition_dir)
+    ids = [s for s in store.snapshot_ids() if end_offset is None or s.offset <= end_offset]
+    if ids:
+        contents = read_snapshot(store, ids[-1])
+        for record in contents.records:
+            if record.value is not None:
+                value, version = decode_record(record.value)
+                image.replay(value, version, ids[-1].offset - 1)
+        position = ids[-1].offset
+    for segment in sorted(partition_dir.glob("*.log")):
+        data = segment.read_bytes()
+        for header, pos in iter_batches(data):
+            if end_offset is not None and header.next_offset > end_offset:
+                return image
+            if header.last_offset < position or header.is_control:
+                continue
+            for record in decode_records(data[pos : pos + header.size]):
+                if record.offset >= position and record.value is not None:
+                    value, version = decode_record(record.value)
+                    image.replay(value, version, record.offset)
+            position = header.next_offset
+    return image
