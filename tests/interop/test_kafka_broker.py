@@ -29,7 +29,7 @@ from pykraft.interop.kafka import KafkaDist
 from pykraft.node.controller_host import load_image
 from pykraft.storage import PARTITION_DIR_NAME
 
-from ..node.procs import cli, wait_for
+from ..node.procs import cli, describe_quorum, wait_for
 from .cluster import RUNNING, KafkaCluster
 from .dumplog import kafka_dump, pykraft_dump, same_payload
 
@@ -236,8 +236,15 @@ def test_broker_follows_a_new_active_controller(cluster: KafkaCluster) -> None:
 def test_every_controller_replays_the_same_image_and_kafka_decodes_the_log(
     cluster: KafkaCluster, kafka: KafkaDist
 ) -> None:
-    # Let the restarted controller catch up (NoOps every 500 ms keep the log moving).
-    time.sleep(3)
+    # Let the restarted controller catch up: every voter past the leader's high watermark
+    # as it is now (which holds the topic made after the failover).
+    hwm = describe_quorum(cluster.bootstrap_controllers, timeout_ms=30_000).high_watermark
+
+    def caught_up() -> bool:
+        info = describe_quorum(cluster.bootstrap_controllers, timeout_ms=30_000)
+        return all(v.log_end_offset >= hwm for v in info.voters)
+
+    wait_for(caught_up, "every controller to reach the leader's high watermark")
     cluster.stop()
     ends = []
     for p in cluster.controllers:

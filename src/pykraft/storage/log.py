@@ -54,13 +54,9 @@ The epoch cache (Kafka's leader-epoch-checkpoint, kept in memory only) lists
 
 from __future__ import annotations
 
-import array
 import bisect
 import logging
 import os
-import struct
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykraft.raft.types import OffsetAndEpoch
@@ -73,25 +69,22 @@ from pykraft.records import (
     scan_batches,
     valid_prefix,
 )
-from pykraft.storage._files import StorageError, atomic_write, fsync_dir
+from pykraft.storage import checkpoints as ck
+from pykraft.storage._files import StorageError, fsync_dir
+from pykraft.storage.segment import (
+    INDEX_ENTRY,
+    Segment,
+    parse_segment_name,
+    segment_name,
+)
 
 log = logging.getLogger(__name__)
 
 PARTITION_DIR_NAME = "__cluster_metadata-0"
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # metadata.log.segment.bytes
-INDEX_INTERVAL_BYTES = 4096
-LOG_START_FILE = "log-start-offset"
-# Kafka's names and formats; all three in the partition directory (see the module docstring).
-RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
-# pykraft's own, beside them and written with them: the control batches below the point.
-CONTROL_CHECKPOINT_FILE = "control-batch-checkpoint"
-_CHECKPOINT_VERSION = 0
 # The recovery point moves at a flush once this much was appended since it last moved: what a
 # kill -9 leaves to scan is at most this plus what was not flushed.
 DEFAULT_CHECKPOINT_INTERVAL_BYTES = 16 * 1024 * 1024
-_INDEX_ENTRY = struct.Struct(">ii")
 _SCAN_CHUNK_BYTES = 8 * 1024 * 1024
 DEFAULT_CACHE_KEEP_BYTES = 64 * 1024 * 1024
 _DROP_MIN_BYTES = 8 * 1024 * 1024
@@ -101,146 +94,6 @@ _FADV_WILLNEED: int | None = getattr(os, "POSIX_FADV_WILLNEED", None)
 
 class OffsetOutOfRangeError(ValueError):
     """A read outside ``[start_offset, end_offset]``."""
-
-
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}.log"
-
-
-@dataclass(slots=True)
-class _Segment:
-    """One ``.log`` file. Invariant: ``base_offset <= next_offset``; the file holds exactly
-    ``size_bytes`` of whole batches covering offsets ``[base_offset, next_offset)``."""
-
-    base_offset: int
-    path: Path
-    fd: int
-    index_fd: int
-    size_bytes: int = 0
-    next_offset: int = 0
-    # Sparse index: base offsets of some batches and their byte positions (ascending).
-    index_offsets: list[int] = field(default_factory=list)
-    index_positions: list[int] = field(default_factory=list)
-    bytes_since_index: int = 0
-    index_entries_written: int = 0
-    dirty: bool = False  # holds bytes (or a truncation) not yet fsynced
-    uncached_to: int = 0  # pages below this position were dropped from the page cache
-
-    def close(self) -> None:
-        os.close(self.fd)
-        os.close(self.index_fd)
-
-    def note_batch(self, header: BatchHeader, position: int) -> None:
-        """Account for a batch at ``position`` (index entry every ~4 KiB)."""
-        self.note(header.base_offset, header.size, header.next_offset, position)
-
-    def note(self, base_offset: int, size: int, next_offset: int, position: int) -> None:
-        """``note_batch`` from the header's fields (the append path has no BatchHeader)."""
-        if self.bytes_since_index >= INDEX_INTERVAL_BYTES:
-            self.index_offsets.append(base_offset)
-            self.index_positions.append(position)
-            self.bytes_since_index = 0
-        self.bytes_since_index += size
-        self.next_offset = next_offset
-
-    def write_index(self) -> None:
-        """Append index entries not yet in the ``.index`` file (not fsynced: rebuilt on
-        open)."""
-        start = self.index_entries_written
-        if start == len(self.index_offsets):
-            return
-        data = b"".join(
-            _INDEX_ENTRY.pack(off - self.base_offset, pos)
-            for off, pos in zip(
-                self.index_offsets[start:], self.index_positions[start:], strict=True
-            )
-        )
-        os.pwrite(self.index_fd, data, start * _INDEX_ENTRY.size)
-        self.index_entries_written = len(self.index_offsets)
-
-    def load_trusted(self, upto: int) -> int | None:
-        """Take the segment's batches below offset ``upto`` (a batch boundary, durable with
-        the index entries below it) without scanning them: the ``.index`` entries at or below
-        ``upto`` read back, then the few headers after the last one walked to ``upto``.
-        Returns the byte position of ``upto``, where a scan goes on; None when the index or
-        the walk does not check out (nothing kept: the caller scans the whole segment)."""
-        size = os.fstat(self.fd).st_size
-        raw = os.pread(self.index_fd, os.fstat(self.index_fd).st_size, 0)
-        entries = array.array("i")
-        entries.frombytes(raw[: len(raw) - len(raw) % _INDEX_ENTRY.size])
-        if sys.byteorder == "little":
-            entries.byteswap()
-        relative, positions = entries[0::2].tolist(), entries[1::2].tolist()
-        # A sanity check as Kafka's (ascending, inside the file); the walk checks the rest.
-        if positions != sorted(positions) or relative != sorted(relative):
-            return None
-        base = self.base_offset
-        keep = bisect.bisect_right(relative, upto - base)
-        del relative[keep:], positions[keep:]
-        if positions and not (positions[0] >= 0 and positions[-1] < size and relative[0] >= 0):
-            return None
-        position, expected = (positions[-1], base + relative[-1]) if positions else (0, base)
-        since = 0
-        try:
-            while expected < upto and position < size:
-                header = read_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
-                if header.base_offset != expected or position + header.size > size:
-                    return None
-                expected = header.next_offset
-                position += header.size
-                since += header.size
-        except ValueError:
-            return None
-        if expected != upto:
-            return None
-        self.index_offsets = [base + r for r in relative]
-        self.index_positions = positions
-        self.index_entries_written = keep
-        self.size_bytes = position
-        self.next_offset = upto
-        self.bytes_since_index = since  # from the last entry's batch on, as ``note`` counts
-        return position
-
-    def locate(self, offset: int) -> tuple[int, BatchHeader | None]:
-        """Byte position and header of the batch holding ``offset`` (the end of the
-        segment and None when ``offset == next_offset``)."""
-        assert self.base_offset <= offset <= self.next_offset, (offset, self.base_offset)
-        if offset == self.next_offset:
-            return self.size_bytes, None
-        i = bisect.bisect_right(self.index_offsets, offset) - 1
-        position = self.index_positions[i] if i >= 0 else 0
-        while position < self.size_bytes:
-            header = read_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
-            if header.next_offset > offset:
-                return position, header
-            position += header.size
-        raise AssertionError(f"offset {offset} not found in {self.path}")
-
-    def batch_end_before(self, limit: int, minimum: int) -> int:
-        """The last batch boundary at or below ``limit`` (``minimum``, a batch boundary, when
-        none is above it): the nearest index entry below ``limit``, then headers forward
-        (fewer than ~4 KiB of batches lie between two index entries)."""
-        i = bisect.bisect_right(self.index_positions, limit) - 1
-        position = max(self.index_positions[i], minimum) if i >= 0 else minimum
-        while position < self.size_bytes:
-            size = read_header(os.pread(self.fd, BATCH_HEADER_SIZE, position)).size
-            if position + size > limit:
-                break
-            position += size
-        return position
-
-    def truncate(self, position: int, offset: int) -> None:
-        i = bisect.bisect_left(self.index_positions, position)
-        del self.index_offsets[i:]
-        del self.index_positions[i:]
-        self.index_entries_written = min(self.index_entries_written, i)
-        os.ftruncate(self.fd, position)
-        os.ftruncate(self.index_fd, self.index_entries_written * _INDEX_ENTRY.size)
-        self.size_bytes = position
-        self.next_offset = offset
-        self.uncached_to = min(self.uncached_to, position)
-        self.bytes_since_index = INDEX_INTERVAL_BYTES  # index the next batch
-        self.dirty = True
 
 
 class FileLog:
@@ -260,7 +113,7 @@ class FileLog:
         self.dir = partition_dir
         self.segment_bytes = segment_bytes
         self.cache_keep_bytes = cache_keep_bytes
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._start_offset = 0
         self._start_epoch = 0  # epoch of the snapshot at the start offset (0 when none)
         self._flushed_offset = 0
@@ -296,13 +149,13 @@ class FileLog:
             cache_keep_bytes=cache_keep_bytes,
             checkpoint_interval_bytes=checkpoint_interval_bytes,
         )
-        self._start_offset, self._start_epoch = self._read_log_start()
-        clean = self._clean_shutdown_path().exists()
-        recovery_point = self._read_recovery_point()
-        epochs = self._read_epoch_checkpoint() if recovery_point else None
+        self._start_offset, self._start_epoch = ck.read_log_start(self.dir)
+        clean = (self.dir / ck.CLEAN_SHUTDOWN_FILE).exists()
+        recovery_point = ck.read_recovery_point(self.dir)
+        epochs = ck.read_epoch_checkpoint(self.dir) if recovery_point else None
         if epochs is None:
             recovery_point = 0  # nothing is known good without the epochs below it
-        control = self._read_offsets_file(CONTROL_CHECKPOINT_FILE) if epochs is not None else None
+        control = ck.read_control_checkpoint(self.dir) if epochs is not None else None
         if control is None:
             recovery_point, epochs = 0, None
         for epoch, start in epochs or ():
@@ -310,7 +163,7 @@ class FileLog:
                 self._note_epoch(epoch, start)
         self._control = [offset for offset in control or () if offset < recovery_point]
         paths = sorted(partition_dir.glob("*.log"), key=lambda p: p.name)
-        bases = [_parse_segment_name(path) for path in paths]
+        bases = [parse_segment_name(path) for path in paths]
         for i, base in enumerate(bases):
             expected = self._segments[-1].next_offset if self._segments else None
             if expected is not None and base != expected:
@@ -365,7 +218,7 @@ class FileLog:
             recovery_point,
         )
         if clean:  # the files change from now on: the marker says they did not
-            self._clean_shutdown_path().unlink()
+            (self.dir / ck.CLEAN_SHUTDOWN_FILE).unlink()
             self._dir_dirty = True
         if self._dir_dirty:
             fsync_dir(self.dir)
@@ -381,10 +234,7 @@ class FileLog:
             for segment in self._segments:
                 os.fsync(segment.index_fd)
             self._checkpoint(self.end_offset)
-            atomic_write(
-                self._clean_shutdown_path(),
-                f'{{"version":{_CHECKPOINT_VERSION},"brokerEpoch":-1}}'.encode(),
-            )
+            ck.write_clean_shutdown(self.dir)
         for segment in self._segments:
             segment.write_index()
             segment.close()
@@ -396,101 +246,14 @@ class FileLog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _read_log_start(self) -> tuple[int, int]:
-        path = self.dir / LOG_START_FILE
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            return 0, 0
-        try:
-            offset_text, epoch_text = text.split()
-            offset, epoch = int(offset_text), int(epoch_text)
-        except ValueError:
-            raise StorageError(f"{path}: unparsable log start offset {text!r}") from None
-        if offset < 0 or epoch < 0:
-            raise StorageError(f"{path}: negative log start offset or epoch {text!r}")
-        return offset, epoch
-
-    def _clean_shutdown_path(self) -> Path:
-        return self.dir / CLEAN_SHUTDOWN_FILE
-
-    def _topic_partition(self) -> tuple[str, str]:
-        """From the directory's name, Kafka's ``<topic>-<partition>``."""
-        topic, _, partition = self.dir.name.rpartition("-")
-        return (topic, partition) if topic and partition.isdigit() else (self.dir.name, "0")
-
-    def _read_recovery_point(self) -> int:
-        """The recovery point for this partition (0 when unknown or unreadable: scan all)."""
-        path = self.dir / RECOVERY_POINT_FILE
-        try:
-            lines = path.read_text().split("\n")
-            if int(lines[0]) != _CHECKPOINT_VERSION:
-                raise ValueError(f"version {lines[0]}")
-            for line in lines[2 : 2 + int(lines[1])]:
-                topic, partition, offset = line.split()
-                if (topic, partition) == self._topic_partition():
-                    return max(int(offset), 0)
-        except FileNotFoundError:
-            pass
-        except (ValueError, IndexError) as e:
-            log.warning("%s unreadable (%s): scanning the whole log", path, e)
-        return 0
-
-    def _read_epoch_checkpoint(self) -> list[tuple[int, int]] | None:
-        rows = self._read_checkpoint_rows(EPOCH_CHECKPOINT_FILE, 2)
-        return None if rows is None else [(epoch, start) for epoch, start in rows]
-
-    def _read_offsets_file(self, name: str) -> list[int] | None:
-        rows = self._read_checkpoint_rows(name, 1)
-        return None if rows is None else [offset for (offset,) in rows]
-
-    def _read_checkpoint_rows(self, name: str, width: int) -> list[tuple[int, ...]] | None:
-        """The rows of a checkpoint in Kafka's layout (version 0, count, one row per line);
-        None when missing or damaged (then everything is scanned)."""
-        path = self.dir / name
-        try:
-            lines = path.read_text().split("\n")
-            if int(lines[0]) != _CHECKPOINT_VERSION:
-                raise ValueError(f"version {lines[0]}")
-            rows = [tuple(int(v) for v in line.split()) for line in lines[2 : 2 + int(lines[1])]]
-            if len(rows) != int(lines[1]) or any(len(row) != width for row in rows):
-                raise ValueError("rows do not match the count")
-            return rows
-        except FileNotFoundError:
-            return None
-        except (ValueError, IndexError) as e:
-            log.warning("%s unreadable (%s): scanning the whole log", path, e)
-            return None
-
     def _checkpoint(self, recovery_point: int) -> None:
-        """Record ``recovery_point``: the epochs below it first, then the offset (each file
-        replaced atomically). Every batch below it must be durable, index entries included."""
-        entries = [
-            (e, s)
-            for e, s in zip(self._epochs, self._epoch_starts, strict=True)
-            if s < recovery_point
-        ]
-        text = f"{_CHECKPOINT_VERSION}\n{len(entries)}\n" + "".join(
-            f"{e} {s}\n" for e, s in entries
-        )
-        atomic_write(self.dir / EPOCH_CHECKPOINT_FILE, text.encode())
-        control = self._control[: bisect.bisect_left(self._control, recovery_point)]
-        text = f"{_CHECKPOINT_VERSION}\n{len(control)}\n" + "".join(f"{o}\n" for o in control)
-        atomic_write(self.dir / CONTROL_CHECKPOINT_FILE, text.encode())
-        topic, partition = self._topic_partition()
-        atomic_write(
-            self.dir / RECOVERY_POINT_FILE,
-            f"{_CHECKPOINT_VERSION}\n1\n{topic} {partition} {recovery_point}\n".encode(),
-        )
+        """Record ``recovery_point`` (``checkpoints.write_checkpoints``)."""
+        epochs = list(zip(self._epochs, self._epoch_starts, strict=True))
+        ck.write_checkpoints(self.dir, recovery_point, epochs, self._control)
         self._recovery_point = recovery_point
         self._unchecked_bytes = 0
 
-    def _write_log_start(self, snapshot_id: OffsetAndEpoch) -> None:
-        atomic_write(
-            self.dir / LOG_START_FILE, f"{snapshot_id.offset} {snapshot_id.epoch}\n".encode()
-        )
-
-    def _open_segment(self, base_offset: int, *, create: bool) -> _Segment:
+    def _open_segment(self, base_offset: int, *, create: bool) -> Segment:
         path = self.dir / segment_name(base_offset)
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         fd = os.open(path, flags, 0o644)
@@ -498,14 +261,14 @@ class FileLog:
         if create:
             os.ftruncate(index_fd, 0)
             self._dir_dirty = True
-        return _Segment(base_offset, path, fd, index_fd, next_offset=base_offset)
+        return Segment(base_offset, path, fd, index_fd, next_offset=base_offset)
 
-    def _reopen_segment(self, segment: _Segment) -> _Segment:
+    def _reopen_segment(self, segment: Segment) -> Segment:
         """The segment as just opened, nothing loaded (after a failed ``load_trusted``)."""
         segment.close()
         return self._open_segment(segment.base_offset, create=False)
 
-    def _recover_segment(self, segment: _Segment) -> None:
+    def _recover_segment(self, segment: Segment) -> None:
         """Scan a segment from where ``load_trusted`` left it (its start when not called):
         rebuild its index and epochs, truncate a corrupt or torn tail."""
         file_size = os.fstat(segment.fd).st_size
@@ -549,7 +312,7 @@ class FileLog:
             )
             os.ftruncate(segment.fd, position)
             os.fsync(segment.fd)
-        os.ftruncate(segment.index_fd, segment.index_entries_written * _INDEX_ENTRY.size)
+        os.ftruncate(segment.index_fd, segment.index_entries_written * INDEX_ENTRY.size)
         segment.write_index()
 
     def _trim_control(self) -> None:
@@ -651,14 +414,14 @@ class FileLog:
                 self._control.append(base)
         self._write(segment, view[chunk_start:])
 
-    def _write(self, segment: _Segment, data: memoryview) -> None:
+    def _write(self, segment: Segment, data: memoryview) -> None:
         while data:
             written = os.pwrite(segment.fd, data, segment.size_bytes)
             segment.size_bytes += written
             data = data[written:]
         segment.dirty = True
 
-    def _roll(self, base_offset: int) -> _Segment:
+    def _roll(self, base_offset: int) -> Segment:
         segment = self._open_segment(base_offset, create=True)
         self._segments.append(segment)
         return segment
@@ -767,7 +530,7 @@ class FileLog:
         if snapshot_id.offset > self.end_offset:
             self.reset_to_snapshot(snapshot_id)
             return
-        self._write_log_start(snapshot_id)
+        ck.write_log_start(self.dir, snapshot_id)
         self._start_offset, self._start_epoch = snapshot_id.offset, snapshot_id.epoch
         while len(self._segments) > 1 and self._segments[1].base_offset <= snapshot_id.offset:
             self._drop_segment(self._segments.pop(0))
@@ -778,7 +541,7 @@ class FileLog:
     def reset_to_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         self._epochs, self._epoch_starts, self._control = [], [], []
         self._checkpoint(0)  # nothing of the old files is to be trusted any more
-        self._write_log_start(snapshot_id)
+        ck.write_log_start(self.dir, snapshot_id)
         for segment in self._segments:
             self._drop_segment(segment)
         self._segments = [self._open_segment(snapshot_id.offset, create=True)]
@@ -798,7 +561,7 @@ class FileLog:
         """The epoch cache: (epoch, start offset) pairs."""
         return list(zip(self._epochs, self._epoch_starts, strict=True))
 
-    def _drop_segment(self, segment: _Segment) -> None:
+    def _drop_segment(self, segment: Segment) -> None:
         segment.close()
         self._delete_segment_files(segment.path)
 
@@ -806,10 +569,3 @@ class FileLog:
         path.unlink(missing_ok=True)
         path.with_suffix(".index").unlink(missing_ok=True)
         self._dir_dirty = True
-
-
-def _parse_segment_name(path: Path) -> int:
-    stem = path.stem
-    if len(stem) != 20 or not stem.isdigit():
-        raise StorageError(f"{path}: not a segment name (<20-digit base offset>.log)")
-    return int(stem)
