@@ -374,15 +374,15 @@ def test_a_fetch_answer_stating_a_lower_high_watermark_is_detected() -> None:
 
     from pykraft.raft.messages import FetchResponse
     from pykraft.sim.history import InvariantViolation
-    from pykraft.sim.simulator import _check_stated_hwm
+    from pykraft.sim.invariants import check_stated_hwm
 
     receiver: Any = SimpleNamespace(high_watermark=10, epoch=3)
     with pytest.raises(InvariantViolation, match="fetch-hwm-monotonic"):
-        _check_stated_hwm(1, receiver, FetchResponse(ErrorCode.none, 3, 2, 9, 0))
+        check_stated_hwm(1, receiver, FetchResponse(ErrorCode.none, 3, 2, 9, 0))
     for fine in (
         FetchResponse(ErrorCode.none, 3, 2, 10, 0),
         FetchResponse(ErrorCode.none, 3, 2, -1, 0),
         FetchResponse(ErrorCode.none, 4, 2, 9, 0),
         FetchResponse(ErrorCode.not_leader_or_follower, 3, -1, 9, 0),
     ):
-        _check_stated_hwm(1, receiver, fine)
+        check_stated_hwm(1, receiver, fine)

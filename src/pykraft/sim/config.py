@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from pykraft.raft.config import check_quorum_period_ms
+from pykraft.raft.config import RaftConfig, check_quorum_period_ms
 from pykraft.sim.profiles import FaultProfile, get_profile
 
 if TYPE_CHECKING:
@@ -111,6 +111,19 @@ class SimConfig:
             fetch_timeout_ms=self.fetch_timeout_ms,
             election_backoff_max_ms=self.election_backoff_max_ms,
             request_timeout_ms=self.request_timeout_ms,
+        )
+
+    def raft_config(self) -> RaftConfig:
+        """The core's settings for this run (the one place they are copied from)."""
+        return RaftConfig(
+            election_timeout_ms=self.election_timeout_ms,
+            fetch_timeout_ms=self.fetch_timeout_ms,
+            election_backoff_max_ms=self.election_backoff_max_ms,
+            request_timeout_ms=self.request_timeout_ms,
+            fetch_max_wait_ms=self.fetch_max_wait_ms,
+            fetch_max_bytes=self.fetch_max_bytes,
+            fetch_snapshot_max_bytes=self.fetch_snapshot_max_bytes,
+            pre_vote=self.pre_vote,
         )
 
     @classmethod

@@ -48,14 +48,20 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft.messages import FetchResponse
 from pykraft.raft.roles import Leader
 from pykraft.raft.voters import VoterSet
 from pykraft.records import BATCH_FIELDS, BATCH_LENGTH_OVERHEAD, CONTROL_FLAG, scan_batches
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.node import LEADER, Ghost, SimNode
 from pykraft.sim.voter_invariants import VoterInvariants
+
+if TYPE_CHECKING:
+    from pykraft.raft.core import RaftCore
 
 _READ_BYTES = 1024 * 1024
 
@@ -342,3 +348,21 @@ def _ghost_holds(ghost: Ghost, base: int, epoch: int) -> bool:
         return False
     i = bisect_right(bases, base) - 1
     return i >= 0 and epochs[i] == epoch
+
+
+def check_stated_hwm(node_id: int, core: RaftCore, response: FetchResponse) -> None:
+    """``fetch-hwm-monotonic`` (B7): a successful Fetch answer of the receiver's own epoch
+    never states a high watermark (-1 = unknown aside) below the one the receiver holds.
+    Kafka's followers treat that as fatal ("Non-monotonic update of high watermark")."""
+    stated = response.high_watermark
+    if (
+        0 <= stated < core.high_watermark
+        and response.epoch == core.epoch
+        and response.error == ErrorCode.none
+    ):
+        raise InvariantViolation(
+            "fetch-hwm-monotonic",
+            f"leader {response.leader_id} stated high watermark {stated} in epoch "
+            f"{response.epoch}, the receiver holds {core.high_watermark}",
+            node_id,
+        )

@@ -44,9 +44,7 @@ import random
 import traceback
 from collections import deque
 from heapq import heappush
-from typing import Any, Final
-
-from kio.schema.errors import ErrorCode
+from typing import Any
 
 from pykraft.controller.config import ControllerConfig
 from pykraft.metadata.tagged import tagged_noop
@@ -55,12 +53,13 @@ from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import REQUEST_TYPES, FetchResponse, Inbound, Outbound, RequestFailed
 from pykraft.raft.types import Endpoint
 from pykraft.raft.voters import VoterInfo, VoterSet
+from pykraft.sim import recovery
 from pykraft.sim.bootstrap import PORT_BASE, endpoint_of, format_bootstrap
 from pykraft.sim.brokers import SimBrokers
 from pykraft.sim.config import SimConfig, SimResult, Violation
 from pykraft.sim.controller import ControllerChecker, SimController
 from pykraft.sim.history import CommittedHistory, InvariantViolation
-from pykraft.sim.invariants import InvariantChecker
+from pykraft.sim.invariants import InvariantChecker, check_stated_hwm
 from pykraft.sim.nemesis import Nemesis
 from pykraft.sim.network import Network
 from pykraft.sim.node import LEADER, SimNode
@@ -88,10 +87,6 @@ EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "h
 # The core's own list (requests vs responses), as a set for a fast ``type(body) in``.
 _REQUEST_TYPES = frozenset(REQUEST_TYPES)
 _FP_MASK = (1 << 64) - 1
-# Controller profile: after the heal, partition reassignments must finish within this (each
-# step needs a scheduler tick, a commit and the leader's AlterPartition: about one broker
-# tick; a few dozen steps under the tightest limits).
-MOVES_BOUND_MS: Final = 120_000
 # The heal phase ends by the liveness bound in simulated time; this bounds its events too,
 # in case a bug makes time stand still.
 HEAL_PHASE_EVENTS_MAX = 5_000_000
@@ -141,16 +136,7 @@ class Simulation:
             self._bootstrap_servers = tuple(endpoint_of(n.id) for n in self.nodes)
             for node in self.nodes:
                 format_bootstrap(node, self.voter_set)
-        self.raft_config = RaftConfig(
-            election_timeout_ms=config.election_timeout_ms,
-            fetch_timeout_ms=config.fetch_timeout_ms,
-            election_backoff_max_ms=config.election_backoff_max_ms,
-            request_timeout_ms=config.request_timeout_ms,
-            fetch_max_wait_ms=config.fetch_max_wait_ms,
-            fetch_max_bytes=config.fetch_max_bytes,
-            fetch_snapshot_max_bytes=config.fetch_snapshot_max_bytes,
-            pre_vote=config.pre_vote,
-        )
+        self.raft_config = config.raft_config()
         self._raft_configs: dict[bool, RaftConfig] = {}  # by auto-join setting
         self.network = Network(range(1, n_nodes + 1), config.profile, net_rng)
         self.nemesis = Nemesis(self, config.profile, nemesis_rng)
@@ -166,7 +152,7 @@ class Simulation:
         self._next_tid = 1
         self._fingerprint = 0
         self._recent: deque[tuple[int, int, int, int, Any]] = deque(maxlen=config.last_events)
-        self._heal_started_ms = 0
+        self.heal_started_ms = 0  # simulated time the heal phase began
         self.result = SimResult(
             seed=config.seed,
             profile=config.profile.name,
@@ -383,14 +369,14 @@ class Simulation:
             if self.brokers is not None:
                 self.brokers.start()
             self._loop(config.events, until_ms=None)
-            self._heal()
+            recovery.heal(self)
             until_ms = self.now_ms + config.liveness_bound_ms
             final = self.final_reassignment
             if final is not None:
                 until_ms += final.bound_ms
             self._loop(HEAL_PHASE_EVENTS_MAX, until_ms=until_ms)
             if result.recovery_ms is None:
-                self._liveness_failure()
+                recovery.liveness_failure(self)
             if final is not None and not final.step(self.now_ms):
                 final.fail(self.now_ms)
             self.checker.audit()
@@ -469,7 +455,7 @@ class Simulation:
                         if self.trace is not None:
                             self._trace_deliver(node_id, responder, entry[2], body)
                         if type(body) is FetchResponse:
-                            _check_stated_hwm(node_id, core, body)
+                            check_stated_hwm(node_id, core, body)
                         core.step(Inbound(responder, entry[2], body), at_ms)
                     elif kind == EV_POLL:
                         if payload != node.incarnation:
@@ -511,7 +497,7 @@ class Simulation:
                     self.checker.invalidate()  # a test's hook may change anything
                 if audit_every and self.event_index % audit_every == 0:
                     self.checker.audit()
-                if self.healing and self._recovered():
+                if self.healing and recovery.recovered(self):
                     return
         finally:
             self._fingerprint = fingerprint
@@ -574,76 +560,6 @@ class Simulation:
         )
         self._after(node)
 
-    # -- heal phase and validation ---------------------------------------------------------------
-
-    def _heal(self) -> None:
-        self.healing = True
-        self.trace_event(None, "phase", phase="heal")
-        self._heal_started_ms = self.now_ms
-        self.nemesis.heal_all()
-        self.network.heal_all()
-        for node in self.nodes:
-            if node.core is None:
-                self.restart_node(node)
-
-    def _recovered(self) -> bool:
-        """A record appended after the heal committed and every node applied it (then, with
-        voter changes, the final reassignment completed)."""
-        final = self.final_reassignment
-        if self.result.recovery_ms is not None:
-            return (final is None or final.step(self.now_ms)) and self._moves_settled()
-        target = self.stats.probe_next_offset
-        if target is None:
-            if self.now_ms > self._heal_started_ms + self.config.liveness_bound_ms:
-                self._liveness_failure()
-            return False
-        for node in self.nodes:
-            if node.core is None or node.app.applied_end < target:
-                if self.now_ms > self._heal_started_ms + self.config.liveness_bound_ms:
-                    self._liveness_failure()
-                return False
-        self.result.recovery_ms = self.now_ms - self._heal_started_ms
-        if final is None:
-            return self._moves_settled()
-        final.start(self.now_ms)
-        return final.step(self.now_ms) and self._moves_settled()
-
-    def _moves_settled(self) -> bool:
-        """Controller profile: once the quorum recovered, every partition reassignment (KIP-455
-        or KIP-435 steps) reaches its target within ``MOVES_BOUND_MS`` (the brokers are all
-        back and report new replicas in sync at once while healing); else the invariant
-        ``reassignments-converge`` fails."""
-        if self.brokers is None:
-            return True
-        pending = self.brokers.pending_moves()
-        if not pending:
-            return True
-        recovered_at = self._heal_started_ms + (self.result.recovery_ms or 0)
-        if self.now_ms > recovered_at + MOVES_BOUND_MS:
-            raise InvariantViolation(
-                "reassignments-converge",
-                f"{len(pending)} partitions still moving {MOVES_BOUND_MS} ms after the quorum "
-                f"recovered: {pending[:5]}",
-            )
-        return False
-
-    def _liveness_failure(self) -> None:
-        target = self.stats.probe_next_offset
-        states = ", ".join(
-            f"{n.id}:{n.obs_role}@{n.obs_epoch} hwm {n.obs_hwm} applied {n.app.applied_end} "
-            f"leo {n.log.end_offset}"
-            for n in self.nodes
-        )
-        what = (
-            "no record appended after the heal committed"
-            if target is None
-            else f"the probe record committed (end {target}) but not every node applied it"
-        )
-        raise InvariantViolation(
-            "liveness",
-            f"{what} within {self.config.liveness_bound_ms} ms of the heal; nodes: {states}",
-        )
-
     def _finish(self) -> None:
         self.stats.finish(self.now_ms, self.checker.checks)
         result = self.result
@@ -681,24 +597,6 @@ class Simulation:
             where = f"node {node_id}" if node_id else "cluster"
             lines.append(f"t={at_ms} #{index} {EVENT_NAMES[kind]} {where} {detail}".rstrip())
         return lines
-
-
-def _check_stated_hwm(node_id: int, core: RaftCore, response: FetchResponse) -> None:
-    """``fetch-hwm-monotonic`` (B7): a successful Fetch answer of the receiver's own epoch
-    never states a high watermark (-1 = unknown aside) below the one the receiver holds.
-    Kafka's followers treat that as fatal ("Non-monotonic update of high watermark")."""
-    stated = response.high_watermark
-    if (
-        0 <= stated < core.high_watermark
-        and response.epoch == core.epoch
-        and response.error == ErrorCode.none
-    ):
-        raise InvariantViolation(
-            "fetch-hwm-monotonic",
-            f"leader {response.leader_id} stated high watermark {stated} in epoch "
-            f"{response.epoch}, the receiver holds {core.high_watermark}",
-            node_id,
-        )
 
 
 def run(config: SimConfig, trace: TraceWriter | None = None) -> SimResult:
