@@ -22,7 +22,7 @@ from pykraft.interop.kafka import KafkaDist
 from pykraft.interop.migrating import MigratingBrokerStandIns, fill_zookeeper
 from pykraft.interop.zookeeper import ZooKeeperServer
 from pykraft.metadata import records as r
-from pykraft.migration import zk_client, zk_data
+from pykraft.migration import zk_client, zk_data, zk_writes
 
 from .helpers import active_controller, log_records, quorum
 
@@ -97,6 +97,6 @@ def test_killed_during_the_copy_the_next_leader_copies_everything(
     assert len(topics) == TOPICS
     with zk_client.session(zookeeper.connect) as zk:
         claimed = zk_data.ZkSnapshot({"/c": zk_data.Znode(zk.get("/controller")[0], 0)}).json("/c")
-        owner, _, offset, _ = zk_data.parse_migration(zk.get("/migration")[0])
+        owner, _, offset, _ = zk_writes.parse_migration(zk.get("/migration")[0])
     assert claimed is not None and claimed["brokerid"] == second.node_id == owner
     assert offset >= ends[-1]

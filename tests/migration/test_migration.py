@@ -21,7 +21,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from pykraft.interop.cluster import BROKER_STARTED, Server, read_metrics
 from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
-from pykraft.migration import zk_client, zk_data
+from pykraft.migration import zk_client, zk_data, zk_writes
 
 from .conftest import OldCluster
 from .helpers import (
@@ -129,7 +129,7 @@ def test_zookeeper_names_the_kraft_controller(migrated: Migrated) -> None:
             "/c"
         )
         epoch = int(zk.get("/controller_epoch")[0])
-        state = zk_data.parse_migration(zk.get("/migration")[0])
+        state = zk_writes.parse_migration(zk.get("/migration")[0])
         ephemeral = zk.exists("/controller").ephemeralOwner
     assert controller is not None and controller["brokerid"] == migrated.controller.node_id
     assert controller["kraftControllerEpoch"] >= 1

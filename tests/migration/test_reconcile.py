@@ -9,6 +9,7 @@ import uuid
 from pykraft.controller.image import Image
 from pykraft.metadata import records as r
 from pykraft.migration import zk_data as z
+from pykraft.migration import zk_writes as w
 
 T1 = uuid.UUID(int=11)
 T2 = uuid.UUID(int=22)
@@ -43,7 +44,7 @@ def node(value: object, version: int = 0, children: tuple[str, ...] = ()) -> z.Z
 
 
 def test_empty_zookeeper_gets_every_znode_parents_first() -> None:
-    ops, changed = z.reconcile(z.desired(image(), 7), z.ZkSnapshot({}))
+    ops, changed = w.reconcile(w.desired(image(), 7), z.ZkSnapshot({}))
     paths = [(op.kind, op.path) for op in ops]
     assert (
         paths.index(("create", "/brokers/topics/a"))
@@ -67,8 +68,8 @@ def test_empty_zookeeper_gets_every_znode_parents_first() -> None:
 
 
 def test_in_sync_zookeeper_needs_nothing_and_stale_parts_are_fixed() -> None:
-    want = z.desired(image(), 7)
-    ops, _ = z.reconcile(want, z.ZkSnapshot({}))
+    want = w.desired(image(), 7)
+    ops, _ = w.reconcile(want, z.ZkSnapshot({}))
     have = {op.path: z.Znode(op.data or None, 0) for op in ops}
     have["/brokers/topics"] = z.Znode(None, 0, ("a", "gone"))
     have["/brokers/topics/a/partitions"] = z.Znode(None, 0, ("0", "1"))
@@ -79,7 +80,7 @@ def test_in_sync_zookeeper_needs_nothing_and_stale_parts_are_fixed() -> None:
     have["/config/topics"] = z.Znode(None, 0, ("a",))
     have["/config/brokers"] = z.Znode(None, 0, ("<default>", "3"))
     have["/config/brokers/3"] = node({"version": 1, "config": {"x": "y"}})
-    again, changed = z.reconcile(want, z.ZkSnapshot(have))
+    again, changed = w.reconcile(want, z.ZkSnapshot(have))
     assert [(op.kind, op.path) for op in again] == [
         ("delete", "/brokers/topics/a/partitions/1/state"),
         ("delete", "/brokers/topics/a/partitions/1"),
@@ -92,15 +93,15 @@ def test_in_sync_zookeeper_needs_nothing_and_stale_parts_are_fixed() -> None:
     have[state_path] = node(
         {"version": 1, "leader": 2, "leader_epoch": 3, "controller_epoch": 1, "isr": [2]}
     )
-    moved, _ = z.reconcile(want, z.ZkSnapshot(have))
+    moved, _ = w.reconcile(want, z.ZkSnapshot(have))
     assert ("set", state_path) in [(op.kind, op.path) for op in moved]
 
 
 def test_migration_znode_round_trip_and_refusal() -> None:
-    assert z.parse_migration(z.migration_json(3000, 4, 99, 4)) == (3000, 4, 99, 4)
+    assert w.parse_migration(w.migration_json(3000, 4, 99, 4)) == (3000, 4, 99, 4)
     bad = json.dumps({"version": 1}).encode()
     try:
-        z.parse_migration(bad)
+        w.parse_migration(bad)
     except z.ZkDataError as e:
         assert "unknown version" in str(e)
     else:

@@ -178,6 +178,70 @@ async def _status(ports: list[int], with_cluster: bool = False) -> str:
     return "no leader"
 
 
+def _start_controller(directory: Path, node_id: int, config: Path) -> subprocess.Popen[bytes]:
+    """``pykraft server start`` in its own session, its output in ``controller-N.log``."""
+    with (directory / f"controller-{node_id}.log").open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches us only; we stop them in order
+        )
+
+
+def _watch(
+    directory: Path,
+    processes: list[subprocess.Popen[bytes]],
+    brokers_running: list[Any],
+    ports: list[int],
+) -> None:
+    """A status line whenever it changes, until Ctrl-C / SIGTERM or a process exits."""
+    stopping = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    last = ""
+    while not stopping:
+        if any(p.poll() is not None for p in processes):
+            print("a controller exited; see its log in " + str(directory), file=sys.stderr)
+            break
+        if any(not b.running for b in brokers_running):
+            print("a broker exited; see its log in " + str(directory), file=sys.stderr)
+            break
+        line = asyncio.run(_status(ports, with_cluster=bool(brokers_running)))
+        if line != last:
+            print(time.strftime("%H:%M:%S ") + line, flush=True)
+            last = line
+        with contextlib.suppress(InterruptedError):
+            time.sleep(STATUS_INTERVAL_S)
+
+
+def _stop(processes: list[subprocess.Popen[bytes]], brokers_running: list[Any]) -> int:
+    """Brokers first (controlled shutdown while the controllers run), then the controllers;
+    1 when anything did not stop cleanly."""
+    code = 0
+    for b in brokers_running:
+        b.signal(signal.SIGTERM)  # controlled shutdown, while the controllers still run
+    for b in brokers_running:
+        if b.stop(timeout_s=STOP_TIMEOUT_S * 2) not in (0, 143):
+            code = 1
+    for p in processes:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in processes:
+        try:
+            p.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            code = 1
+    return code
+
+
 def _up(args: argparse.Namespace) -> int:
     from pykraft.node.config import ConfigError
     from pykraft.storage import StorageError
@@ -201,18 +265,7 @@ def _up(args: argparse.Namespace) -> int:
         except KafkaError as e:
             reason = str(e).splitlines()[0]
             print(f"no Kafka brokers: {reason}; running the controllers alone", flush=True)
-    processes: list[subprocess.Popen[bytes]] = []
-    for node_id, _port, config in controllers:
-        out = (args.dir / f"controller-{node_id}.log").open("ab")
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(config)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C reaches us only; we stop them in order
-            )
-        )
-        out.close()
+    processes = [_start_controller(args.dir, node_id, config) for node_id, _, config in controllers]
     ports = [port for _, port, _ in controllers]
     print("bootstrap controllers: " + ",".join(f"127.0.0.1:{p}" for p in ports), flush=True)
     brokers_running = []
@@ -227,43 +280,7 @@ def _up(args: argparse.Namespace) -> int:
             "bootstrap.servers=" + ",".join(_broker_address(c) for c in broker_configs),
             flush=True,
         )
-    stopping = False
-
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    last = ""
-    while not stopping:
-        if any(p.poll() is not None for p in processes):
-            print("a controller exited; see its log in " + str(args.dir), file=sys.stderr)
-            break
-        if any(not b.running for b in brokers_running):
-            print("a broker exited; see its log in " + str(args.dir), file=sys.stderr)
-            break
-        line = asyncio.run(_status(ports, with_cluster=bool(brokers_running)))
-        if line != last:
-            print(time.strftime("%H:%M:%S ") + line, flush=True)
-            last = line
-        with contextlib.suppress(InterruptedError):
-            time.sleep(STATUS_INTERVAL_S)
-    code = 0
-    for b in brokers_running:
-        b.signal(signal.SIGTERM)  # controlled shutdown, while the controllers still run
-    for b in brokers_running:
-        if b.stop(timeout_s=STOP_TIMEOUT_S * 2) not in (0, 143):
-            code = 1
-    for p in processes:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in processes:
-        try:
-            p.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            code = 1
+    _watch(args.dir, processes, brokers_running, ports)
+    code = _stop(processes, brokers_running)
     print("stopped", flush=True)
     return code

@@ -62,13 +62,13 @@ def _export(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     from kazoo.exceptions import KazooException, NoNodeError
 
-    from pykraft.migration import zk_client, zk_data
+    from pykraft.migration import zk_client, zk_data, zk_writes
 
     lines: list[tuple[str, object]] = []
     try:
         with zk_client.session(args.zookeeper, timeout_s=10) as zk:
             try:
-                cid, cepoch, offset, epoch = zk_data.parse_migration(zk.get(zk_data.MIGRATION)[0])
+                cid, cepoch, offset, epoch = zk_writes.parse_migration(zk.get(zk_data.MIGRATION)[0])
                 lines += [
                     ("KRaftControllerId", cid),
                     ("KRaftControllerEpoch", cepoch),

@@ -45,7 +45,11 @@ def register(sub: Any) -> None:
     common.add_argument(
         "--progress-interval", type=float, default=5.0, metavar="S", help="progress every S s"
     )
+    for add_job in (_ingest_job, _audit_job, _sweep_job, _report_job, _plan_job, _dry_run_job):
+        add_job(jobs, common)
 
+
+def _ingest_job(jobs: Any, common: argparse.ArgumentParser) -> None:
     ingest = jobs.add_parser("ingest", parents=[common], help="metadata log dirs -> Parquet tables")
     ingest.add_argument(
         "--log-dir",
@@ -60,6 +64,8 @@ def register(sub: Any) -> None:
     )
     ingest.set_defaults(func=_ingest)
 
+
+def _audit_job(jobs: Any, common: argparse.ArgumentParser) -> None:
     audit = jobs.add_parser(
         "audit", parents=[common], help="check that replicas agree on the committed prefix"
     )
@@ -81,6 +87,8 @@ def register(sub: Any) -> None:
     audit.add_argument("--out", help="write the divergences table here")
     audit.set_defaults(func=_audit)
 
+
+def _sweep_job(jobs: Any, common: argparse.ArgumentParser) -> None:
     sweep = jobs.add_parser("sweep", parents=[common], help="simulator seeds as Spark tasks")
     sweep.add_argument("--seeds", required=True, help="A..B (B excluded) or N")
     sweep.add_argument(
@@ -94,12 +102,16 @@ def register(sub: Any) -> None:
     sweep.add_argument("--out", required=True, help="output directory or URI")
     sweep.set_defaults(func=_sweep)
 
+
+def _report_job(jobs: Any, common: argparse.ArgumentParser) -> None:
     report = jobs.add_parser("report", parents=[common], help="markdown + PNG plots")
     report.add_argument("--sweep", help="sweep's output")
     report.add_argument("--ingest", help="ingest's output")
     report.add_argument("--out", required=True, help="local directory for report.md and PNGs")
     report.set_defaults(func=_report)
 
+
+def _plan_job(jobs: Any, common: argparse.ArgumentParser) -> None:
     plan = jobs.add_parser(
         "plan", parents=[common], help="a balanced reassignment and its KIP-435 steps"
     )
@@ -120,6 +132,8 @@ def register(sub: Any) -> None:
     )
     plan.set_defaults(func=_plan)
 
+
+def _dry_run_job(jobs: Any, common: argparse.ArgumentParser) -> None:
     dry = jobs.add_parser(
         "migration-dry-run",
         parents=[common],

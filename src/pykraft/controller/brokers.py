@@ -267,6 +267,80 @@ def _check_feature(broker_id: int, name: str, finalized: int, low: int, high: in
         )
 
 
+def _check_migration_mode(
+    image: Image,
+    request: Any,
+    broker_id: int,
+    mv: int,
+    zk_migration: bool,
+    inter_broker_listener: str,
+) -> None:
+    """KIP-866: a ZooKeeper broker in migration mode registers only on a migrating quorum
+    (with the inter-broker listener, KAFKA-16468); a KRaft broker waits until the metadata
+    is migrated."""
+    migrating = bool(getattr(request, "is_migrating_zk_broker", False))
+    if migrating and (not zk_migration or mv < MIGRATION_SUPPORTED_MV):
+        raise ApiError(
+            ErrorCode.broker_id_not_registered,
+            "Controller does not support registering ZK brokers.",
+        )
+    if migrating and not any(lst.name == inter_broker_listener for lst in request.listeners):
+        raise ApiError(
+            ErrorCode.invalid_registration,
+            f"Broker {broker_id} is a ZK broker in migration mode without a listener named "
+            f"{inter_broker_listener} (the controller's inter.broker.listener.name).",
+        )
+    if not migrating and image.migration_state == PRE_MIGRATION:
+        raise ApiError(
+            ErrorCode.broker_id_not_registered,
+            "Controller is in pre-migration mode and cannot register KRaft brokers until the "
+            "metadata migration is complete.",
+        )
+
+
+def _check_log_dirs(image: Image, broker_id: int, log_dirs: tuple[uuid.UUID, ...]) -> None:
+    """From 3.7-IV2 (KIP-858): at least one directory, none reserved, none repeated, none
+    registered by another broker."""
+    if not log_dirs:
+        raise ApiError(ErrorCode.invalid_registration, "No directories specified in request")
+    if any(d is None or _reserved(d) for d in log_dirs):
+        raise ApiError(ErrorCode.invalid_registration, "Reserved directory ID in request")
+    if len(set(log_dirs)) != len(log_dirs):
+        raise ApiError(ErrorCode.invalid_registration, "Duplicate directory ID in request")
+    for other in image.brokers.values():
+        if other.broker_id != broker_id:
+            for d in log_dirs:
+                if d in other.log_dirs:
+                    raise ApiError(
+                        ErrorCode.invalid_registration,
+                        f"Broker {other.broker_id} is already registered with directory {d}",
+                    )
+
+
+def _registered_features(
+    image: Image, request: Any, broker_id: int, kraft_version: int
+) -> dict[str, tuple[int, int]]:
+    """The broker's supported feature ranges. Every finalized feature (kraft.version from
+    the quorum included) must be within them; a feature the broker does not list is 0..0;
+    metadata.version missing means only the minimum level."""
+    finalized = {**image.features, KRAFT_VERSION: kraft_version}
+    features: dict[str, tuple[int, int]] = {}
+    for f in request.features:
+        low, high = int(f.min_supported_version), int(f.max_supported_version)
+        _check_feature(broker_id, f.name, finalized.get(f.name, 0), low, high)
+        features[f.name] = (low, high)
+    if METADATA_VERSION not in features:
+        level = MINIMUM_METADATA_VERSION.level
+        _check_feature(
+            broker_id, METADATA_VERSION, finalized.get(METADATA_VERSION, 0), level, level
+        )
+        features[METADATA_VERSION] = (level, level)
+    for name, level in finalized.items():
+        if level != 0 and name not in features:
+            _check_feature(broker_id, name, level, 0, 0)
+    return features
+
+
 def register_broker(
     image: Image,
     sessions: BrokerSessions,
@@ -307,57 +381,11 @@ def register_broker(
         )
     mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
     migrating = bool(getattr(request, "is_migrating_zk_broker", False))
-    if migrating and (not zk_migration or mv < MIGRATION_SUPPORTED_MV):
-        raise ApiError(
-            ErrorCode.broker_id_not_registered,
-            "Controller does not support registering ZK brokers.",
-        )
-    if migrating and not any(lst.name == inter_broker_listener for lst in request.listeners):
-        raise ApiError(
-            ErrorCode.invalid_registration,
-            f"Broker {broker_id} is a ZK broker in migration mode without a listener named "
-            f"{inter_broker_listener} (the controller's inter.broker.listener.name).",
-        )
-    if not migrating and image.migration_state == PRE_MIGRATION:
-        raise ApiError(
-            ErrorCode.broker_id_not_registered,
-            "Controller is in pre-migration mode and cannot register KRaft brokers until the "
-            "metadata migration is complete.",
-        )
+    _check_migration_mode(image, request, broker_id, mv, zk_migration, inter_broker_listener)
     log_dirs = tuple(getattr(request, "log_dirs", ()))
     if mv >= IBP_3_7_IV2:
-        if not log_dirs:
-            raise ApiError(ErrorCode.invalid_registration, "No directories specified in request")
-        if any(d is None or _reserved(d) for d in log_dirs):
-            raise ApiError(ErrorCode.invalid_registration, "Reserved directory ID in request")
-        if len(set(log_dirs)) != len(log_dirs):
-            raise ApiError(ErrorCode.invalid_registration, "Duplicate directory ID in request")
-        for other in image.brokers.values():
-            if other.broker_id != broker_id:
-                for d in log_dirs:
-                    if d in other.log_dirs:
-                        raise ApiError(
-                            ErrorCode.invalid_registration,
-                            f"Broker {other.broker_id} is already registered with directory {d}",
-                        )
-    # Every finalized feature (kraft.version from the quorum included) must be within the
-    # broker's range; a feature the broker does not list is 0..0; metadata.version missing
-    # means only the minimum level.
-    finalized = {**image.features, KRAFT_VERSION: kraft_version}
-    features: dict[str, tuple[int, int]] = {}
-    for f in request.features:
-        low, high = int(f.min_supported_version), int(f.max_supported_version)
-        _check_feature(broker_id, f.name, finalized.get(f.name, 0), low, high)
-        features[f.name] = (low, high)
-    if METADATA_VERSION not in features:
-        level = MINIMUM_METADATA_VERSION.level
-        _check_feature(
-            broker_id, METADATA_VERSION, finalized.get(METADATA_VERSION, 0), level, level
-        )
-        features[METADATA_VERSION] = (level, level)
-    for name, level in finalized.items():
-        if level != 0 and name not in features:
-            _check_feature(broker_id, name, level, 0, 0)
+        _check_log_dirs(image, broker_id, log_dirs)
+    features = _registered_features(image, request, broker_id, kraft_version)
     records: list[tuple[Any, int]] = []
     same = existing is not None and existing.incarnation_id == incarnation
     if existing is not None and not same and not existing.fenced:

@@ -401,54 +401,10 @@ def run(config: RunConfig) -> Report:
                 f"cluster up (leader {monitor.leader}); {len(faults)} faults over {config.seconds:g} s"
             )
             t0 = time.monotonic()
-            monitor.start_windows()
-            for i, planned in enumerate(faults):
-                _sleep_until(t0 + planned.at_s)
-                with monitor.lock:
-                    leader = monitor.leader[0] if monitor.leader else None
-                fault = faults[i] = _resolve(planned, leader, [n.node_id for n in cluster.voters])
-                say(f"fault {fault}")
-                _apply(cluster, network, fault)
-                _sleep_until(t0 + fault.at_s + fault.hold_s)
-                _heal(cluster, network, fault, report)
-                healed = time.monotonic()
-                if monitor.wait(lambda: monitor.leader is not None, config.recovery_bound_s * 3):
-                    report.recoveries_ms.append((time.monotonic() - healed) * 1000)
-                else:
-                    report.recoveries_ms.append((time.monotonic() - healed) * 1000)
-                    report.problems.append(
-                        f"no leader within {config.recovery_bound_s * 3:.0f} s after healing {fault}"
-                    )
+            _inject(config, cluster, network, monitor, faults, report, t0)
             _sleep_until(t0 + config.seconds)
             load.stop()
-            # Everything acknowledged is below the leader's high watermark now; every node
-            # must reach it (the controller keeps writing, so the watermark moves on).
-            committed: list[int] = []
-
-            stopped_at = time.monotonic()
-            acked_end = max((a.offset + 1 for a in load.workload.acked), default=0)
-
-            def target() -> bool:
-                assert monitor is not None
-                hwm = monitor.leader_high_watermark()
-                if hwm is None or monitor.sampled_at <= stopped_at:
-                    return False
-                committed.append(max(hwm, acked_end))
-                return True
-
-            if not (
-                monitor.wait(target, config.converge_s)
-                and monitor.wait(lambda: monitor.converged(committed[-1]), config.converge_s)
-            ):
-                with monitor.lock:
-                    state = {
-                        k: (v.get("high_watermark"), v.get("current_epoch"))
-                        for k, v in monitor.samples.items()
-                    }
-                report.problems.append(
-                    f"not converged within {config.converge_s:.0f} s: leader {monitor.leader}, "
-                    f"(hwm, epoch) by node {state}"
-                )
+            committed = _converge(config, monitor, report, load)
             monitor.stop()
             report.leaderless_ms = monitor.leaderless_ms
             report.two_leaders = monitor.two_leaders
@@ -461,11 +417,11 @@ def run(config: RunConfig) -> Report:
                 if code not in (0, None):
                     report.problems.append(f"node {node_id} exited with {code} on SIGTERM")
             report.tails = {n.node_id: n.tail() for n in cluster.nodes.values()}
-            if committed:
+            if committed is not None:
                 replicas = [
-                    read_replica(n.node_id, n.data, committed[-1]) for n in cluster.nodes.values()
+                    read_replica(n.node_id, n.data, committed) for n in cluster.nodes.values()
                 ]
-                report.verdict = check(replicas, load.workload.acked, committed[-1])
+                report.verdict = check(replicas, load.workload.acked, committed)
     finally:
         if load is not None:
             load.stop()
@@ -476,6 +432,73 @@ def run(config: RunConfig) -> Report:
         elif config.work is None:
             say(f"work directory kept: {work}")
     return report
+
+
+def _inject(
+    config: RunConfig,
+    cluster: FaultCluster,
+    network: Network | None,
+    monitor: Monitor,
+    faults: list[Fault],
+    report: Report,
+    t0: float,
+) -> None:
+    """The fault phase: each fault at its time (aimed at the leader of the moment where it
+    says LEADER), held, healed; after each heal a leader within three recovery bounds."""
+    monitor.start_windows()
+    for i, planned in enumerate(faults):
+        _sleep_until(t0 + planned.at_s)
+        with monitor.lock:
+            leader = monitor.leader[0] if monitor.leader else None
+        fault = faults[i] = _resolve(planned, leader, [n.node_id for n in cluster.voters])
+        config.log(f"fault {fault}")
+        _apply(cluster, network, fault)
+        _sleep_until(t0 + fault.at_s + fault.hold_s)
+        _heal(cluster, network, fault, report)
+        healed = time.monotonic()
+        if monitor.wait(lambda: monitor.leader is not None, config.recovery_bound_s * 3):
+            report.recoveries_ms.append((time.monotonic() - healed) * 1000)
+        else:
+            report.recoveries_ms.append((time.monotonic() - healed) * 1000)
+            report.problems.append(
+                f"no leader within {config.recovery_bound_s * 3:.0f} s after healing {fault}"
+            )
+
+
+def _converge(
+    config: RunConfig, monitor: Monitor, report: Report, load: _WorkloadThread
+) -> int | None:
+    """The offset every node must hold at the end: the leader's high watermark once sampled
+    after the workload stopped (at least every acknowledged offset), once every node reached
+    it; None (and a problem reported) when they did not converge in time."""
+    # Everything acknowledged is below the leader's high watermark now; every node
+    # must reach it (the controller keeps writing, so the watermark moves on).
+    committed: list[int] = []
+    stopped_at = time.monotonic()
+    acked_end = max((a.offset + 1 for a in load.workload.acked), default=0)
+
+    def target() -> bool:
+        assert monitor is not None
+        hwm = monitor.leader_high_watermark()
+        if hwm is None or monitor.sampled_at <= stopped_at:
+            return False
+        committed.append(max(hwm, acked_end))
+        return True
+
+    if not (
+        monitor.wait(target, config.converge_s)
+        and monitor.wait(lambda: monitor.converged(committed[-1]), config.converge_s)
+    ):
+        with monitor.lock:
+            state = {
+                k: (v.get("high_watermark"), v.get("current_epoch"))
+                for k, v in monitor.samples.items()
+            }
+        report.problems.append(
+            f"not converged within {config.converge_s:.0f} s: leader {monitor.leader}, "
+            f"(hwm, epoch) by node {state}"
+        )
+    return committed[-1] if committed else None
 
 
 def _resolve(fault: Fault, leader: int | None, voters: list[int]) -> Fault:

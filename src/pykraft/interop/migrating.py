@@ -28,7 +28,7 @@ from kazoo.client import KazooClient
 
 from pykraft.interop.cluster import Server, free_ports
 from pykraft.interop.kafka import KafkaDist, write_properties
-from pykraft.migration import zk_data
+from pykraft.migration import zk_writes
 from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
@@ -69,12 +69,12 @@ def fill_zookeeper(
         }
         base = f"/brokers/topics/{name}"
         nodes = [
-            (base, zk_data.topic_json(uuid.uuid4(), assignment, {}, {})),
+            (base, zk_writes.topic_json(uuid.uuid4(), assignment, {}, {})),
             (f"/config/topics/{name}", b'{"version":1,"config":{}}'),
             (f"{base}/partitions", b""),
         ]
         for p, replicas in assignment.items():
-            state = zk_data.partition_state_json(replicas[0], 0, 1, replicas, False)
+            state = zk_writes.partition_state_json(replicas[0], 0, 1, replicas, False)
             nodes += [(f"{base}/partitions/{p}", b""), (f"{base}/partitions/{p}/state", state)]
         for path, data in nodes:
             pending.append(zk.create_async(path, data))

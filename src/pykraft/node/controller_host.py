@@ -37,8 +37,8 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
 
@@ -72,6 +72,9 @@ from pykraft.raft.interfaces import Ready
 from pykraft.raft.roles import Leader
 from pykraft.records import decode_records, iter_batches
 from pykraft.storage import StorageError, read_snapshot
+
+if TYPE_CHECKING:
+    from pykraft.node.migration_host import MigrationHost
 
 __all__ = ["ControllerHost", "load_image"]
 
@@ -112,7 +115,7 @@ class ControllerHost:
         self._stopped = False
         self.metadata_errors = 0
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
-        self.migration: Any = None  # MigrationHost when zookeeper.metadata.migration.enable
+        self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
         self._migrating_seen: tuple[int, ...] = ()
 
     # -- Application --------------------------------------------------------------------------
@@ -250,7 +253,7 @@ class ControllerHost:
             answer.set(self._error(request, ErrorCode.unknown_server_error, str(e)))
             return
         if result.records:
-            last = self._write(result.records)
+            last = self.write(result.records)
             if last is None:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
                 return
@@ -265,7 +268,7 @@ class ControllerHost:
             else:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
 
-        self._waiters.add(last, self.node.core.high_watermark, send)
+        self.after_commit(last, send)
         timeout_ms = _timeout_ms(request.message)
         if timeout_ms > 0 and not answer.done:
             # Kafka's ControllerApis: the request's own timeout is the deadline of its write;
@@ -312,7 +315,7 @@ class ControllerHost:
             controller_features=controllers,
         )
 
-    def _write(self, records: list[tuple[Any, int]]) -> int | None:
+    def write(self, records: list[tuple[Any, int]]) -> int | None:
         """Append ``records`` as one batch and apply them; the last offset (None if the node
         is no longer leader)."""
         controller = self.controller
@@ -338,6 +341,10 @@ class ControllerHost:
 
     # -- ControllerRegistration ---------------------------------------------------------------
 
+
+    def after_commit(self, offset: int, fn: Callable[[bool], None]) -> None:
+        """``fn(True)`` once ``offset`` committed, ``fn(False)`` if leadership is lost first."""
+        self._waiters.add(offset, self.node.core.high_watermark, fn)
     def _controller_registration(self, m: Any) -> None:
         """The core answers it (D10's registry); the active controller also writes a
         RegisterControllerRecord (KIP-919) when it is new or changed."""
@@ -351,7 +358,7 @@ class ControllerHost:
 
         def write() -> None:
             if self.controller is not None and self.controller.active:
-                self._write([(record, 0)])
+                self.write([(record, 0)])
 
         self.node.run(write)
 
@@ -487,7 +494,7 @@ class ControllerHost:
             controller.image.metadata_version,
         )
         if records:
-            self._write(records)
+            self.write(records)
         if self.migration is not None:
             self.migration.leadership_changed(epoch)
 
@@ -527,7 +534,7 @@ class ControllerHost:
             return
         records = controller.tick(self._context())
         if records:
-            self._write(records)
+            self.write(records)
         self._schedule_tick()
 
     # -- snapshots ----------------------------------------------------------------------------

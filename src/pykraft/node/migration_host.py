@@ -26,17 +26,20 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from pykraft.controller import migration as m
-from pykraft.migration import propagator, zk_client, zk_data
+from pykraft.migration import propagator, zk_client, zk_data, zk_writes
 from pykraft.migration.legacy_channel import LegacyChannel, LegacyChannelError
 from pykraft.migration.rpc.leader_and_isr_response import LeaderAndIsrResponse
 from pykraft.migration.rpc.stop_replica_response import StopReplicaResponse
 from pykraft.migration.rpc.update_metadata_response import UpdateMetadataResponse
+
+if TYPE_CHECKING:
+    from pykraft.node.controller_host import ControllerHost
 
 __all__ = ["MigrationHost"]
 
@@ -86,7 +89,9 @@ STOP_REPLICA: Final = ("StopReplica", propagator.STOP_REPLICA_VERSION, StopRepli
 class MigrationHost:
     """Invariant: the driver has at most one action outstanding, run on ``_executor``."""
 
-    def __init__(self, controller_host: Any, zookeeper_connect: str, node_id: int) -> None:
+    def __init__(
+        self, controller_host: ControllerHost, zookeeper_connect: str, node_id: int
+    ) -> None:
         self.host = controller_host
         self.node = controller_host.node
         self.zookeeper_connect = zookeeper_connect
@@ -146,7 +151,7 @@ class MigrationHost:
         want = None
         sends: list[Send] = []
         if action.kind in ("sync", "dual_write"):
-            want = zk_data.desired(image, epoch)
+            want = zk_writes.desired(image, epoch)
         if action.kind in ("send_full", "dual_write"):
             sends = self._full_requests(image, action.leadership, delta=action.kind == "dual_write")
         work: dict[str, Callable[[], Any]] = {
@@ -176,7 +181,9 @@ class MigrationHost:
             driver.on_recovered(future.result())
         elif action.kind == "read_brokers":
             zk_brokers, assigned = future.result()
-            driver.on_brokers(self.host.controller.image, zk_brokers, assigned, now)
+            controller = self.host.controller
+            assert controller is not None  # set at start, before this host exists
+            driver.on_brokers(controller.image, zk_brokers, assigned, now)
         elif action.kind == "claim":
             result = future.result()
             if result is not None:
@@ -220,7 +227,7 @@ class MigrationHost:
         batches = m.migration_records(load.batches, self.host.config.migration_min_batch_size)
         last = None
         for batch in batches:
-            last = self.host._write(batch)
+            last = self.host.write(batch)
             if last is None:  # leadership moved: the next leader aborts the transaction
                 self.driver.on_error("leadership changed during the load", self.node.now_ms())
                 return
@@ -246,7 +253,7 @@ class MigrationHost:
                 self.driver.on_committed()
                 self.poke()
 
-        self.host._after_commit(last, committed)
+        self.host.after_commit(last, committed)
 
     def _full_requests(
         self,
@@ -366,7 +373,7 @@ class MigrationHost:
             with contextlib.suppress(NodeExistsError):
                 zk.create(zk_data.MIGRATION, _migration_json(empty))
             data, stat = zk.get(zk_data.MIGRATION)
-        cid, cepoch, offset, epoch = zk_data.parse_migration(data)
+        cid, cepoch, offset, epoch = zk_writes.parse_migration(data)
         return replace(
             empty,
             controller_id=cid,
@@ -415,7 +422,7 @@ class MigrationHost:
         wall_ms = int(time.time() * 1000)
         tx.create(
             zk_data.CONTROLLER,
-            zk_data.controller_json(leadership.controller_id, wall_ms, leadership.controller_epoch),
+            zk_writes.controller_json(leadership.controller_id, wall_ms, leadership.controller_epoch),
         )
         results = tx.commit()
         if any(isinstance(x, Exception) for x in results):
@@ -457,7 +464,7 @@ class MigrationHost:
         return replace(leadership, migration_zk_version=stat.version)
 
     def _sync(
-        self, want: zk_data.DesiredZk | None, leadership: m.ZkLeadership, *, delta: bool = False
+        self, want: zk_writes.DesiredZk | None, leadership: m.ZkLeadership, *, delta: bool = False
     ) -> m.ZkLeadership:
         """ZooKeeper made to say what ``want`` says, with fenced writes; /migration records
         ``leadership``. ``delta``: a dual write of committed changes (timed apart)."""
@@ -469,13 +476,13 @@ class MigrationHost:
             have = loaded[1]
         else:
             have = zk_client.read_snapshot(zk)
-        ops, changed = zk_data.reconcile(want, have)
+        ops, changed = zk_writes.reconcile(want, have)
         result = self._fenced(zk, ops, leadership)
         for entity in changed:
             # Outside the fenced writes, as Kafka: brokers watch these to reload configs.
             zk.create(
                 "/config/changes/config_change_",
-                zk_data.config_change_json(entity),
+                zk_writes.config_change_json(entity),
                 sequence=True,
                 makepath=True,
             )
@@ -495,7 +502,7 @@ class MigrationHost:
         return result
 
     def _fenced(
-        self, zk: KazooClient, ops: list[zk_data.ZkOp], leadership: m.ZkLeadership
+        self, zk: KazooClient, ops: list[zk_writes.ZkOp], leadership: m.ZkLeadership
     ) -> m.ZkLeadership:
         """Kafka's fenced multi-ops: each write is one multi of (check /controller_epoch at
         its version, check /migration -- on the last write, SetData of /migration --, the
@@ -550,7 +557,7 @@ class MigrationHost:
 
     def _dual_write(
         self,
-        want: zk_data.DesiredZk | None,
+        want: zk_writes.DesiredZk | None,
         leadership: m.ZkLeadership,
         sends: list[Send],
     ) -> tuple[m.ZkLeadership, frozenset[int]]:
@@ -641,6 +648,6 @@ _FENCED_MIGRATION = (
 
 
 def _migration_json(s: m.ZkLeadership) -> bytes:
-    return zk_data.migration_json(
+    return zk_writes.migration_json(
         s.controller_id, s.controller_epoch, s.metadata_offset, s.metadata_epoch
     )

@@ -105,11 +105,8 @@ def _describe(prefix: str = "") -> Column:
     )
 
 
-def find_divergences(batches: DataFrame, snapshots: DataFrame, prefixes: DataFrame) -> DataFrame:
-    """All divergences (``schemas.DIVERGENCES``) of the committed prefixes, a pure transform."""
-    c = committed_batches(batches, prefixes)
-
-    # mismatch: several distinct batches at one base offset; one row per node involved.
+def _mismatches(c: DataFrame) -> DataFrame:
+    """Several distinct batches at one base offset; one row per node involved."""
     variants = c.groupBy("base_offset").agg(
         F.countDistinct("last_offset", "epoch", "crc").alias("variants"),
         F.sort_array(
@@ -127,8 +124,11 @@ def find_divergences(batches: DataFrame, snapshots: DataFrame, prefixes: DataFra
             F.concat_ws("; ", F.col("all")),
         )
     )
+    return mismatch
 
-    # missing: b is committed on n and inside m's committed prefix, but m has no batch at b.
+
+def _missing(c: DataFrame, prefixes: DataFrame) -> DataFrame:
+    """A batch committed on node n and inside node m's committed prefix that m lacks."""
     p = prefixes.select(
         F.col("node").alias("m"),
         F.col("log_start_offset").alias("m_start"),
@@ -169,7 +169,11 @@ def find_divergences(batches: DataFrame, snapshots: DataFrame, prefixes: DataFra
             )
         )
     )
+    return missing
 
+
+def _corrupt(c: DataFrame) -> DataFrame:
+    """A committed batch whose CRC does not match."""
     corrupt = c.where(~F.col("crc_ok")).select(
         *_divergence(
             "corrupt",
@@ -180,6 +184,12 @@ def find_divergences(batches: DataFrame, snapshots: DataFrame, prefixes: DataFra
         )
     )
 
+    return corrupt
+
+
+def _gaps_and_regressions(c: DataFrame) -> DataFrame:
+    """Per node, in offset order: a batch not starting right after the previous one, and an
+    epoch lower than the previous batch's."""
     w = Window.partitionBy("node").orderBy("base_offset")
     ordered = c.select(
         "*",
@@ -211,6 +221,11 @@ def find_divergences(batches: DataFrame, snapshots: DataFrame, prefixes: DataFra
         )
     )
 
+    return gap.unionByName(regression)
+
+
+def _snapshot_epochs(c: DataFrame, snapshots: DataFrame) -> DataFrame:
+    """A snapshot whose epoch is not that of the committed batch holding its last offset."""
     snaps = snapshots.where(F.col("crc_ok")).select(
         F.col("node").alias("s_node"), "end_offset", F.col("epoch").alias("s_epoch")
     )
@@ -236,12 +251,18 @@ def find_divergences(batches: DataFrame, snapshots: DataFrame, prefixes: DataFra
             )
         )
     )
+    return snapshot_epoch
+
+
+def find_divergences(batches: DataFrame, snapshots: DataFrame, prefixes: DataFrame) -> DataFrame:
+    """All divergences (``schemas.DIVERGENCES``) of the committed prefixes, a pure transform."""
+    c = committed_batches(batches, prefixes)
     return (
-        mismatch.unionByName(missing)
-        .unionByName(corrupt)
-        .unionByName(gap)
-        .unionByName(regression)
-        .unionByName(snapshot_epoch)
+        _mismatches(c)
+        .unionByName(_missing(c, prefixes))
+        .unionByName(_corrupt(c))
+        .unionByName(_gaps_and_regressions(c))
+        .unionByName(_snapshot_epochs(c, snapshots))
     )
 
 

@@ -71,53 +71,37 @@ class TargetWait:
     reply: Reply
 
 
+def _refusal(
+    core: CoreContext, leader: Leader, voters: Sequence[VoterInfo]
+) -> tuple[ErrorCode, str] | None:
+    """Why a target cannot be taken now (E1), or None."""
+    if core.control.kraft_version < 1:
+        return ErrorCode.unsupported_version, "reassignment needs kraft.version 1"
+    ids = [v.key.id for v in voters]
+    if not voters:
+        return ErrorCode.invalid_request, "empty target"
+    if len(set(ids)) != len(ids):
+        return ErrorCode.duplicate_voter, f"a replica id appears twice in {sorted(ids)}"
+    for info in voters:
+        if not (has_key(core.voters, info.key) or info.key in leader.progress.observers):
+            return (
+                ErrorCode.invalid_request,
+                f"{info.key} is neither a voter nor an observer of this leader",
+            )
+    if core.high_watermark <= leader.epoch_start_offset:
+        return ErrorCode.request_timed_out, "the leader has not committed its epoch yet"
+    return None
+
+
 def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms: int) -> None:
     """E1: validate, append the target record, answer when it commits."""
     leader = core.state
     assert isinstance(leader, Leader)
-    if core.control.kraft_version < 1:
-        membership.answer_now(
-            core,
-            OPERATION,
-            reply,
-            ErrorCode.unsupported_version,
-            "reassignment needs kraft.version 1",
-        )
-        return
-    ids = [v.key.id for v in voters]
-    if not voters:
-        membership.answer_now(core, OPERATION, reply, ErrorCode.invalid_request, "empty target")
-        return
-    if len(set(ids)) != len(ids):
-        membership.answer_now(
-            core,
-            OPERATION,
-            reply,
-            ErrorCode.duplicate_voter,
-            f"a replica id appears twice in {sorted(ids)}",
-        )
+    refused = _refusal(core, leader, voters)
+    if refused is not None:
+        membership.answer_now(core, OPERATION, reply, *refused)
         return
     current = core.voters
-    for info in voters:
-        known = has_key(current, info.key) or info.key in leader.progress.observers
-        if not known:
-            membership.answer_now(
-                core,
-                OPERATION,
-                reply,
-                ErrorCode.invalid_request,
-                f"{info.key} is neither a voter nor an observer of this leader",
-            )
-            return
-    if core.high_watermark <= leader.epoch_start_offset:
-        membership.answer_now(
-            core,
-            OPERATION,
-            reply,
-            ErrorCode.request_timed_out,
-            "the leader has not committed its epoch yet",
-        )
-        return
     # Voters keep their recorded endpoints and ranges; new ones come as submitted.
     target = VoterSet(
         {v.key.id: (current.voters[v.key.id] if has_key(current, v.key) else v) for v in voters}

@@ -151,39 +151,9 @@ class FileLog:
         )
         self._start_offset, self._start_epoch = ck.read_log_start(self.dir)
         clean = (self.dir / ck.CLEAN_SHUTDOWN_FILE).exists()
-        recovery_point = ck.read_recovery_point(self.dir)
-        epochs = ck.read_epoch_checkpoint(self.dir) if recovery_point else None
-        if epochs is None:
-            recovery_point = 0  # nothing is known good without the epochs below it
-        control = ck.read_control_checkpoint(self.dir) if epochs is not None else None
-        if control is None:
-            recovery_point, epochs = 0, None
-        for epoch, start in epochs or ():
-            if start < recovery_point:
-                self._note_epoch(epoch, start)
-        self._control = [offset for offset in control or () if offset < recovery_point]
+        recovery_point = self._load_checkpoints()
         paths = sorted(partition_dir.glob("*.log"), key=lambda p: p.name)
-        bases = [parse_segment_name(path) for path in paths]
-        for i, base in enumerate(bases):
-            expected = self._segments[-1].next_offset if self._segments else None
-            if expected is not None and base != expected:
-                log.error(
-                    "segment %s starts at %d but the log ends at %d: deleting it",
-                    paths[i].name,
-                    base,
-                    expected,
-                )
-                self._delete_segment_files(paths[i])
-                continue
-            segment = self._open_segment(base, create=False)
-            next_base = bases[i + 1] if i + 1 < len(bases) else None
-            # Trusted up to the recovery point (after a clean shutdown, the end offset).
-            upto = recovery_point if next_base is None else min(next_base, recovery_point)
-            if upto > base and segment.load_trusted(upto) is None:
-                log.warning("%s: index does not check out: scanning it", paths[i].name)
-                segment = self._reopen_segment(segment)
-            self._recover_segment(segment)
-            self._segments.append(segment)
+        self._load_segments(paths, recovery_point)
         # Segments wholly below the log start offset (a crash inside delete_before or
         # reset_to_snapshot) are deleted now.
         while self._segments and self._segments[0].next_offset <= self._start_offset:
@@ -224,6 +194,48 @@ class FileLog:
             fsync_dir(self.dir)
             self._dir_dirty = False
         return self
+
+    def _load_checkpoints(self) -> int:
+        """The recovery point, with the epochs and control batches below it taken from
+        their checkpoints; 0 (scan everything) unless all three are readable."""
+        recovery_point = ck.read_recovery_point(self.dir)
+        epochs = ck.read_epoch_checkpoint(self.dir) if recovery_point else None
+        if epochs is None:
+            recovery_point = 0  # nothing is known good without the epochs below it
+        control = ck.read_control_checkpoint(self.dir) if epochs is not None else None
+        if control is None:
+            recovery_point, epochs = 0, None
+        for epoch, start in epochs or ():
+            if start < recovery_point:
+                self._note_epoch(epoch, start)
+        self._control = [offset for offset in control or () if offset < recovery_point]
+        return recovery_point
+
+    def _load_segments(self, paths: list[Path], recovery_point: int) -> None:
+        """Open the segments in offset order: trusted up to the recovery point (their index
+        read back and checked), scanned after it; a segment that does not continue the log
+        is deleted."""
+        bases = [parse_segment_name(path) for path in paths]
+        for i, base in enumerate(bases):
+            expected = self._segments[-1].next_offset if self._segments else None
+            if expected is not None and base != expected:
+                log.error(
+                    "segment %s starts at %d but the log ends at %d: deleting it",
+                    paths[i].name,
+                    base,
+                    expected,
+                )
+                self._delete_segment_files(paths[i])
+                continue
+            segment = self._open_segment(base, create=False)
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            # Trusted up to the recovery point (after a clean shutdown, the end offset).
+            upto = recovery_point if next_base is None else min(next_base, recovery_point)
+            if upto > base and segment.load_trusted(upto) is None:
+                log.warning("%s: index does not check out: scanning it", paths[i].name)
+                segment = self._reopen_segment(segment)
+            self._recover_segment(segment)
+            self._segments.append(segment)
 
     def close(self, *, clean: bool = False) -> None:
         """Close the files. ``clean``: flush first and leave the checkpoints and the

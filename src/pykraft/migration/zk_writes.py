@@ -1,0 +1,288 @@
+"""What a migrating controller writes to ZooKeeper (KIP-866): its own znodes (``/migration``,
+``/controller``) and, from SYNC_KRAFT_TO_ZK on, the Kafka data a ZooKeeper-mode broker or a
+rollback reads -- topics, partition states, configs -- as Kafka 3.9's ``kafka.zk.ZkData``
+formats them. ``desired`` says what the znodes must hold for a metadata image,
+``reconcile`` the operations that make ZooKeeper say it. Pure: ``migration_host`` runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pykraft.migration.zk_data import (
+    BROKER,
+    CONFIG,
+    DEFAULT_ENTITY,
+    TOPIC,
+    TOPICS,
+    ZkDataError,
+    ZkSnapshot,
+)
+from pykraft.storage.meta import uuid_to_kafka
+
+__all__ = [
+    "DesiredTopic",
+    "DesiredZk",
+    "ZkOp",
+    "config_change_json",
+    "controller_json",
+    "desired",
+    "migration_json",
+    "parse_migration",
+    "partition_state_json",
+    "reconcile",
+    "topic_json",
+]
+
+
+# -- the controller's znodes -------------------------------------------------------------------
+
+
+def _dump(value: Mapping[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def migration_json(
+    controller_id: int, controller_epoch: int, metadata_offset: int, metadata_epoch: int
+) -> bytes:
+    """``/migration`` (MigrationZNode, version 0)."""
+    return _dump(
+        {
+            "version": 0,
+            "kraft_controller_id": controller_id,
+            "kraft_controller_epoch": controller_epoch,
+            "kraft_metadata_offset": metadata_offset,
+            "kraft_metadata_epoch": metadata_epoch,
+        }
+    )
+
+
+def parse_migration(data: bytes) -> tuple[int, int, int, int]:
+    """``/migration`` -> (controller id, controller epoch, metadata offset, metadata epoch);
+    any version but 0 is refused, as Kafka does."""
+    try:
+        value = json.loads(data)
+        if value.get("version") != 0:
+            raise ZkDataError(f"/migration: unknown version {value.get('version')!r}")
+        return (
+            int(value["kraft_controller_id"]),
+            int(value["kraft_controller_epoch"]),
+            int(value["kraft_metadata_offset"]),
+            int(value["kraft_metadata_epoch"]),
+        )
+    except (ValueError, KeyError, AttributeError) as e:
+        raise ZkDataError(f"/migration: {e}") from None
+
+
+def controller_json(broker_id: int, timestamp_ms: int, kraft_controller_epoch: int) -> bytes:
+    """``/controller`` (ControllerZNode version 2; the timestamp is a string)."""
+    return _dump(
+        {
+            "version": 2,
+            "brokerid": broker_id,
+            "timestamp": str(timestamp_ms),
+            "kraftControllerEpoch": kraft_controller_epoch,
+        }
+    )
+
+
+def topic_json(
+    topic_id: uuid.UUID,
+    partitions: Mapping[int, tuple[int, ...]],
+    adding: Mapping[int, tuple[int, ...]],
+    removing: Mapping[int, tuple[int, ...]],
+) -> bytes:
+    """``/brokers/topics/<t>`` (TopicZNode version 3; the adding/removing maps hold only
+    partitions with a non-empty list)."""
+    return _dump(
+        {
+            "version": 3,
+            "partitions": {str(p): list(b) for p, b in sorted(partitions.items())},
+            "adding_replicas": {str(p): list(b) for p, b in sorted(adding.items()) if b},
+            "removing_replicas": {str(p): list(b) for p, b in sorted(removing.items()) if b},
+            "topic_id": uuid_to_kafka(topic_id),
+        }
+    )
+
+
+def partition_state_json(
+    leader: int, leader_epoch: int, controller_epoch: int, isr: tuple[int, ...], recovering: bool
+) -> bytes:
+    """``/brokers/topics/<t>/partitions/<p>/state`` (version 1; ``leader_recovery_state`` only
+    while RECOVERING)."""
+    value: dict[str, Any] = {
+        "version": 1,
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "controller_epoch": controller_epoch,
+        "isr": list(isr),
+    }
+    if recovering:
+        value["leader_recovery_state"] = 1
+    return _dump(value)
+
+
+# -- KRaft -> ZooKeeper: what the znodes must say (SYNC_KRAFT_TO_ZK, DUAL_WRITE) ---------------
+
+
+@dataclass(frozen=True, slots=True)
+class ZkOp:
+    """One write: ``kind`` is ``create``, ``set`` or ``delete``."""
+
+    kind: str
+    path: str
+    data: bytes = b""
+
+
+@dataclass(frozen=True)
+class DesiredTopic:
+    topic_id: uuid.UUID
+    partitions: Mapping[int, tuple[int, ...]]
+    adding: Mapping[int, tuple[int, ...]]
+    removing: Mapping[int, tuple[int, ...]]
+    # partition -> (leader, leader epoch, isr, recovering)
+    states: Mapping[int, tuple[int, int, tuple[int, ...], bool]]
+
+
+@dataclass(frozen=True)
+class DesiredZk:
+    """What ZooKeeper must hold for the image (taken on the event loop, diffed off it)."""
+
+    topics: Mapping[str, DesiredTopic]
+    configs: Mapping[tuple[str, str], Mapping[str, str]]  # ("topics"|"brokers", name)
+    kraft_epoch: int
+
+
+def desired(image: Any, kraft_epoch: int) -> DesiredZk:
+    """``image`` (a ``controller.image.Image``) as ZooKeeper's topic and config znodes."""
+    topics: dict[str, DesiredTopic] = {}
+    for t in image.topics.values():
+        parts = t.partitions
+        topics[t.name] = DesiredTopic(
+            t.topic_id,
+            {i: p.replicas for i, p in parts.items()},
+            {i: p.adding for i, p in parts.items() if p.adding},
+            {i: p.removing for i, p in parts.items() if p.removing},
+            {
+                i: (p.leader, p.leader_epoch, p.isr, p.leader_recovery_state == 1)
+                for i, p in parts.items()
+            },
+        )
+    configs: dict[tuple[str, str], dict[str, str]] = {}
+    for (resource_type, name), values in image.configs.items():
+        if resource_type == TOPIC:
+            configs[("topics", name)] = dict(values)
+        elif resource_type == BROKER:
+            configs[("brokers", name or DEFAULT_ENTITY)] = dict(values)
+    return DesiredZk(topics, configs, kraft_epoch)
+
+
+def _config_json(config: Mapping[str, str]) -> bytes:
+    return json.dumps(
+        {"version": 1, "config": dict(sorted(config.items()))}, separators=(",", ":")
+    ).encode()
+
+
+def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]:
+    """The writes that make ``have`` say what ``want`` says (Kafka's KRaftMigrationZkWriter
+    snapshot reconciliation, topics and topic/broker configs), parents before children,
+    children before parents for deletes; and the config entity paths changed (each gets a
+    ``config_change_`` notification, written outside the fenced writes)."""
+    ops: list[ZkOp] = []
+    changed: list[str] = []
+    existing = set(have.children(TOPICS))
+    for name in sorted(want.topics):
+        topic = want.topics[name]
+        path = f"{TOPICS}/{name}"
+        body = topic_json(topic.topic_id, topic.partitions, topic.adding, topic.removing)
+        current = have.json(path) if name in existing else None
+        if current is None:
+            ops.append(ZkOp("create", path, body))
+            if have.get(f"{CONFIG}/topics/{name}") is None and ("topics", name) not in want.configs:
+                ops.append(ZkOp("create", f"{CONFIG}/topics/{name}", _config_json({})))
+            ops.append(ZkOp("create", f"{path}/partitions"))
+        elif _assignment(current) != _assignment(json.loads(body)):
+            ops.append(ZkOp("set", path, body))
+        for partition in sorted(topic.partitions):
+            leader, epoch, isr, recovering = topic.states[partition]
+            state_path = f"{path}/partitions/{partition}/state"
+            state = partition_state_json(leader, epoch, want.kraft_epoch, isr, recovering)
+            current_state = have.json(state_path) if current is not None else None
+            if current is not None and have.get(f"{path}/partitions") is None:
+                ops.append(ZkOp("create", f"{path}/partitions"))
+            if current_state is None:
+                if current is None or have.get(f"{path}/partitions/{partition}") is None:
+                    ops.append(ZkOp("create", f"{path}/partitions/{partition}"))
+                ops.append(ZkOp("create", state_path, state))
+            elif (
+                int(current_state.get("leader", -1)),
+                int(current_state.get("leader_epoch", -1)),
+                tuple(current_state.get("isr", ())),
+                int(current_state.get("leader_recovery_state", 0)) == 1,
+            ) != (leader, epoch, isr, recovering):
+                ops.append(ZkOp("set", state_path, state))
+        if current is not None:
+            for extra in sorted(
+                set(_ints(have.children(f"{path}/partitions"))) - set(topic.partitions)
+            ):
+                ops += _delete_partition(path, extra, have)
+    for name in sorted(existing - set(want.topics)):
+        path = f"{TOPICS}/{name}"
+        for partition in sorted(_ints(have.children(f"{path}/partitions"))):
+            ops += _delete_partition(path, partition, have)
+        if have.get(f"{path}/partitions") is not None:
+            ops.append(ZkOp("delete", f"{path}/partitions"))
+        ops.append(ZkOp("delete", path))
+        if have.get(f"{CONFIG}/topics/{name}") is not None:
+            ops.append(ZkOp("delete", f"{CONFIG}/topics/{name}"))
+    for (kind, name), config in sorted(want.configs.items()):
+        if kind == "topics" and name not in want.topics:
+            continue
+        path = f"{CONFIG}/{kind}/{name}"
+        current_config = (have.json(path) or {}).get("config") if have.get(path) else None
+        if current_config == dict(config):
+            continue
+        ops.append(
+            ZkOp("set" if have.get(path) is not None else "create", path, _config_json(config))
+        )
+        changed.append(f"{kind}/{name}")
+    for kind in ("topics", "brokers"):
+        for name in have.children(f"{CONFIG}/{kind}"):
+            path = f"{CONFIG}/{kind}/{name}"
+            if (kind, name) in want.configs or (kind == "topics" and name not in want.topics):
+                continue
+            if (have.json(path) or {}).get("config"):
+                ops.append(ZkOp("set", path, _config_json({})))  # every key removed
+                changed.append(f"{kind}/{name}")
+    return ops, changed
+
+
+def _assignment(value: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (
+        value.get("topic_id"),
+        {str(k): list(v) for k, v in value.get("partitions", {}).items()},
+        {str(k): list(v) for k, v in value.get("adding_replicas", {}).items() if v},
+        {str(k): list(v) for k, v in value.get("removing_replicas", {}).items() if v},
+    )
+
+
+def _ints(names: Iterable[str]) -> list[int]:
+    return [int(n) for n in names if n.isdigit()]
+
+
+def _delete_partition(topic_path: str, partition: int, have: ZkSnapshot) -> list[ZkOp]:
+    path = f"{topic_path}/partitions/{partition}"
+    ops = []
+    if have.get(f"{path}/state") is not None:
+        ops.append(ZkOp("delete", f"{path}/state"))
+    ops.append(ZkOp("delete", path))
+    return ops
+
+
+def config_change_json(entity_path: str) -> bytes:
+    """``/config/changes/config_change_<seq>`` (version 2)."""
+    return json.dumps({"version": 2, "entity_path": entity_path}, separators=(",", ":")).encode()
