@@ -7,8 +7,8 @@
 See :mod:`pykraft.admin.client`.
 """
 
-from pykraft.admin.client import (
-    AdminClient,
+from pykraft.admin.client import AdminClient
+from pykraft.admin.types import (
     AdminError,
     ClusterInfo,
     FeatureInfo,

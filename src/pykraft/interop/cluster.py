@@ -185,66 +185,77 @@ class LocalCluster:
         base.mkdir(parents=True, exist_ok=True)
         ports = free_ports(2 * controllers + brokers)
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(controllers))
-        self.controllers: list[Server] = []
-        for i in range(controllers):
-            node_id, port = i + 1, ports[i]
-            data = base / f"controller{node_id}"
-            settings: dict[str, object] = {
-                "process.roles": "controller",
-                "node.id": node_id,
-                "listeners": f"CONTROLLER://127.0.0.1:{port}",
-                "controller.listener.names": "CONTROLLER",
-                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-                "controller.quorum.voters": self.voters,
-                "metadata.log.dir" if controller_kind == "pykraft" else "log.dirs": data,
-                **(controller_config or {}),
-            }
-            metrics_port = None
-            if controller_kind == "pykraft" and metrics:
-                metrics_port = ports[controllers + brokers + i]
-                settings["metrics.port"] = metrics_port
-            config = write_properties(base / f"controller{node_id}.properties", settings)
-            kind = "pykraft" if controller_kind == "pykraft" else "kafka-controller"
-            self.controllers.append(
-                Server(
-                    node_id,
-                    kind,
-                    port,
-                    config,
-                    data,
-                    base / f"controller{node_id}.log",
-                    dist,
-                    metrics_port,
-                )
+        self.controllers = [
+            self._controller(
+                i + 1,
+                ports[i],
+                ports[controllers + brokers + i]
+                if controller_kind == "pykraft" and metrics
+                else None,
+                controller_kind,
+                controller_config or {},
             )
-        self.brokers: list[Server] = []
-        for i in range(brokers):
-            node_id, port = 100 + i, ports[controllers + i]
-            data = base / f"broker{node_id}"
-            config = write_properties(
-                base / f"broker{node_id}.properties",
-                {
-                    "process.roles": "broker",
-                    "node.id": node_id,
-                    "controller.listener.names": "CONTROLLER",
-                    "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                    "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                    "inter.broker.listener.name": "PLAINTEXT",
-                    "log.dirs": data,
-                    "controller.quorum.voters": self.voters,
-                    "offsets.topic.replication.factor": min(brokers, 3),
-                    "offsets.topic.num.partitions": 5,
-                    "transaction.state.log.replication.factor": min(brokers, 3),
-                    "transaction.state.log.min.isr": 1,
-                    "group.initial.rebalance.delay.ms": 0,
-                    **(broker_config or {}),
-                },
-            )
-            self.brokers.append(
-                Server(node_id, "broker", port, config, data, base / f"broker{node_id}.log", dist)
-            )
+            for i in range(controllers)
+        ]
+        self.brokers = [
+            self._broker(100 + i, ports[controllers + i], min(brokers, 3), broker_config or {})
+            for i in range(brokers)
+        ]
         self._format()
+
+    def _controller(
+        self,
+        node_id: int,
+        port: int,
+        metrics_port: int | None,
+        controller_kind: str,
+        extra: Mapping[str, object],
+    ) -> Server:
+        data = self.base / f"controller{node_id}"
+        settings: dict[str, object] = {
+            "process.roles": "controller",
+            "node.id": node_id,
+            "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+            "controller.quorum.voters": self.voters,
+            "metadata.log.dir" if controller_kind == "pykraft" else "log.dirs": data,
+            **extra,
+        }
+        if metrics_port is not None:
+            settings["metrics.port"] = metrics_port
+        config = write_properties(self.base / f"controller{node_id}.properties", settings)
+        kind = "pykraft" if controller_kind == "pykraft" else "kafka-controller"
+        log = self.base / f"controller{node_id}.log"
+        return Server(node_id, kind, port, config, data, log, self.dist, metrics_port)
+
+    def _broker(
+        self, node_id: int, port: int, replication: int, extra: Mapping[str, object]
+    ) -> Server:
+        """A Kafka broker; internal topics replicated ``replication`` times (at most 3)."""
+        data = self.base / f"broker{node_id}"
+        config = write_properties(
+            self.base / f"broker{node_id}.properties",
+            {
+                "process.roles": "broker",
+                "node.id": node_id,
+                "controller.listener.names": "CONTROLLER",
+                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "log.dirs": data,
+                "controller.quorum.voters": self.voters,
+                "offsets.topic.replication.factor": replication,
+                "offsets.topic.num.partitions": 5,
+                "transaction.state.log.replication.factor": replication,
+                "transaction.state.log.min.isr": 1,
+                "group.initial.rebalance.delay.ms": 0,
+                **extra,
+            },
+        )
+        log = self.base / f"broker{node_id}.log"
+        return Server(node_id, "broker", port, config, data, log, self.dist)
 
     def _format(self) -> None:
         for c in self.controllers:

@@ -122,20 +122,8 @@ class Simulation:
             node.self_check = config.core_self_check
             node.on_completed = self.operations.completed
         self.by_id: list[SimNode | None] = [None, *self.nodes]
-        # Voters named by replica key *with* directory id: a wiped disk is a new replica.
         self.kraft_version = config.profile.kraft_version
-        self.voter_set = VoterSet(
-            {
-                n.id: VoterInfo(n.key, (endpoint_of(n.id),), 0, 1)
-                for n in self.nodes
-                if n.is_voter_slot
-            }
-        )
-        self._bootstrap_servers: tuple[Endpoint, ...] = ()
-        if self.kraft_version == 1:
-            self._bootstrap_servers = tuple(endpoint_of(n.id) for n in self.nodes)
-            for node in self.nodes:
-                format_bootstrap(node, self.voter_set)
+        self.voter_set, self._bootstrap_servers = self._initial_voters()
         self.raft_config = config.raft_config()
         self._raft_configs: dict[bool, RaftConfig] = {}  # by auto-join setting
         self.network = Network(range(1, n_nodes + 1), config.profile, net_rng)
@@ -168,24 +156,44 @@ class Simulation:
         self.final_reassignment = (
             FinalReassignment(self, final_rng) if config.profile.membership_ops else None
         )
-        # The metadata controller and its brokers (profile ``controller``): streams derived
-        # from the seed alone, so that no other stream changed.
         self.brokers: SimBrokers | None = None
         self.controller_checker: ControllerChecker | None = None
         if config.profile.controller_brokers:
-            checker = ControllerChecker()
-            self.controller_checker = checker
-            controller_config = ControllerConfig(broker_session_timeout_ms=9_000)
-            for node in self.nodes:
-                node.app.tagged = True
-                node.controller = SimController(
-                    node.id, controller_config, config.seed * 1_000_003 + node.id, checker
-                )
-            self.brokers = SimBrokers(
-                self,
-                random.Random(config.seed * 7_919 + 104_729),
-                config.profile.controller_brokers,
+            self._add_controllers(config)
+
+    def _initial_voters(self) -> tuple[VoterSet, tuple[Endpoint, ...]]:
+        """The voters every node starts with, by replica key *with* directory id (a wiped
+        disk is a new replica); at kraft.version 1 each node's bootstrap checkpoint holds
+        them and every node is a bootstrap server."""
+        voter_set = VoterSet(
+            {
+                n.id: VoterInfo(n.key, (endpoint_of(n.id),), 0, 1)
+                for n in self.nodes
+                if n.is_voter_slot
+            }
+        )
+        if self.kraft_version != 1:
+            return voter_set, ()
+        for node in self.nodes:
+            format_bootstrap(node, voter_set)
+        return voter_set, tuple(endpoint_of(n.id) for n in self.nodes)
+
+    def _add_controllers(self, config: SimConfig) -> None:
+        """The metadata controller on every node and its brokers (profile ``controller``):
+        streams derived from the seed alone, so that no other stream changed."""
+        checker = ControllerChecker()
+        self.controller_checker = checker
+        controller_config = ControllerConfig(broker_session_timeout_ms=9_000)
+        for node in self.nodes:
+            node.app.tagged = True
+            node.controller = SimController(
+                node.id, controller_config, config.seed * 1_000_003 + node.id, checker
             )
+        self.brokers = SimBrokers(
+            self,
+            random.Random(config.seed * 7_919 + 104_729),
+            config.profile.controller_brokers,
+        )
 
     # -- scheduling --------------------------------------------------------------------------
 
