@@ -25,7 +25,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from kazoo.client import KazooClient
@@ -33,10 +33,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 
 from pykraft.controller import migration as m
 from pykraft.migration import propagator, zk_client, zk_data, zk_writes
-from pykraft.migration.legacy_channel import LegacyChannel, LegacyChannelError
-from pykraft.migration.rpc.leader_and_isr_response import LeaderAndIsrResponse
-from pykraft.migration.rpc.stop_replica_response import StopReplicaResponse
-from pykraft.migration.rpc.update_metadata_response import UpdateMetadataResponse
+from pykraft.node.zk_brokers import LegacyBrokers, Send
 
 if TYPE_CHECKING:
     from pykraft.node.controller_host import ControllerHost
@@ -64,26 +61,7 @@ TOP_LEVEL_PATHS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Send:
-    """The requests for one ZooKeeper-mode broker, on its inter-broker listener."""
-
-    broker_id: int
-    host: str
-    port: int
-    update: Any
-    lisr: Any
-    stop: Any | None
-
-
-UPDATE_METADATA: Final = (
-    "UpdateMetadata",
-    propagator.UPDATE_METADATA_VERSION,
-    UpdateMetadataResponse,
-)
-LEADER_AND_ISR: Final = ("LeaderAndIsr", propagator.LEADER_AND_ISR_VERSION, LeaderAndIsrResponse)
 RESEND_DELAY_S: Final = 1.0
-STOP_REPLICA: Final = ("StopReplica", propagator.STOP_REPLICA_VERSION, StopReplicaResponse)
 
 
 class MigrationHost:
@@ -101,7 +79,7 @@ class MigrationHost:
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
         self._last_reason = ""
-        self._channels: dict[tuple[str, int], LegacyChannel] = {}
+        self._brokers = LegacyBrokers(node_id)  # the ZooKeeper-mode brokers' channels
         # Where the replicas were at the last requests sent (StopReplica for the dropped ones).
         self._replicas: propagator.ReplicaMap | None = None
         # ZooKeeper as the initial load read it, with the epoch that read it (worker thread).
@@ -161,7 +139,7 @@ class MigrationHost:
             "load": lambda: self._load(epoch),
             "write_state": lambda: self._write_state(action.leadership),
             "sync": lambda: self._sync(want, action.leadership),
-            "send_full": lambda: self._send(sends),
+            "send_full": lambda: self._brokers.send(sends),
             "dual_write": lambda: self._dual_write(want, action.leadership, sends),
         }
         future = asyncio.get_running_loop().run_in_executor(self._executor, work[action.kind])
@@ -321,7 +299,9 @@ class MigrationHost:
         sends = self._full_requests(
             controller.image, driver.leadership, delta=False, only=self._undelivered
         )
-        future = asyncio.get_running_loop().run_in_executor(self._executor, self._send, sends)
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._brokers.send, sends
+        )
 
         def done(f: asyncio.Future[frozenset[int]]) -> None:
             if f.exception() is None:
@@ -357,6 +337,7 @@ class MigrationHost:
         return self._zk
 
     def _close(self) -> None:
+        self._brokers.close()
         if self._zk is not None:
             with contextlib.suppress(KazooException):
                 zk_client.close(self._zk)
@@ -422,7 +403,9 @@ class MigrationHost:
         wall_ms = int(time.time() * 1000)
         tx.create(
             zk_data.CONTROLLER,
-            zk_writes.controller_json(leadership.controller_id, wall_ms, leadership.controller_epoch),
+            zk_writes.controller_json(
+                leadership.controller_id, wall_ms, leadership.controller_epoch
+            ),
         )
         results = tx.commit()
         if any(isinstance(x, Exception) for x in results):
@@ -561,84 +544,7 @@ class MigrationHost:
         leadership: m.ZkLeadership,
         sends: list[Send],
     ) -> tuple[m.ZkLeadership, frozenset[int]]:
-        return self._sync(want, leadership, delta=True), self._send(sends)
-
-    def _send(self, sends: list[Send]) -> frozenset[int]:
-        """StopReplica first (so that the FULL LeaderAndIsr finds no stray log), then FULL
-        UpdateMetadata to every broker, then FULL LeaderAndIsr (KAFKA-14656: a broker refuses
-        leaders it does not know). Answers and failures are only logged, as Kafka's; a broker
-        missed now gets the next FULL requests (every mirrored change), whose LeaderAndIsr
-        also makes it drop the logs of partitions it no longer replicates (KAFKA-15605).
-        Returns the brokers not reached: the host sends them FULL requests again a second
-        later (Kafka's channel manager retries until the broker goes away), so a broker
-        that was still binding its listener is not left without partitions."""
-        failed: set[int] = set()
-        for send in sends:
-            if send.stop is not None:
-                answer = self._call(send, send.stop, STOP_REPLICA)
-                if answer is not None:
-                    errors = [
-                        (e.topic_name, e.partition_index, e.error_code)
-                        for e in answer.partition_errors
-                        if e.error_code
-                    ]
-                    if answer.error_code or errors:
-                        log.warning(
-                            "StopReplica to %s:%d: error %d, partition errors %s",
-                            send.host,
-                            send.port,
-                            answer.error_code,
-                            errors[:10],
-                        )
-        reached = []
-        for send in sends:
-            answer = self._call(send, send.update, UPDATE_METADATA)
-            if answer is None:
-                failed.add(send.broker_id)
-                continue
-            reached.append(send)
-            if answer.error_code:
-                log.warning(
-                    "UpdateMetadata to %s:%d: error %d", send.host, send.port, answer.error_code
-                )
-        for send in reached:
-            answer = self._call(send, send.lisr, LEADER_AND_ISR)
-            if answer is None:
-                failed.add(send.broker_id)
-                continue
-            errors = [
-                (t.topic_id, e.partition_index, e.error_code)
-                for t in answer.topics
-                for e in t.partition_errors
-                if e.error_code
-            ]
-            if answer.error_code or errors:
-                log.warning(
-                    "LeaderAndIsr to %s:%d: error %d, partition errors %s",
-                    send.host,
-                    send.port,
-                    answer.error_code,
-                    errors[:10],
-                )
-        return frozenset(failed)
-
-    def _call(self, send: Send, request: Any, api: tuple[str, int, Any]) -> Any:
-        name, version, response = api
-        try:
-            return self._channel(send.host, send.port).call(request, version, response)
-        except LegacyChannelError as e:
-            log.warning("%s not delivered: %s", name, e)
-            return None
-
-    def _channel(self, host: str, port: int) -> LegacyChannel:
-        key = (host, port)
-        channel = self._channels.get(key)
-        if channel is None:
-            channel = LegacyChannel(
-                host, port, client_id=f"pykraft-controller-{self.driver.node_id}"
-            )
-            self._channels[key] = channel
-        return channel
+        return self._sync(want, leadership, delta=True), self._brokers.send(sends)
 
 
 _FENCED_MIGRATION = (

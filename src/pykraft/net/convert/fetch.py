@@ -140,11 +140,11 @@ def error_answer(_request: FetchRequest, error: ErrorCode) -> FetchResponse:
 
 
 def response_from_kio(
-    message: ResponsePayload, _request: FetchRequest, listener_name: str
+    message: ResponsePayload, request: FetchRequest, listener_name: str
 ) -> FetchResponse:
     top_error = check_answers(message, ApiKey.FETCH)
     if top_error != ErrorCode.none:
-        return error_answer(_request, top_error)
+        return error_answer(request, top_error)
     m: Any = message
     p = response_partition(m.responses, _RESPONSE_WHERE)
     leader_id = int(p.current_leader.leader_id)
