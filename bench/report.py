@@ -13,130 +13,21 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-Row = dict[str, Any]
-
-
-def _fmt(v: float | None, unit: str = "", digits: int = 0) -> str:
-    if v is None:
-        return "n/a"
-    return f"{v:,.{digits}f}{unit}"
-
-
-def _closed(rows: Iterable[Row], rpc: int | None = 1) -> list[Row]:
-    """Closed-loop rows; with ``rpc``, only those with that many records per call."""
-    return [
-        r
-        for r in rows
-        if r.get("rate_rps") is None and (rpc is None or r.get("records_per_call", 1) == rpc)
-    ]
-
-
-def _best(rows: Iterable[Row], key: str = "records_per_s") -> Row | None:
-    rows = list(rows)
-    return max(rows, key=lambda r: r[key]) if rows else None
-
-
-def _systems(rows: Iterable[Row]) -> list[str]:
-    return sorted({r["system"] for r in rows})
-
-
-# ------------------------------------------------------------------ plots
-
-
-def plot_throughput(rows: list[Row], size: int, out: Path) -> str:
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for system in _systems(rows):
-        pts = sorted(
-            (r["appenders"], r["records_per_s"])
-            for r in _closed(rows)
-            if r["system"] == system and r["record_bytes"] == size
-        )
-        if pts:
-            ax.plot(*zip(*pts, strict=True), marker="o", label=system)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("concurrent appenders K (closed loop: offered load grows with K)")
-    ax.set_ylabel("committed records/s")
-    ax.set_title(f"Throughput vs offered load, {size}-byte records, 3 voters")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    name = f"throughput-{size}B.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
-
-
-def plot_latency(rows: list[Row], size: int, out: Path) -> str:
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for system in _systems(rows):
-        pts = sorted(
-            (r["appenders"], r["p50_ms"], r["p99_ms"], r["p999_ms"])
-            for r in _closed(rows)
-            if r["system"] == system and r["record_bytes"] == size and r["p50_ms"] is not None
-        )
-        if not pts:
-            continue
-        ks = [p[0] for p in pts]
-        (line,) = ax.plot(ks, [p[1] for p in pts], marker="o", label=f"{system} p50")
-        ax.plot(ks, [p[2] for p in pts], ls="--", color=line.get_color(), label=f"{system} p99")
-        ax.plot(ks, [p[3] for p in pts], ls=":", color=line.get_color())
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("concurrent appenders K")
-    ax.set_ylabel("commit latency, ms (solid p50, dashed p99, dotted p99.9)")
-    ax.set_title(f"Commit latency (append call to commit callback), {size}-byte records")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    name = f"latency-{size}B.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
-
-
-def plot_ratio(ratios: list[tuple[str, float]], out: Path) -> str:
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    labels = [r[0] for r in ratios]
-    ax.bar(range(len(ratios)), [r[1] for r in ratios], color="tab:blue")
-    ax.axhline(4.0, color="tab:red", ls="--", label="target 4x")
-    ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xticks(range(len(ratios)), labels, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("pykraft / best PySyncObj (records/s)")
-    ax.set_title("Throughput ratio at equal record size and concurrency")
-    ax.legend()
-    name = "ratio.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
-
-
-def plot_failover(failovers: list[Row], out: Path) -> str:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    data = [f["samples_ms"] for f in failovers]
-    ax.boxplot(data, showfliers=True)
-    for i, samples in enumerate(data, start=1):
-        ax.scatter([i] * len(samples), samples, s=10, alpha=0.6)
-    ax.set_xticks(range(1, len(failovers) + 1), [f["name"] for f in failovers])
-    ax.set_ylabel("SIGKILL of leader -> first commit in new epoch, ms")
-    ax.set_title("Failover")
-    ax.grid(True, axis="y", alpha=0.3)
-    name = "failover.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
-
+from report_plots import (
+    Row,
+    best_row,
+    closed_loop,
+    fmt,
+    plot_failover,
+    plot_kafka_anchor,
+    plot_latency,
+    plot_ratio,
+    plot_throughput,
+)
 
 # ------------------------------------------------------------------ report
 
@@ -195,11 +86,11 @@ def _throughput_table(rep: Report, rows: list[Row]) -> None:
                 str(r["appenders"]),
                 str(r.get("records_per_call", 1)),
                 offered,
-                _fmt(r["records_per_s"]),
-                _fmt(r["mb_per_s"], digits=2),
-                _fmt(r["p50_ms"], digits=2),
-                _fmt(r["p99_ms"], digits=2),
-                _fmt(r["p999_ms"], digits=2),
+                fmt(r["records_per_s"]),
+                fmt(r["mb_per_s"], digits=2),
+                fmt(r["p50_ms"], digits=2),
+                fmt(r["p99_ms"], digits=2),
+                fmt(r["p999_ms"], digits=2),
                 str(r["errors"]),
             ]
         )
@@ -214,8 +105,10 @@ def _ratios(kraft: list[Row], sync: list[Row]) -> list[tuple[str, float, Row, Ro
     for size, rpc, k in points:
 
         def at(rows: list[Row], size: int = size, rpc: int = rpc, k: int = k) -> Row | None:
-            return _best(
-                r for r in _closed(rows, rpc) if r["record_bytes"] == size and r["appenders"] == k
+            return best_row(
+                r
+                for r in closed_loop(rows, rpc)
+                if r["record_bytes"] == size and r["appenders"] == k
             )
 
         kr, so = at(kraft), at(sync)
@@ -280,16 +173,16 @@ def _section_throughput(rep: Report) -> None:
             [
                 [
                     n,
-                    f"{_fmt(kr['records_per_s'])} ({kr['system']})",
-                    f"{_fmt(so['records_per_s'])} ({so['system']})",
+                    f"{fmt(kr['records_per_s'])} ({kr['system']})",
+                    f"{fmt(so['records_per_s'])} ({so['system']})",
                     f"{v:.2f}x",
                 ]
                 for n, v, kr, so in ratios
             ],
         )
-    k100 = [r for r in _closed(kraft, None) if r["record_bytes"] == 100]
-    s100 = [r for r in _closed(sync, None) if r["record_bytes"] == 100]
-    best_k = _best(k100)
+    k100 = [r for r in closed_loop(kraft, None) if r["record_bytes"] == 100]
+    s100 = [r for r in closed_loop(sync, None) if r["record_bytes"] == 100]
+    best_k = best_row(k100)
     rep.target(
         "committed 100-byte records/s, fsync on",
         best_k["records_per_s"] if best_k else None,
@@ -305,16 +198,16 @@ def _section_throughput(rep: Report) -> None:
     # application that hands the log its own batches) get a row of their own, so neither
     # reading of "4x PySyncObj" hides the other.
     for rpc, label in ((1, "one record per call"), (100, "100 records per call")):
-        kb = _best(r for r in k100 if r.get("records_per_call", 1) == rpc)
-        sb = _best(r for r in s100 if r.get("records_per_call", 1) == rpc)
+        kb = best_row(r for r in k100 if r.get("records_per_call", 1) == rpc)
+        sb = best_row(r for r in s100 if r.get("records_per_call", 1) == rpc)
         rep.target(
             f"pykraft / PySyncObj throughput (100 B, {label}, peaks over K)",
             kb["records_per_s"] / sb["records_per_s"] if kb and sb else None,
             4.0,
             "x",
             higher=True,
-            note=f"pykraft {_fmt(kb['records_per_s'])} rec/s ({kb['system']} "
-            f"K={kb['appenders']}) vs PySyncObj {_fmt(sb['records_per_s'])} rec/s "
+            note=f"pykraft {fmt(kb['records_per_s'])} rec/s ({kb['system']} "
+            f"K={kb['appenders']}) vs PySyncObj {fmt(sb['records_per_s'])} rec/s "
             f"({sb['system']} K={sb['appenders']}, no fsync)"
             if kb and sb
             else "",
@@ -334,8 +227,7 @@ def _section_throughput(rep: Report) -> None:
         note=f"{best_half['system']}, {best_half['rate_rps']:,.0f} rec/s offered by "
         f"K={best_half['appenders']} paced appenders, {delivered(best_half)}; "
         + ", ".join(
-            f"K={r['appenders']} {r['system']}: p99 {_fmt(r['p99_ms'], digits=1)} ms, "
-            f"{delivered(r)}"
+            f"K={r['appenders']} {r['system']}: p99 {fmt(r['p99_ms'], digits=1)} ms, {delivered(r)}"
             for r in halves
             if r is not best_half
         )
@@ -347,7 +239,7 @@ def _section_throughput(rep: Report) -> None:
         name, measured, verdict, note = rep.targets[-1]
         verdict = f"not shown ({verdict} at {delivered(best_half)})"
         rep.targets[-1] = (name, measured, verdict, note)
-    singles = [r for r in _closed(k100) if r["appenders"] == 1 and r["p50_ms"] is not None]
+    singles = [r for r in closed_loop(k100) if r["appenders"] == 1 and r["p50_ms"] is not None]
     best_single = min(singles, key=lambda r: r["p50_ms"]) if singles else None
     rep.target(
         "commit latency p50, single appender",
@@ -381,8 +273,8 @@ def _section_failover(rep: Report) -> None:
                 f"{f['name']} (fetch {f['timeouts']['fetch_timeout_ms']} ms, election "
                 f"{f['timeouts']['election_timeout_ms']} ms)",
                 str(len(f["samples_ms"])),
-                _fmt(f["p50_ms"]),
-                _fmt(f["max_ms"]),
+                fmt(f["p50_ms"]),
+                fmt(f["max_ms"]),
                 str(f["failures"]),
             ]
             for f in fos
@@ -396,42 +288,8 @@ def _section_failover(rep: Report) -> None:
             goals.get(f["name"], 0),
             " ms",
             higher=False,
-            note=f"max {_fmt(f['max_ms'])} ms over {len(f['samples_ms'])}",
+            note=f"max {fmt(f['max_ms'])} ms over {len(f['samples_ms'])}",
         )
-
-
-def plot_kafka_anchor(points: list[Row], size: int, out: Path) -> str:
-    """Committed records/s and p99 against the offered rate, Kafka's TestRaftServer beside
-    pykraft, one record size."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for system, color in (("kafka", "tab:orange"), ("pykraft", "tab:blue")):
-        rows = sorted(
-            (
-                r
-                for r in points
-                if r["system"] == system and r["record_bytes"] == size and "error" not in r
-            ),
-            key=lambda r: r["offered_rps"],
-        )
-        offered = [r["offered_rps"] for r in rows]
-        a1.plot(offered, [r["records_per_s"] for r in rows], "o-", color=color, label=system)
-        a2.plot(offered, [r["p99_ms"] for r in rows], "o-", color=color, label=f"{system} p99")
-        a2.plot(offered, [r["p75_ms"] for r in rows], "x--", color=color, label=f"{system} p75")
-    lim = max((r["offered_rps"] for r in points if r["record_bytes"] == size), default=1)
-    a1.plot([0, lim], [0, lim], color="grey", lw=0.8, ls=":", label="offered")
-    a1.set_xlabel("offered records/s")
-    a1.set_ylabel("committed records/s")
-    a2.set_xlabel("offered records/s")
-    a2.set_ylabel("commit latency, ms (Kafka's histogram stops at 250)")
-    for ax in (a1, a2):
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"pykraft vs Kafka's raft (TestRaftServer), {size} B records, 3 voters, fsync")
-    name = f"kafka-anchor-{size}.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
 
 
 def _section_kafka(rep: Report) -> None:
@@ -470,16 +328,16 @@ def _section_kafka(rep: Report) -> None:
                 if k.get("records_per_s") and p.get("records_per_s")
                 else "n/a"
             )
-            p99_k = _fmt(k.get("p99_ms"), digits=1) + ("+" if k.get("p99_censored") else "")
+            p99_k = fmt(k.get("p99_ms"), digits=1) + ("+" if k.get("p99_censored") else "")
             table.append(
                 [
                     f"{size} B",
                     f"{rate:,}",
-                    _fmt(k.get("records_per_s")),
-                    _fmt(p.get("records_per_s")),
+                    fmt(k.get("records_per_s")),
+                    fmt(p.get("records_per_s")),
                     ratio,
-                    f"{_fmt(k.get('p75_ms'), digits=1)} / {p99_k}",
-                    f"{_fmt(p.get('p75_ms'), digits=1)} / {_fmt(p.get('p99_ms'), digits=1)}",
+                    f"{fmt(k.get('p75_ms'), digits=1)} / {p99_k}",
+                    f"{fmt(p.get('p75_ms'), digits=1)} / {fmt(p.get('p99_ms'), digits=1)}",
                 ]
             )
     rep.table(
@@ -564,8 +422,8 @@ def _section_kafka(rep: Report) -> None:
                 [
                     f["system"],
                     str(len(f["samples_ms"])),
-                    _fmt(f["p50_ms"]),
-                    _fmt(f["max_ms"]),
+                    fmt(f["p50_ms"]),
+                    fmt(f["max_ms"]),
                     str(f["failures"]),
                 ]
                 for f in fos
@@ -626,8 +484,8 @@ def _section_catchup(rep: Report) -> None:
                 f"{received / 1e6:,.1f} MB",
                 f"{c['seconds']:.2f}",
                 f"{c['mb_per_s']:.1f}",
-                _fmt(c.get("seconds_from_first_data"), digits=2),
-                _fmt(c.get("mb_per_s_from_first_data"), digits=1),
+                fmt(c.get("seconds_from_first_data"), digits=2),
+                fmt(c.get("mb_per_s_from_first_data"), digits=1),
                 "; ".join(notes),
             ]
         )
@@ -677,7 +535,7 @@ def _section_profile(rep: Report) -> None:
     text = path.read_text() if path.exists() else ""
     r = prof["result"]
     rep.add(
-        f"100-byte records, K={r['appenders']}, {r['system']}: {_fmt(r['records_per_s'])} "
+        f"100-byte records, K={r['appenders']}, {r['system']}: {fmt(r['records_per_s'])} "
         f"records/s under the profiler. Top of the call tree (full: `{path.name}`):",
         "",
         "```",
@@ -821,7 +679,7 @@ def _section_cluster(rep: Report) -> None:
         mine = by.get((bench, "pykraft"), {}).get(key)
         theirs = by.get((bench, "kafka"), {}).get(key)
         ratio = _ratio(mine, theirs)
-        table.append([label, _fmt(mine, digits=2), _fmt(theirs, digits=2), _fmt(ratio, "x", 2)])
+        table.append([label, fmt(mine, digits=2), fmt(theirs, digits=2), fmt(ratio, "x", 2)])
         if key != "p50_ms":
             rep.target(
                 f"cluster: {label}, pykraft/Kafka",
@@ -862,12 +720,12 @@ def _section_reassign(rep: Report) -> None:
         [
             [
                 r["mode"],
-                _fmt(r.get("gib"), digits=2),
-                _fmt(r.get("move_s"), digits=1),
+                fmt(r.get("gib"), digits=2),
+                fmt(r.get("move_s"), digits=1),
                 str(r.get("peak_replicas_moving")),
                 ", ".join(f"{b}: {v}" for b, v in (r.get("peak_in_mb_s") or {}).items()),
-                f"{_fmt(r.get('produce_p50_ms'), digits=1)} / {_fmt(r.get('produce_p99_ms'), digits=1)}",
-                _fmt(r.get("baseline_p99_ms"), digits=1),
+                f"{fmt(r.get('produce_p50_ms'), digits=1)} / {fmt(r.get('produce_p99_ms'), digits=1)}",
+                fmt(r.get("baseline_p99_ms"), digits=1),
                 str(r.get("acked")),
                 str(r.get("lost")),
             ]

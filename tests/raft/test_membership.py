@@ -28,7 +28,8 @@ from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.sim.memory import MemoryLog, MemorySnapshotStore
 
-from .harness import Cluster, endpoint_of, run
+from .commands import run
+from .harness import Cluster, endpoint_of
 
 EP = (Endpoint("CONTROLLER", "n9", 9009),)
 

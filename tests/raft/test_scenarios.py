@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from .harness import Cluster, run
+from .commands import run
+from .harness import Cluster
 
 TESTDATA = Path(__file__).parent / "testdata"
 SCRIPTS = sorted(TESTDATA.glob("*.txt"))

@@ -9,7 +9,8 @@ import pytest
 
 from pykraft.raft.voters import VoterSet
 
-from .harness import Cluster, run
+from .commands import run
+from .harness import Cluster
 from .voter_watch import check_e2_step, voter_changes
 
 

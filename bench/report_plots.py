@@ -1,0 +1,162 @@
+"""The benchmark report's plots (matplotlib, Agg backend) and the row helpers its tables
+share with them: each plot writes one PNG beside REPORT.md and returns its file name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+Row = dict[str, Any]
+
+
+def fmt(v: float | None, unit: str = "", digits: int = 0) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:,.{digits}f}{unit}"
+
+
+def closed_loop(rows: Iterable[Row], rpc: int | None = 1) -> list[Row]:
+    """Closed-loop rows; with ``rpc``, only those with that many records per call."""
+    return [
+        r
+        for r in rows
+        if r.get("rate_rps") is None and (rpc is None or r.get("records_per_call", 1) == rpc)
+    ]
+
+
+def best_row(rows: Iterable[Row], key: str = "records_per_s") -> Row | None:
+    rows = list(rows)
+    return max(rows, key=lambda r: r[key]) if rows else None
+
+
+def systems_of(rows: Iterable[Row]) -> list[str]:
+    return sorted({r["system"] for r in rows})
+
+
+# ------------------------------------------------------------------ plots
+
+
+def plot_throughput(rows: list[Row], size: int, out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for system in systems_of(rows):
+        pts = sorted(
+            (r["appenders"], r["records_per_s"])
+            for r in closed_loop(rows)
+            if r["system"] == system and r["record_bytes"] == size
+        )
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker="o", label=system)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("concurrent appenders K (closed loop: offered load grows with K)")
+    ax.set_ylabel("committed records/s")
+    ax.set_title(f"Throughput vs offered load, {size}-byte records, 3 voters")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    name = f"throughput-{size}B.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_latency(rows: list[Row], size: int, out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for system in systems_of(rows):
+        pts = sorted(
+            (r["appenders"], r["p50_ms"], r["p99_ms"], r["p999_ms"])
+            for r in closed_loop(rows)
+            if r["system"] == system and r["record_bytes"] == size and r["p50_ms"] is not None
+        )
+        if not pts:
+            continue
+        ks = [p[0] for p in pts]
+        (line,) = ax.plot(ks, [p[1] for p in pts], marker="o", label=f"{system} p50")
+        ax.plot(ks, [p[2] for p in pts], ls="--", color=line.get_color(), label=f"{system} p99")
+        ax.plot(ks, [p[3] for p in pts], ls=":", color=line.get_color())
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("concurrent appenders K")
+    ax.set_ylabel("commit latency, ms (solid p50, dashed p99, dotted p99.9)")
+    ax.set_title(f"Commit latency (append call to commit callback), {size}-byte records")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    name = f"latency-{size}B.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_ratio(ratios: list[tuple[str, float]], out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    labels = [r[0] for r in ratios]
+    ax.bar(range(len(ratios)), [r[1] for r in ratios], color="tab:blue")
+    ax.axhline(4.0, color="tab:red", ls="--", label="target 4x")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(ratios)), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("pykraft / best PySyncObj (records/s)")
+    ax.set_title("Throughput ratio at equal record size and concurrency")
+    ax.legend()
+    name = "ratio.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_failover(failovers: list[Row], out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    data = [f["samples_ms"] for f in failovers]
+    ax.boxplot(data, showfliers=True)
+    for i, samples in enumerate(data, start=1):
+        ax.scatter([i] * len(samples), samples, s=10, alpha=0.6)
+    ax.set_xticks(range(1, len(failovers) + 1), [f["name"] for f in failovers])
+    ax.set_ylabel("SIGKILL of leader -> first commit in new epoch, ms")
+    ax.set_title("Failover")
+    ax.grid(True, axis="y", alpha=0.3)
+    name = "failover.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_kafka_anchor(points: list[Row], size: int, out: Path) -> str:
+    """Committed records/s and p99 against the offered rate, Kafka's TestRaftServer beside
+    pykraft, one record size."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for system, color in (("kafka", "tab:orange"), ("pykraft", "tab:blue")):
+        rows = sorted(
+            (
+                r
+                for r in points
+                if r["system"] == system and r["record_bytes"] == size and "error" not in r
+            ),
+            key=lambda r: r["offered_rps"],
+        )
+        offered = [r["offered_rps"] for r in rows]
+        a1.plot(offered, [r["records_per_s"] for r in rows], "o-", color=color, label=system)
+        a2.plot(offered, [r["p99_ms"] for r in rows], "o-", color=color, label=f"{system} p99")
+        a2.plot(offered, [r["p75_ms"] for r in rows], "x--", color=color, label=f"{system} p75")
+    lim = max((r["offered_rps"] for r in points if r["record_bytes"] == size), default=1)
+    a1.plot([0, lim], [0, lim], color="grey", lw=0.8, ls=":", label="offered")
+    a1.set_xlabel("offered records/s")
+    a1.set_ylabel("committed records/s")
+    a2.set_xlabel("offered records/s")
+    a2.set_ylabel("commit latency, ms (Kafka's histogram stops at 250)")
+    for ax in (a1, a2):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"pykraft vs Kafka's raft (TestRaftServer), {size} B records, 3 voters, fsync")
+    name = f"kafka-anchor-{size}.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
