@@ -110,4 +110,3 @@ def _describe(args: argparse.Namespace) -> int:
     for name, shown in lines:
         print(f"{name}: {shown}")
     return 0
-

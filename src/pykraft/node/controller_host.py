@@ -341,10 +341,10 @@ class ControllerHost:
 
     # -- ControllerRegistration ---------------------------------------------------------------
 
-
     def after_commit(self, offset: int, fn: Callable[[bool], None]) -> None:
         """``fn(True)`` once ``offset`` committed, ``fn(False)`` if leadership is lost first."""
         self._waiters.add(offset, self.node.core.high_watermark, fn)
+
     def _controller_registration(self, m: Any) -> None:
         """The core answers it (D10's registry); the active controller also writes a
         RegisterControllerRecord (KIP-919) when it is new or changed."""

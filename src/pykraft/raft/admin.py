@@ -35,7 +35,9 @@ def add_voter(
 ) -> int:
     reply = _reply(core)
     timeout = core.config.voter_change_timeout_ms if timeout_ms is None else timeout_ms
-    change = membership.PendingChange("add_voter", key, endpoints, now_ms + timeout, reply)
+    change = membership.PendingChange(
+        membership.ChangeOperation.ADD_VOTER, key, endpoints, now_ms + timeout, reply
+    )
     membership.start(core, change, now_ms)
     return reply.op_id
 
@@ -44,7 +46,9 @@ def remove_voter(core: CoreContext, key: ReplicaKey, now_ms: int) -> int:
     reply = _reply(core)
     deadline = now_ms + core.config.voter_change_timeout_ms
     membership.start(
-        core, membership.PendingChange("remove_voter", key, (), deadline, reply), now_ms
+        core,
+        membership.PendingChange(membership.ChangeOperation.REMOVE_VOTER, key, (), deadline, reply),
+        now_ms,
     )
     return reply.op_id
 

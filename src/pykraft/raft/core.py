@@ -431,10 +431,10 @@ class RaftCore:
         req = self._release(rid)
         if req is None:
             return
-        if req.kind == "api_versions":
+        if req.kind == RequestKind.API_VERSIONS:
             membership.probe_failed(self, rid)
         retry_at = now_ms + self.config.retry_backoff_ms
-        if req.kind in ("fetch", "snapshot"):
+        if req.kind in (RequestKind.FETCH, RequestKind.SNAPSHOT):
             self.fetch.failed(retry_at)
         else:
             self._requests.backoff(req.dst, req.kind, retry_at)

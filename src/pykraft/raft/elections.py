@@ -28,6 +28,7 @@ from pykraft.raft.messages import (
     VoteResponse,
 )
 from pykraft.raft.quorum import VoteResult, vote_result
+from pykraft.raft.requests import RequestKind
 from pykraft.raft.roles import (
     FOREVER,
     Candidate,
@@ -101,7 +102,9 @@ def on_response_epoch(
 # -- Vote (B3, C2-C4) ---------------------------------------------------------------------
 
 
-def _vote_response(core: CoreContext, error: ErrorCode, granted: bool, pre_vote: bool) -> VoteResponse:
+def _vote_response(
+    core: CoreContext, error: ErrorCode, granted: bool, pre_vote: bool
+) -> VoteResponse:
     qs = core.quorum
     return VoteResponse(error, qs.epoch, qs.leader_id, granted, core.leader_endpoints(), pre_vote)
 
@@ -152,7 +155,7 @@ def handle_vote_response(
     if on_response_epoch(core, resp.epoch, resp.leader_id, resp.leader_endpoints, now_ms):
         return
     if resp.error != ErrorCode.none:
-        core.backoff(src, "vote", now_ms)
+        core.backoff(src, RequestKind.VOTE, now_ms)
         return
     if (isinstance(role, Prospective) and req.pre_vote) or (
         isinstance(role, Candidate) and not req.pre_vote
@@ -242,7 +245,11 @@ def send_votes(core: CoreContext, role: Prospective | Candidate, now_ms: int) ->
     log = core.log
     voters = core.quorum.voters
     for dst in voters.others(core.local_key.id):
-        if dst in role.granted or dst in role.rejected or not core.can_send(dst, "vote", now_ms):
+        if (
+            dst in role.granted
+            or dst in role.rejected
+            or not core.can_send(dst, RequestKind.VOTE, now_ms)
+        ):
             continue
         core.send(
             dst,
@@ -255,7 +262,7 @@ def send_votes(core: CoreContext, role: Prospective | Candidate, now_ms: int) ->
                 log.end_offset,
                 pre_vote,
             ),
-            "vote",
+            RequestKind.VOTE,
             now_ms,
         )
 
@@ -288,7 +295,9 @@ def handle_begin(
     )
 
 
-def handle_end(core: CoreContext, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
+def handle_end(
+    core: CoreContext, req: EndQuorumEpochRequest, now_ms: int
+) -> EndQuorumEpochResponse:
     error = _begin_end_error(core, req.cluster_id, req.leader_epoch)
     qs = core.quorum
     if error is None and req.leader_id != core.local_key.id:
@@ -331,13 +340,13 @@ def handle_begin_end_response(
         core.backoff(src, req.kind, now_ms)
         return
     role = core.quorum.role
-    if isinstance(role, Resigned) and req.kind == "end":
+    if isinstance(role, Resigned) and req.kind == RequestKind.END:
         role.unacked.discard(src)
 
 
 def send_end_quorum(core: CoreContext, role: Resigned, now_ms: int) -> None:
     for dst in sorted(role.unacked):
-        if core.can_send(dst, "end", now_ms):
+        if core.can_send(dst, RequestKind.END, now_ms):
             core.send(
                 dst,
                 EndQuorumEpochRequest(
@@ -347,7 +356,7 @@ def send_end_quorum(core: CoreContext, role: Resigned, now_ms: int) -> None:
                     role.preferred_successors,
                     core.endpoints,
                 ),
-                "end",
+                RequestKind.END,
                 now_ms,
             )
 

@@ -22,11 +22,11 @@ from pykraft.raft.messages import (
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
 )
+from pykraft.raft.requests import RequestKind
 from pykraft.raft.roles import Follower
 
 if TYPE_CHECKING:
     from pykraft.raft.context import CoreContext
-    from pykraft.raft.requests import RequestKind
 
 __all__ = ["AUTO_JOIN_TIMEOUT_MS", "handle_follower_response", "send_follower_requests"]
 
@@ -38,14 +38,14 @@ def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> No
         return
     dst = role.leader_id
     if not core.quorum.is_observer:
-        if not role.update_voter_acked and core.can_send(dst, "update_voter", now_ms):
+        if not role.update_voter_acked and core.can_send(dst, RequestKind.UPDATE_VOTER, now_ms):
             low, high = core.config.kraft_versions
             core.send(
                 dst,
                 UpdateRaftVoterRequest(
                     core.config.cluster_id, role.epoch, core.local_key, core.endpoints, low, high
                 ),
-                "update_voter",
+                RequestKind.UPDATE_VOTER,
                 now_ms,
             )
         return
@@ -54,7 +54,7 @@ def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> No
         not core.config.auto_join
         or core.control.kraft_version < 1
         or local.directory_id is None
-        or not core.can_send(dst, "join", now_ms)
+        or not core.can_send(dst, RequestKind.JOIN, now_ms)
     ):
         return
     stale = core.voters.voters.get(local.id)
@@ -67,7 +67,11 @@ def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> No
             core.config.cluster_id, AUTO_JOIN_TIMEOUT_MS, local, core.endpoints
         )
     core.send(
-        dst, body, "join", now_ms, timeout_ms=AUTO_JOIN_TIMEOUT_MS + core.config.request_timeout_ms
+        dst,
+        body,
+        RequestKind.JOIN,
+        now_ms,
+        timeout_ms=AUTO_JOIN_TIMEOUT_MS + core.config.request_timeout_ms,
     )
 
 

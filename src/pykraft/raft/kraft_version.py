@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.raft import membership
-from pykraft.raft.membership import PendingChange, Reply
+from pykraft.raft.membership import ChangeOperation, PendingChange, Reply
 from pykraft.raft.types import ReplicaKey
 
 if TYPE_CHECKING:
     from pykraft.raft.context import CoreContext
 
 SUPPORTED_KRAFT_VERSIONS = (0, 1)
-OPERATION: Final = "update_kraft_version"
+OPERATION: Final = ChangeOperation.UPDATE_KRAFT_VERSION
 
 
 def unsupported_by(core: CoreContext, version: int) -> list[str]:

@@ -26,7 +26,8 @@ the voter set (removing itself) counts neither toward the HWM nor toward check q
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -47,6 +48,7 @@ from pykraft.raft.messages import (
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
 )
+from pykraft.raft.requests import RequestKind
 from pykraft.raft.roles import Leader
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterInfo, VoterSet
@@ -77,8 +79,17 @@ class Reply:
 
 # The changes a leader runs one at a time, and how far one has got: waiting for the new voter
 # to catch up (or for the epoch's first commit), probing its ApiVersions, committing its record.
-ChangeOperation = Literal["add_voter", "remove_voter", "update_kraft_version", "set_target_voters"]
-ChangePhase = Literal["waiting", "probing", "committing"]
+class ChangeOperation(StrEnum):
+    ADD_VOTER = "add_voter"
+    REMOVE_VOTER = "remove_voter"
+    UPDATE_KRAFT_VERSION = "update_kraft_version"
+    SET_TARGET_VOTERS = "set_target_voters"
+
+
+class ChangePhase(StrEnum):
+    WAITING = "waiting"
+    PROBING = "probing"
+    COMMITTING = "committing"
 
 
 @dataclass(slots=True)
@@ -119,7 +130,7 @@ class PendingChange:
     endpoints: tuple[Endpoint, ...]
     deadline_ms: int
     reply: Reply
-    phase: ChangePhase = "waiting"
+    phase: ChangePhase = ChangePhase.WAITING
     record_offset: int = -1
     kraft_versions: tuple[int, int] | None = None  # the new voter's range (add)
     probe_request_id: int | None = None
@@ -130,7 +141,11 @@ class PendingChange:
 
 
 def answer_now(
-    core: CoreContext, operation: ChangeOperation, reply: Reply, error: ErrorCode, message: str | None
+    core: CoreContext,
+    operation: ChangeOperation,
+    reply: Reply,
+    error: ErrorCode,
+    message: str | None,
 ) -> None:
     """Answer an operation that never became the pending change: refused (``error``), or
     nothing to do (``ErrorCode.none``, e.g. a target already durable)."""
@@ -141,7 +156,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
     """Common checks, then make ``change`` the pending one (answers at once on an error)."""
     leader = core.state
     assert isinstance(leader, Leader)
-    if core.control.kraft_version < 1 and change.operation != "update_kraft_version":
+    if core.control.kraft_version < 1 and change.operation != ChangeOperation.UPDATE_KRAFT_VERSION:
         version = core.control.kraft_version
         answer_now(
             core,
@@ -161,7 +176,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
         )
         return
     voters = core.voters
-    if change.operation == "add_voter" and change.key.id in voters.ids:
+    if change.operation == ChangeOperation.ADD_VOTER and change.key.id in voters.ids:
         answer_now(
             core,
             change.operation,
@@ -170,7 +185,7 @@ def start(core: CoreContext, change: PendingChange, now_ms: int) -> None:
             f"voter id {change.key.id} is already in the voter set",
         )
         return
-    if change.operation == "remove_voter":
+    if change.operation == ChangeOperation.REMOVE_VOTER:
         if not voters.is_voter(change.key) or change.key.id not in voters.ids:
             answer_now(
                 core,
@@ -228,7 +243,7 @@ def advance(core: CoreContext, leader: Leader, now_ms: int) -> None:
             return
         _update_own_entry(core, leader, now_ms)
         return
-    if change.phase == "committing":
+    if change.phase == ChangePhase.COMMITTING:
         if core.high_watermark > change.record_offset:
             _committed(core, leader, change, now_ms)
         elif change.deadline_ms <= now_ms:
@@ -242,7 +257,7 @@ def advance(core: CoreContext, leader: Leader, now_ms: int) -> None:
     if not ready_to_change(core, leader):
         return
     voters = core.voters
-    if change.operation == "add_voter":
+    if change.operation == ChangeOperation.ADD_VOTER:
         if change.key.id in voters.ids:  # another leader's change committed meanwhile
             finish(core, change, ErrorCode.duplicate_voter, f"voter id {change.key.id} exists")
             return
@@ -254,14 +269,14 @@ def advance(core: CoreContext, leader: Leader, now_ms: int) -> None:
         low, high = change.kraft_versions
         new = voters.with_voter(VoterInfo(change.key, change.endpoints, low, high))
         change.record_offset = append_voters(core, leader, new, now_ms)
-    elif change.operation == "remove_voter":
+    elif change.operation == ChangeOperation.REMOVE_VOTER:
         if not has_key(voters, change.key):
             finish(core, change, ErrorCode.voter_not_found, f"{change.key} is not a voter")
             return
         change.record_offset = append_voters(core, leader, voters.without(change.key.id), now_ms)
     else:
         change.record_offset = _append_kraft_upgrade(core, leader, change, now_ms)
-    change.phase = "committing"
+    change.phase = ChangePhase.COMMITTING
 
 
 def _update_own_entry(core: CoreContext, leader: Leader, now_ms: int) -> None:
@@ -299,17 +314,21 @@ def _waiting_for(core: CoreContext, leader: Leader, change: PendingChange, now_m
         return "timed out waiting for the leader to commit its epoch"
     if core.uncommitted_voter_change:
         return "timed out waiting for the previous voter change to commit"
-    if change.operation == "add_voter" and not caught_up(core, leader, change.key, now_ms):
+    if change.operation == ChangeOperation.ADD_VOTER and not caught_up(
+        core, leader, change.key, now_ms
+    ):
         return f"timed out waiting for {change.key} to catch up to the log end offset"
     return f"timed out waiting for ApiVersions from {change.key}"
 
 
 def _probe(core: CoreContext, change: PendingChange, now_ms: int) -> None:
-    change.phase = "probing"
-    if change.probe_request_id is None and core.can_send(change.key.id, "api_versions", now_ms):
+    change.phase = ChangePhase.PROBING
+    if change.probe_request_id is None and core.can_send(
+        change.key.id, RequestKind.API_VERSIONS, now_ms
+    ):
         endpoint = change.endpoints[0] if change.endpoints else None
         change.probe_request_id = core.send(
-            change.key.id, ApiVersionsRequest(), "api_versions", now_ms, endpoint
+            change.key.id, ApiVersionsRequest(), RequestKind.API_VERSIONS, now_ms, endpoint
         )
 
 
@@ -341,7 +360,7 @@ def handle_api_versions_response(
         )
         return
     change.kraft_versions = versions
-    change.phase = "waiting"
+    change.phase = ChangePhase.WAITING
     advance(core, leader, now_ms)
 
 
@@ -354,7 +373,7 @@ def probe_failed(core: CoreContext, request_id: int) -> None:
 
 def _committed(core: CoreContext, leader: Leader, change: PendingChange, now_ms: int) -> None:
     finish(core, change, ErrorCode.none, None)
-    if change.operation == "remove_voter" and change.key.id == core.local_key.id:
+    if change.operation == ChangeOperation.REMOVE_VOTER and change.key.id == core.local_key.id:
         # D5: the removed leader led until its removal committed; now it steps down.
         core.quorum.to_resigned(now_ms, leader.progress.successors())
 
@@ -374,11 +393,11 @@ def finish(core: CoreContext, change: PendingChange, error: ErrorCode, message: 
         | UpdateFeaturesResponse
         | AlterVotersResponse
     )
-    if change.operation == "add_voter":
+    if change.operation == ChangeOperation.ADD_VOTER:
         body = AddRaftVoterResponse(error, message)
-    elif change.operation == "remove_voter":
+    elif change.operation == ChangeOperation.REMOVE_VOTER:
         body = RemoveRaftVoterResponse(error, message)
-    elif change.operation == "set_target_voters":
+    elif change.operation == ChangeOperation.SET_TARGET_VOTERS:
         body = AlterVotersResponse(error, message)
     else:
         body = UpdateFeaturesResponse(error, message)
@@ -400,11 +419,11 @@ def handle_admin_request(
 ) -> None:
     reply = Reply(src=src, request_id=rid, peer=True)
     operation: ChangeOperation = (
-        "add_voter"
+        ChangeOperation.ADD_VOTER
         if isinstance(body, AddRaftVoterRequest)
-        else "remove_voter"
+        else ChangeOperation.REMOVE_VOTER
         if isinstance(body, RemoveRaftVoterRequest)
-        else "update_kraft_version"
+        else ChangeOperation.UPDATE_KRAFT_VERSION
     )
     if not isinstance(core.state, Leader):
         error, message = ErrorCode.not_leader_or_follower, f"the leader is {core.leader_id}"

@@ -31,7 +31,7 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.raft import membership
 from pykraft.raft.control import has_key, same_members, target_voters_batch
-from pykraft.raft.membership import PendingChange, Reply
+from pykraft.raft.membership import ChangeOperation, ChangePhase, PendingChange, Reply
 from pykraft.raft.messages import (
     AlterVotersRequest,
     ListVoterReassignmentResponse,
@@ -43,7 +43,7 @@ from pykraft.raft.voters import VoterInfo, VoterSet
 if TYPE_CHECKING:
     from pykraft.raft.context import CoreContext
 
-OPERATION: Final = "set_target_voters"
+OPERATION: Final = ChangeOperation.SET_TARGET_VOTERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +136,9 @@ def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms:
 # -- over the wire: AlterPartitionReassignments / ListPartitionReassignments -----------------
 
 
-def handle_alter(core: CoreContext, src: int, rid: int, req: AlterVotersRequest, now_ms: int) -> None:
+def handle_alter(
+    core: CoreContext, src: int, rid: int, req: AlterVotersRequest, now_ms: int
+) -> None:
     """KIP-642 as KIP-455's AlterPartitionReassignments for the metadata partition: target
     voter ids, resolved here to replica keys (current voters, then caught-up controllers
     that fetch as observers and registered their endpoints); null replicas cancel, i.e. go
@@ -164,7 +166,9 @@ def handle_alter(core: CoreContext, src: int, rid: int, req: AlterVotersRequest,
         return
     resolved = resolve_target(core, leader, req.target_ids, now_ms)
     if isinstance(resolved, str):
-        membership.answer_now(core, OPERATION, reply, ErrorCode.invalid_replica_assignment, resolved)
+        membership.answer_now(
+            core, OPERATION, reply, ErrorCode.invalid_replica_assignment, resolved
+        )
         return
     submit(core, resolved, reply, now_ms)
 
@@ -234,11 +238,11 @@ def handle_list(core: CoreContext) -> ListVoterReassignmentResponse:
 
 def _drop_unwanted_step(core: CoreContext, target: VoterSet) -> None:
     change = core.changes.pending
-    if change is None or not change.reply.internal or change.phase == "committing":
+    if change is None or not change.reply.internal or change.phase == ChangePhase.COMMITTING:
         return
     wanted = (
         has_key(target, change.key)
-        if change.operation == "add_voter"
+        if change.operation == ChangeOperation.ADD_VOTER
         else not has_key(target, change.key)
     )
     if not wanted:
@@ -289,7 +293,9 @@ def step(core: CoreContext, leader: Leader, now_ms: int) -> None:
         ready = [i for i in addable if membership.caught_up(core, leader, i.key, now_ms)]
         if ready:
             best = max(ready, key=lambda i: (leader.progress.end_offset(i.key), -i.key.id))
-            change = PendingChange("add_voter", best.key, best.endpoints, deadline_ms, Reply())
+            change = PendingChange(
+                ChangeOperation.ADD_VOTER, best.key, best.endpoints, deadline_ms, Reply()
+            )
             membership.start(core, change, now_ms)
         return  # wait for a new voter to catch up (the lag shows in the progress)
     if not to_remove:
@@ -311,7 +317,7 @@ def step(core: CoreContext, leader: Leader, now_ms: int) -> None:
         up = sum(_is_up(core, leader, v.key, now_ms) for v in remaining)
         if 2 * up <= len(remaining):
             return
-    removal = PendingChange("remove_voter", choice.key, (), deadline_ms, Reply())
+    removal = PendingChange(ChangeOperation.REMOVE_VOTER, choice.key, (), deadline_ms, Reply())
     membership.start(core, removal, now_ms)
 
 

@@ -29,13 +29,13 @@ from pykraft.raft.messages import (
     FetchSnapshotResponse,
 )
 from pykraft.raft.progress import LeaderProgress
+from pykraft.raft.requests import RequestKind
 from pykraft.raft.roles import Follower, Leader, ReplicaProgress, Role, Unattached
 from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
 from pykraft.records import CorruptRecordError, build_batch, read_header
 
 if TYPE_CHECKING:
     from pykraft.raft.context import CoreContext
-    from pykraft.raft.requests import RequestKind
 
 
 @dataclass(slots=True)
@@ -125,7 +125,7 @@ def send_begin_quorum(core: CoreContext, leader: Leader, now_ms: int) -> None:
     for vid, progress in leader.progress.voters.items():
         if progress.last_fetch_ms >= 0 and progress.last_fetch_ms > now_ms - period:
             continue
-        if core.can_send(vid, "begin", now_ms):
+        if core.can_send(vid, RequestKind.BEGIN, now_ms):
             core.send(
                 vid,
                 BeginQuorumEpochRequest(
@@ -135,7 +135,7 @@ def send_begin_quorum(core: CoreContext, leader: Leader, now_ms: int) -> None:
                     progress.key,
                     core.leader_endpoints(),
                 ),
-                "begin",
+                RequestKind.BEGIN,
                 now_ms,
             )
 
@@ -358,7 +358,7 @@ def send_fetch(core: CoreContext, role: object, now_ms: int) -> None:
             sf.position,
             config.fetch_snapshot_max_bytes,
         )
-        kind: RequestKind = "snapshot"
+        kind = RequestKind.SNAPSHOT
     else:
         log = core.log
         body = FetchRequest(
@@ -370,7 +370,7 @@ def send_fetch(core: CoreContext, role: object, now_ms: int) -> None:
             config.fetch_max_wait_ms,
             config.fetch_max_bytes,
         )
-        kind = "fetch"
+        kind = RequestKind.FETCH
     core.fetch.request_id = core.send(dst, body, kind, now_ms, endpoint)
     core.fetch.retry_at_ms = 0  # served: a retry time is pending only until a fetch goes
 
@@ -390,7 +390,9 @@ def _leader_named(core: CoreContext, src: int, leader_id: int, now_ms: int) -> N
         role.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
 
 
-def _accept_from_leader(core: CoreContext, src: int, error: ErrorCode, now_ms: int) -> Follower | None:
+def _accept_from_leader(
+    core: CoreContext, src: int, error: ErrorCode, now_ms: int
+) -> Follower | None:
     """The Follower role if this answer is a successful one from our leader; else back off."""
     role = core.state
     if not isinstance(role, Follower) or role.leader_id != src or error != ErrorCode.none:

@@ -10,12 +10,21 @@ older role, epoch or generation are then stale and dropped (B12).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from enum import StrEnum
 
-# What a request is for: one of each per destination at a time (``RequestManager``).
-RequestKind = Literal[
-    "vote", "begin", "end", "fetch", "snapshot", "api_versions", "join", "update_voter"
-]
+
+class RequestKind(StrEnum):
+    """What a request is for: one of each per destination at a time (``RequestManager``).
+    The values are the names traces and logs print."""
+
+    VOTE = "vote"  # Vote, pre-vote or not (elections)
+    BEGIN = "begin"  # BeginQuorumEpoch (a new leader's)
+    END = "end"  # EndQuorumEpoch (a resigning leader's)
+    FETCH = "fetch"
+    SNAPSHOT = "snapshot"  # FetchSnapshot
+    API_VERSIONS = "api_versions"  # a leader probing a new voter's kraft.version range (D10)
+    JOIN = "join"  # AddRaftVoter sent by an auto-joining observer (D9)
+    UPDATE_VOTER = "update_voter"  # UpdateRaftVoter (D6)
 
 
 @dataclass(slots=True)

@@ -33,6 +33,7 @@ def heal(sim: Simulation) -> None:
         if node.core is None:
             sim.restart_node(node)
 
+
 def recovered(sim: Simulation) -> bool:
     """A record appended after the heal committed and every node applied it (then, with
     voter changes, the final reassignment completed)."""
@@ -55,6 +56,7 @@ def recovered(sim: Simulation) -> bool:
     final.start(sim.now_ms)
     return final.step(sim.now_ms) and _moves_settled(sim)
 
+
 def _moves_settled(sim: Simulation) -> bool:
     """Controller profile: once the quorum recovered, every partition reassignment (KIP-455
     or KIP-435 steps) reaches its target within ``MOVES_BOUND_MS`` (the brokers are all
@@ -73,6 +75,7 @@ def _moves_settled(sim: Simulation) -> bool:
             f"recovered: {pending[:5]}",
         )
     return False
+
 
 def liveness_failure(sim: Simulation) -> NoReturn:
     """Raise ``liveness``: what did not happen within the bound, and every node's state."""
