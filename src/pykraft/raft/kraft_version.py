@@ -3,9 +3,8 @@
 The upgrade is allowed only if every voter and every registered observer supports the new
 level. The leader learns voters' ranges from UpdateRaftVoter (sent by every voter with
 listeners after each leader change, also at kraft.version 0) and its own from its config;
-observers' ranges are registered by the embedding application (Kafka's quorum controller
-reports broker registrations the same way) or by a controller's ControllerRegistration:
-``RaftCore.registered_observers``. The KRaftVersion
+observers' ranges come from each controller's ControllerRegistration (KIP-919), kept in
+``VoterChanges.registered_observers``. The KRaftVersion
 record and the VotersRecord are then written in one batch (``membership``), through the one
 pending voter change, and the answer leaves once that batch commits. Downgrades are refused
 with INVALID_UPDATE_VERSION.

@@ -1,8 +1,9 @@
 """Replication: Fetch and FetchSnapshot on both sides, the leader's high watermark, the
 long-poll purgatory, and the start of a leader's epoch (B4-B9, B11, B13).
 
-Functions of the ``RaftCore`` they are handed; they never change role themselves except
-through ``core.quorum`` / ``core.follow`` / ``core.on_response_epoch``.
+Functions of the core they are handed (typed as ``context.CoreContext``); they never change
+role themselves except through ``core.quorum`` and ``elections.follow`` /
+``elections.on_response_epoch``.
 
 Invariants kept here:
 * the leader's high watermark only moves to an offset of its own epoch (> the epoch start
