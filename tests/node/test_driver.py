@@ -142,11 +142,8 @@ def test_fast_flushes_run_inline_and_gate_the_commit(
     monkeypatch.setattr(flush_module, "FLUSH_INLINE_MAX_MS", float("inf"))
 
     async def go() -> None:
-        node = RaftNode(config)
-        await node.start()
-        try:
-            await elected(node)
-            assert node.core is not None and node._log is not None
+        async with leader_node(config) as node:
+            assert node._log is not None
             real_flush = node._log.flush
             threads: list[str] = []
             durable: list[int] = []
@@ -163,17 +160,13 @@ def test_fast_flushes_run_inline_and_gate_the_commit(
                 await node.wait_committed(offset)
                 assert durable and durable[-1] > offset  # committed only once on disk
             assert threads and set(threads) == {threading.current_thread().name}
-        finally:
-            await node.shutdown()
 
     asyncio.run(go())
 
 
-def test_api_versions_advertises_the_cores_kraft_versions_and_many_appends_share_a_batch(
-    tmp_path: Path,
-) -> None:
+def test_api_versions_advertises_the_cores_kraft_versions(tmp_path: Path) -> None:
     """ApiVersions names the kraft.version range of the core's RaftConfig (finalized: the
-    version in force); concurrent append calls land in one linger batch with dense offsets."""
+    version in force)."""
     config = load_config(single_voter(tmp_path))
 
     async def go() -> None:
@@ -185,6 +178,15 @@ def test_api_versions_advertises_the_cores_kraft_versions_and_many_appends_share
             finalized = {f.name: f.max_version_level for f in answer.finalized_features}
             assert finalized == {"kraft.version": node.core.kraft_version}
 
+    asyncio.run(go())
+
+
+def test_concurrent_appends_get_dense_offsets(tmp_path: Path) -> None:
+    """Concurrent append calls get dense offsets, in call order, and commit."""
+    config = load_config(single_voter(tmp_path))
+
+    async def go() -> None:
+        async with leader_node(config) as node:
             lasts = await asyncio.gather(*(node.append([b"x"] * n) for n in (1, 2, 3)))
             assert lasts[1] - lasts[0] == 2 and lasts[2] - lasts[1] == 3
             await node.wait_committed(lasts[2])

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import importlib
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -57,7 +56,7 @@ from pykraft.protocol import (
     ErrorCode,
     ProtocolError,
 )
-from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE
+from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE, kio_module
 from pykraft.raft import messages
 from pykraft.raft.messages import AddRaftVoterRequest, AnyRequest, RemoveRaftVoterRequest
 from pykraft.raft.types import ReplicaKey
@@ -502,7 +501,7 @@ class AdminClient:
         wait = timeout_ms if timeout_ms is not None else self.timeout_ms
 
         def build(api_version: int) -> RequestPayload:
-            mod = _module("update_features", api_version)
+            mod = kio_module(ApiKey.UPDATE_FEATURES, api_version, "request")
             updates = []
             for name, level in levels.items():
                 update: dict[str, object] = {"feature": name, "max_version_level": level}
@@ -523,15 +522,13 @@ class AdminClient:
         await self._voter_change(build, ApiKey.UPDATE_FEATURES, "UpdateFeatures")
 
 
-def _module(package: str, version: int) -> Any:
-    return importlib.import_module(f"kio.schema.{package}.v{version}.request")
-
-
 def _describe_cluster_request(version: int, endpoint_type: int) -> RequestPayload:
     fields: dict[str, object] = {"include_cluster_authorized_operations": False}
     if version >= 1:
         fields["endpoint_type"] = endpoint_type
     if version >= 2:
         fields["include_fenced_brokers"] = False
-    built: RequestPayload = _module("describe_cluster", version).DescribeClusterRequest(**fields)
+    built: RequestPayload = kio_module(
+        ApiKey.DESCRIBE_CLUSTER, version, "request"
+    ).DescribeClusterRequest(**fields)
     return built

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import importlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -32,7 +31,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.controller.image import Image
 from pykraft.protocol import ApiKey, ErrorCode, error_response
-from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE
+from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE, kio_module
 
 __all__ = [
     "CONTROLLER_ENDPOINT_TYPE",
@@ -50,10 +49,6 @@ def _build(cls: Any, **values: object) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-def _schema(package: str, version: int) -> Any:
-    return importlib.import_module(f"kio.schema.{package}.v{version}.response")
-
-
 def metadata_response(
     request: RequestPayload,
     version: int,
@@ -66,7 +61,7 @@ def metadata_response(
     """Metadata at ``version``: the active controller as the only broker; the topics of the
     metadata ``image`` (all of them for a request naming none), each partition with its
     leader, replicas, ISR and fenced replicas (what ``pykraft topics`` lists)."""
-    mod = _schema("metadata", version)
+    mod = kio_module(ApiKey.METADATA, version, "response")
     m: Any = request
     brokers: tuple[Any, ...] = ()
     if leader_id >= 0 and leader_address is not None:
@@ -145,7 +140,7 @@ def describe_cluster_response(
     (v2's IncludeFencedBrokers), and the active controller's id."""
     m: Any = request
     if image is not None and version >= 1 and int(m.endpoint_type) == BROKER_ENDPOINT_TYPE:
-        mod = _schema("describe_cluster", version)
+        mod = kio_module(ApiKey.DESCRIBE_CLUSTER, version, "response")
         include_fenced = bool(getattr(m, "include_fenced_brokers", False))
         listed = tuple(
             _build(
@@ -177,7 +172,7 @@ def describe_cluster_response(
             ErrorCode.unsupported_endpoint_type,
             error_message="The controller can only describe controller endpoints",
         )
-    mod = _schema("describe_cluster", version)
+    mod = kio_module(ApiKey.DESCRIBE_CLUSTER, version, "response")
     brokers = tuple(
         _build(mod.DescribeClusterBroker, broker_id=i, host=h, port=p, is_fenced=False)
         for i, (h, p) in sorted(controllers.items())

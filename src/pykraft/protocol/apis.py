@@ -11,10 +11,12 @@ controller (``controller.quorum_controller.CONTROLLER_API_VERSIONS``) with
 from __future__ import annotations
 
 import enum
+import importlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Final, cast
+from types import ModuleType
+from typing import Final, Literal, cast
 
 import kio.index
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -25,6 +27,7 @@ __all__ = [
     "ApiKey",
     "ApiTable",
     "ApiVersionRange",
+    "kio_module",
     "request_schema",
     "response_schema",
 ]
@@ -109,6 +112,18 @@ def response_schema(api_key: int, api_version: int) -> type[ResponsePayload]:
         return kio.index.load_response_schema(api_key, api_version)
     except kio.index.KioIndexError as e:
         raise LookupError(f"kio has no response schema for {api_key} v{api_version}") from e
+
+
+@cache
+def kio_module(api_key: int, api_version: int, kind: Literal["request", "response"]) -> ModuleType:
+    """The module of ``request_schema``'s or ``response_schema``'s class: where the message's
+    nested entity classes are (``mod.FeatureUpdateKey``). The one lookup by (API, version)."""
+    schema = (
+        request_schema(api_key, api_version)
+        if kind == "request"
+        else response_schema(api_key, api_version)
+    )
+    return importlib.import_module(schema.__module__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,17 +12,16 @@ came in on, and the decoder names what it reads after the listener the request w
 from __future__ import annotations
 
 import datetime
-import importlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from types import ModuleType
 from typing import Any, Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.protocol import ApiKey, ErrorCode, error_response, request_schema, response_schema
+from pykraft.protocol import ApiKey, ErrorCode, error_response
+from pykraft.protocol.apis import kio_module
 from pykraft.raft.types import Endpoint
 
 __all__ = [
@@ -102,16 +101,6 @@ class Converters:
     request_to_kio: Callable[[Any, int], RequestPayload] | None = None
     response_from_kio: Callable[[ResponsePayload, Any, str], Any] | None = None
     error_answer: Callable[[Any, ErrorCode], Any] | None = None
-
-
-@cache
-def kio_module(api_key: ApiKey, version: int, kind: str) -> ModuleType:
-    """kio's ``request`` or ``response`` schema module of ``api_key`` at ``version`` (found
-    through kio's own index: one table of APIs, kio's)."""
-    schema = (
-        request_schema(api_key, version) if kind == "request" else response_schema(api_key, version)
-    )
-    return importlib.import_module(schema.__module__)
 
 
 def message_version(message: RequestPayload | ResponsePayload) -> int:
