@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from pykraft.raft.quorum import (
     VoteResult,
-    has_majority,
     majority_offset,
     majority_size,
     vote_result,
@@ -44,4 +43,3 @@ def test_vote_result() -> None:
     assert vote_result({1}, {2, 3}, 3) is VoteResult.LOST
     assert vote_result({1, 2}, {3, 4}, 5) is VoteResult.PENDING
     assert vote_result({1}, {2, 3}, 4) is VoteResult.LOST  # 4 voters need 3 grants
-    assert has_majority({1, 2}, 3) and not has_majority({1, 2}, 4)

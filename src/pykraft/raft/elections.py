@@ -36,7 +36,6 @@ from pykraft.raft.roles import (
     Leader,
     Prospective,
     Resigned,
-    Role,
     Unattached,
 )
 from pykraft.raft.types import NO_LEADER, Endpoint, ReplicaKey
@@ -88,7 +87,8 @@ def on_response_epoch(
         return True
     # Same epoch: only a leader we did not know is news. A Prospective that remembers
     # the leader of its epoch keeps counting pre-votes whose answer still names that
-    # leader (else two followers that lost the leader ping-pong forever, seed 001).
+    # leader (else two followers that lost the leader ping-pong forever: bug 3 in
+    # tests/sim/test_regressions.py).
     role = qs.role
     unknown = isinstance(role, Unattached | Candidate) or (
         isinstance(role, Prospective) and role.leader_id == NO_LEADER
@@ -382,8 +382,9 @@ def fire_timers(core: CoreContext, now_ms: int) -> bool:
             if role.election_deadline_ms <= now_ms:
                 # An observer never campaigns, but its timer may have been armed while it was
                 # a voter (a voter removed, a removed leader resigned): re-arm it, else the
-                # driver is asked to poll at a past deadline forever (simulator bug 7). Should
-                # it become a voter again, it campaigns when this expires.
+                # driver is asked to poll at a past deadline forever (bug 7 in
+                # tests/sim/test_regressions.py). Should it become a voter again, it
+                # campaigns when this expires.
                 role.election_deadline_ms = now_ms + qs.random_election_timeout_ms()
         # A single voter needs nobody: it campaigns at once (Kafka does the same).
         elif role.election_deadline_ms <= now_ms or qs.is_only_voter:
@@ -412,8 +413,3 @@ def fire_timers(core: CoreContext, now_ms: int) -> bool:
     elif role.election_deadline_ms <= now_ms:  # Resigned: Unattached at epoch + 1 (C5)
         qs.to_unattached(role.epoch + 1, now_ms, deadline_ms=now_ms)
     return qs.generation != generation
-
-
-def role_deadline(role: Role) -> int:
-    """When the driver must poll at the latest for the role's timers."""
-    return role.wakeup_ms()

@@ -34,7 +34,8 @@ def check_core(core: CoreContext) -> None:
             # One voter change at a time: at most one VotersRecord above the HWM. Only
             # checkable once the leader has committed in its own epoch: before that its
             # HWM (not persisted, learnt again after a restart) may lag records that an
-            # earlier leader committed long ago (simulator bug 6, seeds 157 and 929).
+            # earlier leader committed long ago (bug 6 in tests/sim/test_regressions.py,
+            # seeds 157 and 929).
             # Offsets strictly increase along the history: the second to last entry
             # below the HWM means at most one above it.
             voters = core.control.voter_history.entries

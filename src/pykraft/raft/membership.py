@@ -238,7 +238,7 @@ def advance(core: CoreContext, leader: Leader, now_ms: int) -> None:
     if change is None:
         if core.quorum.is_observer and core.high_watermark > (core.control.voters_offset or -1):
             # D5 for a leader elected while its removal was not committed (``may_campaign``,
-            # simulator bug 9): it resigns once the removal commits.
+            # bug 9 in tests/sim/test_regressions.py): it resigns once the removal commits.
             core.quorum.to_resigned(now_ms, leader.progress.successors())
             return
         _update_own_entry(core, leader, now_ms)
@@ -283,7 +283,8 @@ def _update_own_entry(core: CoreContext, leader: Leader, now_ms: int) -> None:
     """D6 for the leader itself: it sends no UpdateRaftVoter, so when its endpoints or
     kraft.version range differ from its entry (it restarted with new listeners and was
     elected before any other leader recorded them) it writes them itself, under the same
-    rules as any voter change (simulator bug 8: they were never recorded)."""
+    rules as any voter change (bug 8 in tests/sim/test_regressions.py: they were never
+    recorded)."""
     voters = core.voters
     current = voters.voters.get(core.local_key.id)
     endpoints = core.endpoints

@@ -52,8 +52,3 @@ def vote_result(
     if voter_count - len(rejected) < need:
         return VoteResult.LOST
     return VoteResult.PENDING
-
-
-def has_majority(members: Collection[int], voter_count: int) -> bool:
-    """True when ``members`` (distinct voter ids) form a majority (check quorum)."""
-    return len(members) >= majority_size(voter_count)

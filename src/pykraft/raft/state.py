@@ -34,9 +34,10 @@ Transition table (KIP-996 "Proposed Changes"; "voted" = same epoch, a standard v
 Observers (not in the voter set) are only ever Unattached or Follower, except a leader that
 removed itself from the voter set (D5): it leads until the removal commits, then resigns; and a
 replica still in the latest *committed* voter set whose removal is not committed yet
-(``may_campaign``, the Raft dissertation's rule, simulator bug 9): it may campaign and lead like
-a removed leader, its own vote not counting toward a set it is not in. Only Prospective
-becomes Candidate. A standard vote, once cast in an epoch, is kept by every role of that epoch.
+(``may_campaign``, the Raft dissertation's rule; bug 9 in tests/sim/test_regressions.py): it
+may campaign and lead like a removed leader, its own vote not counting toward a set it is
+not in. Only Prospective becomes Candidate. A standard vote, once cast in an epoch, is kept by
+every role of that epoch.
 
 Startup (B2), from the stored election state and the log: stored epoch below the log's last
 epoch -> Unattached at the log's epoch; we were the leader -> Resigned; we voted for ourselves
@@ -186,8 +187,9 @@ class QuorumState:
     def may_campaign(self) -> bool:
         """May become Prospective, Candidate or Leader: a voter in the latest voter set, or
         one whose removal from it is not committed yet (still in the latest committed set;
-        simulator bug 9: else a leader that appended its own removal and lost leadership
-        before it committed deadlocks the quorum). Everything else reads ``is_observer``."""
+        bug 9 in tests/sim/test_regressions.py: else a leader that appended its own removal
+        and lost leadership before it committed deadlocks the quorum). Everything else reads
+        ``is_observer``."""
         return not self.is_observer or self.committed_voter
 
     @property
