@@ -39,6 +39,30 @@ class LyingCore:
         return getattr(self._core, name)
 
 
+Hook = Callable[[Simulation, int], None]
+
+
+def break_once(breaker: Callable[[Simulation], bool]) -> tuple[Hook, list[int]]:
+    """A simulator hook that calls ``breaker`` at every event until it reports that it broke
+    something (True); ``done`` then holds that event's index and the hook does nothing more.
+    A breaker that raises broke something too: the checker caught it inside the hook (when
+    the breaker steps the node it broke, ``sim.after``)."""
+    done: list[int] = []
+
+    def hook(sim: Simulation, index: int) -> None:
+        if done:
+            return
+        try:
+            broke = breaker(sim)
+        except BaseException:
+            done.append(index)
+            raise
+        if broke:
+            done.append(index)
+
+    return hook, done
+
+
 def leader_and_follower(sim: Simulation) -> tuple[SimNode, SimNode] | None:
     leaders = [n for n in sim.nodes if n.core is not None and n.obs_role == LEADER]
     followers = [
@@ -50,17 +74,16 @@ def leader_and_follower(sim: Simulation) -> tuple[SimNode, SimNode] | None:
 
 
 def test_fake_second_leader_is_detected() -> None:
-    done: list[int] = []
-
-    def hook(sim: Simulation, index: int) -> None:
+    def lie(sim: Simulation) -> bool:
         pair = leader_and_follower(sim)
-        if done or pair is None:
-            return
+        if pair is None:
+            return False
         leader, follower = pair
         assert follower.core is not None
         follower.core = LyingCore(follower.core, leader.obs_epoch)  # type: ignore[assignment]
-        done.append(index)
+        return True
 
+    hook, done = break_once(lie)
     result = run(SimConfig.make(5, "none", events=3000, hook=hook))
     assert done
     assert result.violation is not None
@@ -73,25 +96,25 @@ def test_fake_second_leader_is_detected() -> None:
 def test_corrupted_committed_batch_is_detected() -> None:
     """Rewrite a follower's last committed batch with other records (same offsets and
     epoch): the periodic audit finds it (no snapshot deletes it first in this run)."""
-    done: list[int] = []
 
-    def hook(sim: Simulation, index: int) -> None:
+    def forge(sim: Simulation) -> bool:
         pair = leader_and_follower(sim)
-        if done or pair is None:
-            return
+        if pair is None:
+            return False
         _leader, follower = pair
         log = follower.log
         assert follower.core is not None
         hwm = follower.core.high_watermark
         batches = [b for b in log.batches() if b[1] <= hwm]
         if not batches or batches[-1][1] != log.end_offset:
-            return  # wait for a moment when the last batch is committed
+            return False  # wait for a moment when the last batch is committed
         base, nxt, epoch, _raw = batches[-1]
         log.truncate_to(base)
         log.append(build_batch(base, epoch, [b"forged"] * (nxt - base), 0))
         log.flush()
-        done.append(index)
+        return True
 
+    hook, done = break_once(forge)
     config = SimConfig.make(
         6, "none", events=3000, hook=hook, snapshot_interval_records=10**6, core_self_check=False
     )
@@ -103,20 +126,17 @@ def test_corrupted_committed_batch_is_detected() -> None:
     assert result.violation.event_index <= done[0] + config.audit_every_events
 
 
+def truncate_a_follower(sim: Simulation) -> bool:
+    """A follower loses its last two batches, committed ones included."""
+    pair = leader_and_follower(sim)
+    if pair is None or len(pair[1].log.batches()) < 3:
+        return False
+    pair[1].log.truncate_to(pair[1].log.batches()[-3][0])
+    return True
+
+
 def test_truncation_below_high_watermark_is_detected() -> None:
-    done: list[int] = []
-
-    def hook(sim: Simulation, index: int) -> None:
-        pair = leader_and_follower(sim)
-        if done or pair is None:
-            return
-        _leader, follower = pair
-        batches = follower.log.batches()
-        if len(batches) < 3:
-            return
-        follower.log.truncate_to(batches[-3][0])
-        done.append(index)
-
+    hook, done = break_once(truncate_a_follower)
     result = run(SimConfig.make(8, "none", events=3000, hook=hook, core_self_check=False))
     assert done
     assert result.violation is not None
@@ -139,16 +159,9 @@ def test_no_progress_after_heal_is_a_liveness_violation() -> None:
 
 def test_the_cores_own_asserts_run_after_every_event() -> None:
     """The same truncation trips the core's check_invariants when it is on."""
-    done: list[int] = []
-
-    def hook(sim: Simulation, index: int) -> None:
-        pair = leader_and_follower(sim)
-        if done or pair is None or len(pair[1].log.batches()) < 3:
-            return
-        pair[1].log.truncate_to(pair[1].log.batches()[-3][0])
-        done.append(index)
-
+    hook, done = break_once(truncate_a_follower)
     result = run(SimConfig.make(8, "none", events=3000, hook=hook))
+    assert done
     assert result.violation is not None and result.violation.invariant == "exception"
     assert "invariants.py:" in result.violation.message  # raft/invariants.check_core
 
@@ -184,38 +197,36 @@ def run_forged(hook: Callable[[Simulation, int], None], seed: int = 3) -> SimRes
 
 
 def test_two_uncommitted_voters_records_are_detected() -> None:
-    done: list[int] = []
-
-    def hook(sim: Simulation, index: int) -> None:
+    def forge(sim: Simulation) -> bool:
         leader = committed_leader(sim)
-        if done or leader is None or leader.core is None:
-            return
+        if leader is None or leader.core is None:
+            return False
         core = leader.core
         observer = next(n for n in sim.nodes if n.id not in core.voters.ids)
         bigger = core.voters.with_voter(VoterInfo(observer.key, (), 0, 1))
         forge_voters(core, bigger, sim.now_ms)
         forge_voters(core, bigger.without(observer.id), sim.now_ms)
-        done.append(index)
         sim.after(leader)
+        return True
 
+    hook, done = break_once(forge)
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "one-uncommitted-voters-record", result.summary()
 
 
 def test_committed_voter_sets_differing_by_two_are_detected() -> None:
-    done: list[int] = []
-
-    def hook(sim: Simulation, index: int) -> None:
+    def forge(sim: Simulation) -> bool:
         leader = committed_leader(sim)
-        if done or leader is None or leader.core is None:
-            return
+        if leader is None or leader.core is None:
+            return False
         core = leader.core
         alone = VoterSet({leader.id: core.voters.voters[leader.id]})  # two voters removed
         forge_voters(core, alone, sim.now_ms)
-        done.append(index)
         sim.after(leader)
+        return True
 
+    hook, done = break_once(forge)
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "voter-sets-differ-by-one", result.summary()
@@ -223,11 +234,10 @@ def test_committed_voter_sets_differing_by_two_are_detected() -> None:
 
 def test_voter_change_before_the_epoch_commits_is_detected() -> None:
     """A leader just elected (nothing of its epoch committed) appends a voter change."""
-    done: list[int] = []
 
-    def hook(sim: Simulation, index: int) -> None:
-        if done or sim.now_ms < 5_000:
-            return
+    def forge(sim: Simulation) -> bool:
+        if sim.now_ms < 5_000:
+            return False
         for node in sim.nodes:
             core = node.core
             state = None if core is None else core.state
@@ -239,15 +249,16 @@ def test_voter_change_before_the_epoch_commits_is_detected() -> None:
             forge_voters(
                 core, core.voters.with_voter(VoterInfo(observer.key, (), 0, 1)), sim.now_ms
             )
-            done.append(index)
             sim.after(node)
-            return
+            return True
         # Force an election: the leader resigns.
         leader = committed_leader(sim)
         if leader is not None and leader.core is not None:
             leader.core.shutdown(sim.now_ms)
             sim.after(leader)
+        return False
 
+    hook, done = break_once(forge)
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "voter-change-after-epoch-commit", result.summary()
@@ -266,16 +277,16 @@ def test_removed_leader_counting_itself_is_detected(monkeypatch: pytest.MonkeyPa
             replication.complete_purgatory(core, now_ms)
 
     monkeypatch.setattr(replication, "update_high_watermark", counts_itself)
-    done: list[int] = []
 
-    def hook(sim: Simulation, index: int) -> None:
+    def remove_itself(sim: Simulation) -> bool:
         leader = committed_leader(sim)
-        if done or leader is None or leader.core is None:
-            return
+        if leader is None or leader.core is None:
+            return False
         leader.core.remove_voter(leader.key, sim.now_ms)
-        done.append(index)
         sim.after(leader)
+        return True
 
+    hook, done = break_once(remove_itself)
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "removed-leader-not-counted", result.summary()
@@ -285,18 +296,18 @@ def test_committed_data_lost_by_a_majority_is_detected() -> None:
     """Two followers lose their disks *in place* (same replica key, which the nemesis never
     does): a majority of the committed voter set could now elect a leader without the
     committed data."""
-    done: list[int] = []
 
-    def hook(sim: Simulation, index: int) -> None:
+    def wipe_in_place(sim: Simulation) -> bool:
         leader = committed_leader(sim)
-        if done or leader is None or leader.core is None:
-            return
+        if leader is None or leader.core is None:
+            return False
         for node in sim.nodes:
             if node is not leader and node.id in leader.core.voters.ids:
                 sim.crash_node(node)
                 node.log = MemoryLog()
-        done.append(index)
+        return True
 
+    hook, done = break_once(wipe_in_place)
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "committed-never-lost", result.summary()
@@ -306,15 +317,14 @@ def test_committed_data_truncated_in_place_is_detected_incrementally() -> None:
     """The incremental path of committed-never-lost (no invalidation: the checker rereads
     only the node observed): two followers truncate the last committed batch away in
     place, each observed on its own, and the second observation reports it."""
-    done: list[int] = []
 
-    def hook(sim: Simulation, index: int) -> None:
+    def truncate_two(sim: Simulation) -> bool:
         leader = committed_leader(sim)
-        if done or leader is None or leader.core is None:
-            return
+        if leader is None or leader.core is None:
+            return False
         voters = sim.checker.voters
         if voters._lost_stale or voters._lost_end != sim.history.end_offset:
-            return  # wait for an event that left the incremental state current
+            return False  # wait for an event that left the incremental state current
         last = sim.history.by_end[sim.history.end_offset]
         followers = [
             n
@@ -325,12 +335,13 @@ def test_committed_data_truncated_in_place_is_detected_incrementally() -> None:
             and n.log.flushed_offset >= last.next_offset
         ]
         if len(followers) < 2:
-            return
-        done.append(index)
+            return False
         for node in followers[:2]:
             node.log.truncate_to(last.base_offset)
             voters.observe(node)
+        return True
 
+    hook, done = break_once(truncate_two)
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "committed-never-lost", result.summary()
