@@ -1,4 +1,5 @@
-"""The node: one ``RaftCore`` driven by real files, sockets and timers on an asyncio loop.
+"""The node: one ``RaftCore`` driven by real files, sockets and timers on an asyncio loop; the
+node holds it as a ``raft.api.RaftApi`` (the calls docs/CONTRACTS.md documents).
 
 Theory of operation. Every input to the core -- a decoded request, a response or a failed
 request from a peer channel, a timer, an application append -- ends in :meth:`RaftNode._pump`,
@@ -85,8 +86,8 @@ from pykraft.node.storage import NodeStartError, new_core, open_storage
 from pykraft.protocol import (
     DecodedRequest,
 )
+from pykraft.raft.api import RaftApi
 from pykraft.raft.config import NotLeaderError
-from pykraft.raft.core import RaftCore
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.messages import (
     AnyRequest,
@@ -127,7 +128,7 @@ class RaftNode:
         self.on_commit = on_commit
         self._rng = rng or random.Random()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.core: RaftCore | None = None
+        self.core: RaftApi | None = None
         self._log: FileLog | None = None
         self._server: KafkaServer | None = None
         self._peers = Peers(config, self._on_peer_result)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from pykraft.raft.core import RaftCore
+from pykraft.raft.api import RaftApi
 from pykraft.raft.roles import Role
 from pykraft.raft.voters import VoterSet
 
@@ -57,7 +57,7 @@ class VoterSetLog:
     def __init__(self) -> None:
         self._last: VoterSet | None = None
 
-    def update(self, node_id: int, core: RaftCore) -> None:
+    def update(self, node_id: int, core: RaftApi) -> None:
         voters = core.voters
         if voters is self._last:
             return

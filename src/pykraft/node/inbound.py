@@ -36,8 +36,8 @@ from pykraft.protocol import (
     build_api_versions_response,
     error_response,
 )
+from pykraft.raft.api import RaftApi
 from pykraft.raft.config import RaftConfig
-from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
     AnyRequest,
     AnyResponse,
@@ -142,7 +142,7 @@ class PendingAnswers:
 
 def api_versions_response(
     api_version: int,
-    core: RaftCore | None,
+    core: RaftApi | None,
     served: ApiTable = SERVED_APIS,
     features: tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int] | None = None,
 ) -> ResponsePayload:
@@ -171,7 +171,7 @@ def api_versions_response(
 # -- answered by the node ------------------------------------------------------------------
 
 
-def _describe_quorum(node: RaftNode, core: RaftCore, request: DecodedRequest) -> ResponsePayload:
+def _describe_quorum(node: RaftNode, core: RaftApi, request: DecodedRequest) -> ResponsePayload:
     try:
         describe_quorum.request_from_kio(request.message)
     except RejectedRequest as e:
@@ -181,7 +181,7 @@ def _describe_quorum(node: RaftNode, core: RaftCore, request: DecodedRequest) ->
     return describe_quorum.response_to_kio(described, request.api_version)
 
 
-def _metadata(node: RaftNode, core: RaftCore, request: DecodedRequest) -> ResponsePayload:
+def _metadata(node: RaftNode, core: RaftApi, request: DecodedRequest) -> ResponsePayload:
     return metadata_response(
         request.message,
         request.api_version,
@@ -192,7 +192,7 @@ def _metadata(node: RaftNode, core: RaftCore, request: DecodedRequest) -> Respon
     )
 
 
-def _describe_cluster(node: RaftNode, core: RaftCore, request: DecodedRequest) -> ResponsePayload:
+def _describe_cluster(node: RaftNode, core: RaftApi, request: DecodedRequest) -> ResponsePayload:
     return describe_cluster_response(
         request.message,
         request.api_version,
@@ -203,7 +203,7 @@ def _describe_cluster(node: RaftNode, core: RaftCore, request: DecodedRequest) -
     )
 
 
-_NODE_ANSWERS: Final[dict[int, Callable[[RaftNode, RaftCore, DecodedRequest], ResponsePayload]]] = {
+_NODE_ANSWERS: Final[dict[int, Callable[[RaftNode, RaftApi, DecodedRequest], ResponsePayload]]] = {
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
     ApiKey.METADATA: _metadata,
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
@@ -214,7 +214,7 @@ assert set(_NODE_ANSWERS) == {int(a.key) for a in apis.NODE_APIS if a.answerer i
 
 
 def answer_at_once(
-    node: RaftNode, core: RaftCore, request: DecodedRequest
+    node: RaftNode, core: RaftApi, request: DecodedRequest
 ) -> ResponsePayload | None:
     """The answer to a request the node serves from its state at once (even during a
     flush); None for any other request."""

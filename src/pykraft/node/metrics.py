@@ -76,7 +76,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from pykraft.raft.core import RaftCore
+from pykraft.raft.api import RaftApi
 from pykraft.raft.describe import active_observers
 from pykraft.raft.roles import Leader
 from pykraft.records import CorruptRecordError, iter_batches
@@ -100,7 +100,7 @@ STATES: Final = (
 )
 
 
-def current_state(core: RaftCore) -> str:
+def current_state(core: RaftApi) -> str:
     """Kafka's current-state string for the core's role."""
     role = core.role
     if role in ("unattached", "prospective") and core.voted_key is not None:
@@ -204,14 +204,14 @@ class RaftMetrics:
 
 
 def snapshot_of(
-    core: RaftCore, metrics: RaftMetrics, now_ms: int, *, static_voters: bool = False
+    core: RaftApi, metrics: RaftMetrics, now_ms: int, *, static_voters: bool = False
 ) -> Snapshot:
     """Read the group off the core (call on the loop thread)."""
     role = core.state
     observers = offline = 0
     if isinstance(role, Leader):
         # As DescribeQuorum: a leader removing itself (D5) lists itself as an observer.
-        observers = len(active_observers(core, role, now_ms)) + int(core.is_observer)
+        observers = len(active_observers(role, now_ms)) + int(core.is_observer)
         offline = sum(
             1
             for p in role.progress.voters.values()

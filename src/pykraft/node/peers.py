@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pykraft.net.client import PeerChannel
 from pykraft.node.config import NodeConfig
 from pykraft.protocol import FRAME_MAX_BYTES_DEFAULT
-from pykraft.raft.core import RaftCore
+from pykraft.raft.api import RaftApi
 from pykraft.raft.messages import (
     AddRaftVoterRequest,
     AnyRequest,
@@ -49,7 +49,7 @@ class Peers:
         # static voters (kraft.version 0)
         self._static = {v.id: (v.host, v.port) for v in config.quorum_voters}
 
-    def voter_addresses(self, core: RaftCore | None) -> dict[int, Address]:
+    def voter_addresses(self, core: RaftApi | None) -> dict[int, Address]:
         """Each voter's address on the controller listener, from the voter set (falling back
         to ``controller.quorum.voters``)."""
         listener = self._config.controller_listener.name
@@ -63,7 +63,7 @@ class Peers:
             addresses = {i: a for i, a in addresses.items() if i in core.voters.ids}
         return addresses
 
-    def leader_address(self, core: RaftCore | None, own_port: Callable[[], int]) -> Address | None:
+    def leader_address(self, core: RaftApi | None, own_port: Callable[[], int]) -> Address | None:
         if core is None or core.leader_id < 0:
             return None
         listener = self._config.controller_listener
@@ -75,7 +75,7 @@ class Peers:
         return self.voter_addresses(core).get(core.leader_id)
 
     def address_of(
-        self, core: RaftCore, dst: int, endpoint: Endpoint | None, own_port: Callable[[], int]
+        self, core: RaftApi, dst: int, endpoint: Endpoint | None, own_port: Callable[[], int]
     ) -> Address | None:
         """Where to send to ``dst``: the endpoint the core named, else the voter set's (or
         the static config's) address, else the leader's endpoint as learnt from responses."""

@@ -21,7 +21,7 @@ def _state(progress: ReplicaProgress) -> ReplicaState:
     )
 
 
-def active_observers(core: CoreContext, leader: Leader, now_ms: int) -> list[ReplicaProgress]:
+def active_observers(leader: Leader, now_ms: int) -> list[ReplicaProgress]:
     """The observers a leader reports (DescribeQuorum, number-of-observers): those that
     fetched within ``OBSERVER_EXPIRY_MS``, by replica key."""
     return [
@@ -48,7 +48,7 @@ def describe_quorum(core: CoreContext, now_ms: int) -> DescribeQuorumResponse:
             voters.append(me)
         else:
             voters.append(_state(leader.progress.voters[vid]))
-    observers = [_state(p) for p in active_observers(core, leader, now_ms)]
+    observers = [_state(p) for p in active_observers(leader, now_ms)]
     if qs.is_observer:
         observers.insert(0, me)  # a leader removing itself (D5)
     nodes = tuple(
