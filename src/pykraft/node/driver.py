@@ -99,7 +99,7 @@ from pykraft.raft.messages import (
     RequestFailed,
     is_request,
 )
-from pykraft.raft.roles import Role
+from pykraft.raft.roles import Leader, Role
 from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.raft.types import Endpoint, OffsetAndEpoch
 from pykraft.storage import (
@@ -516,7 +516,7 @@ class RaftNode:
             raise ConnectionError("node is not running")
         if not values:
             raise ValueError("append needs at least one record")
-        if core.role != "leader":
+        if not isinstance(core.state, Leader):
             raise NotLeaderError(core.leader_id, core.epoch)
         loop = self._loop
         assert loop is not None

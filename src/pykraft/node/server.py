@@ -30,6 +30,7 @@ from pykraft.node.config import ConfigError, NodeConfig, load_config
 from pykraft.node.controller_host import ControllerHost
 from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
 from pykraft.raft.config import NotLeaderError
+from pykraft.raft.roles import Leader
 from pykraft.storage import StorageError
 from pykraft.storage.bootstrap import read_bootstrap_metadata
 
@@ -63,7 +64,7 @@ async def _debug_appender(node: RaftNode, interval_ms: int) -> None:
     while True:
         await asyncio.sleep(interval_ms / 1000)
         core = node.core
-        if core is None or core.role != "leader":
+        if core is None or not isinstance(core.state, Leader):
             continue
         value = f"node-{node.config.node_id}-{sequence}".encode()
         sequence += 1

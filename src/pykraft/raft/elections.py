@@ -370,7 +370,7 @@ def fire_timers(core: CoreContext, now_ms: int) -> bool:
     role = qs.role
     # Fast path, taken by almost every input: the timer is not due. Only Unattached may act
     # before its deadline (a single voter campaigns at once).
-    if role.timer_ms() > now_ms and role.name != "unattached":
+    if role.timer_ms() > now_ms and not isinstance(role, Unattached):
         return False
     generation = qs.generation
     if isinstance(role, Unattached):

@@ -349,7 +349,7 @@ class QuorumState:
             )
         # A leader that removed itself (D5) is an observer still leading until it resigns; a
         # replica whose removal is not committed yet may still campaign (``may_campaign``).
-        removed_leader = old.name == "leader" and new.name == "resigned"
+        removed_leader = isinstance(old, Leader) and isinstance(new, Resigned)
         if not self.may_campaign and new.name not in OBSERVER_ROLES and not removed_leader:
             raise IllegalStateError(f"an observer cannot become {new.name}")
         old_vote, new_vote = (
