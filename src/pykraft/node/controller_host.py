@@ -64,6 +64,7 @@ from pykraft.node.appends import CommitWaiters
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope
 from pykraft.node.metadata_files import load_image, snapshot_values, write_chunks
+from pykraft.node.snapshot_policy import SnapshotPolicy
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
 from pykraft.protocol.apis import response_schema
 from pykraft.protocol.build import make
@@ -107,11 +108,8 @@ class ControllerHost:
         self._reload = False
         self._epoch = -1  # the epoch the controller is active in
         self._timer: asyncio.TimerHandle | None = None
-        self._bytes_since_snapshot = 0
-        self._snapshotting = False
+        self._snapshots = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
         self._snapshot_task: asyncio.Future[None] | None = None
-        self._snapshot_requested = False
-        self._last_snapshot_ms = 0
         self._stopped = False
         self.metadata_errors = 0
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
@@ -127,7 +125,7 @@ class ControllerHost:
 
     def started(self) -> None:
         node = self.node
-        self._last_snapshot_ms = node.now_ms()
+        self._snapshots.last_ms = node.now_ms()
         self.controller = QuorumController(
             self.config, node_id=node.config.node_id, cluster_id=node.cluster_id, rng=self._rng
         )
@@ -335,7 +333,7 @@ class ControllerHost:
         for i, (record, version) in enumerate(records):
             controller.replay(record, version, base + i)
         self.position = last + 1
-        self._bytes_since_snapshot += sum(len(v) for v in values)
+        self._snapshots.applied(sum(len(v) for v in values))
         controller.wrote(now)
         return int(last)
 
@@ -435,7 +433,7 @@ class ControllerHost:
         for record in decode_records(batch):
             if record.offset < self.position or record.value is None:
                 continue
-            self._bytes_since_snapshot += len(record.value)
+            self._snapshots.applied(len(record.value))
             try:
                 value, version = decode_record(record.value)
                 controller.replay(value, version, record.offset)
@@ -472,7 +470,7 @@ class ControllerHost:
 
     def _rebuild(self) -> None:
         self._load_snapshot()
-        self._bytes_since_snapshot = 0
+        self._snapshots.bytes_since = 0
 
     # -- leadership ---------------------------------------------------------------------------
 
@@ -542,35 +540,20 @@ class ControllerHost:
     def request_snapshot(self) -> None:
         """A snapshot as soon as the image is exactly the committed state (on demand:
         ``pykraft server`` calls this on SIGUSR1)."""
-        self._snapshot_requested = True
+        self._snapshots.requested = True
         self.node.run(self._maybe_snapshot)
 
     def _maybe_snapshot(self) -> None:
         controller = self.controller
         core = self.node.core
-        if controller is None or self._snapshotting:
-            return
         now = self.node.now_ms()
-        interval = self.config.snapshot_interval_ms
-        due = (
-            self._snapshot_requested
-            or self._bytes_since_snapshot >= self.config.snapshot_max_bytes
-            or (
-                interval > 0
-                and self._bytes_since_snapshot > 0
-                and now - self._last_snapshot_ms >= interval
-            )
-        )
-        if not due:
+        if controller is None or not self._snapshots.due(now):
             return
         end = self.position
         if end > core.high_watermark or end <= self.node.log.start_offset:
             return  # applied records not committed yet, or nothing new
         values = self.snapshot_values()
-        self._snapshotting = True
-        self._snapshot_requested = False
-        self._bytes_since_snapshot = 0
-        self._last_snapshot_ms = now
+        self._snapshots.started(now)
         self._snapshot_task = asyncio.ensure_future(self._snapshot(values, end))
 
     def snapshot_values(self) -> list[bytes]:
@@ -593,7 +576,7 @@ class ControllerHost:
                 (time.monotonic() - started) * 1000,
             )
         finally:
-            self._snapshotting = False
+            self._snapshots.finished()
 
 
 REASSIGNMENT_KEYS: Final = frozenset(
