@@ -324,6 +324,27 @@ def _metadata_log_dir(props: Mapping[str, str]) -> Path:
     raise ConfigError("metadata.log.dir", "is required (or log.dirs)")
 
 
+def _flag(props: Mapping[str, str], key: str) -> bool:
+    """A boolean config; false when absent."""
+    raw = props.get(key)
+    return _bool(key, raw) if raw is not None else False
+
+
+def _controller_names(
+    props: Mapping[str, str], roles: tuple[str, ...], listeners: tuple[Listener, ...]
+) -> tuple[str, ...]:
+    """``controller.listener.names``: a controller needs one, and one of them in listeners."""
+    names = tuple(_list(props.get("controller.listener.names", "")))
+    if "controller" in roles:
+        if not names:
+            raise ConfigError("controller.listener.names", "is required for a controller")
+        if not any(listener.name in names for listener in listeners):
+            raise ConfigError(
+                "controller.listener.names", f"none of {', '.join(names)} is in listeners"
+            )
+    return names
+
+
 def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
     node_id = _int("node.id", _required(props, "node.id"), minimum=0, maximum=2**31 - 1)
     roles = tuple(_list(_required(props, "process.roles")))
@@ -331,15 +352,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         if role not in PROCESS_ROLES:
             raise ConfigError("process.roles", f"unknown role {role!r} (controller, broker)")
     listeners = _listeners("listeners", _required(props, "listeners"))
-    controller_names = tuple(_list(props.get("controller.listener.names", "")))
-    if "controller" in roles:
-        if not controller_names:
-            raise ConfigError("controller.listener.names", "is required for a controller")
-        if not any(listener.name in controller_names for listener in listeners):
-            raise ConfigError(
-                "controller.listener.names",
-                f"none of {', '.join(controller_names)} is in listeners",
-            )
+    controller_names = _controller_names(props, roles, listeners)
     voters = _voters("controller.quorum.voters", props.get("controller.quorum.voters", ""))
     bootstrap = tuple(
         _host_port("controller.quorum.bootstrap.servers", item)
@@ -359,14 +372,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
     metrics_port = (
         _int("metrics.port", metrics_raw, minimum=0, maximum=65535) if metrics_raw else None
     )
-    auto_join = props.get("controller.quorum.auto.join.enable")
-    unclean = props.get("unclean.leader.election.enable")
-    migration_raw = props.get("zookeeper.metadata.migration.enable")
-    migration = (
-        _bool("zookeeper.metadata.migration.enable", migration_raw)
-        if migration_raw is not None
-        else False
-    )
+    migration = _flag(props, "zookeeper.metadata.migration.enable")
     zookeeper_connect = props.get("zookeeper.connect", "").strip()
     if migration and not zookeeper_connect:
         # KafkaConfig: the migration needs the ZooKeeper it migrates.
@@ -381,15 +387,9 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         metadata_log_dir=_metadata_log_dir(props),
         quorum_voters=voters,
         quorum_bootstrap_servers=bootstrap,
-        quorum_auto_join_enable=(
-            _bool("controller.quorum.auto.join.enable", auto_join)
-            if auto_join is not None
-            else False
-        ),
+        quorum_auto_join_enable=_flag(props, "controller.quorum.auto.join.enable"),
         metrics_port=metrics_port,
-        unclean_leader_election_enable=(
-            _bool("unclean.leader.election.enable", unclean) if unclean is not None else False
-        ),
+        unclean_leader_election_enable=_flag(props, "unclean.leader.election.enable"),
         zookeeper_metadata_migration_enable=migration,
         zookeeper_connect=zookeeper_connect,
         inter_broker_listener_name=(

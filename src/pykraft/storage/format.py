@@ -136,6 +136,39 @@ def _check_mode(
         )
 
 
+def _initial_voters(
+    config: StorageConfig,
+    standalone: bool,
+    initial_controllers: Sequence[InitialController] | None,
+) -> tuple[uuid.UUID, list[VoterRecordEntry] | None]:
+    """This node's new directory id and the voters of the bootstrap checkpoint: itself alone
+    (``--standalone``, on its controller listeners), the ``--initial-controllers`` (whose entry
+    for this node gives its directory id), or none (static voters / joining later)."""
+    directory_id = random_uuid()
+    if standalone:
+        names = config.controller_listener_names
+        endpoints = tuple(
+            Endpoint(e.name, e.host or "localhost", e.port)
+            for e in config.listeners
+            if e.name in names
+        )
+        if not endpoints:
+            raise ConfigError(
+                "--standalone: listeners has no endpoint named in controller.listener.names"
+            )
+        return directory_id, [VoterRecordEntry(config.node_id, directory_id, endpoints)]
+    if initial_controllers is None:
+        return directory_id, None
+    listener = (config.controller_listener_names or (DEFAULT_LISTENER_NAME,))[0]
+    voters = []
+    for c in initial_controllers:
+        if c.node_id == config.node_id:
+            directory_id = c.directory_id
+        endpoint = Endpoint(listener, c.host, c.port)
+        voters.append(VoterRecordEntry(c.node_id, c.directory_id, (endpoint,)))
+    return directory_id, voters
+
+
 def format_storage(
     config: StorageConfig,
     cluster_id: str,
@@ -176,27 +209,7 @@ def format_storage(
             f"{log_dir} is already formatted (cluster.id {existing.cluster_id})"
         )
 
-    listener = (config.controller_listener_names or (DEFAULT_LISTENER_NAME,))[0]
-    directory_id = random_uuid()
-    voters: list[VoterRecordEntry] | None = None
-    if standalone:
-        names = config.controller_listener_names
-        endpoints = tuple(e for e in config.listeners if e.name in names)
-        if not endpoints:
-            raise ConfigError(
-                "--standalone: listeners has no endpoint named in controller.listener.names"
-            )
-        endpoints = tuple(Endpoint(e.name, e.host or "localhost", e.port) for e in endpoints)
-        voters = [VoterRecordEntry(config.node_id, directory_id, endpoints)]
-    elif initial_controllers is not None:
-        voters = []
-        for c in initial_controllers:
-            if c.node_id == config.node_id:
-                directory_id = c.directory_id
-            voters.append(
-                VoterRecordEntry(c.node_id, c.directory_id, (Endpoint(listener, c.host, c.port),))
-            )
-
+    directory_id, voters = _initial_voters(config, standalone, initial_controllers)
     partition_dir = log_dir / PARTITION_DIR_NAME
     partition_dir.mkdir(parents=True, exist_ok=True)
     if version >= 1:
