@@ -3,6 +3,7 @@ check order, rack-aware placement, AlterPartition's contract."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -406,7 +407,9 @@ def test_update_features_checks_every_broker(h: Harness) -> None:
     assert "group.version" not in h.image.features
     # A broker that cannot run share.version 1 blocks it.
     h.live_broker(7)
-    assert update("share.version", 1)["error_code"] == ErrorCode.invalid_update_version
+    refused = update("share.version", 1)
+    assert refused["error_code"] == ErrorCode.invalid_update_version
+    assert re.search(r"Broker \d+ only supports versions 0-0$", str(refused["error_message"]))
 
 
 def test_elections_preferred_and_unclean(h: Harness) -> None:

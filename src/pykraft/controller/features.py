@@ -69,6 +69,37 @@ def update_features(
     return records, response
 
 
+def _check_supported(
+    image: Image,
+    name: str,
+    level: int,
+    node_id: int,
+    controller_features: dict[int, dict[str, tuple[int, int]]],
+) -> None:
+    """``level`` (0: the feature off) is within what this controller, every registered broker
+    and every registered controller supports, in Kafka's words when it is not."""
+
+    def refuse(who: str, low: int, high: int) -> ApiError:
+        return ApiError(
+            ErrorCode.invalid_update_version,
+            f"Invalid update version {level} for feature {name}. {who} only supports "
+            f"versions {low}-{high}",
+        )
+
+    low, high = SUPPORTED_FEATURES[name]
+    if not (level == 0 or low <= level <= high):
+        raise refuse(f"Local controller {node_id}", low, high)
+    for broker in image.brokers.values():
+        blow, bhigh = broker.features.get(name, (0, 0))
+        if level != 0 and not blow <= level <= bhigh:
+            raise refuse(f"Broker {broker.broker_id}", blow, bhigh)
+    for controller_id, features in controller_features.items():
+        if name in features:
+            clow, chigh = features[name]
+            if level != 0 and not clow <= level <= chigh:
+                raise refuse(f"Controller {controller_id}", clow, chigh)
+
+
 def feature_update(
     image: Image,
     version: int,
@@ -113,30 +144,7 @@ def feature_update(
             ErrorCode.invalid_update_version,
             f"Invalid metadata.version {level}. The minimum is {MINIMUM_METADATA_VERSION.level}.",
         )
-    low, high = SUPPORTED_FEATURES[name]
-    if not (level == 0 or low <= level <= high):
-        raise ApiError(
-            ErrorCode.invalid_update_version,
-            f"Invalid update version {level} for feature {name}. Local controller "
-            f"{node_id} only supports versions {low}-{high}",
-        )
-    for broker in image.brokers.values():
-        blow, bhigh = broker.features.get(name, (0, 0))
-        if level != 0 and not blow <= level <= bhigh:
-            raise ApiError(
-                ErrorCode.invalid_update_version,
-                f"Invalid update version {level} for feature {name}. Broker "
-                f"{broker.broker_id} only supports versions {blow}-{bhigh}",
-            )
-    for controller_id, features in controller_features.items():
-        if name in features:
-            clow, chigh = features[name]
-            if level != 0 and not clow <= level <= chigh:
-                raise ApiError(
-                    ErrorCode.invalid_update_version,
-                    f"Invalid update version {level} for feature {name}. Controller "
-                    f"{controller_id} only supports versions {clow}-{chigh}",
-                )
+    _check_supported(image, name, level, node_id, controller_features)
     if level == current:
         return None
     return r.FeatureLevelRecord(name=name, feature_level=level)
