@@ -341,23 +341,12 @@ def _registered_features(
     return features
 
 
-def register_broker(
-    image: Image,
-    sessions: BrokerSessions,
-    request: Any,
-    *,
-    cluster_id: str,
-    kraft_version: int,
-    next_offset: int,
-    now_ms: int,
-    unclean: set[uuid.UUID],
-    zk_migration: bool = False,
-    inter_broker_listener: str = "PLAINTEXT",
-) -> tuple[list[tuple[Any, int]], int]:
-    """(records, broker epoch) for a BrokerRegistration (any version); raises ApiError.
-    ``zk_migration``: this quorum migrates a ZooKeeper cluster (KIP-866), so ZooKeeper
-    brokers in migration mode register (with ``inter_broker_listener`` among their
-    listeners, KAFKA-16468) and KRaft brokers wait until the metadata is migrated."""
+def _check_identity(
+    image: Image, sessions: BrokerSessions, request: Any, cluster_id: str, now_ms: int
+) -> tuple[int, uuid.UUID, BrokerState | None]:
+    """(broker id, incarnation id, its registration if any) of a BrokerRegistration that
+    names this cluster, a valid id and an incarnation, and no other live incarnation holds
+    the id (Kafka's ClusterControlManager.registerBroker, in its order)."""
     if request.cluster_id != cluster_id:
         raise ApiError(
             ErrorCode.inconsistent_cluster_id,
@@ -379,6 +368,27 @@ def register_broker(
             ErrorCode.duplicate_broker_registration,
             "Another broker is registered with that broker id.",
         )
+    return broker_id, incarnation, existing
+
+
+def register_broker(
+    image: Image,
+    sessions: BrokerSessions,
+    request: Any,
+    *,
+    cluster_id: str,
+    kraft_version: int,
+    next_offset: int,
+    now_ms: int,
+    unclean: set[uuid.UUID],
+    zk_migration: bool = False,
+    inter_broker_listener: str = "PLAINTEXT",
+) -> tuple[list[tuple[Any, int]], int]:
+    """(records, broker epoch) for a BrokerRegistration (any version); raises ApiError.
+    ``zk_migration``: this quorum migrates a ZooKeeper cluster (KIP-866), so ZooKeeper
+    brokers in migration mode register (with ``inter_broker_listener`` among their
+    listeners, KAFKA-16468) and KRaft brokers wait until the metadata is migrated."""
+    broker_id, incarnation, existing = _check_identity(image, sessions, request, cluster_id, now_ms)
     mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
     migrating = bool(getattr(request, "is_migrating_zk_broker", False))
     _check_migration_mode(image, request, broker_id, mv, zk_migration, inter_broker_listener)
