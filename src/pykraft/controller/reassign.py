@@ -229,6 +229,46 @@ def step_records(
     return records
 
 
+def _refused_topic(topic: Any) -> dict[str, Any]:
+    """The answer for a topic this part of the node does not reassign (``skip``)."""
+    message = f"{topic.name} is reassigned on its own (the controllers' voter set, KIP-642)"
+    return {
+        "name": topic.name,
+        "partitions": [
+            {
+                "partition_index": int(part.partition_index),
+                "error_code": ErrorCode.invalid_request,
+                "error_message": message,
+            }
+            for part in topic.partitions
+        ],
+    }
+
+
+def _move(
+    image: Image, name: str, part: Any, allow_rf_change: bool
+) -> tuple[PartitionState, tuple[int, ...] | None]:
+    """The partition a request entry names and its target replicas (None: cancel), or the
+    ApiError Kafka answers: an unknown partition, or a replication factor change the
+    request does not allow (KIP-860)."""
+    index = int(part.partition_index)
+    topic_id = image.topics_by_name.get(name)
+    p = None if topic_id is None else image.partition(topic_id, index)
+    if p is None:
+        raise ApiError(
+            ErrorCode.unknown_topic_or_partition, f"Unable to find partition {name}:{index}."
+        )
+    target = None if part.replicas is None else tuple(int(b) for b in part.replicas)
+    current_rf = len(p.replicas) - len(p.adding)
+    if target is not None and not allow_rf_change and len(target) != current_rf:
+        raise ApiError(
+            ErrorCode.invalid_replication_factor,
+            f"The replication factor of {name}:{index} would change from "
+            f"{current_rf} to {len(target)}.",
+        )
+    return p, target
+
+
 def alter_reassignments(
     image: Image,
     request: Any,
@@ -247,43 +287,13 @@ def alter_reassignments(
     responses = []
     for topic in request.topics:
         if skip(topic.name):
-            responses.append(
-                {
-                    "name": topic.name,
-                    "partitions": [
-                        {
-                            "partition_index": int(part.partition_index),
-                            "error_code": ErrorCode.invalid_request,
-                            "error_message": f"{topic.name} is reassigned on its own "
-                            "(the controllers' voter set, KIP-642)",
-                        }
-                        for part in topic.partitions
-                    ],
-                }
-            )
+            responses.append(_refused_topic(topic))
             continue
         results: list[dict[str, Any]] = []
         for part in topic.partitions:
             index = int(part.partition_index)
             try:
-                topic_id = image.topics_by_name.get(topic.name)
-                p = None if topic_id is None else image.partition(topic_id, index)
-                if p is None:
-                    raise ApiError(
-                        ErrorCode.unknown_topic_or_partition,
-                        f"Unable to find partition {topic.name}:{index}.",
-                    )
-                target = None if part.replicas is None else tuple(int(b) for b in part.replicas)
-                if (
-                    target is not None
-                    and not allow_rf_change
-                    and len(target) != len(p.replicas) - len(p.adding)
-                ):
-                    raise ApiError(
-                        ErrorCode.invalid_replication_factor,
-                        f"The replication factor of {topic.name}:{index} would change from "
-                        f"{len(p.replicas) - len(p.adding)} to {len(target)}.",
-                    )
+                p, target = _move(image, topic.name, part, allow_rf_change)
                 # Each partition sees the records of the ones before it only through
                 # distinct partitions: a partition named twice is refused.
                 if any(r.topic_id == p.topic_id and r.partition_id == index for r, _ in records):
