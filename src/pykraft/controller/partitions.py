@@ -114,6 +114,34 @@ def _bump_on_isr_shrink(image: Image) -> bool:
     return migrating or (mv is not None and mv < IBP_3_6_IV0)
 
 
+def _complete_reassignment(
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    adding: tuple[int, ...],
+    removing: tuple[int, ...],
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(replicas, isr, adding, removing) after Kafka's ``completeReassignmentIfNeeded``: a
+    reassignment whose ISR, less the removing replicas, holds every target replica ends here
+    (replicas become the target, the ISR loses the removing ones, adding/removing empty)."""
+    if adding or removing:
+        isr_left = tuple(b for b in isr if b not in removing)
+        target = tuple(r for r in replicas if r not in removing)
+        if isr_left and target and set(target) <= set(isr_left):
+            return target, isr_left, (), ()
+    return replicas, isr, adding, removing
+
+
+def _changes_nothing(record: PartitionChangeRecord) -> bool:
+    return (
+        record.isr is None
+        and record.leader == NO_LEADER_CHANGE
+        and record.replicas is None
+        and record.adding_replicas is None
+        and record.removing_replicas is None
+        and record.leader_recovery_state == -1
+    )
+
+
 def change_record(
     image: Image,
     p: PartitionState,
@@ -140,15 +168,12 @@ def change_record(
     ``metadata/tagged.py``), which is then never None. Without it, a record that changes the
     replicas of a partition with a final target carries that target on, or ``()`` when the
     replicas reach it: every replica change states the plan."""
-    new_replicas = p.replicas if replicas is None else replicas
-    new_adding = p.adding if adding is None else adding
-    new_removing = p.removing if removing is None else removing
-    target_isr = p.isr if isr is None else isr
-    if new_adding or new_removing:
-        isr_left = tuple(b for b in target_isr if b not in new_removing)
-        target = tuple(r for r in new_replicas if r not in new_removing)
-        if isr_left and target and set(target) <= set(isr_left):
-            new_replicas, target_isr, new_adding, new_removing = target, isr_left, (), ()
+    new_replicas, target_isr, new_adding, new_removing = _complete_reassignment(
+        p.replicas if replicas is None else replicas,
+        p.isr if isr is None else isr,
+        p.adding if adding is None else adding,
+        p.removing if removing is None else removing,
+    )
     new_isr = tuple(b for b in target_isr if b in new_replicas)
     if not new_isr:
         new_isr = p.isr  # KIP-841: the ISR never empties; the partition goes offline
@@ -175,15 +200,7 @@ def change_record(
         if new_replicas != p.replicas and version >= 1
         else None,
     )
-    if (
-        record.isr is None
-        and record.leader == NO_LEADER_CHANGE
-        and record.replicas is None
-        and record.adding_replicas is None
-        and record.removing_replicas is None
-        and record.leader_recovery_state == -1
-        and final_target is None
-    ):
+    if final_target is None and _changes_nothing(record):
         return None
     if final_target is None and p.final_target is not None and record.replicas is not None:
         done = record.replicas == p.final_target and not new_adding and not new_removing
