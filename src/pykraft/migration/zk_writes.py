@@ -239,6 +239,13 @@ def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]
         ops.append(ZkOp("delete", path))
         if have.get(f"{CONFIG}/topics/{name}") is not None:
             ops.append(ZkOp("delete", f"{CONFIG}/topics/{name}"))
+    _config_ops(want, have, ops, changed)
+    return ops, changed
+
+
+def _config_ops(want: DesiredZk, have: ZkSnapshot, ops: list[ZkOp], changed: list[str]) -> None:
+    """Topic and broker configs: each entity ``want`` has is written when it differs; one it
+    no longer has is emptied (a deleted topic's configs go with the topic)."""
     for (kind, name), config in sorted(want.configs.items()):
         if kind == "topics" and name not in want.topics:
             continue
@@ -258,7 +265,6 @@ def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]
             if (have.json(path) or {}).get("config"):
                 ops.append(ZkOp("set", path, _config_json({})))  # every key removed
                 changed.append(f"{kind}/{name}")
-    return ops, changed
 
 
 def _assignment(value: Mapping[str, Any]) -> tuple[Any, ...]:
