@@ -224,40 +224,63 @@ def build_batch(
         raise ValueError(f"{len(keys)} keys for {count} values")
     if base_offset < 0 or epoch < 0:
         raise ValueError(f"negative base offset {base_offset} or epoch {epoch}")
+    records = None
     if keys is None and count <= _HEADS_MAX_RECORDS:
-        heads = _same_length_heads(values, count)
-        if heads is not None:
-            # Every value has the same length: record i is heads[i] + value + b"\x00" (no
-            # headers), interleaved by slice assignment: no Python work per record.
-            interleaved: list[bytes | None] = [b""] * (3 * count)
-            interleaved[0::3] = heads[:count]
-            interleaved[1::3] = values  # all bytes: _same_length_heads checked
-            interleaved[2::3] = _ZEROS[:count]
-            records = b"".join(interleaved)  # type: ignore[arg-type]
-            return _finish_batch(base_offset, epoch, count, timestamp_ms, control, records)
+        records = _same_length_records(values, count)
+    if records is None:
+        if keys is None and count <= _NULL_KEY_PREFIXES_MAX:
+            records = _null_key_records(values, count)
+        else:
+            records = _keyed_records(values, keys, count)
+    return _finish_batch(base_offset, epoch, count, timestamp_ms, control, records)
+
+
+def _same_length_records(values: Sequence[bytes | None], count: int) -> bytes | None:
+    """The records when every value has the same length (None otherwise): record i is
+    heads[i] + value + b"\x00" (no headers), interleaved by slice assignment, with no
+    Python work per record."""
+    heads = _same_length_heads(values, count)
+    if heads is None:
+        return None
+    interleaved: list[bytes | None] = [b""] * (3 * count)
+    interleaved[0::3] = heads[:count]
+    interleaved[1::3] = values  # all bytes: _same_length_heads checked
+    interleaved[2::3] = _ZEROS[:count]
+    return b"".join(interleaved)  # type: ignore[arg-type]
+
+
+def _null_key_records(values: Sequence[bytes | None], count: int) -> bytes:
+    """The common case (application records): no keys. Each record is its length, a
+    precomputed prefix (attributes, timestamp delta, offset delta, null key), the value
+    length, the value and the header count, joined once at the end."""
     parts: list[bytes] = []
     append = parts.append
     varint = _VARINT
-    if keys is None and count <= _NULL_KEY_PREFIXES_MAX:
-        # The common case (application records): no keys. Each record is its length, a
-        # precomputed prefix (attributes, timestamp delta, offset delta, null key), the value
-        # length, the value and the header count, joined once at the end.
-        prefixes = _NULL_KEY_PREFIX
-        for i in range(count):
-            value = values[i]
-            prefix = prefixes[i]
-            if value is None:
-                append(varint[len(prefix) + 2] + prefix + _NULL + b"\x00")
-                continue
-            value_len = len(value)
-            len_part = varint[value_len] if value_len < _VARINT_TABLE_SIZE else _varint(value_len)
-            append(_varint(len(prefix) + len(len_part) + value_len + 1))
-            append(prefix)
-            append(len_part)
-            append(value)
-            append(b"\x00")
-        return _finish_batch(base_offset, epoch, count, timestamp_ms, control, b"".join(parts))
-    # Per record: attributes 0, timestamp delta 0, offset delta, key, value, 0 headers.
+    prefixes = _NULL_KEY_PREFIX
+    for i in range(count):
+        value = values[i]
+        prefix = prefixes[i]
+        if value is None:
+            append(varint[len(prefix) + 2] + prefix + _NULL + b"\x00")
+            continue
+        value_len = len(value)
+        len_part = varint[value_len] if value_len < _VARINT_TABLE_SIZE else _varint(value_len)
+        append(_varint(len(prefix) + len(len_part) + value_len + 1))
+        append(prefix)
+        append(len_part)
+        append(value)
+        append(b"\x00")
+    return b"".join(parts)
+
+
+def _keyed_records(
+    values: Sequence[bytes | None], keys: Sequence[bytes | None] | None, count: int
+) -> bytes:
+    """Any records. Per record: attributes 0, timestamp delta 0, offset delta, key, value,
+    0 headers."""
+    parts: list[bytes] = []
+    append = parts.append
+    varint = _VARINT
     for i in range(count):
         value = values[i]
         if keys is None or keys[i] is None:
@@ -277,7 +300,7 @@ def build_batch(
             append(_varint(body_len) + b"\x00\x00" + offset_delta + key_part + len_part)
             append(value)
             append(b"\x00")
-    return _finish_batch(base_offset, epoch, count, timestamp_ms, control, b"".join(parts))
+    return b"".join(parts)
 
 
 def _finish_batch(
