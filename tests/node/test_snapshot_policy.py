@@ -36,7 +36,7 @@ def test_interval_zero_turns_the_timer_off() -> None:
 
 def test_a_request_is_due_at_once() -> None:
     p = policy()
-    p.requested = True
+    p.request()
     assert p.due(now_ms=0)
 
 
@@ -46,7 +46,7 @@ def test_one_snapshot_at_a_time_and_counting_restarts() -> None:
     p.started(now_ms=5)
     assert (p.bytes_since, p.last_ms, p.requested) == (0, 5, False)
     p.applied(MAX_BYTES)
-    p.requested = True
+    p.request()
     assert not p.due(now_ms=6)  # still writing the first
     p.finished()
     assert p.due(now_ms=6)

@@ -470,7 +470,7 @@ class ControllerHost:
 
     def _rebuild(self) -> None:
         self._load_snapshot()
-        self._snapshots.bytes_since = 0
+        self._snapshots.reloaded()
 
     # -- leadership ---------------------------------------------------------------------------
 
@@ -540,7 +540,7 @@ class ControllerHost:
     def request_snapshot(self) -> None:
         """A snapshot as soon as the image is exactly the committed state (on demand:
         ``pykraft server`` calls this on SIGUSR1)."""
-        self._snapshots.requested = True
+        self._snapshots.request()
         self.node.run(self._maybe_snapshot)
 
     def _maybe_snapshot(self) -> None:

@@ -27,6 +27,13 @@ class SnapshotPolicy:
     def applied(self, size_bytes: int) -> None:
         self.bytes_since += size_bytes
 
+    def reloaded(self) -> None:
+        """The image was reloaded from the latest snapshot: nothing applied since."""
+        self.bytes_since = 0
+
+    def request(self) -> None:
+        self.requested = True
+
     def due(self, now_ms: int) -> bool:
         if self.writing:
             return False

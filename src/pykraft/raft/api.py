@@ -42,11 +42,12 @@ if TYPE_CHECKING:
     from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
     from pykraft.raft.voters import VoterInfo, VoterSet
 
-__all__ = ["RaftApi"]
+__all__ = ["CoreView", "RaftApi"]
 
 
-class RaftApi(Protocol):
-    """The core as a driver sees it (see the module docstring's table)."""
+class CoreView(Protocol):
+    """What the driver and the core's own modules (``context.CoreContext``) both read: the
+    replica's identity, configuration and storage, and the state of the quorum."""
 
     config: RaftConfig
     local_key: ReplicaKey
@@ -54,6 +55,29 @@ class RaftApi(Protocol):
     log: ReplicatedLog
     snapshots: SnapshotStore
     high_watermark: int
+
+    @property
+    def state(self) -> Role: ...
+
+    @property
+    def is_observer(self) -> bool: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def leader_id(self) -> int: ...
+
+    @property
+    def voters(self) -> VoterSet: ...
+
+    @property
+    def uncommitted_voter_change(self) -> bool: ...
+
+
+class RaftApi(CoreView, Protocol):
+    """The core as a driver sees it (see the module docstring's table)."""
+
     snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], bool]
     on_transition: Callable[[Role, Role], None] | None
 
@@ -101,22 +125,7 @@ class RaftApi(Protocol):
     def role(self) -> str: ...
 
     @property
-    def state(self) -> Role: ...
-
-    @property
-    def is_observer(self) -> bool: ...
-
-    @property
-    def epoch(self) -> int: ...
-
-    @property
-    def leader_id(self) -> int: ...
-
-    @property
     def voted_key(self) -> ReplicaKey | None: ...
-
-    @property
-    def voters(self) -> VoterSet: ...
 
     @property
     def kraft_version(self) -> int: ...
@@ -126,9 +135,6 @@ class RaftApi(Protocol):
 
     @property
     def voter_change(self) -> PendingChange | None: ...
-
-    @property
-    def uncommitted_voter_change(self) -> bool: ...
 
     @property
     def target_voters(self) -> VoterSet | None: ...

@@ -31,59 +31,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from pykraft.raft.api import CoreView
+
 if TYPE_CHECKING:
-    from pykraft.raft.config import RaftConfig
     from pykraft.raft.control import ControlState
-    from pykraft.raft.interfaces import RandomSource, ReplicatedLog, SnapshotStore
+    from pykraft.raft.interfaces import RandomSource
     from pykraft.raft.membership import VoterChanges
     from pykraft.raft.messages import AnyRequest, AnyResponse
     from pykraft.raft.replication import FetchState
     from pykraft.raft.requests import RequestKind
-    from pykraft.raft.roles import Role
     from pykraft.raft.state import QuorumState
-    from pykraft.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey
-    from pykraft.raft.voters import VoterSet
+    from pykraft.raft.types import Endpoint, OffsetAndEpoch
 
 __all__ = ["CoreContext"]
 
 
-class CoreContext(Protocol):
-    """The core as its modules see it (see the module docstring's table)."""
+class CoreContext(CoreView, Protocol):
+    """The core as its modules see it (see the module docstring's table): ``CoreView``'s
+    identity, storage and quorum state, plus the state objects and the shared operations."""
 
-    config: RaftConfig
-    local_key: ReplicaKey
-    endpoints: tuple[Endpoint, ...]
     bootstrap_servers: tuple[Endpoint, ...]
     rng: RandomSource
-    log: ReplicatedLog
-    snapshots: SnapshotStore
     control: ControlState
     changes: VoterChanges
     fetch: FetchState
-    high_watermark: int
-
-    # -- read-only views of the quorum state and the control records ----------------------
 
     @property
     def quorum(self) -> QuorumState: ...
-
-    @property
-    def state(self) -> Role: ...
-
-    @property
-    def epoch(self) -> int: ...
-
-    @property
-    def leader_id(self) -> int: ...
-
-    @property
-    def is_observer(self) -> bool: ...
-
-    @property
-    def voters(self) -> VoterSet: ...
-
-    @property
-    def uncommitted_voter_change(self) -> bool: ...
 
     def leader_endpoints(self) -> tuple[Endpoint, ...]: ...
 
