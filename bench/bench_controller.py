@@ -34,8 +34,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pykraft.controller.image import Image
 from pykraft.metadata import records as r
+from pykraft.metadata.image import Image
 from pykraft.metadata.serde import decode_record, encode_record
 from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey

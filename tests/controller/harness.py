@@ -10,11 +10,12 @@ import uuid
 from typing import Any
 
 from pykraft.controller.config import ControllerConfig
-from pykraft.controller.image import Image
-from pykraft.controller.quorum_controller import Context, QuorumController, Result
+from pykraft.controller.quorum_controller import Context, QuorumController
+from pykraft.controller.result import Response, Result
+from pykraft.metadata.image import Image
 from pykraft.metadata.serde import decode_record, encode_record
 from pykraft.protocol import ApiKey
-from pykraft.protocol.apis import request_schema
+from pykraft.protocol.apis import request_schema, response_schema
 from pykraft.protocol.build import make
 
 __all__ = ["CLUSTER_ID", "Harness"]
@@ -66,7 +67,10 @@ class Harness:
     def call(self, api_key: int, version: int, **fields: Any) -> dict[str, Any]:
         """Handle a request built from ``fields``; write its records; the response fields."""
         request = make(request_schema(api_key, version), fields)
-        result: Result = self.controller.handle(api_key, version, request, self.context())
+        result: Result[Response] = self.controller.handle(api_key, version, request, self.context())
+        # Every answer is built as the node builds it: a field no version of the response
+        # has (a misspelt error_code) fails here instead of being dropped.
+        make(response_schema(api_key, version), result.response)
         last = self.write(result.records)
         if result.on_written is not None and result.records:
             result.on_written(last)

@@ -7,8 +7,8 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.controller.image import NO_LEADER
 from pykraft.metadata import records as r
+from pykraft.metadata.image import NO_LEADER
 from pykraft.protocol import ApiKey
 
 from .harness import BROKER_FEATURES, Harness

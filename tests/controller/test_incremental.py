@@ -10,9 +10,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.config import ControllerConfig
-from pykraft.controller.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from pykraft.controller.quorum_controller import QuorumController
 from pykraft.controller.throttles import THROTTLE_KEYS, THROTTLE_POLICY
+from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from pykraft.metadata.records import PartitionChangeRecord
 from pykraft.metadata.tagged import final_target_of
 from pykraft.protocol import ApiKey
@@ -320,3 +320,106 @@ def test_list_v1_shows_the_batch_and_final_targets(h: Harness) -> None:
             ],
         }
     ]
+
+
+def test_a_single_step_move_elects_the_new_preferred_leader(h: Harness) -> None:
+    """The move that stalled with real brokers: RF 2, (1, 2) -> (3, 1) with one replica per
+    step fits in one step; once it completes the new preferred leader 3 must be elected
+    (it was not: the plan ended with leader 1 still leading)."""
+    topic(h, "p", [1, 2])
+    set_cluster(
+        h, reassignment_parallel_replica_count="1", reassignment_parallel_partition_count="1"
+    )
+    assert reassign(h, "p", [3, 1]) == (0, None)
+    p = part(h, "p")
+    h.tick()
+    assert (p.replicas, p.adding, p.removing, p.leader) == ((3, 1, 2), (3,), (2,), 1)
+    settle(h, "p")
+    assert (p.replicas, p.leader, p.final_target) == ((3, 1), 3, None)
+    assert listed(h) == {}
+    assert h.images_equal()
+
+
+def test_leader_movements_are_counted_while_in_flight(h: Harness) -> None:
+    """reassignment.parallel.leader.movements bounds the leader-moving steps in flight, not
+    those started per planning round (a new round starts after every partition change)."""
+    for name in ("a", "b", "c"):
+        topic(h, name, [0, 1, 2])
+    set_cluster(
+        h,
+        reassignment_parallel_replica_count="1",
+        reassignment_parallel_partition_count="3",
+        reassignment_parallel_leader_movements="1",
+    )
+    for name in ("a", "b", "c"):
+        assert reassign(h, name, [3, 1, 2]) == (0, None)  # drops leader 0: moves it
+    for _ in range(5):
+        h.tick()
+        moving = [n for n in ("a", "b", "c") if part(h, n).adding]
+        assert len(moving) == 1, moving
+    for _ in range(60):
+        h.tick()
+        moving = [n for n in ("a", "b", "c") if part(h, n).adding]
+        assert len(moving) <= 1
+        for n in moving:
+            in_sync(h, n, *part(h, n).replicas)
+        if all(part(h, n).final_target is None for n in ("a", "b", "c")):
+            break
+    assert [(part(h, n).replicas, part(h, n).leader) for n in ("a", "b", "c")] == [
+        ((3, 1, 2), 3)
+    ] * 3
+
+
+def test_a_step_waits_while_a_target_broker_is_offline(h: Harness) -> None:
+    topic(h, "w", [0, 1, 2])
+    set_cluster(h, reassignment_parallel_replica_count="1")
+    assert reassign(h, "w", [9, 1, 2]) == (0, None)
+    # Broker 9's session runs out; every other broker keeps heartbeating.
+    h.now += 9_500
+    for b in range(9):
+        h.heartbeat(b)
+    h.tick()
+    assert h.image.brokers[9].fenced
+    p = part(h, "w")
+    for _ in range(3):
+        h.tick()
+        assert (p.adding, p.replicas) == ((), (0, 1, 2)), "a step started towards a fenced broker"
+    assert h.heartbeat(9)["is_fenced"] is False  # back
+    h.tick()
+    assert p.adding == (9,)
+
+
+def test_a_step_waits_while_the_partition_is_offline(h: Harness) -> None:
+    topic(h, "o", [0])
+    set_cluster(h, reassignment_parallel_replica_count="1")
+    assert reassign(h, "o", [5]) == (0, None)
+    h.now += 9_500
+    for b in range(1, 10):
+        h.heartbeat(b)
+    h.tick()
+    p = part(h, "o")
+    assert h.image.brokers[0].fenced and p.leader == -1
+    for _ in range(3):
+        h.tick()
+        assert p.adding == (), "a step started on an offline partition"
+    assert h.heartbeat(0)["is_fenced"] is False
+    h.tick()
+    assert p.leader == 0 or p.adding == (5,)
+
+
+def test_max_concurrent_replica_movements_bounds_replicas_added(h: Harness) -> None:
+    for name in ("m", "n", "q"):
+        topic(h, name, [0, 1, 2])
+    set_cluster(h, reassignment_max_concurrent_replica_movements="2")
+    for name in ("m", "n", "q"):
+        assert reassign(h, name, [0, 3, 4]) == (0, None)  # two replicas each, one step each
+    for _ in range(40):
+        h.tick()
+        adding = sum(len(part(h, n).adding) for n in ("m", "n", "q"))
+        assert adding <= 2
+        for n in ("m", "n", "q"):
+            if part(h, n).adding:
+                in_sync(h, n, *part(h, n).replicas)
+        if all(part(h, n).final_target is None for n in ("m", "n", "q")):
+            break
+    assert [part(h, n).replicas for n in ("m", "n", "q")] == [(0, 3, 4)] * 3

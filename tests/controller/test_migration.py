@@ -12,9 +12,9 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller import migration as m
 from pykraft.controller.config import ControllerConfig
-from pykraft.controller.image import Image
 from pykraft.controller.quorum_controller import QuorumController
 from pykraft.metadata import records as r
+from pykraft.metadata.image import Image
 from pykraft.protocol import ApiKey
 
 from .harness import CLUSTER_ID, Harness
@@ -88,7 +88,7 @@ def test_pre_migration_allows_only_registration_and_heartbeats() -> None:
             ApiKey.CREATE_TOPICS,
             7,
             topics=[{"name": "t", "num_partitions": 1, "replication_factor": 1}],
-            timeout_ms=1000,
+            timeout=1000,
         )
     assert getattr(refused.value, "code", None) == ErrorCode.not_controller
     assert register_zk(h, 0)["error_code"] == 0
@@ -220,8 +220,8 @@ def test_isr_shrink_bumps_the_leader_epoch_while_migrating(
 ) -> None:
     """Kafka's triggerLeaderEpochBumpForIsrShrinkIfNeeded (found by the side-by-side run
     against Kafka 3.9's controller: it wrote leader_epoch 1 where pykraft kept 0)."""
-    from pykraft.controller.image import NO_LEADER_CHANGE
     from pykraft.controller.partitions import change_record
+    from pykraft.metadata.image import NO_LEADER_CHANGE
 
     image = Image()
     image.replay(r.FeatureLevelRecord(name="metadata.version", feature_level=mv), 0, 0)

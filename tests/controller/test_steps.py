@@ -115,3 +115,19 @@ def test_a_batch_never_exceeds_its_limits(flags, in_flight, p, lm):
     chosen = plan_batch(candidates, in_flight, Limits(partitions=p, leader_movements=lm))
     assert sum(1 for a in chosen if not a.elect) <= max(0, p - in_flight)
     assert sum(1 for a in chosen if a.leader_movement) <= lm
+
+
+def test_min_insync_exception_applies_when_the_new_leader_is_added_first() -> None:
+    # Only 0 is in sync: adding 5 alone would leave 2 in-sync-able replicas, below 3.
+    assert next_step((0, 1, 2, 3), (5, 6, 7, 8), in_sync=(0,), max_replicas=1, min_insync=3) == (
+        5,
+        6,
+        0,
+        1,
+        2,
+        3,
+    )
+    # Enough in sync: the new preferred leader alone, as the seed's example.
+    assert next_step(
+        (0, 1, 2, 3), (5, 6, 7, 8), in_sync=(0, 1, 2), max_replicas=1, min_insync=3
+    ) == (5, 0, 1, 2, 3)

@@ -364,7 +364,8 @@ def test_configs_incremental_and_legacy(h: Harness) -> None:
     )
     entries = {c["name"]: c for c in described["results"][0]["configs"]}
     assert entries["segment.ms"]["value"] == "100" and entries["segment.ms"]["config_source"] == 1
-    assert entries["retention.ms"]["value"] == "604800000" and entries["retention.ms"]["is_default"]
+    default = entries["retention.ms"]
+    assert default["value"] == "604800000" and default["config_source"] == 5  # DEFAULT_CONFIG
 
 
 def test_topic_config_validation_follows_kafka_logconfig() -> None:

@@ -518,3 +518,60 @@ def test_pykraft_reassign_steps_real_data_with_managed_throttles(
     described = cli("reassign", "--bootstrap-controller", controllers, "--describe").stdout
     assert "reassignment.parallel.replica.count=1" in described, described
     assert "No partition reassignments found." in described, described
+
+
+def test_stepped_move_elects_the_new_preferred_leader_on_real_brokers(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 26's report, as a user did it: the KIP-435 limits set with Kafka's own
+    ``kafka-configs --entity-default``, partitions of RF 2 moved with kafka-python to targets
+    whose first replica is a third broker. Each move fits in one step; once it completes the
+    controller must elect the new preferred leader (before the fix the old leader kept
+    leading), one partition at a time, with every record still there."""
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    limits = "reassignment.parallel.replica.count=1,reassignment.parallel.partition.count=1"
+    configs = ("configs", "--bootstrap-server", cluster.bootstrap, "--entity-type", "brokers")
+    kafka.run(*configs, "--entity-default", "--alter", "--add-config", limits)
+    kafka.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--create",
+        "--topic",
+        "preferred",
+        "--replica-assignment",
+        "100:101,101:100",
+    )
+    wait_for(lambda: whole(kafka, cluster, "preferred"), "the topic led")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for n in range(2_000):
+        producer.send("preferred", f"{n}".encode(), partition=n % 2)
+    producer.flush(timeout=60)
+    producer.close()
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        admin.alter_partition_reassignments(
+            {TopicPartition("preferred", 0): [102, 100], TopicPartition("preferred", 1): [102, 101]}
+        )
+    finally:
+        admin.close()
+
+    def moved() -> bool:
+        parts = partitions_of(kafka, cluster, "preferred")
+        return [(p["Replicas"], p["Leader"]) for p in parts] == [
+            ("102,100", "102"),
+            ("102,101", "102"),
+        ]
+
+    wait_for(moved, "both partitions on (102, old) led by 102", 120)
+    seen = consume_all(cluster.bootstrap, "preferred", 2)
+    assert sorted(v for values in seen.values() for v in values) == list(range(2_000))
+    kafka.run(
+        *configs,
+        "--entity-default",
+        "--alter",
+        "--delete-config",
+        "reassignment.parallel.replica.count,reassignment.parallel.partition.count",
+    )

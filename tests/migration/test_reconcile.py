@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import uuid
 
-from pykraft.controller.image import Image
 from pykraft.metadata import records as r
+from pykraft.metadata.image import Image
 from pykraft.migration import zk_data as z
 from pykraft.migration import zk_writes as w
 
@@ -129,3 +129,52 @@ def test_pending_deletions_are_skipped_and_topics_without_ids_refused() -> None:
     # No state znode: every replica in sync, the first leads, epochs 0 (Kafka's rule).
     assert (partition.isr, partition.leader, partition.leader_epoch) == ((4, 5), 4, 0)
     assert load.broker_ids == {4, 5}
+
+
+def test_the_producer_id_block_covers_every_id_the_log_handed_out() -> None:
+    """AllocateProducerIds served in dual write moves the log's next producer id; ZooKeeper's
+    block must cover it, or a rollback hands the same ids out again (Kafka writes it)."""
+    img = image()
+    img.replay(r.ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=3000), 0, 10)
+    want = w.desired(img, 7)
+    # ZooKeeper's block ends at 1999: a ZooKeeper controller would start at 2000 < 3000.
+    stale = z.ZkSnapshot(
+        {
+            z.PRODUCER_ID_BLOCK: node(
+                {"version": 1, "broker": 0, "block_start": "1000", "block_end": "1999"}
+            )
+        }
+    )
+    ops, _ = w.reconcile(want, stale)
+    (op,) = [op for op in ops if op.path == z.PRODUCER_ID_BLOCK]
+    assert op.kind == "set"
+    written = json.loads(op.data)
+    assert written == {"version": 1, "broker": -1, "block_start": "3000", "block_end": "3999"}
+    # Read back as the migration reads a ZooKeeper cluster: the next block starts past 3000.
+    load = z.read_all_metadata(z.ZkSnapshot({z.PRODUCER_ID_BLOCK: node(written)}))
+    (record,) = [
+        rec for batch in load.batches for rec, _ in batch if isinstance(rec, r.ProducerIdsRecord)
+    ]
+    assert record.next_producer_id == 4000
+    # Covered (the block reaches past what the log handed out): nothing to write.
+    covered = z.ZkSnapshot({z.PRODUCER_ID_BLOCK: node(written)})
+    assert not [op for op in w.reconcile(want, covered)[0] if op.path == z.PRODUCER_ID_BLOCK]
+    # None in ZooKeeper yet: created.
+    created = [
+        op for op in w.reconcile(want, z.ZkSnapshot({}))[0] if op.path == z.PRODUCER_ID_BLOCK
+    ]
+    assert [op.kind for op in created] == ["create"]
+
+
+def test_a_deleted_topic_loses_its_delete_topics_entry() -> None:
+    have = z.ZkSnapshot(
+        {
+            z.DELETE_TOPICS: node(None, children=("gone", "a")),
+            f"{z.DELETE_TOPICS}/gone": node(None),
+            f"{z.DELETE_TOPICS}/a": node(None),
+        }
+    )
+    ops, _ = w.reconcile(w.desired(image(), 7), have)
+    deletes = [op.path for op in ops if op.kind == "delete"]
+    assert f"{z.DELETE_TOPICS}/gone" in deletes
+    assert f"{z.DELETE_TOPICS}/a" not in deletes  # "a" is still in the log

@@ -117,9 +117,7 @@ def test_update_raft_voter(version: int) -> None:
     response = UpdateRaftVoterResponse(ErrorCode.none, 1, 7, EP)
     assert roundtrip_response(response, request, version) == response
     # The leader's endpoint on another listener is not the one the request came in on.
-    elsewhere = UpdateRaftVoterResponse(
-        ErrorCode.none, 1, 7, (Endpoint("OTHER", "10.0.0.1", 1),)
-    )
+    elsewhere = UpdateRaftVoterResponse(ErrorCode.none, 1, 7, (Endpoint("OTHER", "10.0.0.1", 1),))
     assert roundtrip_response(elsewhere, request, version).leader_endpoints == ()
 
 

@@ -1,5 +1,6 @@
 """The deterministic cores do no I/O (STYLE rule 1, SPEC A2): walk the AST of every module in
-``pykraft/raft`` and ``pykraft/controller`` and refuse imports of anything that touches the
+``pykraft/raft``, ``pykraft/controller`` and ``pykraft/metadata`` (the image and its records)
+and refuse imports of anything that touches the
 OS, clocks or randomness (time and randomness come in as inputs)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import ast
 from pathlib import Path
 
 import pykraft.controller
+import pykraft.metadata
 import pykraft.raft
 
 FORBIDDEN = {
@@ -43,6 +45,7 @@ FORBIDDEN = {
 FORBIDDEN_CALLS = {"open", "print", "input", "exec", "eval", "__import__"}
 RAFT_DIR = Path(pykraft.raft.__file__).parent
 CONTROLLER_DIR = Path(pykraft.controller.__file__).parent
+METADATA_DIR = Path(pykraft.metadata.__file__).parent
 
 
 def offences(source: str) -> list[str]:
@@ -80,6 +83,17 @@ def test_controller_modules_do_no_io() -> None:
     assert len(modules) >= 8
     problems = {
         str(path.relative_to(CONTROLLER_DIR)): bad
+        for path in modules
+        if (bad := offences(path.read_text()))
+    }
+    assert not problems, problems
+
+
+def test_metadata_modules_do_no_io() -> None:
+    modules = sorted(METADATA_DIR.rglob("*.py"))
+    assert any(p.name == "image.py" for p in modules)
+    problems = {
+        str(path.relative_to(METADATA_DIR)): bad
         for path in modules
         if (bad := offences(path.read_text()))
     }

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pykraft.controller.image import BrokerState, Image, PartitionState, TopicState
+from pykraft.metadata.image import BrokerState, Image, PartitionState, TopicState
 from pykraft.sim import SimConfig, Simulation, run
 from pykraft.sim.controller import ControllerChecker
 from pykraft.sim.history import InvariantViolation
@@ -104,7 +104,7 @@ def test_reassignments_step_in_the_simulator() -> None:
 
 
 def test_checker_holds_steps_to_the_limits() -> None:
-    from pykraft.controller.image import BROKER_RESOURCE
+    from pykraft.metadata.image import BROKER_RESOURCE
 
     def stepping(adding: tuple[int, ...], removing: tuple[int, ...], limit: str) -> Image:
         image = _image()

@@ -45,7 +45,6 @@ from pykraft.admin.types import (
     ReplicaState,
     VoterReassignment,
 )
-from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
 from pykraft.net import apis
 from pykraft.net.client import Connection
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
@@ -56,7 +55,12 @@ from pykraft.protocol import (
     ErrorCode,
     ProtocolError,
 )
-from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE, kio_module
+from pykraft.protocol.apis import (
+    BROKER_ENDPOINT_TYPE,
+    CONTROLLER_API_VERSIONS,
+    CONTROLLER_ENDPOINT_TYPE,
+    kio_module,
+)
 from pykraft.raft import messages
 from pykraft.raft.messages import AddRaftVoterRequest, AnyRequest, RemoveRaftVoterRequest
 from pykraft.raft.types import ReplicaKey

@@ -5,6 +5,7 @@ KIP-435's limits and controller-managed throttles::
         --generate --topics-to-move-json-file F --broker-list 4,5,6
         --execute --reassignment-json-file F [--additional] [--throttle BYTES/S]
                   [--replica-count R] [--partition-count P] [--leader-movements L]
+                  [--replica-movements M]
         --verify --reassignment-json-file F
         --cancel --reassignment-json-file F
         --list
@@ -19,9 +20,10 @@ started partition reassignments for t-0,t-1", "Reassignment of partition t-0 is 
   keeps the KIP-73 throttle configs equal to what the moves in flight need and removes them
   as batches, reassignments or cancels complete (``controller/throttles.py``), so ``--verify``
   has nothing to clear.
-* ``--replica-count``/``--partition-count``/``--leader-movements`` set KIP-435's cluster-wide
-  limits (``reassignment.parallel.*``) before the plan is submitted; they apply from the next
-  step of every reassignment.
+* ``--replica-count``/``--partition-count``/``--leader-movements``/``--replica-movements``
+  set KIP-435's cluster-wide limits (``reassignment.parallel.*``,
+  ``reassignment.max.concurrent.replica.movements``) before the plan is submitted; they apply
+  from the next step of every reassignment.
 * ``--describe`` prints each moving partition's final target and the step in flight
   (ListPartitionReassignments v1), the limits and the throttle. How many bytes a new replica
   is behind is known to the brokers, not to the controllers: Kafka's
@@ -53,6 +55,7 @@ LIMIT_OPTIONS = {
     "replica_count": "reassignment.parallel.replica.count",
     "partition_count": "reassignment.parallel.partition.count",
     "leader_movements": "reassignment.parallel.leader.movements",
+    "replica_movements": "reassignment.max.concurrent.replica.movements",
 }
 THROTTLE_POLICY = "reassignment.replication.throttled.rate"
 

@@ -258,7 +258,7 @@ def _cluster_describe(args: argparse.Namespace) -> int:
 
 
 def _describe_files(directory: Path) -> int:
-    from pykraft.controller.image import ImageError
+    from pykraft.metadata.image import ImageError
     from pykraft.metadata.serde import MetadataRecordError
     from pykraft.node.controller_host import load_image
     from pykraft.storage import StorageError

@@ -41,10 +41,10 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import NO_LEADER, BrokerState, Image, PartitionState, broker_record
 from pykraft.controller.migration import MIGRATION_SUPPORTED_MV, PRE_MIGRATION
 from pykraft.controller.partitions import Acceptable, acceptor, change_record, partition_version
 from pykraft.metadata import records as r
+from pykraft.metadata.image import NO_LEADER, BrokerState, Image, PartitionState, broker_record
 from pykraft.metadata.versions import IBP_3_7_IV2, METADATA_VERSION, MINIMUM_METADATA_VERSION
 
 __all__ = [

@@ -19,9 +19,9 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.controller.steps import LIMIT_CONFIGS
 from pykraft.controller.throttles import THROTTLE_POLICY
+from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.metadata.records import ConfigRecord
 
 __all__ = [
@@ -352,7 +352,6 @@ def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, A
                         "name": key,
                         "value": stored[key] if explicit else spec.default,
                         "read_only": False,
-                        "is_default": not explicit,
                         "config_source": SOURCE_TOPIC if explicit else SOURCE_DEFAULT,
                         "is_sensitive": False,
                         "config_type": _TYPE_IDS.get(spec.type, 0),
@@ -368,7 +367,6 @@ def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, A
                         "name": key,
                         "value": value,
                         "read_only": False,
-                        "is_default": False,
                         "config_source": source,
                         "is_sensitive": False,
                     }

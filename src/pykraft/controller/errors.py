@@ -4,13 +4,18 @@ and the responses that refuse a whole request item by item."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.protocol.apis import ApiKey
 
-__all__ = ["ApiError", "error_fields", "topic_error"]
+__all__ = ["MAX_RECORDS_PER_USER_OP", "ApiError", "check_op_size", "error_fields", "topic_error"]
+
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: one user operation writes at most this many
+# records; past it Kafka's BoundedList throws and the request fails with POLICY_VIOLATION.
+MAX_RECORDS_PER_USER_OP: Final = 10_000
+TOO_LARGE: Final = "Unable to perform excessively large batch operation."
 
 
 class ApiError(Exception):
@@ -20,6 +25,13 @@ class ApiError(Exception):
         super().__init__(message or code.name)
         self.code = code
         self.message = message
+
+
+def check_op_size(records: int) -> None:
+    """Refuse an operation that would write more than ``MAX_RECORDS_PER_USER_OP`` records
+    (as Kafka does, before anything is written)."""
+    if records > MAX_RECORDS_PER_USER_OP:
+        raise ApiError(ErrorCode.policy_violation, TOO_LARGE)
 
 
 def error_fields(

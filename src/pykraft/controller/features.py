@@ -9,8 +9,8 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import Image
 from pykraft.metadata import records as r
+from pykraft.metadata.image import Image
 from pykraft.metadata.versions import (
     DEFAULT_METADATA_VERSION,
     FEATURES,

@@ -14,7 +14,6 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller import brokers as b
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import NO_LEADER, NO_LEADER_CHANGE, Image
 from pykraft.controller.partitions import (
     ELECTION_PREFERRED,
     ELECTION_UNCLEAN,
@@ -24,6 +23,7 @@ from pykraft.controller.partitions import (
     partition_version,
 )
 from pykraft.metadata import records as r
+from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image
 
 __all__ = ["alter_partition", "elect_leaders"]
 

@@ -25,8 +25,8 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import Image
 from pykraft.metadata import records as r
+from pykraft.metadata.image import Image
 from pykraft.metadata.versions import IBP_3_4_IV0
 from pykraft.protocol.apis import ApiKey
 

@@ -27,8 +27,8 @@ import uuid
 from collections.abc import Callable
 from typing import Final
 
-from pykraft.controller.image import NO_LEADER, NO_LEADER_CHANGE, Image, PartitionState
 from pykraft.controller.migration import MIGRATION, PRE_MIGRATION
+from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image, PartitionState
 from pykraft.metadata.records import PartitionChangeRecord
 from pykraft.metadata.tagged import with_final_target
 from pykraft.metadata.versions import IBP_3_6_IV0, IBP_3_7_IV2, IBP_4_0_IV1
@@ -203,7 +203,15 @@ def change_record(
     if final_target is None and _changes_nothing(record):
         return None
     if final_target is None and p.final_target is not None and record.replicas is not None:
-        done = record.replicas == p.final_target and not new_adding and not new_removing
+        # The plan ends once the replicas are the final target *and* its preferred leader
+        # leads; until then the target stays, so the scheduler elects it (the seed's "elect
+        # the new preferred leader"), also after a move that fitted in one step.
+        done = (
+            record.replicas == p.final_target
+            and not new_adding
+            and not new_removing
+            and leader == p.final_target[0]
+        )
         final_target = () if done else p.final_target
     if final_target is not None:
         record = with_final_target(record, final_target)

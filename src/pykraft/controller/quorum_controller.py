@@ -43,16 +43,17 @@ from pykraft.controller import (
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError, error_fields
 from pykraft.controller.features import SUPPORTED_FEATURES
-from pykraft.controller.image import (
+from pykraft.controller.partitions import (
+    partition_version,
+)
+from pykraft.controller.result import RecordList, Response, Result
+from pykraft.controller.steps import Limits
+from pykraft.metadata import records as r
+from pykraft.metadata.image import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     Image,
 )
-from pykraft.controller.partitions import (
-    partition_version,
-)
-from pykraft.controller.steps import Limits
-from pykraft.metadata import records as r
 from pykraft.metadata.versions import (
     IBP_3_6_IV1,
     METADATA_VERSION,
@@ -61,36 +62,15 @@ from pykraft.metadata.versions import (
 from pykraft.protocol.apis import ApiKey
 
 __all__ = [
-    "CONTROLLER_API_VERSIONS",
     "METADATA_TOPIC",
     "READ_APIS",
     "SUPPORTED_FEATURES",
     "Context",
     "QuorumController",
-    "Result",
     "error_fields",
 ]
 
 
-# The APIs only the active controller answers, and the versions pykraft serves (Kafka
-# 4.3.1's controller ranges, where kio has them).
-CONTROLLER_API_VERSIONS: Final = {
-    ApiKey.CREATE_TOPICS: (2, 7),
-    ApiKey.DELETE_TOPICS: (1, 6),
-    ApiKey.DESCRIBE_CONFIGS: (1, 4),
-    ApiKey.ALTER_CONFIGS: (0, 2),
-    ApiKey.CREATE_PARTITIONS: (0, 3),
-    ApiKey.ELECT_LEADERS: (0, 2),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    ApiKey.ALTER_PARTITION: (2, 3),
-    ApiKey.UPDATE_FEATURES: (0, 2),
-    ApiKey.BROKER_REGISTRATION: (0, 4),
-    ApiKey.BROKER_HEARTBEAT: (0, 2),
-    ApiKey.UNREGISTER_BROKER: (0, 0),
-    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 1),  # v1: KIP-435, pykraft's (protocol/ext.py)
-}
 METADATA_TOPIC: Final = "__cluster_metadata"  # the quorum's own partition: KIP-642 (raft/)
 
 
@@ -107,16 +87,6 @@ class Context:
     kraft_version: int = 0
     # Supported feature ranges of the controllers (by id), for UpdateFeatures.
     controller_features: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class Result:
-    """Records to append (one batch) and the response fields, sent once they commit.
-    ``on_written(last_offset)`` runs after the append (Kafka's controlled-shutdown offset)."""
-
-    records: list[tuple[Any, int]]
-    response: dict[str, Any]
-    on_written: Callable[[int], None] | None = None
 
 
 def _ms(value: Any) -> int:
@@ -144,7 +114,7 @@ class QuorumController:
         # Reassignment work (KIP-435 steps, managed throttles) may be due: set by records
         # that can change it, cleared by the tick that looks.
         self._moves_due = False
-        self._handlers: dict[int, Callable[[int, Any, Context], Result]] = {
+        self._handlers: dict[int, Callable[[int, Any, Context], Result[Response]]] = {
             ApiKey.BROKER_REGISTRATION: self._broker_registration,
             ApiKey.BROKER_HEARTBEAT: self._broker_heartbeat,
             ApiKey.CREATE_TOPICS: self._create_topics,
@@ -181,7 +151,7 @@ class QuorumController:
 
     # -- activation ------------------------------------------------------------------------
 
-    def activate(self, now_ms: int, bootstrap: dict[str, int] | None) -> list[tuple[Any, int]]:
+    def activate(self, now_ms: int, bootstrap: dict[str, int] | None) -> RecordList:
         """Become the active controller; returns the activation records: an abort of a
         transaction left open, and on a log without metadata.version the bootstrap features
         (metadata.version first) in a transaction (Kafka's ActivationRecordsGenerator)."""
@@ -189,7 +159,7 @@ class QuorumController:
         self.last_write_ms = now_ms
         self._moves_due = True
         self.sessions.reset(self.image, now_ms)
-        records: list[tuple[Any, int]] = []
+        records: RecordList = []
         if self.image.in_transaction:
             records.append((r.AbortTransactionRecord(reason="Controller failover"), 0))
         empty = self.image.metadata_version is None
@@ -204,7 +174,7 @@ class QuorumController:
         if empty:
             features = dict(bootstrap or {METADATA_VERSION: self.config.bootstrap_metadata_version})
             level = features.pop(METADATA_VERSION)
-            body: list[tuple[Any, int]] = [
+            body: RecordList = [
                 (r.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level), 0)
             ]
             body += [
@@ -232,12 +202,12 @@ class QuorumController:
 
     # -- time ------------------------------------------------------------------------------
 
-    def tick(self, ctx: Context) -> list[tuple[Any, int]]:
+    def tick(self, ctx: Context) -> RecordList:
         """Periodic work of the active controller: fence brokers whose session expired; a
         NoOpRecord after ``metadata.max.idle.interval.ms`` without a write."""
         if not self.active:
             return []
-        records: list[tuple[Any, int]] = []
+        records: RecordList = []
         unclean = self._unclean()
         for broker_id in self.sessions.expired(self.image, ctx.now_ms):
             broker = self.image.brokers[broker_id]
@@ -270,7 +240,9 @@ class QuorumController:
 
     # -- requests --------------------------------------------------------------------------
 
-    def handle(self, api_key: int, api_version: int, request: Any, ctx: Context) -> Result:
+    def handle(
+        self, api_key: int, api_version: int, request: Any, ctx: Context
+    ) -> Result[Response]:
         """The records and response of one request; raises ApiError for a request refused
         as a whole (the host answers it with that error)."""
         if not self.active and api_key not in READ_APIS:
@@ -287,7 +259,7 @@ class QuorumController:
 
     # BrokerRegistration / BrokerHeartbeat / UnregisterBroker ------------------------------
 
-    def _broker_registration(self, version: int, request: Any, ctx: Context) -> Result:
+    def _broker_registration(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         try:
             records, epoch = b.register_broker(
                 self.image,
@@ -305,7 +277,7 @@ class QuorumController:
             return Result([], {"error_code": e.code, "broker_epoch": -1})
         return Result(records, {"error_code": 0, "broker_epoch": epoch})
 
-    def _broker_heartbeat(self, version: int, request: Any, ctx: Context) -> Result:
+    def _broker_heartbeat(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         broker = self.image.brokers.get(int(request.broker_id))
         register_offset = broker.register_offset if broker is not None else 0
         try:
@@ -339,7 +311,7 @@ class QuorumController:
             on_written,
         )
 
-    def _unregister_broker(self, version: int, request: Any, ctx: Context) -> Result:
+    def _unregister_broker(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         try:
             records = b.unregister_broker(
                 self.image, self.sessions, int(request.broker_id), self._unclean()
@@ -350,34 +322,34 @@ class QuorumController:
 
     # Topics -------------------------------------------------------------------------------
 
-    def _create_topics(self, version: int, request: Any, ctx: Context) -> Result:
+    def _create_topics(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
             *topic_requests.create_topics(
                 self.image, self.config, self.rng, self.metadata_version, request
             )
         )
 
-    def _delete_topics(self, version: int, request: Any, ctx: Context) -> Result:
+    def _delete_topics(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(*topic_requests.delete_topics(self.image, version, request))
 
-    def _create_partitions(self, version: int, request: Any, ctx: Context) -> Result:
+    def _create_partitions(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
             *topic_requests.create_partitions(self.image, self.rng, self.metadata_version, request)
         )
 
     # AlterPartition, ElectLeaders (leadership.py) ------------------------------------------
 
-    def _alter_partition(self, version: int, request: Any, ctx: Context) -> Result:
+    def _alter_partition(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
             *leadership.alter_partition(self.image, self.metadata_version, version, request)
         )
 
-    def _elect_leaders(self, version: int, request: Any, ctx: Context) -> Result:
+    def _elect_leaders(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(*leadership.elect_leaders(self.image, self.metadata_version, request))
 
     # AllocateProducerIds ------------------------------------------------------------------
 
-    def _allocate_producer_ids(self, version: int, request: Any, ctx: Context) -> Result:
+    def _allocate_producer_ids(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         broker_id, epoch = int(request.broker_id), int(request.broker_epoch)
         try:
             b.check_broker_epoch(self.image, broker_id, epoch)
@@ -410,19 +382,21 @@ class QuorumController:
 
     # Configs ------------------------------------------------------------------------------
 
-    def _incremental_alter_configs(self, version: int, request: Any, ctx: Context) -> Result:
+    def _incremental_alter_configs(
+        self, version: int, request: Any, ctx: Context
+    ) -> Result[Response]:
         records, results = cfgs.incremental_alter_configs(
             self.image, request.resources, bool(request.validate_only)
         )
         return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
 
-    def _alter_configs(self, version: int, request: Any, ctx: Context) -> Result:
+    def _alter_configs(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         records, results = cfgs.alter_configs(
             self.image, request.resources, bool(request.validate_only)
         )
         return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
 
-    def _unthrottle(self, records: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+    def _unthrottle(self, records: RecordList) -> RecordList:
         """``records`` and, when they delete the managed-throttle policy, the removal of
         every throttle it set (``throttles``)."""
         deleted = any(
@@ -452,12 +426,12 @@ class QuorumController:
         except ValueError:
             return 1
 
-    def _reassignment_work(self) -> list[tuple[Any, int]]:
+    def _reassignment_work(self) -> RecordList:
         """The next KIP-435 steps; when there are none, and the policy is set, the throttle
         configs that make the throttles match the moves in flight (the records of a step
         make the work due again: the next tick sets its throttles, on the image with the
         step applied)."""
-        records: list[tuple[Any, int]] = []
+        records: RecordList = []
         if self.image.stepping:
             records.extend(
                 reassign.step_records(
@@ -472,7 +446,7 @@ class QuorumController:
             records.extend(throttles.reconcile(self.image, rate))
         return records
 
-    def _describe_configs(self, version: int, request: Any, ctx: Context) -> Result:
+    def _describe_configs(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
             [],
             {"throttle_time": 0, "results": cfgs.describe_configs(self.image, request.resources)},
@@ -480,7 +454,7 @@ class QuorumController:
 
     # UpdateFeatures (features.py) ----------------------------------------------------------
 
-    def _update_features(self, version: int, request: Any, ctx: Context) -> Result:
+    def _update_features(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
             *features.update_features(
                 self.image, version, request, self.node_id, ctx.controller_features
@@ -489,7 +463,7 @@ class QuorumController:
 
     # Reassignment (KIP-455) --------------------------------------------------------------
 
-    def _alter_reassignments(self, version: int, request: Any, ctx: Context) -> Result:
+    def _alter_reassignments(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         unclean = self._unclean()
         records, responses = reassign.alter_reassignments(
             self.image,
@@ -505,7 +479,7 @@ class QuorumController:
             {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": responses},
         )
 
-    def _list_reassignments(self, version: int, request: Any, ctx: Context) -> Result:
+    def _list_reassignments(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
             [],
             {

@@ -28,7 +28,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import Image, PartitionState
 from pykraft.controller.partitions import (
     ELECTION_DEFAULT,
     ELECTION_PREFERRED,
@@ -36,14 +35,17 @@ from pykraft.controller.partitions import (
     acceptor,
     change_record,
 )
+from pykraft.controller.result import RecordList
 from pykraft.controller.steps import (
     KIP_455,
     Action,
+    InFlight,
     Limits,
     moves_leader,
     next_step,
     plan_batch,
 )
+from pykraft.metadata.image import NO_LEADER, Image, PartitionState
 
 __all__ = ["alter_reassignments", "list_reassignments", "reassignment_records", "step_records"]
 
@@ -180,15 +182,16 @@ def step_records(
     *,
     min_insync_of: Callable[[str], int],
     version: int,
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """The next batch of KIP-435 steps (``steps.plan_batch``): for each partition with a
     final target and no step in flight, a preferred election when its new preferred leader
-    is in sync but not leading, else its next step (``steps.next_step``); a partition that
-    reached its final target has it cleared."""
+    is in sync but not leading (also once the replicas reached the final target: the plan
+    ends in that election's record), else its next step (``steps.next_step``), which waits
+    while the partition is offline or its new replicas' brokers are (the seed's "wait until
+    ... there is at least one replica in ISR"); a partition that reached its final target
+    with its preferred leader leading has the target cleared."""
     candidates: list[Action] = []
-    records: list[tuple[Any, int]] = []
-    # Every partition moving takes a slot, stepped or a plain KIP-455 move.
-    in_flight = len(image.moving)
+    records: RecordList = []
     acceptable = acceptor(image)
     for topic_id, index in sorted(image.stepping):
         p = image.partition(topic_id, index)
@@ -197,14 +200,20 @@ def step_records(
             continue
         if p.adding or p.removing:
             continue
-        if p.replicas == final:
+        key = (topic_id, index)
+        first = p.replicas[0]
+        wants_election = (
+            first == final[0] and p.leader != first and first in p.isr and acceptable(first)
+        )
+        if p.replicas == final and not wants_election:
             record = change_record(image, p, version=version, final_target=())
             records.extend([] if record is None else [(record, version)])
             continue
-        first = p.replicas[0]
-        if first == final[0] and p.leader != first and first in p.isr and acceptable(first):
-            candidates.append(Action((topic_id, index), p.replicas, True, elect=True))
+        if wants_election:
+            candidates.append(Action(key, p.replicas, True, elect=True))
             continue
+        if p.leader == NO_LEADER or not p.isr:
+            continue  # offline: no step can complete
         name = image.topics[topic_id].name
         target = next_step(
             p.replicas,
@@ -213,20 +222,47 @@ def step_records(
             max_replicas=limits.replicas,
             min_insync=min_insync_of(name),
         )
+        new = [b for b in target if b not in p.replicas]
+        if not new and target == p.replicas:
+            continue
+        if not all(acceptable(b) for b in new):
+            continue  # a target broker is offline: the step waits for it
         candidates.append(
-            Action((topic_id, index), target, moves_leader(p.replicas, target, p.leader))
+            Action(key, target, moves_leader(p.replicas, target, p.leader), adds=len(new))
         )
-    for action in plan_batch(candidates, in_flight, limits):
-        key, index = action.key
-        assert isinstance(key, uuid.UUID)
-        p = image.partition(key, index)
+    for action in plan_batch(candidates, _in_flight(image), limits):
+        topic, index = action.key
+        assert isinstance(topic, uuid.UUID)
+        p = image.partition(topic, index)
         assert p is not None
         if action.elect:
-            record = change_record(image, p, election=ELECTION_PREFERRED, version=version)
+            done = () if p.replicas == p.final_target else None
+            record = change_record(
+                image, p, election=ELECTION_PREFERRED, version=version, final_target=done
+            )
             records.extend([] if record is None else [(record, version)])
         else:
             records.extend(_start(image, p, action.target, version=version))
     return records
+
+
+def _in_flight(image: Image) -> InFlight:
+    """What the moves in flight use of the KIP-435 limits: every moving partition takes a
+    partition slot and its adding replicas count as replica movements; a stepped move whose
+    step moves its leader (drops it, or changes the preferred leader) is a leader movement
+    until it completes."""
+    leaders = 0
+    replicas = 0
+    for topic_id, index in image.moving:
+        p = image.partition(topic_id, index)
+        if p is None:
+            continue
+        replicas += len(p.adding)
+        if (topic_id, index) in image.stepping and (
+            p.leader in p.removing or (bool(p.replicas) and p.replicas[0] != p.leader)
+        ):
+            leaders += 1
+    return InFlight(len(image.moving), leaders, replicas)
 
 
 def _refused_topic(topic: Any) -> dict[str, Any]:

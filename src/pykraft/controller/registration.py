@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykraft.controller.image import Image
 from pykraft.metadata import records as r
+from pykraft.metadata.image import Image
 from pykraft.metadata.versions import IBP_3_7_IV0
 
 __all__ = ["controller_record", "supported_features"]

@@ -12,8 +12,11 @@ CR and FTR with ``reassignment.parallel.replica.count`` = R, following the seed'
    add), TR is FTR itself, in FTR's order: the last step. With the default R (unbounded)
    every reassignment is a single step: plain KIP-455.
 2. Otherwise, when FTR's preferred leader (its first replica) is not yet a replica, the step
-   adds it alone and drops nothing (the seed's "in the first step we'll elect the new
-   preferred leader"); once it is in sync the controller elects it (a preferred election).
+   adds it and drops nothing (the seed's "in the first step we'll elect the new preferred
+   leader"); once it is in sync the controller elects it (a preferred election). It adds it
+   alone unless the in-sync replicas plus the added ones would stay below
+   ``min.insync.replicas``: then it adds FTR's next new replicas too, up to that (the same
+   exception as in 3).
 3. Otherwise the step drops DR = the first R replicas of CR that FTR does not hold (in CR's
    order) and adds NR = the next replicas of FTR not yet in CR (in FTR's order), as many as
    keep the replica count at size(FTR), at most R; and at least enough that the in-sync
@@ -27,10 +30,14 @@ The seed's example, (0,1,2,3,4) -> (5,6,7,8,9), leader 0, R = 2, goes (5,0,1,2,3
 
 Batches (``plan_batch``): ``reassignment.parallel.partition.count`` = P bounds the partitions
 with a step in flight; ``reassignment.parallel.leader.movements`` = L bounds the leader
-movements started per batch (a step that drops the current leader or changes the preferred
-leader, or a preferred election between steps). A batch takes the actions that move a leader
-first, up to L, and fills the remaining partition slots with the others (the seed's
-"Collecting a reassignment batch"); the limits are read each time a batch is planned, so a
+movements in flight (a step in flight that drops the current leader or changes the preferred
+leader; a preferred election between steps, which completes in its own record, counts in the
+batch that makes it); ``reassignment.max.concurrent.replica.movements`` = M bounds the
+replicas being added across the cluster at once (the seed's fourth config: the sum of every
+moving partition's adding replicas, plain KIP-455 moves included). A batch takes the actions
+that move a leader first, up to what L leaves, and fills the remaining partition slots with
+the others (the seed's "Collecting a reassignment batch"), skipping a step whose new
+replicas do not fit in what M leaves; the limits are read each time a batch is planned, so a
 changed config applies from the next step on.
 """
 
@@ -45,6 +52,7 @@ __all__ = [
     "KIP_455",
     "LIMIT_CONFIGS",
     "Action",
+    "InFlight",
     "Limits",
     "moves_leader",
     "next_step",
@@ -55,16 +63,23 @@ INT_MAX: Final = 2**31 - 1
 PARALLEL_REPLICA_COUNT: Final = "reassignment.parallel.replica.count"
 PARALLEL_PARTITION_COUNT: Final = "reassignment.parallel.partition.count"
 PARALLEL_LEADER_MOVEMENTS: Final = "reassignment.parallel.leader.movements"
-LIMIT_CONFIGS: Final = (PARALLEL_REPLICA_COUNT, PARALLEL_PARTITION_COUNT, PARALLEL_LEADER_MOVEMENTS)
+MAX_CONCURRENT_REPLICA_MOVEMENTS: Final = "reassignment.max.concurrent.replica.movements"
+LIMIT_CONFIGS: Final = (
+    PARALLEL_REPLICA_COUNT,
+    PARALLEL_PARTITION_COUNT,
+    PARALLEL_LEADER_MOVEMENTS,
+    MAX_CONCURRENT_REPLICA_MOVEMENTS,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The three KIP-435 limits; the defaults (unbounded) reproduce plain KIP-455."""
+    """The four KIP-435 limits; the defaults (unbounded) reproduce plain KIP-455."""
 
     replicas: int = INT_MAX  # reassignment.parallel.replica.count
     partitions: int = INT_MAX  # reassignment.parallel.partition.count
     leader_movements: int = INT_MAX  # reassignment.parallel.leader.movements
+    replica_movements: int = INT_MAX  # reassignment.max.concurrent.replica.movements
 
     @classmethod
     def from_configs(cls, configs: dict[str, str]) -> Limits:
@@ -78,6 +93,7 @@ class Limits:
             read(PARALLEL_REPLICA_COUNT),
             read(PARALLEL_PARTITION_COUNT),
             read(PARALLEL_LEADER_MOVEMENTS),
+            read(MAX_CONCURRENT_REPLICA_MOVEMENTS),
         )
 
 
@@ -99,16 +115,19 @@ def next_step(
     missing = [b for b in ftr if b not in cr]
     if len(excess) <= max_replicas and len(missing) <= max_replicas:
         return ftr
+    synced = set(in_sync)
     if ftr[0] not in cr:
         dropped: list[int] = []
-        added = [ftr[0]]
+        # The new preferred leader (missing[0]), and more while below min.insync.replicas.
+        kept_in_sync = sum(1 for b in cr if b in synced)
+        count = max(1, min(len(missing), min_insync - kept_in_sync))
     else:
         dropped = excess[:max_replicas]
         kept = [b for b in cr if b not in dropped]
         count = min(max_replicas, max(0, len(ftr) - len(kept)))
-        kept_in_sync = sum(1 for b in kept if b in set(in_sync))
+        kept_in_sync = sum(1 for b in kept if b in synced)
         count = max(count, min(len(missing), min_insync - kept_in_sync))
-        added = missing[:count]
+    added = missing[:count]
     holds = set(cr) - set(dropped) | set(added)
     return tuple(b for b in ftr if b in holds) + tuple(b for b in cr if b in holds and b not in ftr)
 
@@ -128,29 +147,48 @@ class Action:
     target: tuple[int, ...]
     leader_movement: bool
     elect: bool = False
+    adds: int = 0  # replicas the step adds (reassignment.max.concurrent.replica.movements)
 
 
-def plan_batch(candidates: Sequence[Action], in_flight: int, limits: Limits) -> list[Action]:
-    """The actions to start now: at most ``limits.partitions - in_flight`` steps, leader
-    movements first and at most ``limits.leader_movements`` of them; preferred elections
-    take no partition slot (they finish at once) but count as leader movements."""
-    slots = max(0, limits.partitions - in_flight)
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """What the steps in flight already use of the limits."""
+
+    partitions: int = 0  # partitions moving (stepped or plain KIP-455)
+    leader_movements: int = 0  # stepped moves in flight that move their leader
+    replica_movements: int = 0  # replicas being added, over every moving partition
+
+
+def plan_batch(
+    candidates: Sequence[Action], in_flight: InFlight | int, limits: Limits
+) -> list[Action]:
+    """The actions to start now: steps into the partition slots ``limits.partitions``
+    leaves, leader movements first and no more than ``limits.leader_movements`` leaves
+    (preferred elections take no partition slot: they finish at once, but count as leader
+    movements), each step's new replicas within what ``limits.replica_movements`` leaves."""
+    used = in_flight if isinstance(in_flight, InFlight) else InFlight(partitions=in_flight)
+    slots = max(0, limits.partitions - used.partitions)
+    movements_left = max(0, limits.leader_movements - used.leader_movements)
+    replicas_left = max(0, limits.replica_movements - used.replica_movements)
     movers = [a for a in candidates if a.leader_movement]
     others = [a for a in candidates if not a.leader_movement]
     chosen: list[Action] = []
-    movements = 0
     for action in movers:
-        if movements >= limits.leader_movements:
+        if movements_left == 0:
             break
         if not action.elect:
-            if slots == 0:
+            if slots == 0 or action.adds > replicas_left:
                 continue
             slots -= 1
+            replicas_left -= action.adds
         chosen.append(action)
-        movements += 1
+        movements_left -= 1
     for action in others:
         if slots == 0:
             break
+        if action.adds > replicas_left:
+            continue
         slots -= 1
+        replicas_left -= action.adds
         chosen.append(action)
     return chosen

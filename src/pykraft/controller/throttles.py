@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pykraft.controller.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
+from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.metadata.records import ConfigRecord
 
 __all__ = ["THROTTLE_KEYS", "THROTTLE_POLICY", "desired", "policy", "reconcile"]

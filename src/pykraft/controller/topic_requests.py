@@ -13,9 +13,9 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller import configs as cfgs
 from pykraft.controller import topics as t
 from pykraft.controller.config import ControllerConfig, RandomSource
-from pykraft.controller.errors import ApiError, topic_error
-from pykraft.controller.image import TOPIC_RESOURCE, Image
+from pykraft.controller.errors import ApiError, check_op_size, topic_error
 from pykraft.controller.partitions import partition_version
+from pykraft.metadata.image import TOPIC_RESOURCE, Image
 
 __all__ = ["create_partitions", "create_topics", "delete_topics"]
 
@@ -31,6 +31,7 @@ def create_topics(
     described as Kafka answers them; no records with ValidateOnly."""
     validate_only = bool(getattr(request, "validate_only", False))
     pversion = partition_version(metadata_version)
+    check_op_size(sum(_records_of_topic(topic, config.num_partitions) for topic in request.topics))
     names = [topic.name for topic in request.topics]
     duplicates = {n for n in names if names.count(n) > 1}
     records: list[tuple[Any, int]] = []
@@ -73,10 +74,7 @@ def create_topics(
                 "error_message": None,
                 "num_partitions": plan.num_partitions,
                 "replication_factor": plan.replication_factor,
-                "configs": [
-                    {k: v for k, v in c.items() if k not in ("is_default", "config_type")}
-                    for c in configs
-                ],
+                "configs": [{k: v for k, v in c.items() if k != "config_type"} for c in configs],
             }
         )
     return records, {"throttle_time": 0, "topics": results}
@@ -137,6 +135,7 @@ def create_partitions(
     """CreatePartitions: new partitions placed as Kafka places them, or as assigned."""
     validate_only = bool(request.validate_only)
     pversion = partition_version(metadata_version)
+    check_op_size(sum(_new_partitions_of(image, topic) for topic in request.topics))
     names = [topic.name for topic in request.topics]
     records: list[tuple[Any, int]] = []
     results = []
@@ -163,6 +162,23 @@ def create_partitions(
         except ApiError as e:
             results.append({"name": topic.name, "error_code": e.code, "error_message": e.message})
     return records, {"throttle_time": 0, "results": results}
+
+
+def _records_of_topic(topic: Any, num_partitions: int) -> int:
+    """The records CreateTopics would write for ``topic`` (its TopicRecord, partitions and
+    configs), counted before anything is planned (``check_op_size``)."""
+    partitions = len(topic.assignments) or int(topic.num_partitions)
+    if partitions < 0:
+        partitions = num_partitions
+    return 1 + partitions + len(topic.configs)
+
+
+def _new_partitions_of(image: Image, topic: Any) -> int:
+    """The partitions CreatePartitions would add to ``topic`` (0 for an unknown topic)."""
+    topic_id = image.topics_by_name.get(topic.name)
+    if topic_id is None:
+        return 0
+    return max(0, int(topic.count) - len(image.topics[topic_id].partitions))
 
 
 @dataclass(frozen=True, slots=True)

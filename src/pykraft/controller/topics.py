@@ -21,8 +21,8 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.configs import validate_topic_config
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import NO_LEADER, TOPIC_RESOURCE, Image
 from pykraft.controller.partitions import active, directory_of
+from pykraft.metadata.image import NO_LEADER, TOPIC_RESOURCE, Image
 from pykraft.metadata.records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
 
 __all__ = [

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pykraft.controller.image import BrokerState, Image, PartitionState
+from pykraft.metadata.image import BrokerState, Image, PartitionState
 from pykraft.migration.rpc.leader_and_isr_request import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,

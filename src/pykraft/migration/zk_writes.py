@@ -17,6 +17,9 @@ from pykraft.migration.zk_data import (
     BROKER,
     CONFIG,
     DEFAULT_ENTITY,
+    DELETE_TOPICS,
+    PRODUCER_ID_BLOCK,
+    PRODUCER_ID_BLOCK_SIZE,
     TOPIC,
     TOPICS,
     ZkDataError,
@@ -34,6 +37,7 @@ __all__ = [
     "migration_json",
     "parse_migration",
     "partition_state_json",
+    "producer_id_block_json",
     "reconcile",
     "topic_json",
 ]
@@ -86,6 +90,22 @@ def controller_json(broker_id: int, timestamp_ms: int, kraft_controller_epoch: i
             "brokerid": broker_id,
             "timestamp": str(timestamp_ms),
             "kraftControllerEpoch": kraft_controller_epoch,
+        }
+    )
+
+
+def producer_id_block_json(next_producer_id: int) -> bytes:
+    """``/latest_producer_id_block`` (ProducerIdBlockZNode version 1) as Kafka's migrating
+    controller writes it (``ZkMigrationClient.writeProducerId``): a block of
+    ``PRODUCER_ID_BLOCK_SIZE`` owned by no broker (-1) starting at the next id the log would
+    hand out, so a ZooKeeper-mode controller after a rollback allocates after it (from
+    ``block_end + 1``); ids are strings, as Kafka writes them."""
+    return _dump(
+        {
+            "version": 1,
+            "broker": -1,
+            "block_start": str(next_producer_id),
+            "block_end": str(next_producer_id + PRODUCER_ID_BLOCK_SIZE - 1),
         }
     )
 
@@ -155,6 +175,7 @@ class DesiredZk:
     topics: Mapping[str, DesiredTopic]
     configs: Mapping[tuple[str, str], Mapping[str, str]]  # ("topics"|"brokers", name)
     kraft_epoch: int
+    next_producer_id: int = 0  # 0: none handed out (no ProducerIdsRecord)
 
 
 def desired(image: Any, kraft_epoch: int) -> DesiredZk:
@@ -178,7 +199,7 @@ def desired(image: Any, kraft_epoch: int) -> DesiredZk:
             configs[("topics", name)] = dict(values)
         elif resource_type == BROKER:
             configs[("brokers", name or DEFAULT_ENTITY)] = dict(values)
-    return DesiredZk(topics, configs, kraft_epoch)
+    return DesiredZk(topics, configs, kraft_epoch, int(image.next_producer_id))
 
 
 def _config_json(config: Mapping[str, str]) -> bytes:
@@ -189,9 +210,11 @@ def _config_json(config: Mapping[str, str]) -> bytes:
 
 def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]:
     """The writes that make ``have`` say what ``want`` says (Kafka's KRaftMigrationZkWriter
-    snapshot reconciliation, topics and topic/broker configs), parents before children,
-    children before parents for deletes; and the config entity paths changed (each gets a
-    ``config_change_`` notification, written outside the fenced writes)."""
+    snapshot reconciliation: topics, topic/broker configs, the producer id block), parents
+    before children, children before parents for deletes; and the config entity paths changed
+    (each gets a ``config_change_`` notification, written outside the fenced writes). A
+    topic deleted from the log also loses its ``/admin/delete_topics`` entry, as Kafka's
+    ``deleteTopic`` clears it."""
     ops: list[ZkOp] = []
     changed: list[str] = []
     existing = set(have.children(TOPICS))
@@ -239,8 +262,28 @@ def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]
         ops.append(ZkOp("delete", path))
         if have.get(f"{CONFIG}/topics/{name}") is not None:
             ops.append(ZkOp("delete", f"{CONFIG}/topics/{name}"))
+    for name in sorted(set(have.children(DELETE_TOPICS)) - set(want.topics)):
+        ops.append(ZkOp("delete", f"{DELETE_TOPICS}/{name}"))
     _config_ops(want, have, ops, changed)
+    _producer_id_op(want, have, ops)
     return ops, changed
+
+
+def _producer_id_op(want: DesiredZk, have: ZkSnapshot, ops: list[ZkOp]) -> None:
+    """The producer id block, when the log handed out ids ZooKeeper's block does not cover
+    (Kafka's ``handleProducerIdSnapshot``/``handleProducerIdDelta``): without it, a rollback
+    to a ZooKeeper controller would hand out the same ids again."""
+    if not want.next_producer_id:
+        return
+    current = have.json(PRODUCER_ID_BLOCK) if have.get(PRODUCER_ID_BLOCK) is not None else None
+    try:
+        covered = int(current["block_end"]) + 1 if current is not None else 0
+    except (KeyError, TypeError, ValueError):
+        covered = 0
+    if covered >= want.next_producer_id:
+        return
+    body = producer_id_block_json(want.next_producer_id)
+    ops.append(ZkOp("set" if current is not None else "create", PRODUCER_ID_BLOCK, body))
 
 
 def _config_ops(want: DesiredZk, have: ZkSnapshot, ops: list[ZkOp], changed: list[str]) -> None:

@@ -1,12 +1,12 @@
 """The embedding application's side of the node (A3): appends batched per linger period, and
-what waits for the high watermark (commit futures, commit-latency marks)."""
+what waits for the high watermark (commit futures, commit-latency marks). The metadata
+controller's commit callbacks are the listener's (``controller/log_listener.CommitWaiters``)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import heapq
-import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -17,7 +17,6 @@ __all__ = [
     "COMMIT_WAITERS_MAX",
     "AppendLostError",
     "CommitTracker",
-    "CommitWaiters",
     "LingerBatch",
 ]
 
@@ -125,32 +124,3 @@ class CommitTracker:
                     waiter.set_exception(error())
         self._waiters.clear()
         self._offsets.clear()
-
-
-class CommitWaiters:
-    """Callbacks waiting for an offset to commit, called ``fn(True)`` in offset order once
-    the high watermark passes it, or ``fn(False)`` when leadership is lost. Invariant: the
-    heap holds only offsets at or above the last high watermark resolved."""
-
-    __slots__ = ("_heap", "_seq")
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[int, int, Callable[[bool], None]]] = []  # (offset, seq, fn)
-        self._seq = itertools.count()
-
-    def add(self, offset: int, high_watermark: int, fn: Callable[[bool], None]) -> None:
-        if offset < high_watermark:
-            fn(True)
-            return
-        heapq.heappush(self._heap, (offset, next(self._seq), fn))
-
-    def resolve(self, high_watermark: int) -> None:
-        heap = self._heap
-        while heap and heap[0][0] < high_watermark:
-            _, _, fn = heapq.heappop(heap)
-            fn(True)
-
-    def fail_all(self) -> None:
-        heap, self._heap = self._heap, []
-        for _, _, fn in heap:
-            fn(False)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from pykraft.controller.image import Image
+from pykraft.metadata.image import Image
 from pykraft.net.server import Answer
 from pykraft.protocol import ApiVersionRange, DecodedRequest
 from pykraft.raft.interfaces import Ready

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.controller.image import Image
+from pykraft.metadata.image import Image
 from pykraft.protocol import ApiKey, ErrorCode, error_response
 from pykraft.protocol.apis import BROKER_ENDPOINT_TYPE, CONTROLLER_ENDPOINT_TYPE, kio_module
 

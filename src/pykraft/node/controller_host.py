@@ -1,34 +1,30 @@
-"""The metadata controller on a node: the I/O around ``pykraft.controller.QuorumController``
-(the node's :class:`~pykraft.node.application.Application`).
+"""The metadata controller on a node: the I/O around the sans-I/O hosting state machine
+``pykraft.controller.log_listener.MetaLogListener`` (the node's
+:class:`~pykraft.node.application.Application`).
 
-Theory of operation.
+Theory of operation. What follows the log -- replaying committed records, loading
+snapshots, activating on an established leader, reverting to the committed offset when
+leadership is lost, writing a request's records as one batch -- is the listener's, and runs
+the same in the simulator. This module adds what needs a process:
 
-*Committed records.* ``_sync`` (after every ``Ready`` the node performed) reads the log from
-``position`` up to the high watermark, whole batches only, decodes each metadata record and
-replays it; control batches are skipped. A snapshot the node loaded (a follower that fetched
-one), or a position below the log start, reloads the image from the newest snapshot first.
-
-*Leadership.* On the raft leader, once its epoch is established (the high watermark passed
-its LeaderChange) and everything committed is replayed, the controller activates and writes
-its activation records. It deactivates when the node stops leading; if it had applied
-records that had not committed, the image is rebuilt from the snapshot and the committed
-log, so it again holds only committed state.
+*When.* ``after_ready`` (after every ``Ready`` the node performed) schedules one ``_sync``
+inside ``RaftNode.run`` (never during a thread flush), which calls ``MetaLogListener.sync``
+and then looks at snapshots, timers and the migration driver. A replica whose own image
+cannot be trusted to lead (a committed record failed to replay) or whose log refuses a
+ZooKeeper migration halts the node with one line when it would become active.
 
 *Requests.* The APIs of ``CONTROLLER_API_VERSIONS`` go to the controller when active
 (otherwise NOT_CONTROLLER at once, which sends a Kafka broker looking for the new active
-controller). Each runs inside ``RaftNode.run`` (never during a thread flush): the controller
-gets the offset its records will take, returns records and response; the records are
-appended as one batch, applied to the image at once, and the response is sent once
-everything appended so far has committed. Envelope (a broker forwarding a client's request)
-is unwrapped, its inner request handled as if sent directly (or by the node, for quorum
-RPCs), and the inner response wrapped with the inner correlation id.
+controller); reads (``READ_APIS``) are answered by any controller from its image as of the
+committed offset. The response is sent once the request's records (or everything appended
+before it) committed, or REQUEST_TIMED_OUT past the request's own timeout. Envelope (a broker
+forwarding a client's request) is unwrapped by ``node/envelope.py``.
 
-*Time.* One loop timer calls ``QuorumController.tick`` at its next deadline (session expiry,
-the idle NoOpRecord).
+*Time.* One loop timer calls the controller's tick at its next deadline (session expiry,
+the idle NoOpRecord, KIP-435 steps).
 
-*Snapshots.* After ``metadata.log.max.record.bytes.between.snapshots`` bytes of records, at a
-moment when every applied record is committed, the image is written as a snapshot at the
-replay position (the node writes it and moves its log start).
+*Snapshots.* ``node/snapshot_policy.py`` says when; the image is written at the replay
+position when every applied record is committed (the node writes it and moves its log start).
 """
 
 from __future__ import annotations
@@ -45,10 +41,15 @@ from kio.static.protocol import ResponsePayload
 from pykraft.controller import registration
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import Image, ImageError
+from pykraft.controller.log_listener import (
+    NOT_ACTIVE,
+    ActivationRefused,
+    Handled,
+    LeaderChange,
+    MetaLogListener,
+)
 from pykraft.controller.migration import MigrationRefused
 from pykraft.controller.quorum_controller import (
-    CONTROLLER_API_VERSIONS,
     METADATA_TOPIC,
     READ_APIS,
     SUPPORTED_FEATURES,
@@ -56,42 +57,39 @@ from pykraft.controller.quorum_controller import (
     QuorumController,
     error_fields,
 )
-from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
+from pykraft.controller.result import RecordList, Response
+from pykraft.metadata.image import Image, ImageError
+from pykraft.metadata.serde import MetadataRecordError
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
-from pykraft.net.convert.reassign import metadata_listing
+from pykraft.net.convert.reassign import progress_listing
 from pykraft.net.server import Answer
-from pykraft.node.appends import CommitWaiters
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope
 from pykraft.node.metadata_files import load_image, snapshot_values, write_chunks
 from pykraft.node.snapshot_policy import SnapshotPolicy
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
-from pykraft.protocol.apis import response_schema
+from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, response_schema
 from pykraft.protocol.build import make
-from pykraft.raft import reassignment
+from pykraft.raft.api import RaftApi
 from pykraft.raft.interfaces import Ready
-from pykraft.raft.roles import Leader
-from pykraft.records import decode_records, iter_batches
-from pykraft.storage import StorageError, read_snapshot
+from pykraft.storage import StorageError
 
 if TYPE_CHECKING:
+    from pykraft.node.driver import RaftNode
     from pykraft.node.migration_host import MigrationHost
 
 __all__ = ["ControllerHost", "load_image"]
 
 log = logging.getLogger("pykraft.controller")
 
-READ_CHUNK_BYTES: Final = 1 << 20
-NOT_ACTIVE: Final = "This controller is not the active controller"
-
 
 class ControllerHost:
-    """Invariant: ``position`` is the next log offset to replay; on the active controller
-    every record below it is in the image (replayed or applied at append)."""
+    """Invariant: ``listener`` holds the controller once ``started``; every request that
+    reached the active controller is answered exactly once (``Answer``)."""
 
     def __init__(
         self,
-        node: Any,  # RaftNode (not imported: the node imports this module's protocol)
+        node: RaftNode,
         config: ControllerConfig,
         *,
         bootstrap: dict[str, int] | None,
@@ -100,21 +98,36 @@ class ControllerHost:
         self.node = node
         self.config = config
         self.bootstrap = bootstrap
-        self.controller: QuorumController | None = None
         self._rng = rng or random.Random()
-        self.position = 0
-        self._waiters = CommitWaiters()  # requests answered once their records commit
+        self.listener: MetaLogListener | None = None
         self._sync_scheduled = False
-        self._reload = False
-        self._epoch = -1  # the epoch the controller is active in
         self._timer: asyncio.TimerHandle | None = None
         self._snapshots = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
         self._snapshot_task: asyncio.Future[None] | None = None
         self._stopped = False
-        self.metadata_errors = 0
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
         self._migrating_seen: tuple[int, ...] = ()
+
+    # -- what other modules read ---------------------------------------------------------------
+
+    @property
+    def controller(self) -> QuorumController | None:
+        return None if self.listener is None else self.listener.controller
+
+    @property
+    def position(self) -> int:
+        """The next log offset the controller replays."""
+        return 0 if self.listener is None else self.listener.position
+
+    @property
+    def metadata_errors(self) -> int:
+        return 0 if self.listener is None else self.listener.metadata_errors
+
+    def _core(self) -> RaftApi:
+        core = self.node.core
+        assert core is not None
+        return core
 
     # -- Application --------------------------------------------------------------------------
 
@@ -126,17 +139,28 @@ class ControllerHost:
     def started(self) -> None:
         node = self.node
         self._snapshots.last_ms = node.now_ms()
-        self.controller = QuorumController(
-            self.config, node_id=node.config.node_id, cluster_id=node.cluster_id, rng=self._rng
+        node_id = node.config.node_id
+
+        def new_controller() -> QuorumController:
+            return QuorumController(
+                self.config, node_id=node_id, cluster_id=node.cluster_id, rng=self._rng
+            )
+
+        listener = MetaLogListener(
+            new_controller,
+            bootstrap=self.bootstrap,
+            report=log.error,
+            on_applied=self._snapshots.applied,
         )
-        self._load_snapshot()
-        log.info(
-            "metadata controller started node.id=%d position=%d", node.config.node_id, self.position
-        )
+        self.listener = listener
+        latest = listener.load_snapshot(self._core())
+        if latest is not None:
+            log.info("metadata image loaded from snapshot %s", latest)
+        log.info("metadata controller started node.id=%d position=%d", node_id, self.position)
         if self.config.zk_migration_enabled:
             from pykraft.node.migration_host import MigrationHost  # kazoo only when migrating
 
-            self.migration = MigrationHost(self, node.config.zookeeper_connect, node.config.node_id)
+            self.migration = MigrationHost(self, node.config.zookeeper_connect, node_id)
             self.migration.poke()
 
     def stopped(self) -> None:
@@ -145,14 +169,17 @@ class ControllerHost:
             self.migration.stop()
         if self._timer is not None:
             self._timer.cancel()
-        self._waiters.fail_all()
+        if self.listener is not None:
+            self.listener.waiters.fail_all()
 
     def features(self) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int]:
+        """The finalized features as of the committed offset (ApiVersions)."""
         controller = self.controller
         if controller is None:
             return SUPPORTED_FEATURES, {}, -1
         image = controller.image
-        return SUPPORTED_FEATURES, dict(image.features), image.features_epoch
+        with image.timeline.at_committed():
+            return SUPPORTED_FEATURES, dict(image.features), image.features_epoch
 
     def image(self) -> Image | None:
         return None if self.controller is None else self.controller.image
@@ -161,12 +188,13 @@ class ControllerHost:
         """Kafka's controller metrics (``controller_metrics.py``)."""
         if self.controller is None:
             return []
-        committed = self.node.core.high_watermark - 1
+        committed = self._core().high_watermark - 1
         return controller_metrics(self.controller, committed, self.metadata_errors, self.migration)
 
     def after_ready(self, ready: Ready) -> None:
         if ready.snapshot_loaded is not None:
-            self._reload = True
+            if self.listener is not None:
+                self.listener.snapshot_loaded()
         elif ready.high_watermark is None and ready.leader_change is None:
             return  # nothing the controller follows changed
         if not self._sync_scheduled and not self._stopped:
@@ -190,7 +218,9 @@ class ControllerHost:
         if controller is None:
             return Answer(self._error(request, ErrorCode.broker_not_available))
         if api_key in READ_APIS:
-            return Answer(self._read(request))
+            answer = Answer()
+            self._run_request(request, answer)
+            return answer
         if not controller.active:
             return Answer(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
         answer = Answer()
@@ -199,74 +229,71 @@ class ControllerHost:
 
     # -- requests -----------------------------------------------------------------------------
 
-    def _read(self, request: DecodedRequest) -> ResponsePayload:
-        """A read answered from this controller's image at once (any controller)."""
-        controller = self.controller
-        assert controller is not None
-        api_key, version = request.api_key, request.api_version
-        try:
-            result = controller.handle(api_key, version, request.message, self._context())
-            payload: ResponsePayload = make(response_schema(api_key, version), result.response)
-        except ApiError as e:
-            return self._error(request, e.code, e.message)
-        except Exception as e:
-            self.metadata_errors += 1
-            log.exception("controller failed on %s v%d: %s", ApiKey(api_key).name, version, e)
-            return self._error(request, ErrorCode.unknown_server_error, str(e))
-        return payload
-
-    def _add_voter_reassignment(self, m: Any, response: dict[str, Any]) -> None:
+    def _add_voter_reassignment(self, m: Any, response: Response) -> None:
         """ListPartitionReassignments of everything (or naming the metadata partition)
         also lists the voter set's move (KIP-642), which the quorum keeps."""
         topics = m.topics
         named = topics is None or any(t.name == METADATA_TOPIC for t in topics)
         core = self.node.core
-        if not named or core is None:
+        if not named or core is None or core.role != "leader":
             return
-        voters = reassignment.handle_list(core)
-        listing = metadata_listing(voters) if voters.error == ErrorCode.none else None
+        listing = progress_listing(core.reassignment_progress())
         if listing is not None:
             response["topics"] = [*response["topics"], listing]
 
-    def _process(self, request: DecodedRequest, answer: Answer) -> None:
-        controller = self.controller
+    def _run_request(self, request: DecodedRequest, answer: Answer) -> Handled | None:
+        """Run ``request`` through the listener and build its response; on a refusal or a
+        failure ``answer`` is set and None returned."""
+        listener = self.listener
         api_key, version = request.api_key, request.api_version
         if answer.done:
-            return
-        if controller is None or not controller.active:
+            return None
+        if listener is None:
             answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
-            return
-        ctx = self._context()
+            return None
         try:
-            result = controller.handle(api_key, version, request.message, ctx)
+            handled = listener.handle(
+                self._core(), api_key, version, request.message, self._context()
+            )
             if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
-                self._add_voter_reassignment(request.message, result.response)
-            payload = make(response_schema(api_key, version), result.response)
+                self._add_voter_reassignment(request.message, handled.response)
+            payload = make(response_schema(api_key, version), handled.response)
         except ApiError as e:
             answer.set(self._error(request, e.code, e.message))
-            return
-        except Exception as e:  # a bug: the node keeps running, the client gets an error
-            self.metadata_errors += 1
+            return None
+        except (OSError, StorageError):
+            raise  # the node stops on it (RaftNode._storage_failed)
+        except (MetadataRecordError, ImageError, KeyError, TypeError, ValueError) as e:
+            # A bug in a handler or in its answer: the node keeps running, the client gets
+            # an error, the operator a count and a traceback.
+            listener.metadata_errors += 1
             log.exception("controller failed on %s v%d: %s", ApiKey(api_key).name, version, e)
             answer.set(self._error(request, ErrorCode.unknown_server_error, str(e)))
-            return
-        if result.records:
-            last = self.write(result.records)
-            if last is None:
-                answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
-                return
-            if result.on_written is not None:
-                result.on_written(last)
-        else:
-            last = self.node.log.end_offset - 1
+            return None
+        if handled.commit_offset < 0:  # a read: answered at once
+            answer.set(payload)
+            return None
+        self._answer_after_commit(request, answer, payload, handled.commit_offset)
+        return handled
 
+    def _process(self, request: DecodedRequest, answer: Answer) -> None:
+        controller = self.controller
+        if controller is None or not controller.active:
+            if not answer.done:
+                answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
+            return
+        self._run_request(request, answer)
+
+    def _answer_after_commit(
+        self, request: DecodedRequest, answer: Answer, payload: ResponsePayload, offset: int
+    ) -> None:
         def send(committed: bool) -> None:
             if committed:
                 answer.set(payload)
             else:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
 
-        self.after_commit(last, send)
+        self.after_commit(offset, send)
         timeout_ms = _timeout_ms(request.message)
         if timeout_ms > 0 and not answer.done:
             # Kafka's ControllerApis: the request's own timeout is the deadline of its write;
@@ -298,50 +325,30 @@ class ControllerHost:
         return payload
 
     def _context(self) -> Context:
-        core = self.node.core
+        core = self._core()
         own = {**SUPPORTED_FEATURES, KRAFT_VERSION_FEATURE: core.config.kraft_versions}
+        controller = self.controller
         controllers = {
             c.controller_id: dict(c.features)
-            for c in (self.controller.image.controllers.values() if self.controller else ())
+            for c in (controller.image.controllers.values() if controller else ())
         }
         controllers.update(self.controller_features)
         controllers[self.node.config.node_id] = own
-        return Context(
-            now_ms=self.node.now_ms(),
-            next_offset=self.node.log.end_offset,
-            kraft_version=core.kraft_version,
-            controller_features=controllers,
-        )
+        assert self.listener is not None
+        return self.listener.context(core, self.node.now_ms(), controllers)
 
-    def write(self, records: list[tuple[Any, int]]) -> int | None:
+    def write(self, records: RecordList) -> int | None:
         """Append ``records`` as one batch and apply them; the last offset (None if the node
         is no longer leader)."""
-        controller = self.controller
-        core = self.node.core
-        assert controller is not None
-        values = [encode_record(record, version) for record, version in records]
-        base = self.node.log.end_offset
-        now = self.node.now_ms()
-        try:
-            last = core.append(values, now)
-        except (OSError, StorageError):
-            raise  # the node stops on it (RaftNode._storage_failed)
-        except Exception as e:  # NotLeaderError: leadership moved inside this turn
-            log.info("controller write refused: %s", e)
-            return None
-        assert last == base + len(values) - 1, (base, last, len(values))
-        for i, (record, version) in enumerate(records):
-            controller.replay(record, version, base + i)
-        self.position = last + 1
-        self._snapshots.applied(sum(len(v) for v in values))
-        controller.wrote(now)
-        return int(last)
-
-    # -- ControllerRegistration ---------------------------------------------------------------
+        assert self.listener is not None
+        return self.listener.write(self._core(), records, self.node.now_ms())
 
     def after_commit(self, offset: int, fn: Callable[[bool], None]) -> None:
         """``fn(True)`` once ``offset`` committed, ``fn(False)`` if leadership is lost first."""
-        self._waiters.add(offset, self.node.core.high_watermark, fn)
+        assert self.listener is not None
+        self.listener.after_commit(self._core(), offset, fn)
+
+    # -- ControllerRegistration ---------------------------------------------------------------
 
     def _controller_registration(self, m: Any) -> None:
         """The core answers it (D10's registry); the active controller also writes a
@@ -368,146 +375,50 @@ class ControllerHost:
             self.node.run(self._sync)
 
     def _sync(self) -> None:
-        controller = self.controller
+        listener = self.listener
         core = self.node.core
-        if controller is None or core is None or self._stopped:
+        if listener is None or core is None or self._stopped:
             return
-        if self._reload or self.position < self.node.log.start_offset:
-            self._reload = False
-            self._rebuild()
-        leader = core.state if isinstance(core.state, Leader) else None
-        if controller.active and (leader is None or leader.epoch != self._epoch):
-            self._deactivate()
-        hwm = core.high_watermark
-        if self.position < hwm:
-            self._replay_committed(hwm)
-        if (
-            not controller.active
-            and leader is not None
-            and hwm > leader.epoch_start_offset
-            and self.position >= hwm
-        ):
-            self._activate(leader.epoch)
-        self._waiters.resolve(core.high_watermark)
+        epoch = listener.epoch
+        try:
+            change = listener.sync(core, self.node.now_ms())
+        except (MigrationRefused, ActivationRefused) as e:
+            self.node.halt(f"cannot become the active controller: {e}", e)
+            return
+        if change is LeaderChange.DEACTIVATED or (change is LeaderChange.ACTIVATED and epoch >= 0):
+            log.info(
+                "no longer the active controller epoch=%d (%d uncommitted changes reverted)",
+                epoch,
+                listener.reverted,
+            )
+            if self.migration is not None:
+                self.migration.leadership_changed(-1)
+        if change is LeaderChange.ACTIVATED:
+            log.info(
+                "active controller epoch=%d position=%d metadata.version=%s",
+                listener.epoch,
+                listener.position,
+                listener.image.metadata_version,
+            )
+            if self.migration is not None:
+                self.migration.leadership_changed(listener.epoch)
         self._maybe_snapshot()
         self._schedule_tick()
         if self.migration is not None:
-            migrating = tuple(
-                sorted(
-                    b.broker_id
-                    for b in controller.image.brokers.values()
-                    if b.is_migrating_zk_broker
-                )
-            )
-            if migrating != self._migrating_seen:
-                # A ZooKeeper broker registered: the driver looks again now (as Kafka's
-                # driver wakes on cluster deltas), not at its next backoff.
-                self._migrating_seen = migrating
-                self.migration.driver.retry_at_ms = 0
-            self.migration.poke()
+            self._poke_migration(listener.image)
 
-    def _replay_committed(self, high_watermark: int) -> None:
-        controller = self.controller
-        assert controller is not None
-        log_ = self.node.log
-        while self.position < high_watermark:
-            data = log_.read(self.position, READ_CHUNK_BYTES)
-            if not data:
-                return
-            progressed = False
-            for header, pos in iter_batches(data):
-                if header.last_offset >= high_watermark:
-                    return
-                if header.last_offset < self.position:
-                    continue
-                progressed = True
-                if not header.is_control:
-                    self._replay_batch(data[pos : pos + header.size])
-                self.position = header.last_offset + 1
-            if not progressed:
-                return
-
-    def _replay_batch(self, batch: bytes) -> None:
-        controller = self.controller
-        assert controller is not None
-        for record in decode_records(batch):
-            if record.offset < self.position or record.value is None:
-                continue
-            self._snapshots.applied(len(record.value))
-            try:
-                value, version = decode_record(record.value)
-                controller.replay(value, version, record.offset)
-            except (MetadataRecordError, ImageError) as e:
-                # Kafka's controller stops on such a record; pykraft counts it, logs it and
-                # goes on (MetadataErrorCount), so an operator sees it and the quorum lives.
-                self.metadata_errors += 1
-                log.error("metadata record at offset %d cannot be replayed: %s", record.offset, e)
-
-    def _load_snapshot(self) -> None:
-        """The newest snapshot into a fresh image; position = its end offset."""
-        controller = self.controller
-        assert controller is not None
-        controller.reset()
-        core = self.node.core
-        store = core.snapshots
-        latest = store.latest()
-        self.position = self.node.log.start_offset
-        if latest is None:
-            return
-        contents = read_snapshot(store, latest)
-        offset = latest.offset - 1
-        for record in contents.records:
-            if record.value is None:
-                continue
-            try:
-                value, version = decode_record(record.value)
-                controller.replay(value, version, offset)
-            except (MetadataRecordError, ImageError) as e:
-                self.metadata_errors += 1
-                log.error("snapshot %s record cannot be replayed: %s", latest, e)
-        self.position = max(self.position, latest.offset)
-        log.info("metadata image loaded from snapshot %s", latest)
-
-    def _rebuild(self) -> None:
-        self._load_snapshot()
-        self._snapshots.reloaded()
-
-    # -- leadership ---------------------------------------------------------------------------
-
-    def _activate(self, epoch: int) -> None:
-        controller = self.controller
-        assert controller is not None
-        now = self.node.now_ms()
-        try:
-            records = controller.activate(now, self.bootstrap)
-        except MigrationRefused as e:
-            controller.deactivate()
-            self.node.halt(f"cannot become the active controller: {e}", e)
-            return
-        self._epoch = epoch
-        log.info(
-            "active controller epoch=%d position=%d metadata.version=%s",
-            epoch,
-            self.position,
-            controller.image.metadata_version,
+    def _poke_migration(self, image: Image) -> None:
+        migration = self.migration
+        assert migration is not None
+        migrating = tuple(
+            sorted(b.broker_id for b in image.brokers.values() if b.is_migrating_zk_broker)
         )
-        if records:
-            self.write(records)
-        if self.migration is not None:
-            self.migration.leadership_changed(epoch)
-
-    def _deactivate(self) -> None:
-        controller = self.controller
-        assert controller is not None
-        controller.deactivate()
-        self._waiters.fail_all()
-        log.info("no longer the active controller epoch=%d", self._epoch)
-        self._epoch = -1
-        if self.migration is not None:
-            self.migration.leadership_changed(-1)
-        if self.position > self.node.core.high_watermark:
-            # Applied records that had not committed: back to the committed state.
-            self._rebuild()
+        if migrating != self._migrating_seen:
+            # A ZooKeeper broker registered: the driver looks again now (as Kafka's driver
+            # wakes on cluster deltas), not at its next backoff.
+            self._migrating_seen = migrating
+            migration.driver.retry_at_ms = 0
+        migration.poke()
 
     # -- time ---------------------------------------------------------------------------------
 
@@ -527,12 +438,10 @@ class ControllerHost:
 
     def _tick(self) -> None:
         self._timer = None
-        controller = self.controller
-        if controller is None or not controller.active:
+        listener = self.listener
+        if listener is None or not listener.active:
             return
-        records = controller.tick(self._context())
-        if records:
-            self.write(records)
+        listener.tick(self._core(), self._context())
         self._schedule_tick()
 
     # -- snapshots ----------------------------------------------------------------------------
@@ -544,13 +453,12 @@ class ControllerHost:
         self.node.run(self._maybe_snapshot)
 
     def _maybe_snapshot(self) -> None:
-        controller = self.controller
-        core = self.node.core
+        listener = self.listener
         now = self.node.now_ms()
-        if controller is None or not self._snapshots.due(now):
+        if listener is None or self.node.core is None or not self._snapshots.due(now):
             return
-        end = self.position
-        if end > core.high_watermark or end <= self.node.log.start_offset:
+        end = listener.snapshot_end(self._core())
+        if end is None:
             return  # applied records not committed yet, or nothing new
         values = self.snapshot_values()
         self._snapshots.started(now)

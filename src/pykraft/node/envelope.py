@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.controller.quorum_controller import CONTROLLER_API_VERSIONS
 from pykraft.net.server import Answer
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
-from pykraft.protocol.apis import response_schema
+from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, response_schema
 from pykraft.protocol.build import make
 from pykraft.protocol.codec import decode_request, encode_response
 from pykraft.protocol.errors import ProtocolError

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.controller.brokers import register_broker_version
-from pykraft.controller.image import Image
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import QuorumController
+from pykraft.metadata.image import Image
 from pykraft.metadata.serde import decode_record, encode_record
 from pykraft.records import decode_records, iter_batches
 from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, read_snapshot

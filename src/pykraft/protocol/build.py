@@ -7,6 +7,9 @@ dropping what ``cls``'s version does not have and filling what the mapping leave
 the field's default (or the Kafka type's zero, as Kafka's generated classes do). So a
 handler writes its answer once, and the same answer serves every version it is asked in.
 
+A name that is a field of *no* version of the message is refused (``UnknownFieldError``):
+a misspelt ``error_code`` must not turn a refusal into a success by being dropped.
+
 Conversions: ``error_code`` fields take ints or ``ErrorCode``; ``timedelta_i32/i64`` fields
 (throttle times) take milliseconds.
 """
@@ -15,6 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
+import pkgutil
+import re
 import uuid
 from collections.abc import Mapping
 from functools import cache
@@ -31,9 +37,9 @@ from kio.serial._introspect import (
 )
 
 from .errors import ErrorCode
-from .ext import is_generated, make_generated
+from .ext import UnknownFieldError, extension_fields, is_generated, make_generated
 
-__all__ = ["make"]
+__all__ = ["UnknownFieldError", "known_fields", "make"]
 
 T = TypeVar("T")
 
@@ -73,6 +79,55 @@ def _plan(cls: type) -> tuple[tuple[str, str, Any, bool, bool], ...]:
     return tuple(out)
 
 
+_VERSION_PART = re.compile(r"v\d+")
+
+
+def known_fields(cls: type) -> frozenset[str]:
+    """The names ``make(cls, ...)`` accepts: the fields of every version of the message."""
+    base = getattr(cls, "__generated_base__", None)
+    if base is not None:
+        return frozenset(f.name for f in dataclasses.fields(base))
+    return _known(cls)
+
+
+@cache
+def _known(cls: type) -> frozenset[str]:
+    """The field names of ``cls`` in every version of its message: kio keeps a version's
+    classes in ``kio.schema.<api>.v<N>.<kind>``, the same class name in each."""
+    names = {f.name for f in dataclasses.fields(cls)} | extension_fields(cls.__name__)
+    parts = cls.__module__.split(".")
+    at = next((i for i, p in enumerate(parts) if _VERSION_PART.fullmatch(p)), None)
+    if at is None:
+        return frozenset(names)
+    family = ".".join(parts[:at])
+    tail = parts[at + 1 :]
+    for info in pkgutil.iter_modules(importlib.import_module(family).__path__):
+        if not _VERSION_PART.fullmatch(info.name):
+            continue
+        try:
+            module = importlib.import_module(".".join([family, info.name, *tail]))
+        except ImportError:
+            continue
+        other = getattr(module, cls.__name__, None)
+        if isinstance(other, type) and dataclasses.is_dataclass(other):
+            names.update(f.name for f in dataclasses.fields(other))
+    return frozenset(names)
+
+
+def _refuse_unknown(cls: type, values: Mapping[str, Any], plan_names: frozenset[str]) -> None:
+    known = _known(cls)
+    unknown = sorted(k for k in values if k not in plan_names and k not in known)
+    if unknown:
+        raise UnknownFieldError(
+            f"{cls.__name__} has no field {', '.join(map(repr, unknown))} in any version"
+        )
+
+
+@cache
+def _plan_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
 def _convert(kafka_type: str, value: Any) -> Any:
     if kafka_type == "error_code":
         return ErrorCode(int(value))
@@ -87,6 +142,7 @@ def make(cls: type[T], values: Mapping[str, Any]) -> T:
         return cast(T, make_generated(cls, values))
     kwargs: dict[str, Any] = {}
     plan: tuple[tuple[str, str, Any, bool, bool], ...] = _plan(cast(Any, cls))
+    found = 0
     for name, kind, inner, optional, has_default in plan:
         if name not in values:
             if has_default:
@@ -102,6 +158,7 @@ def make(cls: type[T], values: Mapping[str, Any]) -> T:
             else:
                 kwargs[name] = _ZERO.get(inner, 0)
             continue
+        found += 1
         value = values[name]
         if value is None:
             kwargs[name] = None
@@ -115,4 +172,6 @@ def make(cls: type[T], values: Mapping[str, Any]) -> T:
             kwargs[name] = tuple(_convert(inner, v) for v in value)
         else:
             kwargs[name] = _convert(inner, value)
+    if found < len(values):  # names this version lacks: dropped, unless no version has them
+        _refuse_unknown(cls, values, _plan_names(cast(Any, cls)))
     return cls(**kwargs)

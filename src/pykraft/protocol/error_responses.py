@@ -17,7 +17,7 @@ from .api_versions import (
     unsupported_api_versions_response,
 )
 from .apis import ApiKey, ApiTable, response_schema
-from .build import make
+from .build import known_fields, make
 from .errors import ErrorCode
 
 __all__ = ["error_response"]
@@ -44,7 +44,8 @@ def error_response(
         if error_code == ErrorCode.unsupported_version or not 0 <= api_version <= 4:
             return unsupported_api_versions_response(apis)
         return build_api_versions_response(api_version, apis, error_code=error_code)
+    cls = response_schema(api_key, api_version)
     fields: dict[str, object] = {"error_code": error_code}
-    if error_message is not None:
+    if error_message is not None and "error_message" in known_fields(cls):
         fields["error_message"] = error_message
-    return make(response_schema(api_key, api_version), fields)
+    return make(cls, fields)

@@ -24,7 +24,7 @@ from pykraft.protocol.generated.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
 
-__all__ = ["EXTENSIONS", "is_generated", "make_generated", "read_generated"]
+__all__ = ["EXTENSIONS", "UnknownFieldError", "is_generated", "make_generated", "read_generated"]
 
 LIST_PARTITION_REASSIGNMENTS: Final = 46
 
@@ -51,6 +51,31 @@ EXTENSIONS: Final[dict[tuple[int, int], tuple[type, type]]] = {
         _versioned(ListPartitionReassignmentsResponse, 1),
     ),
 }
+
+
+@cache
+def extension_fields(class_name: str) -> frozenset[str]:
+    """The field names of the extension classes (nested ones included) called
+    ``class_name``: a kio class of the same message also accepts them (``build.make``),
+    since one answer serves Kafka's versions and pykraft's."""
+    names: set[str] = set()
+    seen: set[type] = set()
+    todo = [cls for pair in EXTENSIONS.values() for cls in pair]
+    while todo:
+        item = todo.pop()
+        cls = getattr(item, "__generated_base__", item)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        nested = _nested(cls)
+        if cls.__name__ == class_name:
+            names.update(nested)
+        todo.extend(inner for inner in nested.values() if inner is not None)
+    return frozenset(names)
+
+
+class UnknownFieldError(ValueError):
+    """A value named a field that no version of the message has (``build.make``)."""
 
 
 def is_generated(cls: type) -> bool:
@@ -92,10 +117,12 @@ def make_generated(cls: type, values: Any) -> Any:
     kwargs: dict[str, Any] = {}
     names = {f.name for f in dataclasses.fields(cls)}
     for name, value in values.items():
-        if name == "throttle_time" and "throttle_time_ms" in names:
+        if name == "throttle_time" and "throttle_time_ms" in nested:
             name = "throttle_time_ms"
-        if name == "timeout" and "timeout_ms" in names:
+        if name == "timeout" and "timeout_ms" in nested:
             name = "timeout_ms"
+        if name not in nested:  # every version's fields
+            raise UnknownFieldError(f"{cls.__name__} has no field {name!r} in any version")
         if name not in names:
             continue
         inner = nested.get(name)

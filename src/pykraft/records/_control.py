@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final
 
-from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.records._batch import CorruptRecordError, Record, build_batch
 from pykraft.records.control_records import (
     KRaftVersionRecord,
@@ -42,6 +41,7 @@ from pykraft.records.control_records import (
 )
 from pykraft.records.control_records import leader_change_message as lcm
 from pykraft.records.control_records import voters_record as vr
+from pykraft.records.identity import Endpoint, ReplicaKey
 from pykraft.schema.runtime import SchemaDecodeError
 
 _CONTROL_KEY = struct.Struct(">hh")

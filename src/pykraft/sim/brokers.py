@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
-from pykraft.controller.image import BROKER_RESOURCE
 from pykraft.controller.steps import LIMIT_CONFIGS as LIMITS
+from pykraft.metadata.image import BROKER_RESOURCE
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
@@ -421,9 +421,7 @@ class SimBrokers:
                 )
 
         try:
-            controller.handle(
-                node.core, node.log, api_key, version, request, self.sim.now_ms, deliver
-            )
+            controller.handle(node.core, api_key, version, request, self.sim.now_ms, deliver)
         except ApiError:
             return
         self.sim.after(node)

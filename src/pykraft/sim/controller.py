@@ -1,15 +1,13 @@
 """The metadata controller in the simulator (the ``controller`` profile): on every node the
-real ``QuorumController`` over the real core, hosted as ``pykraft.node.controller_host``
-hosts it on a real node, but synchronously and with virtual time; and the controller
-invariants, checked whenever a node's image moves.
+real ``QuorumController`` over the real core, hosted by the same sans-I/O state machine the
+node runs (``pykraft.controller.log_listener.MetaLogListener``: replay, activation, revert to
+the committed offset, writes, commit waiters), but synchronously and with virtual time; and
+the controller invariants, checked whenever a node's image moves.
 
-``SimController`` (one per node) replays committed metadata records up to the high watermark
-(whole batches, after the node's application applied them), activates on an established
-leader (writing its activation records), writes a request's records as one batch through
-``RaftCore.append`` and applies them at once, and answers once they commit (``deliver`` is
-called with the response then; with None when leadership was lost first). A node that stops
-leading with applied-but-uncommitted records rebuilds its image from its snapshot and the
-committed log. Snapshots carry the image's records after the application's state record.
+``SimController`` (one per node) adapts the listener to the simulator: a request's response
+is delivered once its records commit (``deliver(None)`` when leadership was lost first or
+the node is not the active controller). Snapshots carry the image's records after the
+application's state record.
 
 ``ControllerChecker`` holds the invariants of issue 15 part 4, over *committed* images
 (standbys' images, and an active controller's whenever it holds nothing uncommitted):
@@ -35,8 +33,6 @@ committed log. Snapshots carry the image's records after the application's state
 from __future__ import annotations
 
 import hashlib
-import heapq
-import itertools
 import random
 import uuid
 from collections.abc import Callable
@@ -44,29 +40,25 @@ from typing import Any
 
 from pykraft.controller.brokers import register_broker_version
 from pykraft.controller.config import ControllerConfig
-from pykraft.controller.image import BROKER_RESOURCE, Image
+from pykraft.controller.errors import ApiError
+from pykraft.controller.log_listener import MetaLogListener
 from pykraft.controller.partitions import partition_version
-from pykraft.controller.quorum_controller import Context, QuorumController, Result
+from pykraft.controller.quorum_controller import QuorumController
+from pykraft.controller.result import RecordList
 from pykraft.controller.steps import Limits
-from pykraft.metadata.serde import decode_record, encode_record
-from pykraft.raft.config import NotLeaderError
+from pykraft.metadata.image import BROKER_RESOURCE, Image
+from pykraft.metadata.serde import encode_record
 from pykraft.raft.core import RaftCore
-from pykraft.raft.interfaces import ReplicatedLog, SnapshotStore
-from pykraft.raft.roles import Leader
-from pykraft.raft.types import OffsetAndEpoch
-from pykraft.records import decode_records, iter_batches
 from pykraft.sim.history import InvariantViolation
 
 __all__ = ["CLUSTER_ID", "ControllerChecker", "SimController"]
 
 CLUSTER_ID = "sim-cluster"
-_READ_BYTES = 256 * 1024
 Deliver = Callable[[dict[str, Any] | None], None]
 
 
 class SimController:
-    """Invariant: ``position`` is the next log offset to replay; while ``active`` every
-    record below it is in the image."""
+    """One node's controller: the listener, and the checker called after each sync."""
 
     def __init__(
         self, node_id: int, config: ControllerConfig, seed: int, checker: ControllerChecker
@@ -75,17 +67,14 @@ class SimController:
         self.config = config
         self.seed = seed
         self.checker = checker
-        self.controller = self._new_controller()
-        self.position = 0
-        self.epoch = -1
-        self._waiters: list[tuple[int, int, Deliver, dict[str, Any]]] = []
-        self._seq = itertools.count()
-        self.writes = 0
+        self._generation = 0
+        self.replay_errors: list[str] = []
+        self.listener = MetaLogListener(self._new_controller, report=self.replay_errors.append)
 
     def _new_controller(self) -> QuorumController:
         # A stream per controller object: a restarted controller must not draw the topic
         # ids it drew before (a deleted topic's id would come back).
-        self._generation = getattr(self, "_generation", 0) + 1
+        self._generation += 1
         return QuorumController(
             self.config,
             node_id=self.node_id,
@@ -95,121 +84,61 @@ class SimController:
 
     @property
     def image(self) -> Image:
-        return self.controller.image
+        return self.listener.image
 
     @property
     def active(self) -> bool:
-        return self.controller.active
+        return self.listener.active
+
+    @property
+    def writes(self) -> int:
+        return self.listener.writes
 
     # -- the log -----------------------------------------------------------------------------
 
     def reset(self) -> None:
         """A stopped node: nothing in memory survives."""
-        self.controller = self._new_controller()
-        self.position = 0
-        self.epoch = -1
-        self._fail_waiters()
+        self.listener.reset()
         self.checker.forget(self.node_id)
 
-    def load_snapshot(self, store: SnapshotStore, snapshot_id: OffsetAndEpoch) -> None:
-        self.controller = self._new_controller()
+    def load_snapshot(self, core: RaftCore) -> None:
+        """At start: the newest snapshot (or nothing) into a fresh image."""
+        self.listener.load_snapshot(core)
         self.checker.forget(self.node_id)
-        size = store.size(snapshot_id)
-        assert size is not None
-        data = store.read(snapshot_id, 0, size)
-        for header, pos in iter_batches(data):
-            if header.is_control:
-                continue
-            for record in decode_records(data[pos : pos + header.size]):
-                if record.value is not None:
-                    value, version = decode_record(record.value)
-                    self.controller.replay(value, version, snapshot_id.offset - 1)
-        self.position = snapshot_id.offset
 
-    def _rebuild(self, core: RaftCore, log: ReplicatedLog, store: SnapshotStore) -> None:
-        latest = store.latest()
-        if latest is None:
-            self.controller = self._new_controller()
-            self.checker.forget(self.node_id)
-            self.position = log.start_offset
-        else:
-            self.load_snapshot(store, latest)
-        self._replay(log, core.high_watermark)
+    def snapshot_loaded(self) -> None:
+        """The core installed a fetched snapshot: the next sync starts over from it."""
+        self.listener.snapshot_loaded()
+        self.checker.forget(self.node_id)
 
-    def _replay(self, log: ReplicatedLog, high_watermark: int) -> None:
-        while self.position < high_watermark:
-            data = log.read(self.position, _READ_BYTES)
-            if not data:
-                return
-            moved = False
-            for header, pos in iter_batches(data):
-                if header.last_offset >= high_watermark:
-                    return
-                if header.last_offset < self.position:
-                    continue
-                moved = True
-                if not header.is_control:
-                    for record in decode_records(data[pos : pos + header.size]):
-                        if record.offset >= self.position and record.value is not None:
-                            value, version = decode_record(record.value)
-                            self.controller.replay(value, version, record.offset)
-                self.position = header.last_offset + 1
-            if not moved:
-                return
-
-    def sync(self, core: RaftCore, log: ReplicatedLog, store: SnapshotStore, now_ms: int) -> None:
-        """After the node's Ready: replay, (de)activate, answer what committed, check."""
-        role = core.state
-        leader = role if isinstance(role, Leader) else None
-        if self.active and (leader is None or leader.epoch != self.epoch):
-            self.controller.deactivate()
-            self.epoch = -1
-            self._fail_waiters()
-            if self.position > core.high_watermark:
-                self._rebuild(core, log, store)
-        hwm = core.high_watermark
-        if self.position < hwm:
-            self._replay(log, hwm)
-        if (
-            not self.active
-            and leader is not None
-            and hwm > leader.epoch_start_offset
-            and self.position >= hwm
-        ):
-            self.epoch = leader.epoch
-            records = self.controller.activate(now_ms, None)
-            if records:
-                self.write(core, log, records, now_ms)
-        self._resolve(core.high_watermark)
-        committed = not self.active or self.position <= core.high_watermark
-        self.checker.check(self.node_id, self.image, self.position, committed)
+    def sync(self, core: RaftCore, now_ms: int) -> None:
+        """After the node's Ready: the listener's sync, then the invariants over the
+        committed image (the active controller's as of its committed offset)."""
+        listener = self.listener
+        listener.sync(core, now_ms)
+        if listener.metadata_errors:
+            raise InvariantViolation(
+                "replay-clean",
+                f"node {self.node_id}: {self.replay_errors[0]}",
+                self.node_id,
+            )
+        image = self.image
+        if not self.active or listener.position <= core.high_watermark:
+            self.checker.check(self.node_id, image, listener.position, True)
+            return
+        self.checker.check(self.node_id, image, listener.position, False)
+        with image.timeline.at_committed():
+            # The active controller's committed view must equal what its standbys replayed.
+            self.checker.check(self.node_id, image, core.high_watermark, True)
 
     # -- writes ------------------------------------------------------------------------------
 
-    def context(self, core: RaftCore, log: ReplicatedLog, now_ms: int) -> Context:
-        return Context(now_ms=now_ms, next_offset=log.end_offset, kraft_version=core.kraft_version)
-
-    def write(
-        self, core: RaftCore, log: ReplicatedLog, records: list[tuple[Any, int]], now_ms: int
-    ) -> int | None:
-        values = [encode_record(record, version) for record, version in records]
-        base = log.end_offset
-        try:
-            last = core.append(values, now_ms)
-        except NotLeaderError:
-            return None
-        assert last == base + len(values) - 1
-        for i, (record, version) in enumerate(records):
-            self.controller.replay(record, version, base + i)
-        self.position = last + 1
-        self.controller.wrote(now_ms)
-        self.writes += 1
-        return last
+    def write(self, core: RaftCore, records: RecordList, now_ms: int) -> int | None:
+        return self.listener.write(core, records, now_ms)
 
     def handle(
         self,
         core: RaftCore,
-        log: ReplicatedLog,
         api_key: int,
         version: int,
         request: Any,
@@ -218,48 +147,35 @@ class SimController:
     ) -> None:
         """Handle a request; ``deliver(response fields)`` once its records committed, or
         ``deliver(None)`` if this controller is not (or stops being) active first."""
-        if not self.active:
+        listener = self.listener
+        if not listener.active:
             deliver(None)
             return
-        result: Result = self.controller.handle(
-            api_key, version, request, self.context(core, log, now_ms)
-        )
-        last = log.end_offset - 1
-        if result.records:
-            written = self.write(core, log, result.records, now_ms)
-            if written is None:
-                deliver(None)
-                return
-            last = written
-            if result.on_written is not None:
-                result.on_written(last)
-        heapq.heappush(self._waiters, (last, next(self._seq), deliver, result.response))
-        self._resolve(core.high_watermark)
-
-    def tick(self, core: RaftCore, log: ReplicatedLog, now_ms: int) -> None:
-        if self.active:
-            records = self.controller.tick(self.context(core, log, now_ms))
-            if records:
-                self.write(core, log, records, now_ms)
-
-    def _resolve(self, high_watermark: int) -> None:
-        while self._waiters and self._waiters[0][0] < high_watermark:
-            _, _, deliver, response = heapq.heappop(self._waiters)
-            deliver(response)
-
-    def _fail_waiters(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for _, _, deliver, _ in waiters:
+        try:
+            handled = listener.handle(
+                core, api_key, version, request, listener.context(core, now_ms)
+            )
+        except ApiError:
             deliver(None)
+            raise
+        response = handled.response
+        listener.after_commit(
+            core, handled.commit_offset, lambda ok: deliver(response if ok else None)
+        )
+
+    def tick(self, core: RaftCore, now_ms: int) -> None:
+        listener = self.listener
+        if listener.active:
+            listener.tick(core, listener.context(core, now_ms))
 
     # -- snapshots ---------------------------------------------------------------------------
 
     def snapshot_values(self, offset: int) -> list[bytes] | None:
         """The image's records for a snapshot ending at ``offset``; None when the image is
         not exactly the committed state there."""
-        if self.position != offset:
+        if self.listener.position != offset:
             return None
-        mv = self.controller.metadata_version
+        mv = self.listener.controller.metadata_version
         return [
             encode_record(record, version)
             for record, version in self.image.records(

@@ -150,10 +150,10 @@ class SimNode:
         latest = self.snapshots.latest()
         if latest is not None:
             self.app.load_snapshot(self.snapshots, latest)
-            if self.controller is not None:
-                self.controller.load_snapshot(self.snapshots, latest)
         core = core_factory(self)
         self.core = core
+        if self.controller is not None:
+            self.controller.load_snapshot(core)
         self.obs_role = core.role
         self.obs_epoch = core.epoch
         self.obs_hwm = core.high_watermark
@@ -225,7 +225,7 @@ class SimNode:
                 self.snapshots_installed += 1
                 self.app.load_snapshot(self.snapshots, ready.snapshot_loaded)
                 if self.controller is not None:
-                    self.controller.load_snapshot(self.snapshots, ready.snapshot_loaded)
+                    self.controller.snapshot_loaded()
             # Whether the state the final observation would see was observed already (only
             # the application ran since, which changes nothing the checker reads).
             observed = False
@@ -234,7 +234,7 @@ class SimNode:
                 observed = True
                 self.app.apply(self.log, ready.high_watermark)
             if self.controller is not None:
-                self.controller.sync(core, self.log, self.snapshots, now_ms)
+                self.controller.sync(core, now_ms)
             if (
                 ready.high_watermark is not None
                 and self.app.wants_snapshot()

@@ -533,7 +533,7 @@ class Simulation:
         for node in self.nodes:
             controller = node.controller
             if node.core is not None and controller is not None and controller.active:
-                controller.tick(node.core, node.log, self.now_ms)
+                controller.tick(node.core, self.now_ms)
                 self._after(node)
 
     # -- workload ------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from pykraft.raft.messages import (
     ListVoterReassignmentRequest,
     ListVoterReassignmentResponse,
 )
+from pykraft.raft.reassignment import ReassignmentProgress
 
 __all__ = ["ALTER_CONVERTERS", "LIST_CONVERTERS", "metadata_listing"]
 
@@ -197,6 +198,24 @@ def metadata_listing(response: ListVoterReassignmentResponse) -> dict[str, Any] 
         "final_replicas": final,
     }
     return {"name": METADATA_TOPIC, "partitions": [partition]}
+
+
+def progress_listing(progress: ReassignmentProgress | None) -> dict[str, Any] | None:
+    """``metadata_listing`` from the core's ``reassignment_progress()`` (what the metadata
+    controller adds to a ListPartitionReassignments of every topic)."""
+    if progress is None:
+        return None
+    current = {k.id for k in progress.current}
+    target = {k.id for k in progress.target}
+    return metadata_listing(
+        ListVoterReassignmentResponse(
+            ErrorCode.none,
+            None,
+            replicas=tuple(sorted(current | target)),
+            adding=tuple(sorted(target - current)),
+            removing=tuple(sorted(current - target)),
+        )
+    )
 
 
 def list_to_kio(

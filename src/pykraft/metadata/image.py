@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from pykraft.metadata import records as r
 from pykraft.metadata.tagged import final_target_of, with_final_target
+from pykraft.metadata.timeline import Timeline
 from pykraft.metadata.versions import METADATA_VERSION
 
 __all__ = [
@@ -136,6 +137,27 @@ class Image:
         self.last_change_offset = -1  # the last record that was not a NoOpRecord
         self._offset = -1  # the offset of the record being applied
         self._transaction: list[tuple[Any, int, int]] | None = None
+        # Every change below goes through the timeline: on the active controller it can be
+        # reverted to the committed offset and read as of it (``timeline.py``).
+        self.timeline = Timeline()
+
+    # -- the committed state (the active controller) -----------------------------------------
+
+    def record_uncommitted(self, on: bool) -> None:
+        """Remember what each applied record changes, until it commits (the active
+        controller applies records before they commit); off, the undo log is dropped."""
+        self.timeline.recording = on
+        if not on:
+            self.timeline.commit(self.last_offset)
+
+    def committed(self, offset: int) -> None:
+        """Every record up to ``offset`` committed."""
+        self.timeline.commit(offset)
+
+    def revert(self, offset: int) -> int:
+        """Back to the state after the record at ``offset`` (the last committed one): the
+        changes of every later record undone. The count of changes undone."""
+        return self.timeline.revert(offset)
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -159,30 +181,30 @@ class Image:
 
     def replay(self, record: Any, version: int, offset: int) -> None:
         """Apply one committed (or, on the active controller, appended) record."""
-        self.last_offset = offset
-        if not isinstance(record, r.NoOpRecord):
-            self.last_change_offset = offset
+        tl = self.timeline
+        tl.offset = offset
         if isinstance(record, r.BeginTransactionRecord):
             if self._transaction is not None:
                 raise ImageError(f"offset {offset}: BeginTransaction inside a transaction")
-            self._transaction = []
-            return
-        if isinstance(record, r.EndTransactionRecord):
-            held, self._transaction = self._transaction, None
+            tl.assign(self, "_transaction", [])
+        elif isinstance(record, r.EndTransactionRecord):
+            held = self._transaction
             if held is None:
                 raise ImageError(f"offset {offset}: EndTransaction without a transaction")
+            tl.assign(self, "_transaction", None)
             for held_record, held_version, held_offset in held:
                 self._apply(held_record, held_version, held_offset)
-            return
-        if isinstance(record, r.AbortTransactionRecord):
+        elif isinstance(record, r.AbortTransactionRecord):
             if self._transaction is None:
                 raise ImageError(f"offset {offset}: AbortTransaction without a transaction")
-            self._transaction = None
-            return
-        if self._transaction is not None:
-            self._transaction.append((record, version, offset))
-            return
-        self._apply(record, version, offset)
+            tl.assign(self, "_transaction", None)
+        elif self._transaction is not None:
+            tl.append(self._transaction, (record, version, offset))
+        else:
+            self._apply(record, version, offset)
+        tl.assign(self, "last_offset", offset)
+        if not isinstance(record, r.NoOpRecord):
+            tl.assign(self, "last_change_offset", offset)
 
     def _apply(self, record: Any, version: int, offset: int) -> None:
         handler = _REPLAY.get(type(record))
@@ -192,27 +214,32 @@ class Image:
         handler(self, record, version)
 
     def _feature(self, rec: r.FeatureLevelRecord, _v: int) -> None:
-        self.features_epoch = self._offset
+        tl = self.timeline
+        tl.assign(self, "features_epoch", self._offset)
         if rec.feature_level == 0 and rec.name != METADATA_VERSION:
-            self.features.pop(rec.name, None)
+            tl.delete(self.features, rec.name)
         else:
-            self.features[rec.name] = rec.feature_level
+            tl.put(self.features, rec.name, rec.feature_level)
 
     def _register_broker(self, rec: r.RegisterBrokerRecord, _v: int) -> None:
-        self.brokers[rec.broker_id] = BrokerState(
-            broker_id=rec.broker_id,
-            incarnation_id=rec.incarnation_id,
-            epoch=rec.broker_epoch,
-            endpoints=rec.end_points,
-            features={
-                f.name: (f.min_supported_version, f.max_supported_version) for f in rec.features
-            },
-            rack=rec.rack or None,
-            fenced=rec.fenced,
-            in_controlled_shutdown=rec.in_controlled_shutdown,
-            log_dirs=rec.log_dirs,
-            is_migrating_zk_broker=rec.is_migrating_zk_broker,
-            register_offset=self._offset,
+        self.timeline.put(
+            self.brokers,
+            rec.broker_id,
+            BrokerState(
+                broker_id=rec.broker_id,
+                incarnation_id=rec.incarnation_id,
+                epoch=rec.broker_epoch,
+                endpoints=rec.end_points,
+                features={
+                    f.name: (f.min_supported_version, f.max_supported_version) for f in rec.features
+                },
+                rack=rec.rack or None,
+                fenced=rec.fenced,
+                in_controlled_shutdown=rec.in_controlled_shutdown,
+                log_dirs=rec.log_dirs,
+                is_migrating_zk_broker=rec.is_migrating_zk_broker,
+                register_offset=self._offset,
+            ),
         )
 
     def _broker(self, broker_id: int, epoch: int, what: str) -> BrokerState:
@@ -223,70 +250,78 @@ class Image:
 
     def _broker_change(self, rec: r.BrokerRegistrationChangeRecord, version: int) -> None:
         broker = self._broker(rec.broker_id, rec.broker_epoch, "BrokerRegistrationChange")
+        tl = self.timeline
         if rec.fenced == 1:
-            broker.fenced = True
+            tl.assign(broker, "fenced", True)
         elif rec.fenced == -1:
-            broker.fenced = False
+            tl.assign(broker, "fenced", False)
         if rec.in_controlled_shutdown == 1:
-            broker.in_controlled_shutdown = True
+            tl.assign(broker, "in_controlled_shutdown", True)
         if version >= 2 and rec.log_dirs:
-            broker.log_dirs = rec.log_dirs
+            tl.assign(broker, "log_dirs", rec.log_dirs)
 
     def _fence(self, rec: r.FenceBrokerRecord, _v: int) -> None:
-        self._broker(rec.id, rec.epoch, "FenceBroker").fenced = True
+        self.timeline.assign(self._broker(rec.id, rec.epoch, "FenceBroker"), "fenced", True)
 
     def _unfence(self, rec: r.UnfenceBrokerRecord, _v: int) -> None:
-        self._broker(rec.id, rec.epoch, "UnfenceBroker").fenced = False
+        self.timeline.assign(self._broker(rec.id, rec.epoch, "UnfenceBroker"), "fenced", False)
 
     def _unregister(self, rec: r.UnregisterBrokerRecord, _v: int) -> None:
         broker = self.brokers.get(rec.broker_id)
         if broker is not None and broker.epoch == rec.broker_epoch:
-            del self.brokers[rec.broker_id]
+            self.timeline.delete(self.brokers, rec.broker_id)
 
     def _register_controller(self, rec: r.RegisterControllerRecord, _v: int) -> None:
-        self.controllers[rec.controller_id] = ControllerState(
+        controller = ControllerState(
             rec.controller_id,
             rec.incarnation_id,
             rec.zk_migration_ready,
             rec.end_points,
             {f.name: (f.min_supported_version, f.max_supported_version) for f in rec.features},
         )
+        self.timeline.put(self.controllers, rec.controller_id, controller)
 
     def _topic(self, rec: r.TopicRecord, _v: int) -> None:
         if rec.name in self.topics_by_name or rec.topic_id in self.topics:
             raise ImageError(f"topic {rec.name} ({rec.topic_id}) exists already")
-        self.topics[rec.topic_id] = TopicState(rec.name, rec.topic_id)
-        self.topics_by_name[rec.name] = rec.topic_id
+        self.timeline.put(self.topics, rec.topic_id, TopicState(rec.name, rec.topic_id))
+        self.timeline.put(self.topics_by_name, rec.name, rec.topic_id)
 
     def _remove_topic(self, rec: r.RemoveTopicRecord, _v: int) -> None:
-        topic = self.topics.pop(rec.topic_id, None)
+        topic = self.topics.get(rec.topic_id)
         if topic is None:
             raise ImageError(f"RemoveTopic of unknown topic {rec.topic_id}")
-        del self.topics_by_name[topic.name]
-        self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+        tl = self.timeline
+        tl.delete(self.topics, rec.topic_id)
+        tl.delete(self.topics_by_name, topic.name)
+        tl.delete(self.configs, (TOPIC_RESOURCE, topic.name))
         for pid in topic.partitions:
-            self.stepping.discard((rec.topic_id, pid))
-            self.moving.discard((rec.topic_id, pid))
+            tl.discard(self.stepping, (rec.topic_id, pid))
+            tl.discard(self.moving, (rec.topic_id, pid))
 
     def _partition(self, rec: r.PartitionRecord, _v: int) -> None:
         topic = self.topics.get(rec.topic_id)
         if topic is None:
             raise ImageError(f"PartitionRecord for unknown topic {rec.topic_id}")
-        topic.partitions[rec.partition_id] = PartitionState(
-            topic_id=rec.topic_id,
-            partition_id=rec.partition_id,
-            replicas=rec.replicas,
-            isr=rec.isr,
-            removing=rec.removing_replicas,
-            adding=rec.adding_replicas,
-            leader=rec.leader,
-            leader_epoch=rec.leader_epoch,
-            partition_epoch=rec.partition_epoch,
-            leader_recovery_state=rec.leader_recovery_state,
-            directories=rec.directories,
-            elr=rec.eligible_leader_replicas,
-            last_known_elr=rec.last_known_elr,
-            final_target=final_target_of(rec) or None,
+        self.timeline.put(
+            topic.partitions,
+            rec.partition_id,
+            PartitionState(
+                topic_id=rec.topic_id,
+                partition_id=rec.partition_id,
+                replicas=rec.replicas,
+                isr=rec.isr,
+                removing=rec.removing_replicas,
+                adding=rec.adding_replicas,
+                leader=rec.leader,
+                leader_epoch=rec.leader_epoch,
+                partition_epoch=rec.partition_epoch,
+                leader_recovery_state=rec.leader_recovery_state,
+                directories=rec.directories,
+                elr=rec.eligible_leader_replicas,
+                last_known_elr=rec.last_known_elr,
+                final_target=final_target_of(rec) or None,
+            ),
         )
         self._track(topic.partitions[rec.partition_id])
 
@@ -294,73 +329,78 @@ class Image:
         p = self.partition(rec.topic_id, rec.partition_id)
         if p is None:
             raise ImageError(f"PartitionChange of unknown {rec.topic_id}-{rec.partition_id}")
+        set_ = self.timeline.assign
         if rec.replicas is not None:
-            p.replicas = rec.replicas
+            set_(p, "replicas", rec.replicas)
         if rec.isr is not None:
-            p.isr = rec.isr
+            set_(p, "isr", rec.isr)
         if rec.removing_replicas is not None:
-            p.removing = rec.removing_replicas
+            set_(p, "removing", rec.removing_replicas)
         if rec.adding_replicas is not None:
-            p.adding = rec.adding_replicas
+            set_(p, "adding", rec.adding_replicas)
         if rec.leader != NO_LEADER_CHANGE:
-            p.leader = rec.leader
-            p.leader_epoch += 1
+            set_(p, "leader", rec.leader)
+            set_(p, "leader_epoch", p.leader_epoch + 1)
         if rec.leader_recovery_state != -1:
-            p.leader_recovery_state = rec.leader_recovery_state
+            set_(p, "leader_recovery_state", rec.leader_recovery_state)
         if rec.directories is not None:
-            p.directories = rec.directories
+            set_(p, "directories", rec.directories)
         if rec.eligible_leader_replicas is not None:
-            p.elr = rec.eligible_leader_replicas
+            set_(p, "elr", rec.eligible_leader_replicas)
         if rec.last_known_elr is not None:
-            p.last_known_elr = rec.last_known_elr
-        p.partition_epoch += 1
+            set_(p, "last_known_elr", rec.last_known_elr)
+        set_(p, "partition_epoch", p.partition_epoch + 1)
         final = final_target_of(rec)
         if final is not None:
-            p.final_target = final or None
-        elif rec.replicas is not None:
+            set_(p, "final_target", final or None)
+        elif rec.replicas is not None and p.final_target is not None:
             # Written by a controller that does not know KIP-435 (Kafka's, in a mixed
             # quorum): the stepped plan ends where that controller left the replicas.
-            p.final_target = None
+            set_(p, "final_target", None)
         self._track(p)
 
     def _track(self, p: PartitionState) -> None:
         key = (p.topic_id, p.partition_id)
+        tl = self.timeline
         if p.final_target is None:
-            self.stepping.discard(key)
+            tl.discard(self.stepping, key)
         else:
-            self.stepping.add(key)
+            tl.add(self.stepping, key)
         if p.adding or p.removing:
-            self.moving.add(key)
+            tl.add(self.moving, key)
         else:
-            self.moving.discard(key)
+            tl.discard(self.moving, key)
 
     def _config(self, rec: r.ConfigRecord, _v: int) -> None:
         key = (rec.resource_type, rec.resource_name)
+        tl = self.timeline
+        configs = self.configs.get(key)
         if rec.value is None:
-            configs = self.configs.get(key)
             if configs is not None:
-                configs.pop(rec.name, None)
+                tl.delete(configs, rec.name)
                 if not configs:
-                    del self.configs[key]
+                    tl.delete(self.configs, key)
+        elif configs is None:
+            tl.put(self.configs, key, {rec.name: rec.value})
         else:
-            self.configs.setdefault(key, {})[rec.name] = rec.value
+            tl.put(configs, rec.name, rec.value)
 
     def _producer_ids(self, rec: r.ProducerIdsRecord, _v: int) -> None:
-        self.next_producer_id = rec.next_producer_id
-        self.producer_ids_owner = (rec.broker_id, rec.broker_epoch)
+        self.timeline.assign(self, "next_producer_id", rec.next_producer_id)
+        self.timeline.assign(self, "producer_ids_owner", (rec.broker_id, rec.broker_epoch))
 
     def _migration(self, rec: r.ZkMigrationStateRecord, _v: int) -> None:
-        self.migration_state = rec.zk_migration_state
+        self.timeline.assign(self, "migration_state", rec.zk_migration_state)
 
     def _noop(self, rec: Any, _v: int) -> None:
         pass
 
     def _keep(self, rec: Any, version: int) -> None:
         """A kind the controller stores but does not interpret: kept for snapshots."""
-        self.opaque[_opaque_key(rec)] = (rec, version)
+        self.timeline.put(self.opaque, _opaque_key(rec), (rec, version))
 
     def _drop_kept(self, rec: Any, _v: int) -> None:
-        self.opaque.pop(_opaque_key(rec), None)
+        self.timeline.delete(self.opaque, _opaque_key(rec))
 
     # -- writing the image out -------------------------------------------------------------
 

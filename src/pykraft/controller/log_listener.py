@@ -1,0 +1,386 @@
+"""The metadata controller on the quorum's log: one sans-I/O hosting state machine (Kafka's
+``QuorumController.QuorumMetaLogListener``: handleCommit, handleLoadSnapshot,
+handleLeaderChange), driven by the node (``node/controller_host.py``, asyncio, sockets, files)
+and by the simulator (``sim/controller.py``, virtual time) alike, so that the simulator tests
+what runs.
+
+Theory of operation.
+
+*Committed records* (``sync``, after every ``Ready`` the host performed). The listener reads
+the log from ``position`` up to the high watermark, whole batches only, decodes each metadata
+record and replays it; control batches are skipped. A snapshot the replica loaded (a
+follower that fetched one: ``snapshot_loaded``), or a position below the log start, reloads
+the image from the newest snapshot first (``load_snapshot``).
+
+*Leadership.* On the raft leader, once its epoch is established (the high watermark passed
+its LeaderChange) and everything committed is replayed, the controller activates and the
+listener writes its activation records; from then on the image records what each applied
+record changes (``Image.record_uncommitted``), forgotten as records commit. When the replica
+stops leading, the controller deactivates and the image is *reverted* to the last committed
+offset in memory (Kafka's ``OffsetControlManager.deactivate`` -> ``revertToSnapshot``): in
+time proportional to what had not committed, not to the log.
+
+*Failed replays.* A committed record that cannot be replayed (a record pykraft cannot
+decode, or one the image refuses) is counted in ``metadata_errors`` and reported once; the
+standby keeps following the log, so an operator sees the count (MetadataErrorCount). Such an
+image may differ from the active controller's, so this replica refuses to become the active
+controller: ``sync`` raises :class:`ActivationRefused` (the node halts with one line, as
+Kafka's fatal fault handler does on any replay failure; docs/DECISIONS.md).
+
+*Writes.* ``write`` appends records as one batch through ``RaftApi.append`` and applies them
+to the image at once; ``handle`` runs one request (records written, the response fields
+returned with the offset that must commit before it is sent); reads (``READ_APIS``) are
+answered from the image *as of the committed offset* (``Image.at_committed``): a client never
+sees a config or feature level that a failover then loses. ``after_commit`` calls back once
+an offset committed (or with False when leadership is lost first).
+
+*Bounds.* One user operation may produce at most ``MAX_RECORDS_PER_USER_OP`` records (Kafka's
+``QuorumController.MAX_RECORDS_PER_USER_OP``, 10,000; ``controller/errors.py``): CreateTopics
+and CreatePartitions count what they would write before building anything, and every
+operation's records are counted again here; more is refused with Kafka's POLICY_VIOLATION
+"Unable to perform excessively large batch operation.", nothing written.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller.errors import ApiError, check_op_size
+from pykraft.controller.quorum_controller import READ_APIS, Context, QuorumController
+from pykraft.controller.result import RecordList, Response
+from pykraft.metadata.image import Image, ImageError
+from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
+from pykraft.raft.api import RaftApi
+from pykraft.raft.config import NotLeaderError
+from pykraft.raft.roles import Leader
+from pykraft.raft.types import OffsetAndEpoch
+from pykraft.records import decode_records, iter_batches
+
+__all__ = [
+    "NOT_ACTIVE",
+    "ActivationRefused",
+    "CommitWaiters",
+    "Handled",
+    "LeaderChange",
+    "MetaLogListener",
+]
+
+READ_CHUNK_BYTES: Final = 1 << 20
+NOT_ACTIVE: Final = "This controller is not the active controller"
+
+
+class ActivationRefused(Exception):
+    """This replica's image cannot be trusted to lead (a committed record failed to
+    replay): it must not become the active controller."""
+
+
+class LeaderChange(Enum):
+    """What a ``sync`` did to this controller's leadership."""
+
+    ACTIVATED = "activated"
+    DEACTIVATED = "deactivated"
+
+
+@dataclass(frozen=True, slots=True)
+class Handled:
+    """A request the active controller ran: its response fields, sent once
+    ``commit_offset`` committed (the last record it wrote, or the log end before it)."""
+
+    response: Response
+    commit_offset: int
+    records: int
+
+
+class CommitWaiters:
+    """Callbacks waiting for an offset to commit, called ``fn(True)`` in offset order once
+    the high watermark passes it, or ``fn(False)`` when leadership is lost. Invariant: the
+    heap holds only offsets at or above the last high watermark resolved."""
+
+    __slots__ = ("_heap", "_seq")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Callable[[bool], None]]] = []  # (offset, seq, fn)
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def add(self, offset: int, high_watermark: int, fn: Callable[[bool], None]) -> None:
+        if offset < high_watermark:
+            fn(True)
+            return
+        heapq.heappush(self._heap, (offset, next(self._seq), fn))
+
+    def resolve(self, high_watermark: int) -> None:
+        heap = self._heap
+        while heap and heap[0][0] < high_watermark:
+            _, _, fn = heapq.heappop(heap)
+            fn(True)
+
+    def fail_all(self) -> None:
+        heap, self._heap = self._heap, []
+        for _, _, fn in heap:
+            fn(False)
+
+
+def _ignore(message: str) -> None:
+    del message
+
+
+class MetaLogListener:
+    """Invariant: ``position`` is the next log offset to replay; every record below it is in
+    the image; only while ``controller.active`` may the image hold records at or above the
+    high watermark (applied when written), and then the image can revert them."""
+
+    def __init__(
+        self,
+        new_controller: Callable[[], QuorumController],
+        *,
+        bootstrap: Mapping[str, int] | None = None,
+        report: Callable[[str], None] = _ignore,
+        on_applied: Callable[[int], None] | None = None,
+    ) -> None:
+        self._new_controller = new_controller
+        self.bootstrap = dict(bootstrap) if bootstrap is not None else None
+        self.report = report  # one line per failed replay (the host logs it)
+        self.on_applied = on_applied  # bytes of records applied (the snapshot policy)
+        self.controller = new_controller()
+        self.position = 0
+        self.epoch = -1  # the epoch the controller is active in
+        self.metadata_errors = 0
+        self.writes = 0
+        self.reverted = 0  # changes undone by the last deactivation (tests, logs)
+        self.waiters = CommitWaiters()
+        self._reload = False
+
+    @property
+    def image(self) -> Image:
+        return self.controller.image
+
+    @property
+    def active(self) -> bool:
+        return self.controller.active
+
+    # -- the log ---------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """A stopped replica: nothing in memory survives (the simulator's crash)."""
+        self.controller = self._new_controller()
+        self.position = 0
+        self.epoch = -1
+        self.waiters.fail_all()
+
+    def snapshot_loaded(self) -> None:
+        """The replica loaded a snapshot (``Ready.snapshot_loaded``): the next ``sync``
+        starts over from it."""
+        self._reload = True
+
+    def load_snapshot(self, core: RaftApi) -> OffsetAndEpoch | None:
+        """The newest snapshot into a fresh image; ``position`` = its end offset (or the
+        log start without one). The snapshot's id, if any."""
+        self.controller = self._new_controller()
+        self.epoch = -1
+        self.position = core.log.start_offset
+        store = core.snapshots
+        latest = store.latest()
+        if latest is None:
+            return None
+        size = store.size(latest)
+        data = store.read(latest, 0, size or 0)
+        offset = latest.offset - 1
+        for header, pos in iter_batches(data):
+            if header.is_control:
+                continue
+            for record in decode_records(data[pos : pos + header.size]):
+                if record.value is not None:
+                    self._replay_value(record.value, offset, f"snapshot {latest}")
+        self.position = max(self.position, latest.offset)
+        return latest
+
+    def sync(self, core: RaftApi, now_ms: int) -> LeaderChange | None:
+        """After a ``Ready`` the host performed: reload, deactivate, replay what committed,
+        activate, answer what committed. Raises ``ActivationRefused`` (see the module
+        docstring) and the controller's ``MigrationRefused``."""
+        if self._reload or self.position < core.log.start_offset:
+            self._reload = False
+            self.load_snapshot(core)
+        role = core.state
+        leader = role if isinstance(role, Leader) else None
+        change: LeaderChange | None = None
+        if self.active and (leader is None or leader.epoch != self.epoch):
+            self.deactivate(core.high_watermark)
+            change = LeaderChange.DEACTIVATED
+        hwm = core.high_watermark
+        if self.position < hwm:
+            self._replay_committed(core, hwm)
+        if (
+            not self.active
+            and leader is not None
+            and hwm > leader.epoch_start_offset
+            and self.position >= hwm
+        ):
+            self._activate(core, leader.epoch, now_ms)
+            change = LeaderChange.ACTIVATED
+        self.committed(core.high_watermark)
+        return change
+
+    def committed(self, high_watermark: int) -> None:
+        """Everything below ``high_watermark`` committed: answer its waiters, let the
+        image forget how to undo it."""
+        self.waiters.resolve(high_watermark)
+        self.image.committed(high_watermark - 1)
+
+    def _replay_committed(self, core: RaftApi, high_watermark: int) -> None:
+        log = core.log
+        while self.position < high_watermark:
+            data = log.read(self.position, READ_CHUNK_BYTES)
+            if not data:
+                return
+            progressed = False
+            for header, pos in iter_batches(data):
+                if header.last_offset >= high_watermark:
+                    return
+                if header.last_offset < self.position:
+                    continue
+                progressed = True
+                if not header.is_control:
+                    for record in decode_records(data[pos : pos + header.size]):
+                        if record.offset >= self.position and record.value is not None:
+                            self._replay_value(record.value, record.offset, "metadata record")
+                self.position = header.last_offset + 1
+            if not progressed:
+                return
+
+    def _replay_value(self, value: bytes, offset: int, where: str) -> None:
+        if self.on_applied is not None:
+            self.on_applied(len(value))
+        try:
+            record, version = decode_record(value)
+            self.controller.replay(record, version, offset)
+        except (MetadataRecordError, ImageError) as e:
+            # Kafka's controller stops on such a record; a pykraft standby counts it and
+            # goes on following (MetadataErrorCount) but will not lead (module docstring).
+            self.metadata_errors += 1
+            self.report(f"{where} at offset {offset} cannot be replayed: {e}")
+
+    # -- leadership ------------------------------------------------------------------------------
+
+    def _activate(self, core: RaftApi, epoch: int, now_ms: int) -> None:
+        if self.metadata_errors:
+            raise ActivationRefused(
+                f"{self.metadata_errors} committed metadata record(s) failed to replay on "
+                "this controller, so its image may differ from the log's; it will not "
+                "become the active controller"
+            )
+        controller = self.controller
+        try:
+            records = controller.activate(now_ms, self.bootstrap)
+        except Exception:
+            controller.deactivate()
+            raise
+        self.epoch = epoch
+        controller.image.record_uncommitted(True)
+        if records:
+            self.write(core, records, now_ms)
+
+    def deactivate(self, high_watermark: int) -> None:
+        """No longer the active controller: fail what waits for a commit, and revert the
+        image to the last committed offset."""
+        self.controller.deactivate()
+        self.epoch = -1
+        self.waiters.fail_all()
+        image = self.image
+        self.reverted = image.revert(high_watermark - 1)
+        image.record_uncommitted(False)
+        self.position = min(self.position, high_watermark)
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def context(
+        self,
+        core: RaftApi,
+        now_ms: int,
+        controller_features: dict[int, dict[str, tuple[int, int]]] | None = None,
+    ) -> Context:
+        return Context(
+            now_ms=now_ms,
+            next_offset=core.log.end_offset,
+            kraft_version=core.kraft_version,
+            controller_features=controller_features or {},
+        )
+
+    def write(self, core: RaftApi, records: RecordList, now_ms: int) -> int | None:
+        """Append ``records`` as one batch and apply them; the last offset (None if this
+        replica is no longer the leader). A storage error propagates (the node stops)."""
+        values = [encode_record(record, version) for record, version in records]
+        base = core.log.end_offset
+        try:
+            last = core.append(values, now_ms)
+        except NotLeaderError as e:
+            self.report(f"controller write refused: {e}")
+            return None
+        assert last == base + len(values) - 1, (base, last, len(values))
+        controller = self.controller
+        for i, (record, version) in enumerate(records):
+            controller.replay(record, version, base + i)
+        self.position = last + 1
+        if self.on_applied is not None:
+            self.on_applied(sum(len(v) for v in values))
+        controller.wrote(now_ms)
+        self.writes += 1
+        return last
+
+    def handle(
+        self, core: RaftApi, api_key: int, version: int, request: object, ctx: Context
+    ) -> Handled:
+        """Run one request on the active controller (reads on any): records written, the
+        response and the offset that must commit first. Raises ``ApiError`` for a request
+        refused as a whole (nothing written)."""
+        controller = self.controller
+        if api_key in READ_APIS:
+            image = controller.image
+            with image.timeline.at_committed():
+                result = controller.handle(api_key, version, request, ctx)
+            return Handled(result.response, -1, 0)
+        result = controller.handle(api_key, version, request, ctx)
+        count = len(result.records)
+        check_op_size(count)  # the handlers that can build many records check first
+        last = core.log.end_offset - 1
+        if result.records:
+            written = self.write(core, result.records, ctx.now_ms)
+            if written is None:
+                raise ApiError(ErrorCode.not_controller, NOT_ACTIVE)
+            last = written
+            if result.on_written is not None:
+                result.on_written(last)
+        return Handled(result.response, last, count)
+
+    def after_commit(self, core: RaftApi, offset: int, fn: Callable[[bool], None]) -> None:
+        """``fn(True)`` once ``offset`` committed, ``fn(False)`` if leadership is lost
+        first."""
+        self.waiters.add(offset, core.high_watermark, fn)
+
+    def tick(self, core: RaftApi, ctx: Context) -> int | None:
+        """The active controller's periodic work (fencing, idle NoOpRecords, KIP-435
+        steps); the last offset written, if any."""
+        if not self.active:
+            return None
+        records = self.controller.tick(ctx)
+        return self.write(core, records, ctx.now_ms) if records else None
+
+    # -- snapshots -------------------------------------------------------------------------------
+
+    def snapshot_end(self, core: RaftApi) -> int | None:
+        """The end offset a snapshot of the image would have now, or None when the image
+        holds records that have not committed (or nothing past the log start)."""
+        end = self.position
+        if end > core.high_watermark or end <= core.log.start_offset:
+            return None
+        return end

@@ -1,0 +1,203 @@
+"""The image's undo log: what Kafka's ``SnapshotRegistry`` and timeline collections give its
+controller, for pykraft's one mutable :class:`~pykraft.metadata.image.Image`.
+
+Theory of operation. The active controller applies its records to the image when it
+appends them, before they commit (so the next request sees them). Kafka keeps every
+manager's state in timeline maps and sets that remember their value at each committed
+offset; on losing leadership it reverts to the last committed offset
+(``OffsetControlManager.deactivate`` -> ``SnapshotRegistry.revertToSnapshot``), and reads
+(DescribeConfigs, the finalized features) see the state at that offset.
+
+pykraft gets the same two operations from one undo log. Every change the image makes goes
+through one of the primitives below (``put``/``delete`` on a dict, ``assign`` of an attribute,
+``add``/``discard`` on a set, ``append`` to a list). While ``recording`` (only on the active
+controller: a standby replays committed records only) each primitive first remembers the
+value it replaces, tagged with the offset of the record being applied. Then:
+
+* ``commit(offset)`` forgets what records up to ``offset`` changed (they can no longer be
+  lost): the log only ever holds the changes of uncommitted records, so its size is bounded
+  by what is in flight, not by the log;
+* ``revert(offset)`` undoes, newest first, every change of the records after ``offset``: the
+  image is again exactly the committed state, in time proportional to the uncommitted
+  changes (Kafka's revert), not to the log (a rebuild from the snapshot);
+* ``at_committed()`` is a context in which the image *is* the committed state: the
+  uncommitted changes are undone on entry and redone on exit, so a read answered inside sees
+  nothing a failover could lose (Kafka's reads at ``lastCommittedOffset``).
+
+Not recording, a primitive is the plain mutation (one attribute test more).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableSequence
+from contextlib import contextmanager
+from typing import Final, TypeVar
+
+__all__ = ["Timeline"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Missing:
+    """The 'no such key' value of an undo entry."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+# Entry kinds: (offset, kind, target, key, old value).
+_DICT: Final = 0  # key of a dict; old value or MISSING
+_ATTR: Final = 1  # attribute of an object; old value
+_SET: Final = 2  # member of a set; old membership (bool)
+_LIST: Final = 3  # an append to a list; undone by removing the last item
+_REAPPEND: Final = 4  # only in at_committed's redo list: append the old value again
+
+_Entry = tuple[int, int, object, object, object]
+
+
+class Timeline:
+    """Invariant: ``_entries`` is in non-decreasing offset order, and undoing them newest
+    first turns the image back into its state before the oldest one's record."""
+
+    __slots__ = ("_entries", "offset", "recording")
+
+    def __init__(self) -> None:
+        self._entries: list[_Entry] = []
+        self.recording = False
+        self.offset = -1  # the offset of the record whose changes are being made
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- the primitives -----------------------------------------------------------------------
+
+    def put(self, target: dict[K, V], key: K, value: V) -> None:
+        if self.recording:
+            self._entries.append((self.offset, _DICT, target, key, target.get(key, MISSING)))
+        target[key] = value
+
+    def delete(self, target: dict[K, V], key: K) -> None:
+        if key not in target:
+            return
+        if self.recording:
+            self._entries.append((self.offset, _DICT, target, key, target[key]))
+        del target[key]
+
+    def assign(self, target: object, name: str, value: object) -> None:
+        if self.recording:
+            self._entries.append((self.offset, _ATTR, target, name, getattr(target, name)))
+        setattr(target, name, value)
+
+    def add(self, target: set[K], item: K) -> None:
+        if item in target:
+            return
+        if self.recording:
+            self._entries.append((self.offset, _SET, target, item, False))
+        target.add(item)
+
+    def discard(self, target: set[K], item: K) -> None:
+        if item not in target:
+            return
+        if self.recording:
+            self._entries.append((self.offset, _SET, target, item, True))
+        target.discard(item)
+
+    def append(self, target: MutableSequence[V], item: V) -> None:
+        if self.recording:
+            self._entries.append((self.offset, _LIST, target, None, None))
+        target.append(item)
+
+    # -- commit, revert, read at the committed offset -------------------------------------------
+
+    def commit(self, offset: int) -> None:
+        """The records up to ``offset`` committed: forget their changes."""
+        entries = self._entries
+        if not entries or entries[0][0] > offset:
+            return
+        if entries[-1][0] <= offset:
+            entries.clear()
+            return
+        lo, hi = 0, len(entries)
+        while lo < hi:  # the first entry after ``offset``
+            mid = (lo + hi) // 2
+            if entries[mid][0] <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        del entries[:lo]
+
+    def revert(self, offset: int) -> int:
+        """Undo every change of the records after ``offset``; the count undone."""
+        entries = self._entries
+        undone = 0
+        while entries and entries[-1][0] > offset:
+            _undo(entries.pop())
+            undone += 1
+        return undone
+
+    @contextmanager
+    def at_committed(self) -> Iterator[None]:
+        """The image as of the last ``commit`` inside the block (changes after it undone on
+        entry, redone on exit). Nothing may change the image inside."""
+        entries = self._entries
+        if not entries:
+            yield
+            return
+        redo = [_capture(entry) for entry in reversed(entries)]  # undoes as it captures
+        recording, self.recording = self.recording, False
+        try:
+            yield
+        finally:
+            for entry in reversed(redo):
+                _undo(entry)  # undoing a captured entry redoes the original
+            self.recording = recording
+
+
+def _undo(entry: _Entry) -> None:
+    _, kind, target, key, old = entry
+    if kind == _DICT:
+        assert isinstance(target, dict)
+        if old is MISSING:
+            target.pop(key, None)
+        else:
+            target[key] = old
+    elif kind == _ATTR:
+        assert isinstance(key, str)
+        setattr(target, key, old)
+    elif kind == _SET:
+        assert isinstance(target, set)
+        if old:
+            target.add(key)
+        else:
+            target.discard(key)
+    elif kind == _LIST:
+        assert isinstance(target, list)
+        target.pop()
+    else:
+        assert isinstance(target, list)
+        target.append(old)
+
+
+def _capture(entry: _Entry) -> _Entry:
+    """Undo ``entry``; return the entry that undoes the undo (the value it replaced now)."""
+    offset, kind, target, key, _ = entry
+    if kind == _DICT:
+        assert isinstance(target, dict)
+        now: object = target.get(key, MISSING)
+        redo: _Entry = (offset, kind, target, key, now)
+    elif kind == _ATTR:
+        assert isinstance(key, str)
+        redo = (offset, kind, target, key, getattr(target, key))
+    elif kind == _SET:
+        assert isinstance(target, set)
+        redo = (offset, kind, target, key, key in target)
+    else:
+        assert isinstance(target, list)
+        redo = (offset, _REAPPEND, target, None, target[-1])
+    _undo(entry)
+    return redo

@@ -1,0 +1,141 @@
+"""docs/ARCHITECTURE.md's layering, checked: which package of ``pykraft`` may import which.
+Every import counts (module level, inside functions, under ``TYPE_CHECKING``), read from the
+AST of every module. Beside it, ``tests/raft/test_purity.py`` keeps the deterministic cores
+free of I/O."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pykraft
+
+ROOT = Path(pykraft.__file__).parent
+
+# package -> the pykraft packages it may import (besides itself). Lower layers first.
+ALLOWED: dict[str, set[str]] = {
+    "schema": set(),
+    "protocol": {"schema"},
+    "records": {"schema"},
+    "metadata": {"schema"},
+    "raft": {"records"},
+    "storage": {"raft", "records", "metadata", "schema"},
+    "controller": {"raft", "records", "metadata", "protocol", "schema"},
+    "net": {"protocol", "raft", "records", "schema"},
+    "migration": {"controller", "metadata", "protocol", "records", "schema", "storage"},
+    "admin": {"net", "protocol", "raft", "records", "schema"},
+    "sim": {"controller", "metadata", "protocol", "raft", "records", "schema", "storage"},
+    "node": {
+        "controller",
+        "metadata",
+        "migration",
+        "net",
+        "protocol",
+        "raft",
+        "records",
+        "schema",
+        "storage",
+    },
+    "pipeline": {
+        "controller",
+        "metadata",
+        "migration",
+        "protocol",
+        "raft",
+        "records",
+        "schema",
+        "sim",
+        "storage",
+    },
+    "interop": {
+        "admin",
+        "controller",
+        "metadata",
+        "migration",
+        "net",
+        "node",
+        "protocol",
+        "raft",
+        "records",
+        "schema",
+        "storage",
+    },
+    "faults": {
+        "admin",
+        "interop",
+        "metadata",
+        "net",
+        "node",
+        "protocol",
+        "raft",
+        "records",
+        "schema",
+        "storage",
+    },
+    "cli": set(),  # the top: anything (checked below as "every package")
+}
+TOP = {"cli", "__main__", "_version"}
+
+
+def imported_packages(path: Path) -> set[str]:
+    """The pykraft packages ``path`` imports."""
+    package = path.relative_to(ROOT).parts[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: inside its own package unless it climbs out
+                names = [f"pykraft.{package}"] if node.level == 1 else ["pykraft"]
+            else:
+                names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "pykraft" and len(parts) > 1:
+                found.add(parts[1])
+    found.discard(package)
+    return found
+
+
+def offences() -> dict[str, set[str]]:
+    bad: dict[str, set[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if len(rel.parts) == 1:
+            continue  # pykraft/__init__.py, __main__.py
+        package = rel.parts[0]
+        if package in TOP:
+            continue
+        assert package in ALLOWED, f"{package}/ is not in the layering table: add it"
+        wrong = imported_packages(path) - ALLOWED[package]
+        if wrong:
+            bad[str(rel)] = wrong
+    return bad
+
+
+def test_every_import_follows_the_layering() -> None:
+    assert offences() == {}
+
+
+def test_the_check_sees_a_break(tmp_path: Path) -> None:
+    fake = ROOT / "records" / "_layering_probe.py"
+    fake.write_text("def f() -> None:\n    from pykraft.raft.core import RaftCore\n")
+    try:
+        assert offences() == {"records/_layering_probe.py": {"raft"}}
+    finally:
+        fake.unlink()
+
+
+def test_the_table_is_acyclic() -> None:
+    """A package's allowed imports never lead back to it."""
+    for start in ALLOWED:
+        seen: set[str] = set()
+        todo = list(ALLOWED[start])
+        while todo:
+            current = todo.pop()
+            assert current != start, f"{start} can reach itself"
+            if current not in seen:
+                seen.add(current)
+                todo.extend(ALLOWED.get(current, ()))
