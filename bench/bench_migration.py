@@ -18,20 +18,31 @@
    -> ZK_MIGRATION") to its transition into DUAL_WRITE: the copy of every znode into one
    metadata transaction, its commit, the ``/migration`` write, the reconciliation of ZooKeeper
    and the FULL requests to the brokers. Printed per run with the ratio pykraft / Kafka.
+4. Dual write (issue 26): ``--changes`` topic config changes, one at a time, sent to the
+   controller (IncrementalAlterConfigs through the project's admin client), each timed from
+   the request to the moment ZooKeeper's ``/config/topics/<t>`` holds the new value (read
+   through kazoo every 5 ms): what a change costs while ZooKeeper is mirrored. p50 and max
+   per side; ``--side pykraft`` runs one side (for a before/after of one commit).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime
 import itertools
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from kazoo.client import KazooClient
+
+from pykraft.admin import AdminClient
+from pykraft.admin.metadata import alter_topic_configs
 from pykraft.interop.kafka import KafkaDist
 from pykraft.interop.migrating import (
     MigratingBrokerStandIns,
@@ -76,13 +87,47 @@ def wait_phases(log: Path, side: str, timeout_s: float) -> tuple[list[float], st
     raise TimeoutError(f"{side}: no DUAL_WRITE within {timeout_s} s:\n{text[-4000:]}")
 
 
+def dual_write_latencies(controller: str, zookeeper: str, changes: int) -> list[float]:
+    """Seconds from each config change's request to ZooKeeper holding it (step 4)."""
+    topic = "topic-00000"
+    path = f"/config/topics/{topic}"
+    zk = KazooClient(hosts=zookeeper, timeout=30)
+    zk.start()
+
+    async def run() -> list[float]:
+        seen: list[float] = []
+        async with AdminClient(controller, bootstrap_controllers=True) as admin:
+            for i in range(changes):
+                value = str(3_600_000 + i)
+                started = time.monotonic()
+                result = await alter_topic_configs(admin, topic, {"retention.ms": value})
+                if result.error:
+                    raise RuntimeError(f"IncrementalAlterConfigs: {result}")
+                deadline = started + 120
+                while value.encode() not in (zk.get(path)[0] or b""):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{path} never held retention.ms={value}")
+                    await asyncio.sleep(0.005)
+                seen.append(time.monotonic() - started)
+        return seen
+
+    try:
+        return asyncio.run(run())
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=10, help="per topic")
     parser.add_argument("--runs", type=int, default=1, help="runs per side (alternating)")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--changes", type=int, default=20, help="dual-write changes timed")
+    parser.add_argument("--side", choices=("both", "kafka", "pykraft"), default="both")
     args = parser.parse_args()
+    sides = ("kafka", "pykraft") if args.side == "both" else (args.side,)
     dist = KafkaDist.get("3.9")
     tmp = Path(tempfile.mkdtemp(prefix="bench-migration-"))
     zookeeper = ZooKeeperServer(dist, tmp)
@@ -101,8 +146,9 @@ def main() -> int:
         pristine = tmp / "zookeeper-pristine"
         shutil.copytree(zookeeper.data, pristine)
         results: dict[str, list[float]] = {"kafka": [], "pykraft": []}
+        latencies: dict[str, list[float]] = {"kafka": [], "pykraft": []}
         for run in range(args.runs):
-            for side in ("kafka", "pykraft"):
+            for side in sides:
                 shutil.rmtree(zookeeper.data)
                 shutil.copytree(pristine, zookeeper.data)
                 zookeeper.start()
@@ -118,6 +164,21 @@ def main() -> int:
                     marks, loaded = wait_phases(server.log, side, args.timeout)
                     if brokers.error is not None:
                         raise RuntimeError(f"brokers: {brokers.error!r}")
+                    if args.changes:
+                        try:
+                            timed = dual_write_latencies(
+                                f"127.0.0.1:{server.port}", zookeeper.connect, args.changes
+                            )
+                        except Exception as e:  # reported: the copy's figures still count
+                            print(f"    {side}: dual-write phase failed: {e!r}", flush=True)
+                        else:
+                            latencies[side] += timed
+                            print(
+                                f"    {side}: dual write, request to ZooKeeper holding it: "
+                                f"p50 {statistics.median(timed) * 1000:.0f} ms, "
+                                f"max {max(timed) * 1000:.0f} ms over {len(timed)} changes",
+                                flush=True,
+                            )
                 finally:
                     brokers.stop()
                     server.kill()
@@ -132,12 +193,20 @@ def main() -> int:
                     flush=True,
                 )
                 print(f"    {loaded.split('] ', 1)[-1][:200]}", flush=True)
-        kafka, ours = min(results["kafka"]), min(results["pykraft"])
-        print(
-            f"migration of {args.topics:,} topics / {args.topics * args.partitions:,} partitions, "
-            f"start of the copy to dual write (best of {args.runs}): Kafka 3.9 {kafka:.2f} s, "
-            f"pykraft {ours:.2f} s, ratio pykraft/Kafka {ours / kafka:.2f}x"
-        )
+        if len(sides) == 2:
+            kafka, ours = min(results["kafka"]), min(results["pykraft"])
+            print(
+                f"migration of {args.topics:,} topics / {args.topics * args.partitions:,} "
+                f"partitions, start of the copy to dual write (best of {args.runs}): Kafka 3.9 "
+                f"{kafka:.2f} s, pykraft {ours:.2f} s, ratio pykraft/Kafka {ours / kafka:.2f}x"
+            )
+        for side in sides:
+            if latencies[side]:
+                print(
+                    f"dual write at {args.topics * args.partitions:,} partitions, {side}: p50 "
+                    f"{statistics.median(latencies[side]) * 1000:.0f} ms, max "
+                    f"{max(latencies[side]) * 1000:.0f} ms ({len(latencies[side])} changes)"
+                )
     finally:
         zookeeper.kill()
         shutil.rmtree(tmp, ignore_errors=True)

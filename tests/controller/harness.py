@@ -12,7 +12,7 @@ from typing import Any
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.quorum_controller import Context, QuorumController
 from pykraft.controller.result import Response, Result
-from pykraft.metadata.image import Image
+from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.metadata.serde import decode_record, encode_record
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema, response_schema
@@ -172,3 +172,55 @@ class Harness:
         )
         (topic,) = response["topics"]
         return dict(topic)
+
+    def random_requests(self, rng: random.Random, rounds: int) -> None:
+        """Requests of every kind that writes: topics, partitions, configs, ISR, fencing,
+        producer ids (on brokers 1-3, which must be registered)."""
+        for i in range(rounds):
+            kind = rng.randrange(7)
+            name = f"t{rng.randrange(6)}"
+            if kind == 0:
+                self.create_topic(name, partitions=rng.randrange(1, 4), rf=2)
+            elif kind == 1:
+                self.call(ApiKey.DELETE_TOPICS, 6, topics=[{"name": name}], timeout=1000)
+            elif kind == 2:
+                self.call(
+                    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                    1,
+                    validate_only=False,
+                    resources=[
+                        {
+                            "resource_type": rng.choice((TOPIC_RESOURCE, BROKER_RESOURCE)),
+                            "resource_name": name if rng.random() < 0.5 else "",
+                            "configs": [
+                                {
+                                    "name": "retention.ms",
+                                    "config_operation": rng.choice((0, 1)),
+                                    "value": str(1000 + i),
+                                }
+                            ],
+                        }
+                    ],
+                )
+            elif kind == 3:
+                self.tick(rng.randrange(0, 12_000))  # sessions may expire: fencing
+            elif kind == 4:
+                broker = rng.randrange(1, 4)
+                self.heartbeat(broker)
+            elif kind == 5:
+                broker = self.image.brokers.get(rng.randrange(1, 4))
+                if broker is not None:
+                    self.call(
+                        ApiKey.ALLOCATE_PRODUCER_IDS,
+                        0,
+                        broker_id=broker.broker_id,
+                        broker_epoch=broker.epoch,
+                    )
+            else:
+                self.call(
+                    ApiKey.ELECT_LEADERS,
+                    2,
+                    election_type=0,
+                    topic_partitions=None,
+                    timeout=1000,
+                )

@@ -1,5 +1,6 @@
 """Broker lifecycle on the controller: activation, registration rules, heartbeats, sessions,
-fencing and controlled shutdown (Kafka's ClusterControlManager / BrokerHeartbeatManager)."""
+fencing and controlled shutdown (Kafka's ClusterControlManager / BrokerHeartbeatManager;
+SPEC F1)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """KIP-435 incremental reassignment in the controller: the seed's example step by step,
 limits as dynamic cluster configs, leader movements between steps, cancel and re-target,
-failover from the log, and the managed throttles removed in every ending."""
+failover from the log, and the managed throttles removed in every ending (SPEC F3, F4, F5)."""
 
 from __future__ import annotations
 

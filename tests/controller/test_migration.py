@@ -81,6 +81,17 @@ def test_finalize_writes_post_migration_when_the_flag_is_removed() -> None:
     assert m.activation_records(image, enabled=True, empty_log=False, metadata_version=MV_3_9) == []
 
 
+def test_finalize_is_refused_while_a_broker_is_still_in_zookeeper_mode() -> None:
+    """G6: finalizing strands ZooKeeper-mode brokers (Kafka 3.9 lets it happen); pykraft
+    refuses with one line naming them."""
+    h = migrating()
+    assert register_zk(h, 0)["error_code"] == 0
+    image = h.image
+    image.replay(r.ZkMigrationStateRecord(zk_migration_state=m.MIGRATION), 0, h.offset)
+    with pytest.raises(m.MigrationRefused, match=r"brokers \[0\] are still registered"):
+        m.activation_records(image, enabled=False, empty_log=False, metadata_version=MV_3_9)
+
+
 def test_pre_migration_allows_only_registration_and_heartbeats() -> None:
     h = migrating()
     with pytest.raises(Exception, match="pre-migration mode") as refused:

@@ -1,4 +1,5 @@
-"""KIP-435 step function and batch planning (controller/steps.py) against the seed's rules."""
+"""KIP-435 step function and batch planning (controller/steps.py) against the seed's rules
+(SPEC F3, F5)."""
 
 from __future__ import annotations
 

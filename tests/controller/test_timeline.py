@@ -10,9 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
+from pykraft.metadata.image import Image
 from pykraft.metadata.timeline import Timeline
-from pykraft.protocol import ApiKey
 from pykraft.sim.controller import image_digest
 from tests.controller.harness import Harness
 
@@ -54,49 +53,6 @@ def test_not_recording_keeps_nothing() -> None:
     assert len(tl) == 0 and tl.revert(-1) == 0 and d == {"a": 1}
 
 
-def _busy(h: Harness, rng: random.Random, rounds: int) -> None:
-    """Requests of every kind that writes: topics, partitions, configs, ISR, fencing."""
-    for i in range(rounds):
-        kind = rng.randrange(6)
-        name = f"t{rng.randrange(6)}"
-        if kind == 0:
-            h.create_topic(name, partitions=rng.randrange(1, 4), rf=2)
-        elif kind == 1:
-            h.call(ApiKey.DELETE_TOPICS, 6, topics=[{"name": name}], timeout=1000)
-        elif kind == 2:
-            h.call(
-                ApiKey.INCREMENTAL_ALTER_CONFIGS,
-                1,
-                validate_only=False,
-                resources=[
-                    {
-                        "resource_type": rng.choice((TOPIC_RESOURCE, BROKER_RESOURCE)),
-                        "resource_name": name if rng.random() < 0.5 else "",
-                        "configs": [
-                            {
-                                "name": "retention.ms",
-                                "config_operation": rng.choice((0, 1)),
-                                "value": str(1000 + i),
-                            }
-                        ],
-                    }
-                ],
-            )
-        elif kind == 3:
-            h.tick(rng.randrange(0, 12_000))  # sessions may expire: fencing
-        elif kind == 4:
-            broker = rng.randrange(1, 4)
-            h.heartbeat(broker)
-        else:
-            h.call(
-                ApiKey.ELECT_LEADERS,
-                2,
-                election_type=0,
-                topic_partitions=None,
-                timeout=1000,
-            )
-
-
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), committed_rounds=st.integers(0, 15), more=st.integers(1, 15))
 def test_revert_equals_replay_of_the_committed_records(
@@ -107,14 +63,14 @@ def test_revert_equals_replay_of_the_committed_records(
     for broker in (1, 2, 3):
         h.live_broker(broker)
     h.image.record_uncommitted(True)
-    _busy(h, rng, committed_rounds)
+    h.random_requests(rng, committed_rounds)
     committed = h.offset - 1
     h.image.committed(committed)
     expected = _replayed(h.written, committed)
     with h.image.timeline.at_committed():
         assert image_digest(h.image) == image_digest(expected)
         h.image.check()
-    _busy(h, rng, more)
+    h.random_requests(rng, more)
     after = image_digest(h.image)
     with h.image.timeline.at_committed():
         assert image_digest(h.image) == image_digest(expected)

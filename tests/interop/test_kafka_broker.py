@@ -1,4 +1,4 @@
-"""A real Apache Kafka broker on pykraft controllers (issue 15, part 7: the smoke test).
+"""A real Apache Kafka broker on pykraft controllers (issue 15, part 7: the smoke test; F2).
 
 Three pykraft controllers (static voters) and one Kafka 4.x broker (``process.roles=broker``,
 formatted by Kafka's ``kafka-storage``), shared by the module: the broker registers, catches

@@ -20,6 +20,22 @@ from pykraft.records import decode_records, iter_batches
 from .conftest import OldCluster
 
 CONTROLLER_ID = 3000
+
+
+def kraft_mode(broker: Server) -> dict[str, object | None]:
+    """A migration-mode broker's config changes to restart it as a KRaft broker (Kafka's
+    phase 2: ``node.id``, ``process.roles``, no ZooKeeper configs, no IBP)."""
+    return {
+        "zookeeper.metadata.migration.enable": None,
+        "zookeeper.connect": None,
+        "zookeeper.session.timeout.ms": None,
+        "inter.broker.protocol.version": None,
+        "broker.id": None,
+        "node.id": broker.node_id,
+        "process.roles": "broker",
+    }
+
+
 MIGRATION_MODE: dict[str, object | None] = {
     "zookeeper.metadata.migration.enable": "true",
     "controller.listener.names": "CONTROLLER",

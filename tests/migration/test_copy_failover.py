@@ -1,4 +1,4 @@
-"""KIP-866 with the active controller killed during the copy: three pykraft controllers migrate
+"""KIP-866 with the active controller killed during the copy (SPEC G6): three pykraft controllers migrate
 a real ZooKeeper holding 1,000 topics (9,000 partitions, about 21,000 znodes: a copy that reads
 for about a second). The moment the active controller enters ZK_MIGRATION, ZooKeeper is
 frozen (SIGSTOP) so that its read stops half way, the controller is killed (kill -9), and

@@ -2,7 +2,8 @@
 mode holding data, and a pykraft controller with ``zookeeper.metadata.migration.enable``.
 The brokers are rolled into migration mode as Kafka's operator procedure says; they register
 with pykraft as migrating ZooKeeper brokers, pykraft claims ZooKeeper's controllership and
-copies ZooKeeper's metadata into its log in one metadata transaction."""
+copies ZooKeeper's metadata into its log in one metadata transaction (SPEC G2, G3, G4, G5,
+G6: finalize)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from .helpers import (
     active_controller,
     controller,
     format_controller,
+    kraft_mode,
     log_records,
     quorum,
     roll,
@@ -390,15 +392,7 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
     old = migrated.old
     roll(
         old,
-        lambda broker: {
-            "zookeeper.metadata.migration.enable": None,
-            "zookeeper.connect": None,
-            "zookeeper.session.timeout.ms": None,
-            "inter.broker.protocol.version": None,
-            "broker.id": None,
-            "node.id": broker.node_id,
-            "process.roles": "broker",
-        },
+        kraft_mode,
         started=BROKER_STARTED,
         topics=TRAFFIC_TOPICS,
     )

@@ -1,15 +1,21 @@
 """KRaft -> ZooKeeper reconciliation without I/O (Kafka's KRaftMigrationZkWriter snapshot
-rules): what ZooKeeper must say for an image, and the fewest writes that make it say so."""
+rules, SPEC G4): what ZooKeeper must say for an image, and the fewest writes that make it
+say so; the dual write of a delta against the model of ZooKeeper."""
 
 from __future__ import annotations
 
 import json
+import random
 import uuid
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.migration import zk_data as z
 from pykraft.migration import zk_writes as w
+from tests.controller.harness import Harness
 
 T1 = uuid.UUID(int=11)
 T2 = uuid.UUID(int=22)
@@ -178,3 +184,65 @@ def test_a_deleted_topic_loses_its_delete_topics_entry() -> None:
     deletes = [op.path for op in ops if op.kind == "delete"]
     assert f"{z.DELETE_TOPICS}/gone" in deletes
     assert f"{z.DELETE_TOPICS}/a" not in deletes  # "a" is still in the log
+
+
+class FakeZk:
+    """ZooKeeper's znodes as a dict (path -> data), the ops of ``reconcile`` applied to it."""
+
+    def __init__(self) -> None:
+        # Kafka's top-level paths (KafkaZkClient.createTopLevelPaths) exist before any write.
+        top = ("/brokers", "/brokers/topics", "/config", "/config/topics", "/config/brokers")
+        self.nodes: dict[str, bytes | None] = dict.fromkeys(top)
+
+    def apply(self, ops: list[w.ZkOp]) -> None:
+        for op in ops:
+            if op.kind == "delete":
+                assert op.path in self.nodes, op
+                assert not any(p.startswith(op.path + "/") for p in self.nodes), op
+                del self.nodes[op.path]
+            else:
+                parent = op.path.rsplit("/", 1)[0]
+                assert parent in self.nodes or parent.count("/") <= 1, op  # parents first
+                assert (op.path in self.nodes) == (op.kind == "set"), op
+                self.nodes[op.path] = op.data or None
+
+    def snapshot(self) -> z.ZkSnapshot:
+        children: dict[str, list[str]] = {}
+        for path in self.nodes:
+            parent, name = path.rsplit("/", 1)
+            children.setdefault(parent, []).append(name)
+        paths = set(self.nodes) | set(children)
+        return z.ZkSnapshot(
+            {p: z.Znode(self.nodes.get(p), 0, tuple(sorted(children.get(p, ())))) for p in paths}
+        )
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 100_000))
+def test_a_dual_write_of_the_changes_leaves_zookeeper_as_a_full_reconciliation(seed: int) -> None:
+    """The delta path (``Scope`` of the committed changes, reconciled against ``ZkModel``)
+    and the full path (everything reconciled against ZooKeeper as read) write ZooKeeper into
+    the same state, change after change."""
+    rng = random.Random(seed)
+    h = Harness(seed=seed)
+    for broker in (1, 2, 3):
+        h.live_broker(broker)
+    h.random_requests(rng, 5)
+    full, delta = FakeZk(), FakeZk()
+    first = w.desired(h.image, 7)
+    before = delta.snapshot()
+    ops = w.reconcile(first, before)[0]
+    for zk in (full, delta):
+        zk.apply(ops)
+    model = w.ZkModel(first, before, ops)
+    h.image.track_changes(True)
+    for _ in range(8):
+        h.random_requests(rng, rng.randrange(1, 5))
+        scope = w.Scope.of(h.image.take_changes(h.offset - 1))
+        want = w.desired(h.image, 7, scope)
+        ops = w.reconcile(want, model.snapshot(scope))[0]
+        delta.apply(ops)
+        model.apply(want, scope, ops)
+        full.apply(w.reconcile(w.desired(h.image, 7), full.snapshot())[0])
+        assert delta.nodes == full.nodes
+    assert not h.image.take_changes(h.offset)

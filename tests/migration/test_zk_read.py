@@ -1,6 +1,7 @@
 """KIP-866's initial load, read side: what a real Kafka 3.9 cluster keeps in a real ZooKeeper
 becomes the metadata records Kafka's ``ZkMigrationClient.readAllMetadata`` would write --
-checked against what the brokers themselves report (kafka-python) and the znodes' versions."""
+checked against what the brokers themselves report (kafka-python) and the znodes' versions
+(SPEC G1); and the rollback (G6)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from kafka.admin import (
     NewTopic,
 )
 
-from pykraft.interop.cluster import Server
+from pykraft.interop.cluster import BROKER_STARTED, Server
 from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
 from pykraft.metadata.serde import decode_record, encode_record
@@ -33,9 +34,10 @@ from .conftest import OldCluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-from .helpers import MIGRATION_MODE, controller, format_controller, roll
+from .helpers import MIGRATION_MODE, controller, format_controller, kraft_mode, roll
 
 DURING = "during-dual-write"
+KRAFT_ERA = "made-with-kraft-brokers"
 ACL = {
     "version": 1,
     "acls": [
@@ -275,16 +277,26 @@ def test_spark_dry_run_writes_the_records_a_migration_would(
     assert json.loads((out / "report.json").read_text())["partitions"] == report.partitions
 
 
+def _producer_id(producer: KafkaProducer) -> int:
+    """The producer id an idempotent kafka-python producer was given (InitProducerId)."""
+    manager = producer._transaction_manager
+    assert manager is not None
+    return int(manager.producer_id_and_epoch.producer_id)
+
+
 def test_rollback_to_zookeeper_mode_keeps_what_dual_write_changed(
     old_cluster: OldCluster,
     loaded: tuple[zk_data.ZkSnapshot, zk_data.MigrationLoad],
     tmp_path: Path,
 ) -> None:
-    """Kafka's documented rollback from dual write with the brokers in migration mode:
-    the KRaft controller deprovisioned, ``/controller`` and ``/migration`` removed, the
-    migration configs taken off the brokers in a rolling restart. A broker is ZooKeeper's
-    controller again and the topic made during dual write is there, with its config and its
-    acknowledged records."""
+    """Kafka's documented rollback (G6), from its latest point: the brokers already restarted
+    as KRaft brokers (step 4). They are rolled back into migration mode, the KRaft controller
+    is deprovisioned, ``/controller`` and ``/migration`` removed, the migration configs taken
+    off the brokers in a rolling restart. A broker is ZooKeeper's controller again; the
+    topics made during dual write (with the brokers in migration mode, then in KRaft mode)
+    are there with their config and acknowledged records; and the producer ids the KRaft
+    controller handed out are not handed out again (``/latest_producer_id_block`` was
+    dual-written)."""
     snapshot, _ = loaded
     cluster_id = zk_data.cluster_id(snapshot)
     assert cluster_id is not None
@@ -293,28 +305,61 @@ def test_rollback_to_zookeeper_mode_keeps_what_dual_write_changed(
     format_controller(server, cluster_id, "--release-version", "3.9")
     server.start()
     sent = [b"during-%d" % i for i in range(20)]
+    migration_mode = {**MIGRATION_MODE, "controller.quorum.bootstrap.servers": server.address}
     try:
-        roll(
-            old_cluster,
-            lambda _b: {**MIGRATION_MODE, "controller.quorum.bootstrap.servers": server.address},
-            started=ZK_BROKER_STARTED,
-            topics=topics,
-        )
+        roll(old_cluster, lambda _b: migration_mode, started=ZK_BROKER_STARTED, topics=topics)
         server.wait_for("-> DUAL_WRITE", 60)
         admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
         try:
             admin.create_topics([NewTopic(DURING, 2, 3, topic_configs={"retention.ms": "7200000"})])
         finally:
             admin.close()
-        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=10)
+        producer = KafkaProducer(
+            bootstrap_servers=kafka.bootstrap, acks="all", retries=10, enable_idempotence=True
+        )
         for value in sent:
             producer.send(DURING, value).get(timeout=60)
+        kraft_era_id = _producer_id(producer)  # from a block the KRaft controller allocated
         producer.close()
         with zk_client.session(old_cluster.zookeeper.connect) as zk:
             _until(
                 lambda: zk.exists(f"/brokers/topics/{DURING}/partitions/1/state") is not None,
                 "the topic written to ZooKeeper",
             )
+        # Step 4: the brokers restarted as KRaft brokers; a topic made now is dual-written.
+        roll(
+            old_cluster,
+            kraft_mode,
+            started=BROKER_STARTED,
+            topics=[*topics, DURING],
+        )
+        admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=30_000)
+        try:
+            admin.create_topics([NewTopic(KRAFT_ERA, 1, 3)])
+        finally:
+            admin.close()
+        with zk_client.session(old_cluster.zookeeper.connect) as zk:
+            _until(
+                lambda: zk.exists(f"/brokers/topics/{KRAFT_ERA}/partitions/0/state") is not None,
+                "the KRaft-era topic written to ZooKeeper",
+            )
+            block = json.loads(zk.get("/latest_producer_id_block")[0])
+            assert int(block["block_end"]) + 1 > kraft_era_id, block
+        # Rollback from step 4: first back into migration mode (Kafka's table: the brokers'
+        # ZooKeeper configs restored), a rolling restart.
+        roll(
+            old_cluster,
+            lambda broker: {
+                **migration_mode,
+                "zookeeper.connect": old_cluster.zookeeper.connect,
+                "zookeeper.session.timeout.ms": 6000,
+                "broker.id": broker.node_id,
+                "node.id": None,
+                "process.roles": None,
+            },
+            started=ZK_BROKER_STARTED,
+            topics=[*topics, DURING, KRAFT_ERA],
+        )
     finally:
         server.kill()
     with zk_client.session(old_cluster.zookeeper.connect) as zk:
@@ -337,7 +382,7 @@ def test_rollback_to_zookeeper_mode_keeps_what_dual_write_changed(
             "controller.quorum.bootstrap.servers": None,
         },
         started=ZK_BROKER_STARTED,
-        topics=[*topics, DURING],
+        topics=[*topics, DURING, KRAFT_ERA],
         kraft_registered=False,
         stop=kill,
     )
@@ -362,3 +407,13 @@ def test_rollback_to_zookeeper_mode_keeps_what_dual_write_changed(
         got.update(m.value for b in consumer.poll(timeout_ms=1000).values() for m in b)
     consumer.close()
     assert set(sent) <= got
+    # A ZooKeeper controller again hands out producer ids: after the KRaft controller's.
+    producer = KafkaProducer(
+        bootstrap_servers=kafka.bootstrap, acks="all", retries=10, enable_idempotence=True
+    )
+    try:
+        producer.send(KRAFT_ERA, b"after-rollback").get(timeout=60)
+        # Past the whole block (1,000 ids) the KRaft era's producer id came from.
+        assert _producer_id(producer) > kraft_era_id + zk_data.PRODUCER_ID_BLOCK_SIZE - 1
+    finally:
+        producer.close()

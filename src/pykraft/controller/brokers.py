@@ -1,6 +1,6 @@
 """Brokers on the controller: registration, heartbeats, sessions, fencing and controlled
 shutdown (Kafka's ``ClusterControlManager``, ``BrokerHeartbeatManager`` and the broker
-parts of ``ReplicationControlManager``).
+parts of ``ReplicationControlManager``). SPEC F1.
 
 Theory of operation. A broker registers (BrokerRegistration); the controller writes a
 ``RegisterBrokerRecord`` whose ``BrokerEpoch`` is the offset that record is written at, with
@@ -43,6 +43,7 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller.errors import ApiError
 from pykraft.controller.migration import MIGRATION_SUPPORTED_MV, PRE_MIGRATION
 from pykraft.controller.partitions import Acceptable, acceptor, change_record, partition_version
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER, BrokerState, Image, PartitionState, broker_record
 from pykraft.metadata.versions import IBP_3_7_IV2, METADATA_VERSION, MINIMUM_METADATA_VERSION
@@ -160,11 +161,11 @@ def _leader_and_isr_updates(
     acceptable: Acceptable,
     remove: int,
     unclean: set[uuid.UUID],
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """PartitionChangeRecords that drop ``remove`` (if not NO_LEADER) from each ISR and
     re-elect leaders under ``acceptable`` (Kafka's ``generateLeaderAndIsrUpdates``)."""
     version = partition_version(image.metadata_version or 0)
-    out: list[tuple[Any, int]] = []
+    out: RecordList = []
     for p in list(partitions):
         isr = tuple(b for b in p.isr if b != remove)
         election = "unclean" if p.topic_id in unclean else "default"
@@ -187,9 +188,7 @@ def unclean_topics(image: Image, cluster_unclean: bool) -> set[uuid.UUID]:
     return out
 
 
-def fence_records(
-    image: Image, broker: BrokerState, unclean: set[uuid.UUID]
-) -> list[tuple[Any, int]]:
+def fence_records(image: Image, broker: BrokerState, unclean: set[uuid.UUID]) -> RecordList:
     """Fence ``broker``: out of every ISR, leaders moved, then the fencing record."""
     records = _leader_and_isr_updates(
         image,
@@ -209,10 +208,8 @@ def fence_records(
     return records
 
 
-def _unfence_records(
-    image: Image, broker: BrokerState, unclean: set[uuid.UUID]
-) -> list[tuple[Any, int]]:
-    records: list[tuple[Any, int]] = [
+def _unfence_records(image: Image, broker: BrokerState, unclean: set[uuid.UUID]) -> RecordList:
+    records: RecordList = [
         (
             r.BrokerRegistrationChangeRecord(
                 broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=UNFENCE
@@ -231,8 +228,8 @@ def _unfence_records(
 
 def _controlled_shutdown_records(
     image: Image, broker: BrokerState, unclean: set[uuid.UUID]
-) -> list[tuple[Any, int]]:
-    records: list[tuple[Any, int]] = []
+) -> RecordList:
+    records: RecordList = []
     if not broker.in_controlled_shutdown:
         records.append(
             (
@@ -383,7 +380,7 @@ def register_broker(
     unclean: set[uuid.UUID],
     zk_migration: bool = False,
     inter_broker_listener: str = "PLAINTEXT",
-) -> tuple[list[tuple[Any, int]], int]:
+) -> tuple[RecordList, int]:
     """(records, broker epoch) for a BrokerRegistration (any version); raises ApiError.
     ``zk_migration``: this quorum migrates a ZooKeeper cluster (KIP-866), so ZooKeeper
     brokers in migration mode register (with ``inter_broker_listener`` among their
@@ -396,7 +393,7 @@ def register_broker(
     if mv >= IBP_3_7_IV2:
         _check_log_dirs(image, broker_id, log_dirs)
     features = _registered_features(image, request, broker_id, kraft_version)
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     same = existing is not None and existing.incarnation_id == incarnation
     if existing is not None and not same and not existing.fenced:
         records.extend(fence_records(image, existing, unclean))
@@ -433,7 +430,7 @@ def register_broker(
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
-    records: list[tuple[Any, int]]
+    records: RecordList
     caught_up: bool
     fenced: bool
     in_controlled_shutdown: bool
@@ -496,7 +493,7 @@ def heartbeat(
             shutdown_at = sessions.shutdown_offset.get(broker_id, 0)
             if shutdown_at <= sessions.lowest_active_offset(image):
                 nxt = SHUTDOWN_NOW
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     if nxt != current:
         if nxt in (FENCED, SHUTDOWN_NOW):
             if not broker.fenced:
@@ -518,7 +515,7 @@ def heartbeat(
 
 def unregister_broker(
     image: Image, sessions: BrokerSessions, broker_id: int, unclean: set[uuid.UUID]
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """UnregisterBroker: out of every ISR, then UnregisterBrokerRecord; raises ApiError."""
     broker = image.brokers.get(broker_id)
     if broker is None:

@@ -19,6 +19,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.result import RecordList
 from pykraft.controller.steps import LIMIT_CONFIGS
 from pykraft.controller.throttles import THROTTLE_POLICY
 from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
@@ -226,10 +227,10 @@ Changes = Callable[[Any, int, dict[str, str]], dict[str, str | None]]
 
 def _alter(
     image: Image, resources: Iterable[Any], validate_only: bool, changes_of: Changes
-) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+) -> tuple[RecordList, list[dict[str, Any]]]:
     """(records, per-resource results): each resource checked, ``changes_of(resource,
     type, current configs)`` gives key -> new value (None deletes) or raises ApiError."""
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     results = []
     for resource in resources:
         rtype, rname = int(resource.resource_type), resource.resource_name
@@ -294,22 +295,22 @@ def _replacing_changes(resource: Any, rtype: int, current: dict[str, str]) -> di
 
 def incremental_alter_configs(
     image: Image, resources: Iterable[Any], validate_only: bool
-) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+) -> tuple[RecordList, list[dict[str, Any]]]:
     """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key."""
     return _alter(image, resources, validate_only, _incremental_changes)
 
 
 def alter_configs(
     image: Image, resources: Iterable[Any], validate_only: bool
-) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+) -> tuple[RecordList, list[dict[str, Any]]]:
     """The legacy AlterConfigs: each resource's configs replaced by those given."""
     return _alter(image, resources, validate_only, _replacing_changes)
 
 
 def _records(
     rtype: int, rname: str, current: dict[str, str], changes: dict[str, str | None]
-) -> list[tuple[Any, int]]:
-    out: list[tuple[Any, int]] = []
+) -> RecordList:
+    out: RecordList = []
     for key, value in changes.items():
         if current.get(key) == value:
             continue

@@ -9,6 +9,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.versions import (
@@ -35,11 +36,11 @@ def update_features(
     request: Any,
     node_id: int,
     controller_features: dict[int, dict[str, tuple[int, int]]],
-) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+) -> tuple[RecordList, dict[str, Any]]:
     """UpdateFeatures: the FeatureLevelRecords and the response (all updates or none, as
     Kafka; none with ValidateOnly)."""
     validate_only = bool(getattr(request, "validate_only", False))
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     results = []
     top: ApiError | None = None
     for update in request.feature_updates:

@@ -22,6 +22,7 @@ from pykraft.controller.partitions import (
     change_record,
     partition_version,
 )
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image
 
@@ -30,7 +31,7 @@ __all__ = ["alter_partition", "elect_leaders"]
 
 def alter_partition(
     image: Image, metadata_version: int, version: int, request: Any
-) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+) -> tuple[RecordList, dict[str, Any]]:
     """AlterPartition (KIP-497, KIP-903): a leader's new ISR and recovery state, checked
     against the image; the records and the response."""
     broker_id = int(request.broker_id)
@@ -39,7 +40,7 @@ def alter_partition(
     except ApiError as e:
         return [], {"throttle_time": 0, "error_code": e.code, "topics": ()}
     pversion = partition_version(metadata_version)
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     topics = []
     for topic in request.topics:
         topic_state = image.topics.get(topic.topic_id)
@@ -130,7 +131,7 @@ def _alter_one(
 
 def elect_leaders(
     image: Image, metadata_version: int, request: Any
-) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+) -> tuple[RecordList, dict[str, Any]]:
     """ElectLeaders (KIP-460): preferred or unclean elections of the partitions named (all
     that need one when none is named); the records and the response."""
     election = (
@@ -150,7 +151,7 @@ def elect_leaders(
                 wanted.append((topic.name, parts))
     else:
         wanted = [(tp.topic, [int(x) for x in tp.partitions]) for tp in request.topic_partitions]
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     results = []
     for name, parts in wanted:
         outcomes = []
@@ -173,7 +174,7 @@ def _elect_one(
     index: int,
     election: str,
     pversion: int,
-    records: list[tuple[Any, int]],
+    records: RecordList,
 ) -> ApiError | None:
     topic_id = image.topics_by_name.get(name)
     p = None if topic_id is None else image.partition(topic_id, index)

@@ -2,7 +2,8 @@
 controller's writes, and the migration driver (Kafka 3.9's ``KRaftMigrationDriver``) as a
 deterministic state machine. No I/O: the driver *asks* for ZooKeeper work (``next_action``),
 the host (``pykraft.node.migration_host``) does it off the event loop and feeds the result
-back (``on_*``); time comes in as ``now_ms``.
+back (``on_*``); time comes in as ``now_ms``. SPEC G2 (the states, persisted), G3 (the
+trigger and its checks), G4 (claim, copy in one transaction, dual write), G6 (finalize).
 
 States and transitions are Kafka's (docs/kafka/ZK-MIGRATION.md section 2.3):
 
@@ -25,6 +26,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.versions import IBP_3_4_IV0
@@ -115,11 +117,12 @@ class ZkLeadership:
 
 def activation_records(
     image: Image, *, enabled: bool, empty_log: bool, metadata_version: int
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """The migration's part of the activation records (Kafka's ActivationRecordsGenerator):
     PRE_MIGRATION in the bootstrap transaction of an empty log when enabled; POST_MIGRATION
     when a migrated log's controller runs without the flag (finalizing); raises
-    ``MigrationRefused`` for a cluster born in KRaft or a metadata.version too old."""
+    ``MigrationRefused`` for a cluster born in KRaft, a metadata.version too old, or a
+    finalization while brokers are still registered in ZooKeeper mode."""
     if empty_log:
         if not enabled:
             return []
@@ -138,6 +141,16 @@ def activation_records(
     if enabled and state == POST_MIGRATION:
         return []  # Kafka: "Ignoring 'zookeeper.metadata.migration.enable'"
     if not enabled and state == MIGRATION:
+        zk_mode = sorted(b.broker_id for b in image.brokers.values() if b.is_migrating_zk_broker)
+        if zk_mode:
+            # Kafka 3.9 finalizes anyway and strands those brokers (they get no metadata
+            # after it); pykraft refuses, so the operator restarts them first (G6).
+            raise MigrationRefused(
+                f"Cannot finalize the ZooKeeper migration: brokers {zk_mode} are still "
+                "registered in ZooKeeper mode. Restart them as KRaft brokers (or unregister "
+                "the ones decommissioned), or start this controller with "
+                "zookeeper.metadata.migration.enable=true."
+            )
         return [(r.ZkMigrationStateRecord(zk_migration_state=POST_MIGRATION), 0)]
     return []
 
@@ -170,7 +183,7 @@ def coalesce(batches: Iterable[Sequence[tuple[Any, int]]], min_size: int) -> lis
 
 def migration_records(
     batches: Iterable[Sequence[tuple[Any, int]]], min_size: int = MIN_BATCH_SIZE
-) -> list[list[tuple[Any, int]]]:
+) -> list[RecordList]:
     """The initial load as the log gets it: Begin("ZK Migration"), the metadata batches
     (coalesced), then ZkMigrationStateRecord(MIGRATION) and End in one last batch."""
     return [

@@ -79,7 +79,7 @@ def _revert(
     version: int,
     name: str,
     final_target: tuple[int, ...] | None,
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """The record reverting the step in flight of ``p`` (its replicas less the adding ones)
     and stating ``final_target``; raises ApiError when that needs an unclean election the
     topic does not allow."""
@@ -120,7 +120,7 @@ def reassignment_records(
     version: int,
     name: str,
     limits: Limits = KIP_455,
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """The records that start (``target``) or cancel (None) the reassignment of ``p``;
     raises ApiError.
 
@@ -157,7 +157,7 @@ def _start(
     *,
     version: int,
     final_target: tuple[int, ...] | None = None,
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """Kafka's record starting a reassignment of ``p`` to ``target`` from its current
     replica list."""
     current = p.replicas
@@ -314,13 +314,14 @@ def alter_reassignments(
     partition_version: int,
     skip: Callable[[str], bool] = lambda name: False,
     limits: Limits = KIP_455,
-) -> tuple[list[tuple[Any, int]], list[dict[str, Any]]]:
+) -> tuple[RecordList, list[dict[str, Any]]]:
     """(records, per-topic responses) of an AlterPartitionReassignments request; topics for
     which ``skip(name)`` holds are refused with INVALID_REQUEST (another part of the node
     answers them when they come alone)."""
     allow_rf_change = bool(getattr(request, "allow_replication_factor_change", True))
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     responses = []
+    named: set[tuple[uuid.UUID, int]] = set()
     for topic in request.topics:
         if skip(topic.name):
             responses.append(_refused_topic(topic))
@@ -332,19 +333,20 @@ def alter_reassignments(
                 p, target = _move(image, topic.name, part, allow_rf_change)
                 # Each partition sees the records of the ones before it only through
                 # distinct partitions: a partition named twice is refused.
-                if any(r.topic_id == p.topic_id and r.partition_id == index for r, _ in records):
+                if (p.topic_id, index) in named:
                     raise ApiError(ErrorCode.invalid_request, f"{topic.name}:{index} named twice.")
-                records.extend(
-                    reassignment_records(
-                        image,
-                        p,
-                        target,
-                        unclean=unclean_of(p.topic_id),
-                        version=partition_version,
-                        name=topic.name,
-                        limits=limits,
-                    )
+                written = reassignment_records(
+                    image,
+                    p,
+                    target,
+                    unclean=unclean_of(p.topic_id),
+                    version=partition_version,
+                    name=topic.name,
+                    limits=limits,
                 )
+                if written:
+                    named.add((p.topic_id, index))
+                records.extend(written)
                 results.append({"partition_index": index, "error_code": 0, "error_message": None})
             except ApiError as e:
                 results.append(
@@ -355,7 +357,7 @@ def alter_reassignments(
 
 
 def list_reassignments(image: Image, request: Any) -> dict[str, Any]:
-    """ListPartitionReassignments: every moving partition (topics null), or those of the
+    """ListPartitionReassignments (SPEC F4): every moving partition (topics null), or those of the
     named topics and partitions; anything unknown or not moving is left out. ``topics`` is
     KIP-455's list (v0+, with each final target in order from v1); ``current_batch`` (v1,
     KIP-435) the step in flight of each partition: the replicas it started from and its

@@ -1,4 +1,4 @@
-"""KIP-435 incremental reassignment: one step of a partition at a time, batches across
+"""KIP-435 incremental reassignment (SPEC F3, F5): one step of a partition at a time, batches across
 partitions (pure functions; the controller applies them in ``reassign``).
 
 A partition moving from its current replicas (CR) to a final target (FTR) goes through a

@@ -15,6 +15,7 @@ from pykraft.controller import topics as t
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError, check_op_size, topic_error
 from pykraft.controller.partitions import partition_version
+from pykraft.controller.result import RecordList
 from pykraft.metadata.image import TOPIC_RESOURCE, Image
 
 __all__ = ["create_partitions", "create_topics", "delete_topics"]
@@ -26,7 +27,7 @@ def create_topics(
     rng: RandomSource,
     metadata_version: int,
     request: Any,
-) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+) -> tuple[RecordList, dict[str, Any]]:
     """CreateTopics: each topic planned against the image (duplicates refused), its configs
     described as Kafka answers them; no records with ValidateOnly."""
     validate_only = bool(getattr(request, "validate_only", False))
@@ -34,7 +35,7 @@ def create_topics(
     check_op_size(sum(_records_of_topic(topic, config.num_partitions) for topic in request.topics))
     names = [topic.name for topic in request.topics]
     duplicates = {n for n in names if names.count(n) > 1}
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     results = []
     for topic in request.topics:
         name = topic.name
@@ -80,16 +81,14 @@ def create_topics(
     return records, {"throttle_time": 0, "topics": results}
 
 
-def delete_topics(
-    image: Image, version: int, request: Any
-) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+def delete_topics(image: Image, version: int, request: Any) -> tuple[RecordList, dict[str, Any]]:
     """DeleteTopics by name (v0-5) or by name or id (v6+, not both)."""
     wanted: list[tuple[str | None, uuid.UUID | None]] = []
     if version >= 6:
         wanted = [(topic.name, topic.topic_id) for topic in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     results = []
     deleted: set[uuid.UUID] = set()
     for name, topic_id in wanted:
@@ -131,13 +130,13 @@ def delete_topics(
 
 def create_partitions(
     image: Image, rng: RandomSource, metadata_version: int, request: Any
-) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
+) -> tuple[RecordList, dict[str, Any]]:
     """CreatePartitions: new partitions placed as Kafka places them, or as assigned."""
     validate_only = bool(request.validate_only)
     pversion = partition_version(metadata_version)
     check_op_size(sum(_new_partitions_of(image, topic) for topic in request.topics))
     names = [topic.name for topic in request.topics]
-    records: list[tuple[Any, int]] = []
+    records: RecordList = []
     results = []
     for topic in request.topics:
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
@@ -22,6 +22,7 @@ from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.configs import validate_topic_config
 from pykraft.controller.errors import ApiError
 from pykraft.controller.partitions import active, directory_of
+from pykraft.controller.result import RecordList
 from pykraft.metadata.image import NO_LEADER, TOPIC_RESOURCE, Image
 from pykraft.metadata.records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
 
@@ -46,7 +47,7 @@ class TopicPlan:
     num_partitions: int
     replication_factor: int
     configs: dict[str, str]
-    records: list[tuple[Any, int]] = field(default_factory=list)
+    records: RecordList = field(default_factory=list)
 
 
 def validate_topic_name(name: str) -> None:
@@ -121,8 +122,8 @@ def partition_records(
     topic_id: uuid.UUID,
     assignment: dict[int, tuple[int, ...]],
     version: int,
-) -> list[tuple[Any, int]]:
-    out: list[tuple[Any, int]] = []
+) -> RecordList:
+    out: RecordList = []
     for partition_id, replicas in sorted(assignment.items()):
         isr = tuple(b for b in replicas if active(image, b))
         leader = isr[0] if isr else NO_LEADER
@@ -269,7 +270,7 @@ def new_topic_id(image: Image, rng: RandomSource) -> uuid.UUID:
             return value
 
 
-def delete_topic(image: Image, topic_id: uuid.UUID) -> list[tuple[Any, int]]:
+def delete_topic(image: Image, topic_id: uuid.UUID) -> RecordList:
     return [(RemoveTopicRecord(topic_id=topic_id), 0)]
 
 
@@ -281,7 +282,7 @@ def new_partitions(
     count: int,
     assignments: list[tuple[int, ...]] | None,
     version: int,
-) -> list[tuple[Any, int]]:
+) -> RecordList:
     """CreatePartitions for one topic: records of the partitions from the current count to
     ``count``; raises :class:`ApiError`."""
     topic_id = image.topics_by_name.get(name)

@@ -37,6 +37,7 @@ __all__ = [
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "BrokerState",
+    "Change",
     "ControllerState",
     "Image",
     "ImageError",
@@ -48,6 +49,10 @@ NO_LEADER: Final = -1
 NO_LEADER_CHANGE: Final = -2
 BROKER_RESOURCE: Final = 4
 TOPIC_RESOURCE: Final = 2
+
+
+# (offset of the record, what changed: "topic" | "config" | "brokers" | "producer_ids", key)
+Change = tuple[int, str, object]
 
 
 class ImageError(ValueError):
@@ -140,6 +145,9 @@ class Image:
         # Every change below goes through the timeline: on the active controller it can be
         # reverted to the committed offset and read as of it (``timeline.py``).
         self.timeline = Timeline()
+        # What ZooKeeper mirrors, changed by each applied record (KIP-866's dual write reads
+        # it instead of the whole image: Kafka's MetadataDelta); None when nobody follows.
+        self.changes: list[Change] | None = None
 
     # -- the committed state (the active controller) -----------------------------------------
 
@@ -211,7 +219,46 @@ class Image:
         if handler is None:
             raise ImageError(f"no replay rule for {type(record).__name__}")
         self._offset = offset
+        if self.changes is not None:
+            self._note_change(record)
         handler(self, record, version)
+
+    def track_changes(self, on: bool) -> None:
+        """Start (or stop) noting in ``changes`` what each applied record changes of what
+        ZooKeeper mirrors: ("topic", name), ("config", (resource type, name)),
+        ("brokers", None), ("producer_ids", None), each with the record's offset."""
+        self.changes = [] if on else None
+
+    def take_changes(self, upto: int) -> list[Change]:
+        """The changes of the records up to offset ``upto`` (committed), forgotten here."""
+        changes = self.changes
+        if not changes:
+            return []
+        count = 0
+        while count < len(changes) and changes[count][0] <= upto:
+            count += 1
+        taken = changes[:count]
+        del changes[:count]
+        return taken
+
+    def _note_change(self, record: Any) -> None:
+        changes = self.changes
+        assert changes is not None
+        offset = self.timeline.offset
+        note: tuple[str, object] | None = None
+        if isinstance(record, r.TopicRecord):
+            note = ("topic", record.name)
+        elif isinstance(record, r.PartitionRecord | r.PartitionChangeRecord | r.RemoveTopicRecord):
+            topic = self.topics.get(record.topic_id)
+            note = None if topic is None else ("topic", topic.name)
+        elif isinstance(record, r.ConfigRecord):
+            note = ("config", (record.resource_type, record.resource_name))
+        elif isinstance(record, _BROKER_RECORDS):
+            note = ("brokers", None)
+        elif isinstance(record, r.ProducerIdsRecord):
+            note = ("producer_ids", None)
+        if note is not None:
+            self.timeline.append(changes, (offset, note[0], note[1]))
 
     def _feature(self, rec: r.FeatureLevelRecord, _v: int) -> None:
         tl = self.timeline
@@ -550,6 +597,14 @@ def _opaque_key(rec: Any) -> tuple[Any, ...]:
         return ("quota", entity, rec.key)
     return (type(rec).__name__,)
 
+
+_BROKER_RECORDS: Final = (
+    r.RegisterBrokerRecord,
+    r.BrokerRegistrationChangeRecord,
+    r.FenceBrokerRecord,
+    r.UnfenceBrokerRecord,
+    r.UnregisterBrokerRecord,
+)
 
 _REPLAY: Final[dict[type, Any]] = {
     r.FeatureLevelRecord: Image._feature,

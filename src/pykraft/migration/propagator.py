@@ -18,9 +18,10 @@ assignment (a finished reassignment) gets DeletePartition with the partition's l
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
-from pykraft.metadata.image import BrokerState, Image, PartitionState
+from pykraft.metadata.image import BrokerState, Image, PartitionState, TopicState
 from pykraft.migration.rpc.leader_and_isr_request import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
@@ -85,6 +86,14 @@ def _partition_um(
     )
 
 
+def _topics_of(image: Image, names: Collection[str] | None) -> list[TopicState]:
+    """The image's topics (those named, when ``names`` is given), by name."""
+    if names is None:
+        return sorted(image.topics.values(), key=lambda t: t.name)
+    ids = (image.topics_by_name.get(n) for n in sorted(names))
+    return [image.topics[i] for i in ids if i is not None]
+
+
 def full_update_metadata(
     image: Image,
     *,
@@ -92,9 +101,13 @@ def full_update_metadata(
     zk_controller_epoch: int,
     kraft_epoch: int,
     broker_epoch: int,
+    topics_only: Collection[str] | None = None,
 ) -> UpdateMetadataRequest:
     """Every topic's partitions and every registered broker (ZooKeeper and KRaft, fenced
-    included), as the FULL UpdateMetadata of KRAFT_CONTROLLER_TO_BROKER_COMM."""
+    included), as the FULL UpdateMetadata of KRAFT_CONTROLLER_TO_BROKER_COMM; with
+    ``topics_only``, an INCREMENTAL one of those topics' partitions (a dual write's delta:
+    Kafka's ``MigrationPropagator.sendRPCsToBrokersFromMetadataDelta``), every broker still
+    listed."""
     registered = set(image.brokers)
     topics = tuple(
         UpdateMetadataTopicState(
@@ -105,7 +118,7 @@ def full_update_metadata(
                 for _, p in sorted(t.partitions.items())
             ),
         )
-        for t in sorted(image.topics.values(), key=lambda t: t.name)
+        for t in _topics_of(image, topics_only)
     )
     brokers = tuple(
         UpdateMetadataBroker(
@@ -126,7 +139,7 @@ def full_update_metadata(
     return UpdateMetadataRequest(
         controller_id=controller_id,
         is_k_raft_controller=True,
-        type=FULL,
+        type=FULL if topics_only is None else INCREMENTAL,
         controller_epoch=zk_controller_epoch,
         broker_epoch=broker_epoch,
         topic_states=topics,
@@ -142,13 +155,15 @@ def full_leader_and_isr(
     zk_controller_epoch: int,
     kraft_epoch: int,
     listener: str,
-) -> LeaderAndIsrRequest:
+    topics_only: Collection[str] | None = None,
+) -> LeaderAndIsrRequest | None:
     """Every partition ``broker_id`` replicates (FULL: type 2), with the leaders' endpoints on
-    the inter-broker listener."""
+    the inter-broker listener; with ``topics_only``, INCREMENTAL (type 1) for those topics'
+    partitions only, or None when it replicates none of them."""
     broker = image.brokers[broker_id]
     topics: list[LeaderAndIsrTopicState] = []
     leaders: set[int] = set()
-    for t in sorted(image.topics.values(), key=lambda t: t.name):
+    for t in _topics_of(image, topics_only):
         states = tuple(
             LeaderAndIsrPartitionState(
                 topic_name=t.name,
@@ -182,22 +197,25 @@ def full_leader_and_isr(
             live.append(
                 LeaderAndIsrLiveLeader(broker_id=leader, host_name=endpoint[0], port=endpoint[1])
             )
+    if topics_only is not None and not topics:
+        return None
     return LeaderAndIsrRequest(
         controller_id=controller_id,
         is_k_raft_controller=True,
         controller_epoch=zk_controller_epoch,
         broker_epoch=broker.epoch,
-        type=FULL,
+        type=FULL if topics_only is None else INCREMENTAL,
         topic_states=tuple(topics),
         live_leaders=tuple(live),
     )
 
 
-def replica_map(image: Image) -> ReplicaMap:
-    """Where every partition's replicas are, to compare with the next image."""
+def replica_map(image: Image, topics_only: Collection[str] | None = None) -> ReplicaMap:
+    """Where every partition's replicas are (of ``topics_only``, when given), to compare
+    with the next image."""
     return {
         (t.topic_id, p.partition_id): (t.name, p.replicas, p.leader_epoch)
-        for t in image.topics.values()
+        for t in _topics_of(image, topics_only)
         for p in t.partitions.values()
     }
 

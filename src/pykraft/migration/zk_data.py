@@ -1,5 +1,6 @@
 """ZooKeeper's Kafka data (KIP-866): the znodes a Kafka 3.9 cluster keeps, their JSON, and the
-metadata records a migration makes of them. Pure: no I/O; ``zk_client`` reads the znodes.
+metadata records a migration makes of them (SPEC G1). Pure: no I/O; ``zk_client`` reads the
+znodes.
 The other direction (what a migrating controller writes to ZooKeeper) is ``zk_writes.py``.
 
 Formats are Kafka 3.9's ``kafka.zk.ZkData`` (see docs/kafka/ZK-MIGRATION.md section 3); the

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.metadata.image import Image, TopicState
 from pykraft.migration.zk_data import (
     BROKER,
     CONFIG,
@@ -24,12 +25,15 @@ from pykraft.migration.zk_data import (
     TOPICS,
     ZkDataError,
     ZkSnapshot,
+    Znode,
 )
 from pykraft.storage.meta import uuid_to_kafka
 
 __all__ = [
     "DesiredTopic",
     "DesiredZk",
+    "Scope",
+    "ZkModel",
     "ZkOp",
     "config_change_json",
     "controller_json",
@@ -178,28 +182,176 @@ class DesiredZk:
     next_producer_id: int = 0  # 0: none handed out (no ProducerIdsRecord)
 
 
-def desired(image: Any, kraft_epoch: int) -> DesiredZk:
-    """``image`` (a ``controller.image.Image``) as ZooKeeper's topic and config znodes."""
+def desired(image: Image, kraft_epoch: int, scope: Scope | None = None) -> DesiredZk:
+    """``image`` as ZooKeeper's topic and config znodes and producer id block; with
+    ``scope``, only what it names (a dual write's delta: the rest did not change)."""
     topics: dict[str, DesiredTopic] = {}
-    for t in image.topics.values():
-        parts = t.partitions
-        topics[t.name] = DesiredTopic(
-            t.topic_id,
-            {i: p.replicas for i, p in parts.items()},
-            {i: p.adding for i, p in parts.items() if p.adding},
-            {i: p.removing for i, p in parts.items() if p.removing},
-            {
-                i: (p.leader, p.leader_epoch, p.isr, p.leader_recovery_state == 1)
-                for i, p in parts.items()
-            },
-        )
+    names = image.topics_by_name.keys() if scope is None else scope.topic_names()
+    for name in names:
+        topic_id = image.topics_by_name.get(name)
+        if topic_id is not None:
+            topics[name] = _desired_topic(image.topics[topic_id])
     configs: dict[tuple[str, str], dict[str, str]] = {}
-    for (resource_type, name), values in image.configs.items():
-        if resource_type == TOPIC:
-            configs[("topics", name)] = dict(values)
-        elif resource_type == BROKER:
-            configs[("brokers", name or DEFAULT_ENTITY)] = dict(values)
-    return DesiredZk(topics, configs, kraft_epoch, int(image.next_producer_id))
+    # A topic in scope brings its config znode (reconcile compares the two together).
+    keys = (
+        image.configs.keys()
+        if scope is None
+        else scope.configs | {(TOPIC, name) for name in topics}
+    )
+    for key in keys:
+        values = image.configs.get(key)
+        zk_key = _zk_entity(key)
+        if values and zk_key is not None:
+            configs[zk_key] = dict(values)
+    next_id = int(image.next_producer_id) if scope is None or scope.producer_ids else 0
+    return DesiredZk(topics, configs, kraft_epoch, next_id)
+
+
+def _desired_topic(t: TopicState) -> DesiredTopic:
+    parts = t.partitions
+    return DesiredTopic(
+        t.topic_id,
+        {i: p.replicas for i, p in parts.items()},
+        {i: p.adding for i, p in parts.items() if p.adding},
+        {i: p.removing for i, p in parts.items() if p.removing},
+        {
+            i: (p.leader, p.leader_epoch, p.isr, p.leader_recovery_state == 1)
+            for i, p in parts.items()
+        },
+    )
+
+
+def _zk_entity(key: tuple[int, str]) -> tuple[str, str] | None:
+    """An image config resource as ZooKeeper's config entity (``/config/<kind>/<name>``)."""
+    resource_type, name = key
+    if resource_type == TOPIC:
+        return ("topics", name)
+    if resource_type == BROKER:
+        return ("brokers", name or DEFAULT_ENTITY)
+    return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a dual write touches: the topics and config resources the committed records
+    changed (``Image.take_changes``), and whether the next producer id moved. A topic whose
+    config changed is in scope too (its config znode is written with it)."""
+
+    topics: frozenset[str]
+    configs: frozenset[tuple[int, str]]
+    producer_ids: bool
+    brokers: bool = False  # registrations changed (UpdateMetadata lists the brokers)
+
+    @classmethod
+    def of(cls, changes: Iterable[tuple[int, str, object]]) -> Scope:
+        topics: set[str] = set()
+        configs: set[tuple[int, str]] = set()
+        producer_ids = brokers = False
+        for _, kind, key in changes:
+            if kind == "topic":
+                assert isinstance(key, str)
+                topics.add(key)
+            elif kind == "config":
+                assert isinstance(key, tuple)
+                configs.add(key)
+            elif kind == "producer_ids":
+                producer_ids = True
+            elif kind == "brokers":
+                brokers = True
+        return cls(frozenset(topics), frozenset(configs), producer_ids, brokers)
+
+    def topic_names(self) -> frozenset[str]:
+        return self.topics | {name for kind, name in self.configs if kind == TOPIC}
+
+    @property
+    def empty(self) -> bool:
+        return not (self.topics or self.configs or self.producer_ids)
+
+
+class ZkModel:
+    """What ZooKeeper's metadata znodes hold, as this controller last wrote them: valid from
+    a full reconciliation on, while its fenced writes are the only metadata writes (in dual
+    write the ZooKeeper-mode brokers write none, and another controller's writes fail this
+    one's fencing). A dual write reconciles its scope against this model instead of reading
+    ZooKeeper again (Kafka's ``KRaftMigrationZkWriter.handleDelta``)."""
+
+    def __init__(self, want: DesiredZk, have: ZkSnapshot, ops: Iterable[ZkOp]) -> None:
+        """After the full reconciliation of ``want`` against ``have`` with ``ops``."""
+        self.topics: dict[str, DesiredTopic] = dict(want.topics)
+        self.configs: dict[tuple[str, str], Mapping[str, str]] = dict(want.configs)
+        for name in have.children(f"{CONFIG}/brokers"):  # emptied ones stay, empty
+            self.configs.setdefault(("brokers", name), {})
+        block = have.get(PRODUCER_ID_BLOCK)
+        self.producer_block: bytes | None = None if block is None else block.data
+        self.kraft_epoch = want.kraft_epoch
+        self._wrote(ops)
+
+    def _wrote(self, ops: Iterable[ZkOp]) -> None:
+        for op in ops:
+            if op.path == PRODUCER_ID_BLOCK and op.kind != "delete":
+                self.producer_block = op.data
+
+    def snapshot(self, scope: Scope) -> ZkSnapshot:
+        """The znodes in ``scope`` as ZooKeeper holds them (for ``reconcile``)."""
+        nodes: dict[str, Znode] = {}
+        names = sorted(n for n in scope.topic_names() if n in self.topics)
+        nodes[TOPICS] = Znode(None, 0, tuple(names))
+        topic_configs: list[str] = []
+        for name in names:
+            topic = self.topics[name]
+            path = f"{TOPICS}/{name}"
+            nodes[path] = Znode(
+                topic_json(topic.topic_id, topic.partitions, topic.adding, topic.removing), 0
+            )
+            nodes[f"{path}/partitions"] = Znode(
+                None, 0, tuple(str(p) for p in sorted(topic.partitions))
+            )
+            for partition, (leader, epoch, isr, recovering) in topic.states.items():
+                nodes[f"{path}/partitions/{partition}"] = Znode(None, 0)
+                state = partition_state_json(leader, epoch, self.kraft_epoch, isr, recovering)
+                nodes[f"{path}/partitions/{partition}/state"] = Znode(state, 0)
+            # Every topic the reconciliation wrote has a config znode (empty or not).
+            nodes[f"{CONFIG}/topics/{name}"] = Znode(
+                _config_json(self.configs.get(("topics", name), {})), 0
+            )
+            topic_configs.append(name)
+        brokers: list[str] = []
+        for key in scope.configs:
+            entity = _zk_entity(key)
+            if entity is None or entity[0] != "brokers" or entity not in self.configs:
+                continue
+            nodes[f"{CONFIG}/brokers/{entity[1]}"] = Znode(_config_json(self.configs[entity]), 0)
+            brokers.append(entity[1])
+        nodes[f"{CONFIG}/topics"] = Znode(None, 0, tuple(topic_configs))
+        nodes[f"{CONFIG}/brokers"] = Znode(None, 0, tuple(sorted(brokers)))
+        if scope.producer_ids and self.producer_block is not None:
+            nodes[PRODUCER_ID_BLOCK] = Znode(self.producer_block, 0)
+        return ZkSnapshot(nodes)
+
+    def apply(self, want: DesiredZk, scope: Scope, ops: Iterable[ZkOp]) -> None:
+        """``ops`` (``reconcile`` of ``want``, of ``scope``) were written: ZooKeeper now says
+        what ``want`` says."""
+        for name in scope.topic_names():
+            topic = want.topics.get(name)
+            if topic is None:
+                self.topics.pop(name, None)
+                self.configs.pop(("topics", name), None)
+            else:
+                self.topics[name] = topic
+        for key in scope.configs:
+            entity = _zk_entity(key)
+            if entity is None:
+                continue
+            config = want.configs.get(entity)
+            if config:
+                self.configs[entity] = config
+            elif entity[0] == "brokers":
+                if entity in self.configs:
+                    self.configs[entity] = {}  # emptied, not deleted (as reconcile does)
+            else:
+                self.configs.pop(entity, None)
+        self._wrote(ops)
+        self.kraft_epoch = want.kraft_epoch
 
 
 def _config_json(config: Mapping[str, str]) -> bytes:

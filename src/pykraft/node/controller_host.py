@@ -13,7 +13,9 @@ and then looks at snapshots, timers and the migration driver. A replica whose ow
 cannot be trusted to lead (a committed record failed to replay) or whose log refuses a
 ZooKeeper migration halts the node with one line when it would become active.
 
-*Requests.* The APIs of ``CONTROLLER_API_VERSIONS`` go to the controller when active
+*Requests* (what Apache Kafka's brokers send their controllers: pykraft must be a controller
+they cannot tell from Kafka's, SPEC F2). The APIs of ``CONTROLLER_API_VERSIONS`` go to the
+controller when active
 (otherwise NOT_CONTROLLER at once, which sends a Kafka broker looking for the new active
 controller); reads (``READ_APIS``) are answered by any controller from its image as of the
 committed offset. The response is sent once the request's records (or everything appended

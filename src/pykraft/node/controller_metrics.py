@@ -1,6 +1,6 @@
 """Kafka's controller metrics (JMX ``kafka.controller:type=KafkaController,name=X``), exported
 as ``kafka_controller_kafkacontroller_`` + X in snake case, computed from the controller's
-image and the migration's state."""
+image and the migration's state (SPEC G5: ZkMigrationState, ZkWriteBehindLag)."""
 
 from __future__ import annotations
 

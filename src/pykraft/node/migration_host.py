@@ -14,7 +14,17 @@ docs/kafka/ZK-MIGRATION.md section 3):
   is written unconditionally to learn its zkVersion (KAFKA-16171);
 * ``load`` -- every znode read (``zk_client.read_snapshot``) and turned into records; the host
   appends them in one turn (Begin ... End: nothing interleaves) and, once committed, writes
-  ``/migration`` with the offset and epoch of the last batch, conditional on its version.
+  ``/migration`` with the offset and epoch of the last batch, conditional on its version;
+* ``sync`` -- the full reconciliation: ZooKeeper (as the load read it, or read again) made to
+  say what the whole image says, FULL UpdateMetadata/LeaderAndIsr after it; from then on the
+  image notes what each record changes (``Image.track_changes``) and the worker keeps a model
+  of what ZooKeeper holds (``zk_writes.ZkModel``);
+* ``dual_write`` -- each committed change: only the topics, configs and producer id block
+  the changes touched (``zk_writes.Scope``) reconciled against the model, no ZooKeeper read;
+  INCREMENTAL UpdateMetadata/LeaderAndIsr of those topics, FULL requests to a broker that is
+  new or restarted (a new epoch) or that missed the last ones (Kafka's
+  ``KRaftMigrationZkWriter.handleDelta`` and ``MigrationPropagator``). Any failure, a new
+  image (a snapshot loaded) or a leadership change goes back to the full path.
 """
 
 from __future__ import annotations
@@ -91,6 +101,14 @@ class MigrationHost:
         # the last dual write's (ZkWriteDeltaTimeMs), on the worker thread.
         self.snapshot_write_ms = 0.0
         self.delta_write_ms = 0.0
+        # The delta path (loop side): the image whose changes are tracked since the last
+        # successful reconciliation, and whether that reconciliation succeeded.
+        self._tracked: Any = None
+        self._delta_ok = False
+        # The brokers the last requests reached, with the epochs they had (loop side).
+        self._sent: dict[int, int] = {}
+        # What ZooKeeper holds (worker side; None until a full reconciliation succeeds).
+        self._model: zk_writes.ZkModel | None = None
 
     # -- the loop side ----------------------------------------------------------------------------
 
@@ -127,11 +145,21 @@ class MigrationHost:
         image = controller.image
         epoch = driver.leadership.controller_epoch
         want = None
+        scope: zk_writes.Scope | None = None
         sends: list[Send] = []
         if action.kind in ("sync", "dual_write"):
-            want = zk_writes.desired(image, epoch)
-        if action.kind in ("send_full", "dual_write"):
-            sends = self._full_requests(image, action.leadership, delta=action.kind == "dual_write")
+            if action.kind == "dual_write" and self._delta_ok and self._tracked is image:
+                # Everything applied is committed here (``committed`` above).
+                scope = zk_writes.Scope.of(image.take_changes(image.last_offset))
+            else:
+                image.track_changes(True)
+                self._tracked = image
+                self._delta_ok = False
+            want = zk_writes.desired(image, epoch, scope)
+        if action.kind == "send_full":
+            sends = self._full_requests(image, action.leadership, delta=False)
+        elif action.kind == "dual_write":
+            sends = self._dual_write_requests(image, action.leadership, scope)
         work: dict[str, Callable[[], Any]] = {
             "recover": self._recover,
             "read_brokers": self._read_brokers,
@@ -140,7 +168,7 @@ class MigrationHost:
             "write_state": lambda: self._write_state(action.leadership),
             "sync": lambda: self._sync(want, action.leadership),
             "send_full": lambda: self._brokers.send(sends),
-            "dual_write": lambda: self._dual_write(want, action.leadership, sends),
+            "dual_write": lambda: self._dual_write(want, action.leadership, sends, scope),
         }
         future = asyncio.get_running_loop().run_in_executor(self._executor, work[action.kind])
         future.add_done_callback(
@@ -154,6 +182,7 @@ class MigrationHost:
         error = future.exception()
         if error is not None:
             log.warning("migration %s failed: %s", action.kind, error)
+            self._delta_ok = False  # the next write reconciles everything again
             driver.on_error(f"{action.kind}: {error}", now)
         elif action.kind == "recover":
             driver.on_recovered(future.result())
@@ -180,9 +209,11 @@ class MigrationHost:
             log.info(
                 "synced ZooKeeper with the metadata at offset %d", action.leadership.metadata_offset
             )
+            self._delta_ok = True
             driver.on_synced(future.result())
         elif action.kind == "dual_write":
             leadership, self._undelivered = future.result()
+            self._delta_ok = True
             driver.on_synced(leadership)
             driver.on_sent()
         elif action.kind == "send_full":
@@ -274,12 +305,85 @@ class MigrationHost:
             endpoint = propagator.inter_broker_endpoint(b, listener)
             if endpoint is None:
                 continue
-            kraft = {**common, "kraft_epoch": leadership.controller_epoch}
-            update = propagator.full_update_metadata(image, broker_epoch=b.epoch, **kraft)
-            lisr = propagator.full_leader_and_isr(image, b.broker_id, listener=listener, **kraft)
+            update, lisr = self._requests_for(image, leadership, b, None)
+            self._sent[b.broker_id] = b.epoch
             out.append(
                 Send(b.broker_id, endpoint[0], endpoint[1], update, lisr, stops.get(b.broker_id))
             )
+        return out
+
+    def _requests_for(
+        self,
+        image: Any,
+        leadership: m.ZkLeadership,
+        broker: Any,
+        names: frozenset[str] | None,
+    ) -> tuple[Any, Any]:
+        """UpdateMetadata and LeaderAndIsr for ``broker``: FULL, or INCREMENTAL of the topics
+        ``names`` (LeaderAndIsr None when it replicates none of them)."""
+        update = propagator.full_update_metadata(
+            image,
+            controller_id=self.driver.node_id,
+            zk_controller_epoch=leadership.zk_controller_epoch,
+            kraft_epoch=leadership.controller_epoch,
+            broker_epoch=broker.epoch,
+            topics_only=names,
+        )
+        lisr = propagator.full_leader_and_isr(
+            image,
+            broker.broker_id,
+            controller_id=self.driver.node_id,
+            zk_controller_epoch=leadership.zk_controller_epoch,
+            kraft_epoch=leadership.controller_epoch,
+            listener=self.host.config.inter_broker_listener_name,
+            topics_only=names,
+        )
+        return update, lisr
+
+    def _dual_write_requests(
+        self, image: Any, leadership: m.ZkLeadership, scope: zk_writes.Scope | None
+    ) -> list[Send]:
+        """A dual write's requests: FULL ones after a full reconciliation; else INCREMENTAL
+        UpdateMetadata/LeaderAndIsr of the topics in ``scope`` (UpdateMetadata also when only
+        registrations changed), StopReplica for the replicas they dropped, and FULL ones to a
+        broker with a new epoch (registered or restarted since the last requests)."""
+        if scope is None:
+            return self._full_requests(image, leadership, delta=True)
+        listener = self.host.config.inter_broker_listener_name
+        brokers = sorted(
+            (b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced),
+            key=lambda b: b.broker_id,
+        )
+        self.driver.migrating_brokers = tuple(b.broker_id for b in brokers)
+        common = {
+            "controller_id": self.driver.node_id,
+            "zk_controller_epoch": leadership.zk_controller_epoch,
+        }
+        names = scope.topic_names()
+        before = {k: v for k, v in (self._replicas or {}).items() if v[0] in names}
+        after = propagator.replica_map(image, names)
+        if self._replicas is not None:
+            for key in before:
+                self._replicas.pop(key, None)
+            self._replicas.update(after)
+        stops = propagator.stop_replicas(
+            before, after, {b.broker_id: b.epoch for b in brokers}, **common
+        )
+        out = []
+        for b in brokers:
+            endpoint = propagator.inter_broker_endpoint(b, listener)
+            if endpoint is None:
+                continue
+            if self._sent.get(b.broker_id) != b.epoch:
+                update, lisr = self._requests_for(image, leadership, b, None)
+            else:
+                update, lisr = self._requests_for(image, leadership, b, names)
+                if not names and not scope.brokers:
+                    update = None
+            stop = stops.get(b.broker_id)
+            if update is not None or lisr is not None or stop is not None:
+                out.append(Send(b.broker_id, endpoint[0], endpoint[1], update, lisr, stop))
+            self._sent[b.broker_id] = b.epoch
         return out
 
     def _schedule_resend(self) -> None:
@@ -447,20 +551,38 @@ class MigrationHost:
         return replace(leadership, migration_zk_version=stat.version)
 
     def _sync(
-        self, want: zk_writes.DesiredZk | None, leadership: m.ZkLeadership, *, delta: bool = False
+        self,
+        want: zk_writes.DesiredZk | None,
+        leadership: m.ZkLeadership,
+        *,
+        delta: bool = False,
+        scope: zk_writes.Scope | None = None,
     ) -> m.ZkLeadership:
         """ZooKeeper made to say what ``want`` says, with fenced writes; /migration records
-        ``leadership``. ``delta``: a dual write of committed changes (timed apart)."""
+        ``leadership``. ``delta``: a dual write of committed changes (timed apart); with
+        ``scope``, ``want`` holds only what it names and is reconciled against the model
+        of ZooKeeper (no read)."""
         assert want is not None
         zk = self._client()
         started = time.monotonic()
+        model, self._model = self._model, None  # stale if this write fails half way
         loaded, self._zk_as_loaded = self._zk_as_loaded, None
-        if loaded is not None and loaded[0] == leadership.controller_epoch:
+        if scope is not None:
+            if model is None:
+                raise RuntimeError("no model of ZooKeeper for a dual write of a delta")
+            have = model.snapshot(scope)
+        elif loaded is not None and loaded[0] == leadership.controller_epoch:
             have = loaded[1]
         else:
             have = zk_client.read_snapshot(zk)
         ops, changed = zk_writes.reconcile(want, have)
         result = self._fenced(zk, ops, leadership)
+        if scope is None:
+            self._model = zk_writes.ZkModel(want, have, ops)
+        else:
+            assert model is not None
+            model.apply(want, scope, ops)
+            self._model = model
         for entity in changed:
             # Outside the fenced writes, as Kafka: brokers watch these to reload configs.
             zk.create(
@@ -543,8 +665,9 @@ class MigrationHost:
         want: zk_writes.DesiredZk | None,
         leadership: m.ZkLeadership,
         sends: list[Send],
+        scope: zk_writes.Scope | None,
     ) -> tuple[m.ZkLeadership, frozenset[int]]:
-        return self._sync(want, leadership, delta=True), self._brokers.send(sends)
+        return self._sync(want, leadership, delta=True, scope=scope), self._brokers.send(sends)
 
 
 _FENCED_MIGRATION = (

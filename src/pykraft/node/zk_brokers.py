@@ -27,8 +27,8 @@ class Send:
     broker_id: int
     host: str
     port: int
-    update: Any
-    lisr: Any
+    update: Any | None  # None: nothing to tell it (an incremental dual write)
+    lisr: Any | None
     stop: Any | None
 
 
@@ -70,6 +70,9 @@ class LegacyBrokers:
                     _log_errors("StopReplica", send, answer.error_code, errors)
         reached = []
         for send in sends:
+            if send.update is None:
+                reached.append(send)
+                continue
             answer = self._call(send, send.update, UPDATE_METADATA)
             if answer is None:
                 failed.add(send.broker_id)
@@ -80,6 +83,8 @@ class LegacyBrokers:
                     "UpdateMetadata to %s:%d: error %d", send.host, send.port, answer.error_code
                 )
         for send in reached:
+            if send.lisr is None:
+                continue
             answer = self._call(send, send.lisr, LEADER_AND_ISR)
             if answer is None:
                 failed.add(send.broker_id)
