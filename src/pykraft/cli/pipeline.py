@@ -9,6 +9,9 @@ lines go to stderr.
     pykraft pipeline audit --in /tables [--hwm 1=120 --hwm 2=118] [--node 1 --node 2] [--out /audit]
     pykraft pipeline sweep --seeds 0..1000 --profile none,crashes --pre-vote both --out /sweep
     pykraft pipeline report --sweep /sweep --ingest /tables --out report/
+    pykraft pipeline report --metadata /tables --out history/ [--node 1]
+    pykraft pipeline state --metadata /tables --at 120000|1700000000000 --out state/
+    pykraft pipeline diff --metadata /tables --from 1200 --to 5000 --out diff/
     pykraft pipeline plan --cluster cluster.json --out plan/ [--replica-count 1]
     pykraft pipeline plan --synthetic 1000000:200 --out plan/
     pykraft pipeline migration-dry-run --export zk-export.jsonl --out dry-run/
@@ -45,7 +48,16 @@ def register(sub: Any) -> None:
     common.add_argument(
         "--progress-interval", type=float, default=5.0, metavar="S", help="progress every S s"
     )
-    for add_job in (_ingest_job, _audit_job, _sweep_job, _report_job, _plan_job, _dry_run_job):
+    for add_job in (
+        _ingest_job,
+        _audit_job,
+        _sweep_job,
+        _report_job,
+        _state_job,
+        _diff_job,
+        _plan_job,
+        _dry_run_job,
+    ):
         add_job(jobs, common)
 
 
@@ -104,11 +116,40 @@ def _sweep_job(jobs: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _report_job(jobs: Any, common: argparse.ArgumentParser) -> None:
-    report = jobs.add_parser("report", parents=[common], help="markdown + PNG plots")
+    report = jobs.add_parser(
+        "report", parents=[common], help="markdown + PNG plots; or a cluster history (--metadata)"
+    )
     report.add_argument("--sweep", help="sweep's output")
     report.add_argument("--ingest", help="ingest's output")
-    report.add_argument("--out", required=True, help="local directory for report.md and PNGs")
+    report.add_argument(
+        "--metadata", help="ingest's output: the cluster history report (HTML, PNG, Parquet)"
+    )
+    report.add_argument("--node", type=int, help="whose log tells the history (default longest)")
+    report.add_argument("--out", required=True, help="local directory for the report")
     report.set_defaults(func=_report)
+
+
+def _state_job(jobs: Any, common: argparse.ArgumentParser) -> None:
+    state = jobs.add_parser(
+        "state", parents=[common], help="topics, partitions, brokers, configs as of a moment"
+    )
+    state.add_argument("--metadata", required=True, help="ingest's output")
+    state.add_argument(
+        "--at", default=None, help="an offset, a time in ms since the epoch, or end (default)"
+    )
+    state.add_argument("--node", type=int, help="one node's view (default every node's)")
+    state.add_argument("--out", required=True, help="output directory or URI (Parquet)")
+    state.set_defaults(func=_state)
+
+
+def _diff_job(jobs: Any, common: argparse.ArgumentParser) -> None:
+    diff = jobs.add_parser("diff", parents=[common], help="what changed between two moments")
+    diff.add_argument("--metadata", required=True, help="ingest's output")
+    diff.add_argument("--from", dest="start", required=True, help="an offset or a time (ms)")
+    diff.add_argument("--to", dest="end", default=None, help="an offset, a time, or end")
+    diff.add_argument("--node", type=int, help="one node's view (default every node's)")
+    diff.add_argument("--out", required=True, help="output directory or URI (Parquet)")
+    diff.set_defaults(func=_diff)
 
 
 def _plan_job(jobs: Any, common: argparse.ArgumentParser) -> None:
@@ -269,11 +310,83 @@ def _ms(value: object) -> str:
 def _report(args: argparse.Namespace) -> int:
     from pykraft.pipeline.report import run_report
 
+    if args.metadata:
+        return _history(args)
     if not args.sweep and not args.ingest:
-        return _fail("give --sweep and/or --ingest")
+        return _fail("give --metadata, or --sweep and/or --ingest")
     spark = _session(args, "report")
     path = run_report(spark, sweep=args.sweep, ingest=args.ingest, out=args.out)
     print(f"report written to {path}")
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    from pykraft.pipeline.history import NotIngestOutput, run_history_report
+
+    spark = _session(args, "history")
+    try:
+        report = run_history_report(spark, args.metadata, args.out, node=args.node)
+    except NotIngestOutput as exc:
+        return _fail(str(exc))
+    for name, count in report.counts.items():
+        print(f"{name}: {count} rows")
+    print(f"history of node {report.node}'s log in {report.seconds:.1f} s -> {report.html}")
+    return 0
+
+
+def _tables(args: argparse.Namespace, app: str) -> tuple[Any, dict[str, Any]] | str:
+    """The session and ingest's tables (of ``--node`` only, when given), or why not."""
+    from pyspark.sql import functions as F
+
+    from pykraft.pipeline.history import NotIngestOutput, load_tables
+
+    spark = _session(args, app)
+    try:
+        tables = load_tables(spark, args.metadata)
+    except NotIngestOutput as exc:
+        return str(exc)
+    if args.node is not None:
+        tables = {k: v.where(F.col("node") == args.node) for k, v in tables.items()}
+    return spark, tables
+
+
+def _write(frames: dict[str, Any], out: str) -> None:
+    from pykraft.pipeline.session import join_path
+
+    for name, frame in frames.items():
+        frame.write.mode("overwrite").parquet(join_path(out, name))
+        print(f"{name}: {frame.count()} rows -> {join_path(out, name)}")
+
+
+def _state(args: argparse.Namespace) -> int:
+    from pykraft.pipeline.metadata_state import Moment, state_as_of
+
+    try:
+        moment = Moment.parse(args.at)
+    except ValueError as exc:
+        return _fail(str(exc))
+    found = _tables(args, "state")
+    if isinstance(found, str):
+        return _fail(found)
+    _, tables = found
+    print(f"the cluster's metadata as of {moment.describe()}")
+    _write(state_as_of(tables, moment), args.out)
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from pykraft.pipeline.metadata_state import Moment, diff
+
+    try:
+        before, after = Moment.parse(args.start), Moment.parse(args.end)
+    except ValueError as exc:
+        return _fail(str(exc))
+    found = _tables(args, "diff")
+    if isinstance(found, str):
+        return _fail(found)
+    _, tables = found
+    print(f"what changed from {before.describe()} to {after.describe()}")
+    _write(diff(tables, before, after), args.out)
     return 0
 
 

@@ -37,7 +37,8 @@ replicas being added across the cluster at once (the seed's fourth config: the s
 moving partition's adding replicas, plain KIP-455 moves included). A batch takes the actions
 that move a leader first, up to what L leaves, and fills the remaining partition slots with
 the others (the seed's "Collecting a reassignment batch"), skipping a step whose new
-replicas do not fit in what M leaves; the limits are read each time a batch is planned, so a
+replicas do not fit in what M leaves (unless nothing is being added at all: a step that must
+add more than M, for min.insync.replicas, then runs alone, so no move waits forever); the limits are read each time a batch is planned, so a
 changed config applies from the next step on.
 """
 
@@ -173,22 +174,27 @@ def plan_batch(
     movers = [a for a in candidates if a.leader_movement]
     others = [a for a in candidates if not a.leader_movement]
     chosen: list[Action] = []
+    idle = used.replica_movements == 0  # nothing being added: any one step may start
+
+    def fits(action: Action) -> bool:
+        return action.adds <= replicas_left or (idle and not any(a.adds for a in chosen))
+
     for action in movers:
         if movements_left == 0:
             break
         if not action.elect:
-            if slots == 0 or action.adds > replicas_left:
+            if slots == 0 or not fits(action):
                 continue
             slots -= 1
-            replicas_left -= action.adds
+            replicas_left = max(0, replicas_left - action.adds)
         chosen.append(action)
         movements_left -= 1
     for action in others:
         if slots == 0:
             break
-        if action.adds > replicas_left:
+        if not fits(action):
             continue
         slots -= 1
-        replicas_left -= action.adds
+        replicas_left = max(0, replicas_left - action.adds)
         chosen.append(action)
     return chosen

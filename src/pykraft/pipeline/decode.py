@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
+from pykraft.pipeline import metadata_tables as mt
 from pykraft.records import (
     BatchHeader,
     ControlRecordType,
@@ -45,7 +46,8 @@ LEADER_CHANGES = "leader_changes"
 VOTER_SETS = "voter_sets"
 SNAPSHOTS = "snapshots"
 FILES = "files"
-TABLES = (BATCHES, RECORDS, LEADER_CHANGES, VOTER_SETS, SNAPSHOTS, FILES)
+# The log's own tables, then one per concept of Kafka's metadata records (metadata_tables.py).
+TABLES = (BATCHES, RECORDS, LEADER_CHANGES, VOTER_SETS, SNAPSHOTS, FILES, *mt.METADATA_TABLES)
 
 SEGMENT = "segment"
 SNAPSHOT = "snapshot"
@@ -111,7 +113,15 @@ class Columns:
 
 
 # Field counts of each table, in the column order of ``pykraft.pipeline.schemas``.
-WIDTHS = {BATCHES: 13, RECORDS: 12, LEADER_CHANGES: 8, VOTER_SETS: 5, SNAPSHOTS: 13, FILES: 8}
+WIDTHS = {
+    BATCHES: 13,
+    RECORDS: 12,
+    LEADER_CHANGES: 8,
+    VOTER_SETS: 5,
+    SNAPSHOTS: 13,
+    FILES: 8,
+    **mt.WIDTHS,
+}
 # A table's columns are handed over once they hold this many rows, so a large segment is
 # never held in memory as Python objects all at once (nor as one huge Arrow payload).
 CHUNK_ROWS_MAX = 16_384
@@ -133,9 +143,12 @@ class _Tables:
                 self.open[table] = Columns(table, WIDTHS[table])
 
     def rest(self) -> Iterator[Columns]:
-        for cols in self.open.values():
-            if len(cols):
+        """What is left, the ``files`` row last."""
+        for table, cols in self.open.items():
+            if len(cols) and table != FILES:
                 yield cols
+        if len(self.open[FILES]):
+            yield self.open[FILES]
 
 
 def decode_file(
@@ -181,7 +194,8 @@ def decode_file(
             for record in records:
                 _control_rows(tables, node, source, path, header, record, snap, name)
         else:
-            _data_rows(tables.open[RECORDS], node, source, path, header.epoch, records)
+            snapshot_offset = name.offset - 1 if source == SNAPSHOT else None
+            _data_rows(tables, node, source, path, header, records, snapshot_offset)
             if snap is not None:
                 snap.records += len(records)
         yield from tables.full()
@@ -248,12 +262,35 @@ def _batch_row(
 
 
 def _data_rows(
-    cols: Columns, node: int, source: str, path: str, epoch: int, records: list[Record]
+    tables: _Tables,
+    node: int,
+    source: str,
+    path: str,
+    header: BatchHeader,
+    records: list[Record],
+    snapshot_offset: int | None,
 ) -> None:
-    """The records of one data batch, column by column: the hot loop of ingest, so each
-    column is one comprehension rather than one tuple per record."""
+    """The records of one data batch: the ``records`` rows column by column (the hot loop
+    of ingest, so each column is one comprehension rather than one tuple per record), each
+    value decoded once as a metadata record for its JSON and its concept's table
+    (``metadata_tables``)."""
+    epoch = header.epoch
     n = len(records)
-    c = cols.columns
+    c = tables.open[RECORDS].columns
+    rendered: list[str] = []
+    open_tables = tables.open
+    for record in records:
+        value = record.value
+        decoded = mt.decode_value(value)
+        if isinstance(decoded, str):
+            rendered.append(render_data_value(value))
+        else:
+            rendered.append(mt.record_json(*decoded))
+        offset = record.offset if snapshot_offset is None else snapshot_offset
+        common = (node, source, path, offset, header.base_offset, epoch, record.timestamp_ms)
+        table, row = mt.row_of(common, decoded, value)
+        if table:
+            open_tables[table].add(row)
     c[0].extend(repeat(node, n))
     c[1].extend(repeat(source, n))
     c[2].extend(repeat(path, n))
@@ -265,7 +302,7 @@ def _data_rows(
     c[8].extend(repeat(None, n))
     c[9].extend([None if r.key is None else r.key.hex() for r in records])
     c[10].extend([-1 if r.value is None else len(r.value) for r in records])
-    c[11].extend([render_data_value(r.value) for r in records])
+    c[11].extend(rendered)
 
 
 def _control_rows(

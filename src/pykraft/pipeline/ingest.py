@@ -10,7 +10,12 @@ per-node totals (a handful of numbers per node, aggregated in the JVM).
 
 Tables written under the output path: ``batches``, ``records``, ``leader_changes``,
 ``voter_sets`` (with ``committed``), ``snapshots``, ``files`` and ``committed`` (each node's
-committed prefix, see ``pykraft.pipeline.committed``). Schemas: ``pykraft.pipeline.schemas``.
+committed prefix, see ``pykraft.pipeline.committed``); Kafka's metadata records by concept
+(``pykraft.pipeline.metadata_tables``: ``topics``, ``partition_changes``, ``brokers``,
+``configs``, ``features``, ``producer_ids``, ``acls``, ``scram_users``, ``quotas``,
+``migration_state``, ``transactions``, ``undecoded``); and ``partition_state``, every
+partition as of each snapshot and each node's log end (``metadata_state``), computed from the
+written tables. Schemas: ``pykraft.pipeline.schemas``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pykraft.pipeline import columnar, decode, schemas
+from pykraft.pipeline import columnar, decode, metadata_state, schemas
 from pykraft.pipeline.committed import (
     GIVEN,
     MAJORITY,
@@ -40,6 +45,7 @@ from pykraft.pipeline.totals import NodeTotals, voter_count
 
 PARTITION_DIR = "__cluster_metadata-0"
 COMMITTED_TABLE = "committed"
+PARTITION_STATE = "partition_state"  # every partition as of each snapshot and the log end
 TOTALS = "totals"  # a file's NodeTotals among the decode pass's payloads
 ROWS_PER_WRITE_TASK = 100_000
 _GLOB = "*.{log,checkpoint}"
@@ -270,6 +276,9 @@ def run_ingest(
             write_all(frames, out)
         finally:
             decoded.unpersist()
+        written = {name: spark.read.parquet(join_path(out, name)) for name in schemas.BY_TABLE}
+        state = metadata_state.partition_state(written).coalesce(write_tasks(0, width))
+        state.write.mode("overwrite").parquet(join_path(out, PARTITION_STATE))
     return IngestSummary(
         nodes=len(dirs),
         files=sum(t.files for t in totals.values()),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DoubleType,
     IntegerType,
     LongType,
     StringType,
@@ -116,6 +117,107 @@ FILES = _struct(
     ("error", StringType(), True),  # why reading stopped early (torn tail, bad framing)
 )
 
+# Kafka's metadata records by concept (``pykraft.pipeline.metadata_tables``): every row starts
+# with where the record is (inside a snapshot: its last contained offset) and when it was
+# written.
+_COMMON = (
+    ("node", IntegerType(), False),
+    ("source", StringType(), False),
+    ("file", StringType(), False),
+    ("offset", LongType(), False),
+    ("batch_offset", LongType(), False),  # records written together share it
+    ("epoch", IntegerType(), False),
+    ("timestamp_ms", LongType(), False),
+)
+_INTS = ArrayType(IntegerType(), False)
+_STRINGS = ArrayType(StringType(), False)
+
+TOPICS = _struct(
+    *_COMMON,
+    ("event", StringType(), False),  # create, delete
+    ("name", StringType(), True),  # null on delete (RemoveTopicRecord names the id only)
+    ("topic_id", StringType(), False),
+)
+PARTITION_CHANGES = _struct(
+    *_COMMON,
+    ("record_type", StringType(), False),  # PartitionRecord, PartitionChangeRecord
+    ("topic_id", StringType(), False),
+    ("partition", IntegerType(), False),
+    ("replicas", _INTS, True),  # null: unchanged (PartitionChangeRecord)
+    ("isr", _INTS, True),
+    ("removing", _INTS, True),
+    ("adding", _INTS, True),
+    ("leader", IntegerType(), False),  # -1 none, -2 unchanged
+    ("leader_recovery_state", IntegerType(), True),
+    ("leader_epoch", IntegerType(), True),  # PartitionRecord only
+    ("partition_epoch", IntegerType(), True),  # PartitionRecord only
+    ("elr", _INTS, True),
+    ("last_known_elr", _INTS, True),
+    ("directories", _STRINGS, True),
+    ("final_target", _INTS, True),  # KIP-435's plan (tag 435); [] ends it
+)
+BROKERS = _struct(
+    *_COMMON,
+    ("record_type", StringType(), False),
+    ("event", StringType(), False),  # register, fence, unfence, controlled_shutdown, ...
+    ("broker_id", IntegerType(), False),
+    ("broker_epoch", LongType(), False),
+    ("incarnation_id", StringType(), True),
+    ("rack", StringType(), True),
+    ("endpoints", _STRINGS, True),  # NAME://host:port
+    ("fenced", BooleanType(), True),  # null: unchanged
+    ("in_controlled_shutdown", BooleanType(), True),
+    ("is_migrating_zk_broker", BooleanType(), True),
+    ("log_dirs", _STRINGS, True),
+)
+CONFIGS = _struct(
+    *_COMMON,
+    ("resource_type", IntegerType(), False),  # 2 topic, 4 broker, ...
+    ("resource_name", StringType(), False),  # "" for the cluster default
+    ("name", StringType(), False),
+    ("value", StringType(), True),  # null when deleted or sensitive
+    ("sensitive", BooleanType(), False),
+    ("deleted", BooleanType(), False),
+)
+FEATURES = _struct(*_COMMON, ("name", StringType(), False), ("level", IntegerType(), False))
+PRODUCER_IDS = _struct(
+    *_COMMON,
+    ("broker_id", IntegerType(), False),
+    ("broker_epoch", LongType(), False),
+    ("next_producer_id", LongType(), False),
+)
+ACLS = _struct(
+    *_COMMON,
+    ("event", StringType(), False),  # add, remove
+    ("id", StringType(), False),
+    ("resource_type", IntegerType(), True),  # null on remove
+    ("resource_name", StringType(), True),
+    ("pattern_type", IntegerType(), True),
+    ("principal", StringType(), True),
+    ("host", StringType(), True),
+    ("operation", IntegerType(), True),
+    ("permission_type", IntegerType(), True),
+)
+SCRAM_USERS = _struct(
+    *_COMMON,
+    ("event", StringType(), False),  # upsert, delete
+    ("name", StringType(), False),
+    ("mechanism", StringType(), False),
+    ("iterations", IntegerType(), True),  # never the salt or the keys
+)
+QUOTAS = _struct(
+    *_COMMON,
+    ("entity", StringType(), False),  # user=alice,client-id=<default>
+    ("key", StringType(), False),
+    ("value", DoubleType(), False),
+    ("remove", BooleanType(), False),
+)
+MIGRATION_STATE = _struct(
+    *_COMMON, ("state", IntegerType(), False), ("state_name", StringType(), False)
+)
+TRANSACTIONS = _struct(*_COMMON, ("record_type", StringType(), False), ("name", StringType(), True))
+UNDECODED = _struct(*_COMMON, ("reason", StringType(), False), ("value_hex", StringType(), False))
+
 BY_TABLE = {
     "batches": BATCHES,
     "records": RECORDS,
@@ -123,6 +225,18 @@ BY_TABLE = {
     "voter_sets": VOTER_SETS,
     "snapshots": SNAPSHOTS,
     "files": FILES,
+    "topics": TOPICS,
+    "partition_changes": PARTITION_CHANGES,
+    "brokers": BROKERS,
+    "configs": CONFIGS,
+    "features": FEATURES,
+    "producer_ids": PRODUCER_IDS,
+    "acls": ACLS,
+    "scram_users": SCRAM_USERS,
+    "quotas": QUOTAS,
+    "migration_state": MIGRATION_STATE,
+    "transactions": TRANSACTIONS,
+    "undecoded": UNDECODED,
 }
 
 COMMITTED = _struct(

@@ -320,10 +320,16 @@ class SimBrokers:
 
     def _set_limits(self) -> None:
         """KIP-435's limits for the run, from the seed: reassignment.parallel.replica.count
-        1-2, .partition.count 1-3, .leader.movements 1-2 (set once, never changed, so that
-        the checker can hold every committed step to them)."""
+        1-2, .partition.count 1-3, .leader.movements 1-2, max.concurrent.replica.movements
+        2-5 (set once, never changed, so that the checker can hold every committed step to
+        them)."""
         rng = self.rng
-        values = (1 + int(rng.random() * 2), 1 + int(rng.random() * 3), 1 + int(rng.random() * 2))
+        values = (
+            1 + int(rng.random() * 2),
+            1 + int(rng.random() * 3),
+            1 + int(rng.random() * 2),
+            2 + int(rng.random() * 4),
+        )
         self._admin_send(
             ApiKey.INCREMENTAL_ALTER_CONFIGS,
             1,

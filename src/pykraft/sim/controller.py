@@ -23,8 +23,10 @@ application's state record.
   log a broker's epoch never decreases;
 * ``images-equal``: two nodes whose committed images are at the same offset hold the same
   image (the records a snapshot of each would hold);
-* ``reassignment-limits`` (KIP-435): with limits set, a committed step in flight never
-  removes more than ``reassignment.parallel.replica.count`` replicas nor adds more (the
+* ``reassignment-limits`` (KIP-435): with limits set, the replicas being added across the
+  cluster never exceed ``reassignment.max.concurrent.replica.movements``; a committed step
+  in flight never removes more than ``reassignment.parallel.replica.count`` replicas nor
+  adds more (the
   simulated topics keep min.insync.replicas at 1, so its exception never applies), and no
   more partitions than ``reassignment.parallel.partition.count`` have a stepped move in
   flight; a final target is never empty and never names a broker twice.
@@ -280,6 +282,15 @@ class ControllerChecker:
 
     def _check_reassignments(self, node_id: int, image: Image, position: int) -> None:
         limits = Limits.from_configs(image.configs.get((BROKER_RESOURCE, ""), {}))
+        moving = [p for p in (image.partition(*k) for k in image.moving) if p and p.adding]
+        adding = sum(len(p.adding) for p in moving)
+        if adding > limits.replica_movements and len(moving) > 1:  # one alone may exceed it
+            raise InvariantViolation(
+                "reassignment-limits",
+                f"node {node_id} at {position}: {adding} replicas being added with "
+                f"reassignment.max.concurrent.replica.movements {limits.replica_movements}",
+                node_id,
+            )
         stepping_moves = 0
         for topic_id, index in sorted(image.stepping):
             p = image.partition(topic_id, index)
