@@ -12,6 +12,14 @@ if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]
         echo "iproute2 (ip) is missing: install it (the fault-run tests need it)" >&2
     fi
 fi
+# The cluster history report's test renders the page in a real browser (headless Chromium).
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "chromium is missing: install it (the history report's render test needs it)" >&2
+    fi
+fi
 echo "== kafka jars"; ./scripts/kafka.sh fetch all
 echo "== ruff"; ruff check src tests bench
 echo "== mypy"; mypy

@@ -42,7 +42,9 @@ def test_every_controller_record_lands_in_its_table() -> None:
     assert len(records) == len(h.written)
     # The JSON of each record names its type, as kafka-dump-log's decoder does.
     types = [json.loads(row[11])["type"] for row in records]
-    assert types == [type(rec).__name__ for rec, _, _ in h.written]
+    assert types == [mt.kafka_type_name(rec) for rec, _, _ in h.written]
+    assert mt.kafka_type_name(r.ZkMigrationStateRecord()) == "ZK_MIGRATION_STATE_RECORD"
+    assert mt.kafka_type_name(r.NoOpRecord()) == "NO_OP_RECORD"
     by_type: dict[str, int] = {}
     for rec, _, _ in h.written:
         by_type[type(rec).__name__] = by_type.get(type(rec).__name__, 0) + 1

@@ -125,6 +125,7 @@ def _report_job(jobs: Any, common: argparse.ArgumentParser) -> None:
         "--metadata", help="ingest's output: the cluster history report (HTML, PNG, Parquet)"
     )
     report.add_argument("--node", type=int, help="whose log tells the history (default longest)")
+    report.add_argument("--cluster", help="which cluster (when the tables hold several)")
     report.add_argument("--out", required=True, help="local directory for the report")
     report.set_defaults(func=_report)
 
@@ -138,6 +139,7 @@ def _state_job(jobs: Any, common: argparse.ArgumentParser) -> None:
         "--at", default=None, help="an offset, a time in ms since the epoch, or end (default)"
     )
     state.add_argument("--node", type=int, help="one node's view (default every node's)")
+    state.add_argument("--cluster", help="which cluster (when the tables hold several)")
     state.add_argument("--out", required=True, help="output directory or URI (Parquet)")
     state.set_defaults(func=_state)
 
@@ -148,6 +150,7 @@ def _diff_job(jobs: Any, common: argparse.ArgumentParser) -> None:
     diff.add_argument("--from", dest="start", required=True, help="an offset or a time (ms)")
     diff.add_argument("--to", dest="end", default=None, help="an offset, a time, or end")
     diff.add_argument("--node", type=int, help="one node's view (default every node's)")
+    diff.add_argument("--cluster", help="which cluster (when the tables hold several)")
     diff.add_argument("--out", required=True, help="output directory or URI (Parquet)")
     diff.set_defaults(func=_diff)
 
@@ -199,7 +202,7 @@ def _fail(message: str) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from pykraft.pipeline.ingest import LogDir, run_ingest
+    from pykraft.pipeline.ingest import LogDir, NotAMetadataLog, run_ingest
 
     try:
         hwm = parse_node_offsets(args.hwm)
@@ -207,16 +210,24 @@ def _ingest(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     spark = _session(args, "ingest")
-    s = run_ingest(spark, dirs, args.out, hwm, progress_interval_s=args.progress_interval)
+    try:
+        s = run_ingest(spark, dirs, args.out, hwm, progress_interval_s=args.progress_interval)
+    except NotAMetadataLog as exc:
+        return _fail(str(exc))
     print(
-        f"ingested {s.nodes} nodes, {s.files} files, {s.bytes} bytes, {s.batches} batches, "
+        f"ingested {s.nodes} nodes of {len(s.clusters)} cluster(s) ({', '.join(s.clusters)}), "
+        f"{s.files} files, {s.bytes} bytes, {s.batches} batches, "
         f"{s.records} records in {s.seconds:.1f} s ({s.mb_per_s:.2f} MB/s) -> {args.out}"
     )
+    for error in s.file_errors:
+        print(f"warning: {error}", file=sys.stderr)
     for p in s.prefixes:
         print(
             f"node {p.node}: log {p.log_start_offset}..{p.log_end_offset}, "
             f"committed below {p.committed_offset} ({p.source})"
         )
+    if s.file_errors:
+        return _fail(f"{len(s.file_errors)} file(s) not read to their end (see the warnings)")
     return 0
 
 
@@ -325,7 +336,9 @@ def _history(args: argparse.Namespace) -> int:
 
     spark = _session(args, "history")
     try:
-        report = run_history_report(spark, args.metadata, args.out, node=args.node)
+        report = run_history_report(
+            spark, args.metadata, args.out, node=args.node, cluster=args.cluster
+        )
     except NotIngestOutput as exc:
         return _fail(str(exc))
     for name, count in report.counts.items():
@@ -342,7 +355,7 @@ def _tables(args: argparse.Namespace, app: str) -> tuple[Any, dict[str, Any]] | 
 
     spark = _session(args, app)
     try:
-        tables = load_tables(spark, args.metadata)
+        tables = load_tables(spark, args.metadata, args.cluster)
     except NotIngestOutput as exc:
         return str(exc)
     if args.node is not None:

@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from pykraft.pipeline import metadata_state, schemas
+from pykraft.pipeline.ingest import CLUSTER_ID, exists, read_cluster_table
 from pykraft.pipeline.session import join_path
 
 __all__ = ["HistoryReport", "events", "load_tables", "run_history_report"]
@@ -51,17 +52,40 @@ class NotIngestOutput(ValueError):
     """The path is not what ``pykraft pipeline ingest`` writes."""
 
 
-def load_tables(spark: SparkSession, path: str) -> dict[str, DataFrame]:
-    """Every table ingest wrote under ``path``; a missing one is a clear error."""
+def clusters_in(spark: SparkSession, path: str) -> list[str]:
+    """The clusters whose tables ingest wrote under ``path``."""
+    if not exists(spark, join_path(path, "files")):
+        raise NotIngestOutput(
+            f"{path} is not the output of `pykraft pipeline ingest` (no files table)"
+        )
+    try:
+        rows = spark.read.parquet(join_path(path, "files")).select(CLUSTER_ID).distinct().collect()
+    except Exception as e:  # AnalysisException: no such path, or not Parquet
+        raise NotIngestOutput(
+            f"{path} is not the output of `pykraft pipeline ingest` ({str(e).splitlines()[0]})"
+        ) from None
+    return sorted(str(r[CLUSTER_ID]) for r in rows)
+
+
+def load_tables(spark: SparkSession, path: str, cluster: str | None = None) -> dict[str, DataFrame]:
+    """Every table ingest wrote under ``path`` for ``cluster`` (the only one, when the
+    tables hold one); a missing table or an ambiguous cluster is a clear error."""
+    found = clusters_in(spark, path)
+    if cluster is None:
+        if len(found) != 1:
+            raise NotIngestOutput(
+                f"{path} holds clusters {', '.join(found)}: pick one with --cluster"
+            )
+        cluster = found[0]
+    elif cluster not in found:
+        raise NotIngestOutput(f"{path} holds no cluster {cluster} (it holds {', '.join(found)})")
     out: dict[str, DataFrame] = {}
     for name, schema in schemas.BY_TABLE.items():
-        where = join_path(path, name)
         try:
-            out[name] = spark.read.schema(schema).parquet(where)
-        except Exception as e:  # AnalysisException: the path does not exist
+            out[name] = read_cluster_table(spark, path, name, cluster, schema)
+        except FileNotFoundError:
             raise NotIngestOutput(
-                f"{path} is not the output of `pykraft pipeline ingest` (no table {name}: "
-                f"{str(e).splitlines()[0]})"
+                f"{path} is not the output of `pykraft pipeline ingest` (no table {name})"
             ) from None
     return out
 
@@ -452,12 +476,17 @@ _STYLE = (
 
 
 def run_history_report(
-    spark: SparkSession, tables_path: str, out: str, *, node: int | None = None
+    spark: SparkSession,
+    tables_path: str,
+    out: str,
+    *,
+    node: int | None = None,
+    cluster: str | None = None,
 ) -> HistoryReport:
     """``pykraft pipeline report --metadata``: the event tables as Parquet under
     ``out/tables``, the plots and ``out/index.html``."""
     started = time.monotonic()
-    tables = load_tables(spark, tables_path)
+    tables = load_tables(spark, tables_path, cluster)
     chosen = _pick_node(tables, node)
     found = events(tables, chosen)
     for name, frame in found.items():

@@ -26,11 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import reduce
+from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from pykraft.pipeline import columnar, decode, metadata_state, schemas
 from pykraft.pipeline.committed import (
@@ -84,24 +86,75 @@ class IngestSummary:
     records: int
     seconds: float
     prefixes: tuple[CommittedPrefix, ...]
+    clusters: tuple[str, ...] = ()
+    file_errors: tuple[str, ...] = ()  # files not read to their end, snapshots failing CRC
 
     @property
     def mb_per_s(self) -> float:
         return self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
 
-def node_id_of(spark: SparkSession, log_dir: LogDir) -> int:
-    """``node.id`` from ``<dir>/meta.properties`` (read through Spark: any file system)."""
-    if log_dir.node is not None:
-        return log_dir.node
+class NotAMetadataLog(ValueError):
+    """A ``--log-dir`` that is not a metadata log directory (one line for the operator)."""
+
+
+UNKNOWN_CLUSTER = "unknown"
+CLUSTER_ID = "cluster_id"
+
+
+def meta_of(spark: SparkSession, log_dir: LogDir) -> tuple[int, str]:
+    """(``node.id``, ``cluster.id``) from ``<dir>/meta.properties`` (read through Spark: any
+    file system); a NODE= given on the command line wins, and a directory without the file
+    is then of cluster ``unknown``."""
     base = log_dir.path.rstrip("/")
     if base.endswith("/" + PARTITION_DIR):
         base = base[: -len(PARTITION_DIR) - 1]
-    for row in spark.read.text(join_path(base, "meta.properties")).collect():
-        key, sep, value = str(row.value).partition("=")
-        if sep and key.strip() == "node.id":
-            return int(value.strip())
-    raise ValueError(f"no node.id in {base}/meta.properties; pass NODE={log_dir.path}")
+    values: dict[str, str] = {}
+    if "://" not in base:
+        _check_local(base, log_dir)
+        meta = Path(base[len("file:") :] if base.startswith("file:") else base) / "meta.properties"
+        lines = meta.read_text().splitlines() if meta.is_file() else []
+    else:
+        try:
+            lines = [
+                str(r.value) for r in spark.read.text(join_path(base, "meta.properties")).collect()
+            ]
+        except Exception:  # AnalysisException: no such file
+            lines = []
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    cluster = values.get("cluster.id", UNKNOWN_CLUSTER)
+    if log_dir.node is not None:
+        return log_dir.node, cluster
+    if "node.id" not in values:
+        raise NotAMetadataLog(
+            f"{log_dir.path}: no node.id in {base}/meta.properties (pass NODE={log_dir.path})"
+        )
+    try:
+        return int(values["node.id"]), cluster
+    except ValueError:
+        raise NotAMetadataLog(f"{base}/meta.properties: node.id is not a number") from None
+
+
+def _check_local(base: str, log_dir: LogDir) -> None:
+    """A local directory must exist and hold ``__cluster_metadata-0`` (one line, no trace)."""
+    import os
+
+    path = base[len("file:") :] if base.startswith("file:") else base
+    if not os.path.isdir(path):
+        raise NotAMetadataLog(f"{log_dir.path}: no such directory")
+    if not os.path.isdir(os.path.join(path, PARTITION_DIR)):
+        raise NotAMetadataLog(
+            f"{log_dir.path}: not a metadata log directory (no {PARTITION_DIR} inside: give a "
+            "controller's metadata.log.dir or a broker's log.dirs entry)"
+        )
+
+
+def node_id_of(spark: SparkSession, log_dir: LogDir) -> int:
+    """``node.id`` from ``<dir>/meta.properties`` (``meta_of``)."""
+    return meta_of(spark, log_dir)[0]
 
 
 # Larger than any file binaryFile can hold (2 GiB), so each file is its own split.
@@ -218,19 +271,63 @@ def write_tasks(rows: int, parallelism: int) -> int:
     return max(1, min(parallelism, -(-rows // ROWS_PER_WRITE_TASK)))
 
 
-def write_all(frames: Mapping[str, DataFrame], out: str) -> None:
-    """Write each frame as Parquet under ``out/<name>``, as concurrent Spark jobs.
+def write_all(
+    frames: Mapping[str, DataFrame], out: str, cluster: str = UNKNOWN_CLUSTER, first: bool = True
+) -> None:
+    """Write each frame as Parquet under ``out/<name>/cluster_id=<cluster>``, as concurrent
+    Spark jobs (the first cluster of a run removes the table first, the next ones add
+    theirs; reading ``out/<name>`` gives a ``cluster_id`` column).
 
     The tables are small next to the decode pass, so each write is mostly fixed cost
     (planning, task launch, commit); running them side by side overlaps it.
     """
+    if first:
+        for name in frames:
+            _delete(frames[name].sparkSession, join_path(out, name))
     with ThreadPoolExecutor(max_workers=len(frames), thread_name_prefix="ingest-write") as pool:
         futures = [
-            pool.submit(frame.write.mode("overwrite").parquet, join_path(out, name))
+            pool.submit(frame.write.mode("overwrite").parquet, cluster_path(out, name, cluster))
             for name, frame in frames.items()
         ]
         for future in futures:
             future.result()
+
+
+def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hadoop_path
+
+
+def exists(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` (local or any Hadoop URI) exists, asked without reading it."""
+    fs, hadoop_path = _hadoop_path(spark, path)
+    return bool(fs.exists(hadoop_path))
+
+
+def _delete(spark: SparkSession, path: str) -> None:
+    fs, hadoop_path = _hadoop_path(spark, path)
+    fs.delete(hadoop_path, True)
+
+
+def cluster_path(out: str, name: str, cluster: str) -> str:
+    """Where one cluster's part of table ``name`` is (read without a cluster_id column)."""
+    return join_path(out, name, f"{CLUSTER_ID}={cluster}")
+
+
+def read_cluster_table(
+    spark: SparkSession, out: str, name: str, cluster: str, schema: StructType
+) -> DataFrame:
+    """One cluster's part of table ``name``; empty when the cluster has no such rows (an
+    empty table writes no ``cluster_id=`` directory). Raises ``FileNotFoundError`` when the
+    table itself is missing."""
+    part = cluster_path(out, name, cluster)
+    if exists(spark, part):
+        return spark.read.schema(schema).parquet(part)
+    if not exists(spark, join_path(out, name)):
+        raise FileNotFoundError(join_path(out, name))
+    return spark.createDataFrame([], schema)
 
 
 def run_ingest(
@@ -249,12 +346,47 @@ def run_ingest(
     Parquet files.
     """
     started = time.monotonic()
-    dirs = {node_id_of(spark, d): d.partition_path for d in log_dirs}
-    if len(dirs) != len(log_dirs):
-        raise ValueError("two log directories have the same node id")
+    clusters: dict[str, dict[int, str]] = {}
+    for d in log_dirs:
+        node, cluster = meta_of(spark, d)
+        nodes = clusters.setdefault(cluster, {})
+        if node in nodes:
+            raise NotAMetadataLog(f"two log directories of cluster {cluster} are node {node}")
+        nodes[node] = d.partition_path
+    summaries = [
+        _ingest_cluster(
+            spark, cluster, dirs, out, hwm, first=i == 0, progress_interval_s=progress_interval_s
+        )
+        for i, (cluster, dirs) in enumerate(sorted(clusters.items()))
+    ]
+    return IngestSummary(
+        nodes=sum(x.nodes for x in summaries),
+        files=sum(x.files for x in summaries),
+        bytes=sum(x.bytes for x in summaries),
+        batches=sum(x.batches for x in summaries),
+        records=sum(x.records for x in summaries),
+        seconds=time.monotonic() - started,
+        prefixes=tuple(p for x in summaries for p in x.prefixes),
+        clusters=tuple(sorted(clusters)),
+        file_errors=tuple(e for x in summaries for e in x.file_errors),
+    )
+
+
+def _ingest_cluster(
+    spark: SparkSession,
+    cluster: str,
+    dirs: Mapping[int, str],
+    out: str,
+    hwm: Mapping[int, int] | None,
+    *,
+    first: bool,
+    progress_interval_s: float,
+) -> IngestSummary:
+    """``run_ingest`` of one cluster's nodes."""
+    started = time.monotonic()
     width = max(1, spark.sparkContext.defaultParallelism)
     with (
-        progress(spark.sparkContext, "ingest", interval_s=progress_interval_s),
+        progress(spark.sparkContext, f"ingest {cluster}", interval_s=progress_interval_s),
         session_conf(spark, {**ONE_FILE_PER_TASK, **_PAYLOADS_PER_ARROW_BATCH}),
     ):
         decoded = decode_files(read_files(spark, dirs)).persist(StorageLevel.MEMORY_AND_DISK)
@@ -273,12 +405,22 @@ def run_ingest(
             }
             frames[decode.VOTER_SETS] = voter_sets_committed(frames[decode.VOTER_SETS], prefixes)
             frames[COMMITTED_TABLE] = prefixes_frame(spark, logs, voters, prefixes).coalesce(1)
-            write_all(frames, out)
+            write_all(frames, out, cluster, first)
         finally:
             decoded.unpersist()
-        written = {name: spark.read.parquet(join_path(out, name)) for name in schemas.BY_TABLE}
+        written = {
+            name: read_cluster_table(spark, out, name, cluster, schema)
+            for name, schema in schemas.BY_TABLE.items()
+        }
         state = metadata_state.partition_state(written).coalesce(write_tasks(0, width))
-        state.write.mode("overwrite").parquet(join_path(out, PARTITION_STATE))
+        write_all({PARTITION_STATE: state}, out, cluster, first)
+        errors = tuple(
+            f"{r['file']}: {r['error']}"
+            for r in written[decode.FILES].where(F.col("error").isNotNull()).collect()
+        ) + tuple(
+            f"{r['file']}: a batch fails its CRC"
+            for r in written[decode.SNAPSHOTS].where(~F.col("crc_ok")).collect()
+        )
     return IngestSummary(
         nodes=len(dirs),
         files=sum(t.files for t in totals.values()),
@@ -287,4 +429,6 @@ def run_ingest(
         records=sum(t.records for t in totals.values()),
         seconds=time.monotonic() - started,
         prefixes=tuple(prefixes),
+        clusters=(cluster,),
+        file_errors=errors,
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any, Final
@@ -51,6 +52,7 @@ __all__ = [
     "WIDTHS",
     "decode_value",
     "is_sensitive",
+    "kafka_type_name",
     "metadata_row",
     "record_json",
     "row_of",
@@ -444,11 +446,20 @@ def _jsonable(value: object) -> Any:
     return value
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def kafka_type_name(record: object) -> str:
+    """Kafka's name of a record's type (``MetadataRecordType``): ``TopicRecord`` ->
+    ``TOPIC_RECORD``, as ``kafka-dump-log`` prints it."""
+    return _CAMEL.sub("_", type(record).__name__).upper()
+
+
 def record_json(record: object, version: int) -> str:
     """A decoded record as JSON, ``{"type", "version", "data"}`` with secrets masked, as
     ``kafka-dump-log --cluster-metadata-decoder`` prints a payload."""
     return json.dumps(
-        {"type": type(record).__name__, "version": version, "data": _masked(record)},
+        {"type": kafka_type_name(record), "version": version, "data": _masked(record)},
         sort_keys=True,
         separators=(",", ":"),
     )
