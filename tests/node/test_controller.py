@@ -218,3 +218,49 @@ def test_a_write_that_cannot_commit_in_its_timeout_is_request_timed_out(tmp_path
     finally:
         for p in nodes:
             p.kill()
+
+
+def test_an_excessively_large_operation_is_refused_at_once(tmp_path: Path) -> None:
+    """Kafka's MAX_RECORDS_PER_USER_OP: CreateTopics of 10,000,000 partitions is answered
+    POLICY_VIOLATION without building anything (the loop stays responsive: the next request
+    is answered as fast)."""
+    import time
+
+    from pykraft.protocol import ErrorCode
+
+    (port,) = free_ports(1)
+    node = make_config(tmp_path, 1, port, voters=f"1@127.0.0.1:{port}")
+    fmt(node)
+    node.start()
+
+    async def go() -> tuple[float, float, str]:
+        async with AdminClient(node.address, timeout_ms=10_000) as admin:
+            await admin.describe_quorum()
+            started = time.monotonic()
+            m = await controller_call(
+                admin,
+                ApiKey.CREATE_TOPICS,
+                {
+                    "topics": [
+                        {"name": "huge", "num_partitions": 10_000_000, "replication_factor": 1}
+                    ],
+                    "timeout": 10_000,
+                    "validate_only": False,
+                },
+                "CreateTopics",
+            )
+            (topic,) = m.topics
+            refused = f"{ErrorCode(topic.error_code).name}: {topic.error_message}"
+            refused_s = time.monotonic() - started
+            started = time.monotonic()
+            await admin.describe_quorum()
+            return refused_s, time.monotonic() - started, refused
+
+    try:
+        refused_s, next_s, refused = asyncio.run(go())
+        assert refused.startswith("policy_violation"), refused
+        assert "excessively large batch operation" in refused
+        # Not a timing goal: a generous bound that building 10M records could never meet.
+        assert refused_s < 5 and next_s < 5, (refused_s, next_s)
+    finally:
+        node.stop(signal.SIGTERM)

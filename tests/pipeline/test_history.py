@@ -1,4 +1,4 @@
-"""The cluster history over Kafka's metadata records (issue 31): a simulated cluster whose
+"""The cluster history over Kafka's metadata records (issue 31, SPEC H1, H2): a simulated cluster whose
 log the real controller wrote (brokers crash and come back, their sessions expire, topics
 come and go, configs change), written to disk in Kafka's layout, ingested with Spark; the
 typed tables, ``partition_state``, ``state --at`` and ``diff`` checked against a replay of

@@ -8,7 +8,8 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.apis import ApiKey, response_schema
+from pykraft.protocol.build import known_fields
 
 __all__ = ["MAX_RECORDS_PER_USER_OP", "ApiError", "check_op_size", "error_fields", "topic_error"]
 
@@ -35,12 +36,15 @@ def check_op_size(records: int) -> None:
 
 
 def error_fields(
-    api_key: int, request: Any, code: ErrorCode, message: str | None
+    api_key: int, version: int, request: Any, code: ErrorCode, message: str | None
 ) -> dict[str, Any]:
     """The response fields refusing every item of ``request`` with ``code`` (Kafka's
     ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
-    where a broker looks for NOT_CONTROLLER)."""
-    fields: dict[str, Any] = {"throttle_time": 0, "error_code": code, "error_message": message}
+    where a broker looks for NOT_CONTROLLER); the top-level fields only where the response
+    has them (``build.make`` refuses a field no version has)."""
+    known = known_fields(response_schema(api_key, version))
+    top = {"throttle_time": 0, "error_code": code, "error_message": message}
+    fields: dict[str, Any] = {k: v for k, v in top.items() if k in known}
     if api_key == ApiKey.CREATE_TOPICS:
         fields["topics"] = [topic_error(t.name, ApiError(code, message)) for t in request.topics]
     elif api_key == ApiKey.DELETE_TOPICS:

@@ -318,7 +318,7 @@ class ControllerHost:
         error (Kafka's getErrorResponse)."""
         api_key, version = request.api_key, request.api_version
         try:
-            fields = error_fields(api_key, request.message, code, message)
+            fields = error_fields(api_key, version, request.message, code, message)
             payload: ResponsePayload = make(response_schema(api_key, version), fields)
         except (LookupError, TypeError, ValueError, AttributeError):
             payload = error_response(

@@ -45,6 +45,7 @@ EVENT_TABLES = (
     "balance",
 )
 SHOWN_ROWS = 25
+TOP_BROKERS = 8  # brokers drawn in the over-time plot: those with the most ISR shrinks
 TIME_BUCKETS = 40
 
 
@@ -377,20 +378,28 @@ def _plots(found: Mapping[str, DataFrame], out: Path, node: int) -> list[Path]:
 
     span_row = isr.agg(F.min("timestamp_ms"), F.max("timestamp_ms")).first()
     if span_row is not None and span_row[0] is not None:
+        import datetime
+
         span = (int(span_row[0]), int(span_row[1]))
-        rows = _bucketed(isr.where(F.col("kind") == "shrink"), span, F.col("broker"))
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for broker in sorted({int(r["series"]) for r in rows}):
-            points = [(int(r["bucket"]), int(r["count"])) for r in rows if r["series"] == broker]
-            ax.plot(
-                [p[0] for p in points], [p[1] for p in points], marker="o", label=f"broker {broker}"
+        width = max(1, (span[1] - span[0]) // TIME_BUCKETS + 1)
+        shrinks = isr.where(F.col("kind") == "shrink")
+        ranked = shrinks.groupBy("broker").count().orderBy(F.desc("count"), "broker")
+        top = [int(r["broker"]) for r in ranked.limit(TOP_BROKERS).collect()]
+        rows = _bucketed(shrinks.where(F.col("broker").isin(top)), span, F.col("broker"))
+        fig, ax = plt.subplots(figsize=(9, 4))
+        start = datetime.datetime.fromtimestamp(span[0] / 1000, datetime.UTC)
+        for broker in top:
+            points = sorted(
+                (int(r["bucket"]), int(r["count"])) for r in rows if r["series"] == broker
             )
+            days = [b * width / 86_400_000 for b, _ in points]
+            ax.plot(days, [c for _, c in points], marker="o", label=f"broker {broker}")
         ax.set(
-            title="ISR shrinks over time",
-            xlabel=f"time bucket ({TIME_BUCKETS} over the log)",
-            ylabel="shrinks",
+            title=f"ISR shrinks over time: the {len(top)} brokers with the most",
+            xlabel=f"days since {start:%Y-%m-%d %H:%M} UTC",
+            ylabel=f"shrinks per {width / 3_600_000:.1f} h",
         )
-        ax.legend()
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
         save(fig, "isr_shrinks_over_time.png")
 
     causes = found["leader_changes"].groupBy("cause").count().orderBy(F.desc("count")).collect()
@@ -433,7 +442,8 @@ def _plots(found: Mapping[str, DataFrame], out: Path, node: int) -> list[Path]:
     ax.bar([b - 0.2 for b in ids], [int(r["replicas"]) for r in balance], 0.4, label="replicas")
     ax.bar([b + 0.2 for b in ids], [int(r["leaders"]) for r in balance], 0.4, label="leaders")
     ax.set(title="Replicas and leaders per broker (log end)", xlabel="broker")
-    ax.set_xticks(ids)
+    if len(ids) <= 30:
+        ax.set_xticks(ids)
     ax.legend()
     save(fig, "balance.png")
     return paths

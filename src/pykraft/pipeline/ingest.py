@@ -165,7 +165,13 @@ ONE_FILE_PER_TASK = {
 # Payloads are up to a few MB each (``decode.CHUNK_ROWS_MAX`` rows); Spark's default of
 # 10,000 rows per Arrow batch would hand a write task's Python worker all of a partition's
 # payloads in one batch (and hold them in the JVM heap at once).
-_PAYLOADS_PER_ARROW_BATCH = {"spark.sql.execution.arrow.maxRecordsPerBatch": "4"}
+_PAYLOADS_PER_ARROW_BATCH = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "4",
+    # The cache holds the payloads in columnar batches of this many rows, each deserialized
+    # whole when a write reads it: Spark's 10,000 would put a file's every payload (all its
+    # tables, hundreds of MB for a 64 MiB segment) in one batch, read by every table's write.
+    "spark.sql.inMemoryColumnarStorage.batchSize": "4",
+}
 
 
 def one_file_per_task(spark: SparkSession) -> AbstractContextManager[None]:

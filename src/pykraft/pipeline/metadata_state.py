@@ -1,4 +1,5 @@
-"""The cluster's metadata as of a moment, from the tables ingest writes (issue 31): topics,
+"""The cluster's metadata as of a moment, from the tables ingest writes (issue 31; SPEC H2's
+"cluster state at an offset"): topics,
 partitions, brokers and configs as of an offset (or a time), each node's own view; and what
 changed between two moments. All in Spark: nothing is collected to the driver.
 

@@ -1,4 +1,4 @@
-"""Kafka's metadata records as table rows (issue 31): the pure half of what ingest makes of a
+"""Kafka's metadata records as table rows (issue 31, SPEC H2): the pure half of what ingest makes of a
 ``__cluster_metadata`` log's data batches, whoever wrote them (pykraft's controllers or
 Apache Kafka's, segments or snapshots).
 

@@ -80,6 +80,9 @@ def build_session(
     java_options = settings.get("spark.driver.extraJavaOptions", "")
     settings["spark.driver.extraJavaOptions"] = f"{java_options} {log_option}".strip()
     if master.startswith("local"):
+        # The driver is the executor too: Spark's 1 GiB heap is short for a 64 MiB segment's
+        # decoded tables (given --conf spark.driver.memory wins).
+        settings.setdefault("spark.driver.memory", "3g")
         # Otherwise Spark warns on every start that the hostname resolves to loopback.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # Python workers run this interpreter (with pykraft installed), not the first

@@ -45,7 +45,12 @@ def error_response(
             return unsupported_api_versions_response(apis)
         return build_api_versions_response(api_version, apis, error_code=error_code)
     cls = response_schema(api_key, api_version)
+    known = known_fields(cls)
+    if "error_code" not in known:
+        # Its errors are per item (CreateTopics, ...): a caller that cannot build the items
+        # cannot answer; it closes the connection, as Kafka does with what it cannot answer.
+        raise LookupError(f"{cls.__name__} has no top-level error code")
     fields: dict[str, object] = {"error_code": error_code}
-    if error_message is not None and "error_message" in known_fields(cls):
+    if error_message is not None and "error_message" in known:
         fields["error_message"] = error_message
     return make(cls, fields)
