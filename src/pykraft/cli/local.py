@@ -6,9 +6,16 @@ formats each data directory (one cluster id, kept in ``cluster.id``; the brokers
 own ``kafka-storage format``). Later runs reuse the files and data. Starts one ``pykraft
 server start`` per controller (logs in ``controller-<id>.log``) and one Kafka broker per broker
 (Kafka's jars through ``scripts/kafka.sh``; logs in ``broker-<id>.log``), prints the bootstrap
-addresses, then once a second a status line when something changed: the active controller
-and its epoch, the brokers and their state, topics, partitions and offline partitions. Without
-Java (or Maven) the controllers run alone, and it says why in one line. Ctrl-C stops the
+addresses, then the status: the active controller and its epoch, the brokers and their state,
+topics, partitions and offline partitions, and who is down. On a terminal the status line is
+redrawn in place each second (a line is kept whenever the cluster's state changes); otherwise
+a line is printed only when the state changes. Without Java (or Maven) the controllers run
+alone, and it says why in one line.
+
+A failover playground: a controller or broker that exits (kill -9 it to watch KRaft fail over)
+is reported in one line and the cluster keeps running; ``pykraft local restart ID --dir DIR``
+(from another terminal) starts it again (or restarts a running one), and ``up
+--restart-after S`` restarts whatever died after S seconds by itself. Ctrl-C stops the
 brokers first (a controlled shutdown each), then the controllers, all with SIGTERM.
 """
 
@@ -17,10 +24,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +50,20 @@ def register(sub: Any) -> None:
         "--brokers", type=int, default=0, help="Apache Kafka brokers to run (default 0)"
     )
     up.add_argument("--dir", type=Path, default=Path("pykraft-local"), help="state directory")
+    up.add_argument(
+        "--restart-after",
+        type=float,
+        default=None,
+        metavar="S",
+        help="restart a controller or broker S seconds after it exits (default: on request)",
+    )
     up.set_defaults(func=_up)
+    restart = commands.add_parser(
+        "restart", help="restart a controller or broker of a running `pykraft local up`"
+    )
+    restart.add_argument("id", type=int, help="a controller's node.id or a broker's (100, ...)")
+    restart.add_argument("--dir", type=Path, default=Path("pykraft-local"), help="state directory")
+    restart.set_defaults(func=_restart)
 
 
 def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:
@@ -189,57 +211,192 @@ def _start_controller(directory: Path, node_id: int, config: Path) -> subprocess
         )
 
 
-def _watch(
-    directory: Path,
-    processes: list[subprocess.Popen[bytes]],
-    brokers_running: list[Any],
-    ports: list[int],
-) -> None:
-    """A status line whenever it changes, until Ctrl-C / SIGTERM or a process exits."""
-    stopping = False
-
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    last = ""
-    while not stopping:
-        if any(p.poll() is not None for p in processes):
-            print("a controller exited; see its log in " + str(directory), file=sys.stderr)
-            break
-        if any(not b.running for b in brokers_running):
-            print("a broker exited; see its log in " + str(directory), file=sys.stderr)
-            break
-        line = asyncio.run(_status(ports, with_cluster=bool(brokers_running)))
-        if line != last:
-            print(time.strftime("%H:%M:%S ") + line, flush=True)
-            last = line
-        with contextlib.suppress(InterruptedError):
-            time.sleep(STATUS_INTERVAL_S)
+RESTART_DIR = "restart-requests"  # ``local restart ID`` drops a file named ID here
+PID_FILE = "local-up.pid"
 
 
-def _stop(processes: list[subprocess.Popen[bytes]], brokers_running: list[Any]) -> int:
+class Member:
+    """One controller or broker process of the local cluster, which can die and be
+    started again."""
+
+    def __init__(self, kind: str, node_id: int, start: Callable[[], Any], log: Path) -> None:
+        self.kind = kind
+        self.node_id = node_id
+        self._start = start
+        self.log = log
+        self.process: Any = None
+        self.down_since: float | None = None
+
+    def start(self) -> None:
+        self.process = self._start()
+        self.down_since = None
+
+    @property
+    def alive(self) -> bool:
+        p = self.process
+        if p is None:
+            return False
+        if isinstance(p, subprocess.Popen):
+            return p.poll() is None
+        return bool(p.running)
+
+    def exit_code(self) -> int | None:
+        p = self.process
+        if isinstance(p, subprocess.Popen):
+            return p.poll()
+        return None if p is None else p.popen.poll()
+
+    def stop(self, timeout_s: float) -> bool:
+        """SIGTERM and wait (a broker's controlled shutdown); True when it stopped cleanly."""
+        p = self.process
+        if p is None or not self.alive:
+            return True
+        if isinstance(p, subprocess.Popen):
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                return False
+            return True
+        return bool(p.stop(timeout_s=timeout_s) in (0, 143))
+
+    def name(self) -> str:
+        return f"{self.kind} {self.node_id}"
+
+
+class Watch:
+    """The status loop: who died, restarts asked for (``local restart``) or due
+    (``--restart-after``), and the status line (redrawn on a terminal, printed on change
+    otherwise)."""
+
+    def __init__(
+        self, directory: Path, members: list[Member], ports: list[int], restart_after: float | None
+    ) -> None:
+        self.directory = directory
+        self.members = members
+        self.ports = ports
+        self.restart_after = restart_after
+        self.tty = sys.stdout.isatty()
+        self.stopping = False
+        self._last_state = ""
+
+    def run(self) -> None:
+        def on_signal(signum: int, frame: object) -> None:
+            self.stopping = True
+
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+        requests = self.directory / RESTART_DIR
+        requests.mkdir(exist_ok=True)
+        while not self.stopping:
+            self._notice_exits()
+            self._restarts(requests)
+            self._show()
+            with contextlib.suppress(InterruptedError):
+                time.sleep(STATUS_INTERVAL_S)
+        if self.tty:
+            print(flush=True)
+
+    def _say(self, text: str) -> None:
+        prefix = "\r\033[K" if self.tty else ""
+        print(prefix + time.strftime("%H:%M:%S ") + text, flush=True)
+        self._last_state = ""  # show the status again after a message
+
+    def _notice_exits(self) -> None:
+        for m in self.members:
+            if m.down_since is None and not m.alive:
+                m.down_since = time.monotonic()
+                how = (
+                    f"restarting it in {self.restart_after:g} s"
+                    if self.restart_after is not None
+                    else f"`pykraft local restart {m.node_id} --dir {self.directory}` starts it again"
+                )
+                self._say(f"{m.name()} exited (code {m.exit_code()}; log {m.log}); {how}")
+
+    def _restarts(self, requests: Path) -> None:
+        asked = set()
+        for request in requests.iterdir():
+            with contextlib.suppress(OSError):
+                request.unlink()
+            if request.name.isdigit():
+                asked.add(int(request.name))
+        now = time.monotonic()
+        for m in self.members:
+            due = (
+                self.restart_after is not None
+                and m.down_since is not None
+                and now - m.down_since >= self.restart_after
+            )
+            if m.node_id not in asked and not due:
+                continue
+            if m.alive:
+                self._say(f"restarting {m.name()} (SIGTERM)")
+                m.stop(STOP_TIMEOUT_S * 2)
+            m.start()
+            self._say(f"{m.name()} started again")
+
+    def _show(self) -> None:
+        brokers_up = any(m.kind == "broker" and m.alive for m in self.members)
+        line = asyncio.run(_status(self.ports, with_cluster=brokers_up))
+        down = [m.name() for m in self.members if not m.alive]
+        state = line + (f" down={','.join(down)}" if down else "")
+        # What changes every second (the high watermark, the lag) is not a change of state.
+        key = " ".join(w for w in state.split() if not w.startswith(("high_watermark=", "lag=")))
+        if self.tty:
+            end = "\n" if key != self._last_state and self._last_state else ""
+            print("\r\033[K" + time.strftime("%H:%M:%S ") + state, end=end, flush=True)
+        elif key != self._last_state:
+            print(time.strftime("%H:%M:%S ") + state, flush=True)
+        self._last_state = key
+
+
+def _stop(members: list[Member]) -> int:
     """Brokers first (controlled shutdown while the controllers run), then the controllers;
     1 when anything did not stop cleanly."""
     code = 0
-    for b in brokers_running:
-        b.signal(signal.SIGTERM)  # controlled shutdown, while the controllers still run
-    for b in brokers_running:
-        if b.stop(timeout_s=STOP_TIMEOUT_S * 2) not in (0, 143):
-            code = 1
-    for p in processes:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in processes:
-        try:
-            p.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            code = 1
+    for m in members:
+        if m.kind == "broker" and m.alive:
+            m.process.signal(signal.SIGTERM)  # controlled shutdown, while the controllers run
+    for kind, timeout in (("broker", STOP_TIMEOUT_S * 2), ("controller", STOP_TIMEOUT_S)):
+        for m in members:
+            if m.kind == kind and not m.stop(timeout):
+                code = 1
     return code
+
+
+def _restart(args: argparse.Namespace) -> int:
+    """``pykraft local restart ID``: ask the running ``local up`` to (re)start a member."""
+    import os
+
+    directory: Path = args.dir
+    known = [
+        directory / f"controller-{args.id}.properties",
+        directory / f"broker-{args.id}.properties",
+    ]
+    if not any(p.exists() for p in known):
+        print(
+            f"pykraft local restart: no controller or broker {args.id} in {directory}",
+            file=sys.stderr,
+        )
+        return 2
+    pid_file = directory / PID_FILE
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        print(
+            f"pykraft local restart: no `pykraft local up` is running on {directory}",
+            file=sys.stderr,
+        )
+        return 2
+    (directory / RESTART_DIR).mkdir(exist_ok=True)
+    (directory / RESTART_DIR / str(args.id)).touch()
+    print(
+        f"restart of {args.id} requested (the running `pykraft local up` does it within a second)"
+    )
+    return 0
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -265,22 +422,45 @@ def _up(args: argparse.Namespace) -> int:
         except KafkaError as e:
             reason = str(e).splitlines()[0]
             print(f"no Kafka brokers: {reason}; running the controllers alone", flush=True)
-    processes = [_start_controller(args.dir, node_id, config) for node_id, _, config in controllers]
+    import os
+
+    members = [
+        Member(
+            "controller",
+            node_id,
+            functools.partial(_start_controller, args.dir, node_id, config),
+            args.dir / f"controller-{node_id}.log",
+        )
+        for node_id, _, config in controllers
+    ]
     ports = [port for _, port, _ in controllers]
-    print("bootstrap controllers: " + ",".join(f"127.0.0.1:{p}" for p in ports), flush=True)
-    brokers_running = []
     if broker_configs:
         from pykraft.interop.kafka import KafkaDist
 
         dist = KafkaDist.get("4")
         for config in broker_configs:
             log = args.dir / (config.stem + ".log")
-            brokers_running.append(dist.start("server", str(config), log=log))
+            broker_id = int(config.stem.split("-", 1)[1])
+            start = functools.partial(dist.start, "server", str(config), log=log)
+            members.append(Member("broker", broker_id, start, log))
+    (args.dir / PID_FILE).write_text(f"{os.getpid()}\n")
+    for m in members:
+        if m.kind == "controller":
+            m.start()
+    print("bootstrap controllers: " + ",".join(f"127.0.0.1:{p}" for p in ports), flush=True)
+    for m in members:
+        if m.kind == "broker":
+            m.start()
+    if broker_configs:
         print(
             "bootstrap.servers=" + ",".join(_broker_address(c) for c in broker_configs),
             flush=True,
         )
-    _watch(args.dir, processes, brokers_running, ports)
-    code = _stop(processes, brokers_running)
+    try:
+        Watch(args.dir, members, ports, args.restart_after).run()
+    finally:
+        code = _stop(members)
+        with contextlib.suppress(OSError):
+            (args.dir / PID_FILE).unlink()
     print("stopped", flush=True)
     return code
