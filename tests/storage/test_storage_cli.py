@@ -156,6 +156,15 @@ def test_format_follows_kafkas_mode_rules(tmp_path: Path) -> None:
     assert refused.returncode == 1 and "Cannot set kraft.version to 1 unless" in refused.stderr
     refused = fmt(static, "--release-version", "2.8")
     assert refused.returncode == 1 and "unknown release version '2.8'" in refused.stderr
+    # The levels format starts a cluster at are the ones UpdateFeatures accepts (issue 28):
+    # Kafka's 4.1+ levels exist, but this controller does not run them yet.
+    for too_new in (("--release-version", "4.3"), ("--feature", "metadata.version=26")):
+        refused = fmt(static, *too_new)
+        assert refused.returncode == 1, refused
+        assert "is not one this controller runs: it supports 3.3-IV3 (7) to 4.0-IV3 (25)" in (
+            refused.stderr
+        ), refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
 
     done = fmt(static, "--release-version", "3.9")  # static voters: no mode flag needed
     assert done.returncode == 0, done.stderr

@@ -90,6 +90,13 @@ def _features(args: argparse.Namespace) -> tuple[int | None, dict[str, int]]:
         else:
             known = ", ".join(["kraft.version", METADATA_VERSION, *sorted(FEATURES)])
             raise ConfigError(f"--feature {name}: unknown feature (known: {known})")
+    if METADATA_VERSION in features:
+        from pykraft.controller.features import check_bootstrap_level
+
+        try:
+            check_bootstrap_level(features[METADATA_VERSION])
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     return kraft_version, features
 
 

@@ -19,7 +19,13 @@ from pykraft.metadata.versions import (
     MINIMUM_METADATA_VERSION,
 )
 
-__all__ = ["MAX_METADATA_VERSION", "SUPPORTED_FEATURES", "feature_update", "update_features"]
+__all__ = [
+    "MAX_METADATA_VERSION",
+    "SUPPORTED_FEATURES",
+    "check_bootstrap_level",
+    "feature_update",
+    "update_features",
+]
 
 # The metadata.version range pykraft's controller writes records for: up to 4.0-IV3 (25).
 MAX_METADATA_VERSION: Final = DEFAULT_METADATA_VERSION.level
@@ -99,6 +105,21 @@ def _check_supported(
             clow, chigh = features[name]
             if level != 0 and not clow <= level <= chigh:
                 raise refuse(f"Controller {controller_id}", clow, chigh)
+
+
+def check_bootstrap_level(level: int) -> None:
+    """A metadata.version ``storage format`` may start a cluster at: exactly the levels this
+    controller writes and UpdateFeatures accepts (``SUPPORTED_FEATURES``); ``ValueError``
+    with one line otherwise."""
+    low, high = SUPPORTED_FEATURES[METADATA_VERSION]
+    if not low <= level <= high:
+        from pykraft.metadata.versions import metadata_version
+
+        low_name, high_name = metadata_version(low).name, metadata_version(high).name
+        raise ValueError(
+            f"metadata.version {level} is not one this controller runs: it supports "
+            f"{low_name} ({low}) to {high_name} ({high}), the levels UpdateFeatures accepts"
+        )
 
 
 def feature_update(
