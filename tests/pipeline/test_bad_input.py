@@ -4,6 +4,7 @@ metadata log, a torn segment, a corrupt snapshot, tables that are not ingest's."
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from pykraft.metadata import records as r
@@ -12,6 +13,12 @@ from pykraft.records import build_batch
 from tests.node.procs import cli
 
 from .logfiles import write_snapshot
+
+SPARK_TIMEOUT_S = 300  # a JVM start and a Spark job, on a loaded two-core CI machine
+
+
+def spark_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return cli(*args, timeout_s=SPARK_TIMEOUT_S)
 
 
 def _no_trace(stderr: str) -> None:
@@ -31,7 +38,7 @@ def _node(root: Path, node: int) -> Path:
 
 
 def test_a_missing_path_and_a_directory_that_is_not_a_log(tmp_path: Path) -> None:
-    missing = cli(
+    missing = spark_cli(
         "pipeline",
         "ingest",
         "--master",
@@ -45,7 +52,7 @@ def test_a_missing_path_and_a_directory_that_is_not_a_log(tmp_path: Path) -> Non
     assert "no such directory" in missing.stderr
     _no_trace(missing.stderr)
     (tmp_path / "plain").mkdir()
-    plain = cli(
+    plain = spark_cli(
         "pipeline",
         "ingest",
         "--master",
@@ -57,7 +64,7 @@ def test_a_missing_path_and_a_directory_that_is_not_a_log(tmp_path: Path) -> Non
     )
     assert plain.returncode == 2 and "not a metadata log directory" in plain.stderr
     _no_trace(plain.stderr)
-    tables = cli(
+    tables = spark_cli(
         "pipeline",
         "report",
         "--master",
@@ -71,7 +78,7 @@ def test_a_missing_path_and_a_directory_that_is_not_a_log(tmp_path: Path) -> Non
         tables.returncode == 2 and "is not the output of `pykraft pipeline ingest`" in tables.stderr
     )
     _no_trace(tables.stderr)
-    at = cli(
+    at = spark_cli(
         "pipeline",
         "state",
         "--master",
@@ -96,7 +103,7 @@ def test_a_torn_segment_and_a_corrupt_snapshot(tmp_path: Path) -> None:
     data = bytearray(snapshot.read_bytes())
     data[-20] ^= 0xFF  # a flipped byte: its batch fails the CRC
     snapshot.write_bytes(bytes(data))
-    done = cli(
+    done = spark_cli(
         "pipeline",
         "ingest",
         "--master",
@@ -112,7 +119,7 @@ def test_a_torn_segment_and_a_corrupt_snapshot(tmp_path: Path) -> None:
     assert "2 file(s) not read to their end" in done.stderr
     _no_trace(done.stderr)
     # What could be read was written: the topic is in the tables.
-    report = cli(
+    report = spark_cli(
         "pipeline",
         "state",
         "--master",
