@@ -347,8 +347,8 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tables(args: argparse.Namespace, app: str) -> tuple[Any, dict[str, Any]] | str:
-    """The session and ingest's tables (of ``--node`` only, when given), or why not."""
+def _tables(args: argparse.Namespace, app: str) -> dict[str, Any] | str:
+    """Ingest's tables (of ``--node`` only, when given), or why not."""
     from pyspark.sql import functions as F
 
     from pykraft.pipeline.history import NotIngestOutput, load_tables
@@ -360,7 +360,7 @@ def _tables(args: argparse.Namespace, app: str) -> tuple[Any, dict[str, Any]] | 
         return str(exc)
     if args.node is not None:
         tables = {k: v.where(F.col("node") == args.node) for k, v in tables.items()}
-    return spark, tables
+    return tables
 
 
 def _write(frames: dict[str, Any], out: str) -> None:
@@ -378,10 +378,9 @@ def _state(args: argparse.Namespace) -> int:
         moment = Moment.parse(args.at)
     except ValueError as exc:
         return _fail(str(exc))
-    found = _tables(args, "state")
-    if isinstance(found, str):
-        return _fail(found)
-    _, tables = found
+    tables = _tables(args, "state")
+    if isinstance(tables, str):
+        return _fail(tables)
     print(f"the cluster's metadata as of {moment.describe()}")
     _write(state_as_of(tables, moment), args.out)
     return 0
@@ -394,10 +393,9 @@ def _diff(args: argparse.Namespace) -> int:
         before, after = Moment.parse(args.start), Moment.parse(args.end)
     except ValueError as exc:
         return _fail(str(exc))
-    found = _tables(args, "diff")
-    if isinstance(found, str):
-        return _fail(found)
-    _, tables = found
+    tables = _tables(args, "diff")
+    if isinstance(tables, str):
+        return _fail(tables)
     print(f"what changed from {before.describe()} to {after.describe()}")
     _write(diff(tables, before, after), args.out)
     return 0

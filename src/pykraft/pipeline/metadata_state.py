@@ -257,6 +257,22 @@ def state_as_of(tables: Mapping[str, DataFrame], moment: Moment) -> dict[str, Da
     }
 
 
+# A partition_state row after (node, as_of, as_of_offset).
+_STATE_COLUMNS = (
+    "topic",
+    "topic_id",
+    "partition",
+    "replicas",
+    "isr",
+    "leader",
+    "leader_epoch",
+    "partition_epoch",
+    "elr",
+    "adding",
+    "removing",
+)
+
+
 def partition_state(tables: Mapping[str, DataFrame]) -> DataFrame:
     """The ``partition_state`` table: every partition as of each snapshot (the snapshot's
     own PartitionRecords) and as of each node's log end."""
@@ -274,17 +290,7 @@ def partition_state(tables: Mapping[str, DataFrame]) -> DataFrame:
             "node",
             F.lit("snapshot").alias("as_of"),
             (F.col("offset") + 1).alias("as_of_offset"),
-            "topic",
-            "topic_id",
-            "partition",
-            "replicas",
-            "isr",
-            "leader",
-            "leader_epoch",
-            "partition_epoch",
-            "elr",
-            "adding",
-            "removing",
+            *_STATE_COLUMNS,
         )
     )
     ends = tables["batches"].groupBy("node").agg((F.max("last_offset") + 1).alias("as_of_offset"))
@@ -295,17 +301,7 @@ def partition_state(tables: Mapping[str, DataFrame]) -> DataFrame:
             "node",
             F.lit(LOG_END).alias("as_of"),
             "as_of_offset",
-            "topic",
-            "topic_id",
-            "partition",
-            "replicas",
-            "isr",
-            "leader",
-            "leader_epoch",
-            "partition_epoch",
-            "elr",
-            "adding",
-            "removing",
+            *_STATE_COLUMNS,
         )
     )
     return snapshot_rows.unionByName(log_end)
