@@ -4,11 +4,13 @@ killed when the module ends, also when it fails."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kafka import KafkaAdminClient
 
 from pykraft.interop.kafka import KafkaDist, KafkaProcess
 from pykraft.interop.zookeeper import ZkKafkaCluster, ZooKeeperServer
@@ -31,6 +33,7 @@ def old_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OldCluster
     kafka = ZkKafkaCluster(dist, base, zookeeper, brokers=3)
     try:
         kafka.start()
+        _wait_all_brokers_known(kafka)
         yield OldCluster(dist, zookeeper, kafka)
     finally:
         kafka.kill()
@@ -41,3 +44,24 @@ def old_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OldCluster
 def _no_process_left_behind() -> Iterator[None]:
     yield
     KafkaProcess.kill_all()
+
+
+def _wait_all_brokers_known(kafka: ZkKafkaCluster, timeout_s: float = 60) -> None:
+    """Until every broker's metadata lists every broker: a broker logs "started" before the
+    ZooKeeper-mode controller has seen the others register, and a CreateTopics with RF 3 in
+    that window fails with INVALID_REPLICATION_FACTOR (a CI failure). A broker learns the
+    brokers only from the controller's UpdateMetadata, so all of them listing all means the
+    controller has them all."""
+    want = len(kafka.brokers)
+    deadline = time.monotonic() + timeout_s
+    for broker in kafka.brokers:
+        while True:
+            admin = KafkaAdminClient(bootstrap_servers=broker.address, request_timeout_ms=10_000)
+            try:
+                seen = len(admin.describe_cluster()["brokers"])
+            finally:
+                admin.close()
+            if seen == want:
+                break
+            assert time.monotonic() < deadline, f"broker {broker.node_id} sees {seen} of {want}"
+            time.sleep(0.2)
