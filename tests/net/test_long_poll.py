@@ -10,6 +10,7 @@ from kio.static.protocol import ResponsePayload
 
 from pykraft.admin.describe import describe_quorum_request
 from pykraft.net.client import Connection
+from pykraft.net.security import Session
 from pykraft.net.server import KafkaServer
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode, error_response
 
@@ -17,7 +18,7 @@ HOLD_MS = 300
 
 
 async def held_server() -> KafkaServer:
-    async def handler(request: DecodedRequest, listener: str) -> ResponsePayload:
+    async def handler(request: DecodedRequest, session: Session) -> ResponsePayload:
         await asyncio.sleep(HOLD_MS / 1000)  # a parked long poll
         return error_response(ApiKey.DESCRIBE_QUORUM, request.api_version, ErrorCode.none)
 

@@ -16,6 +16,7 @@ from kio.static.protocol import ResponsePayload
 
 from pykraft.net.apis import request_from_kio, response_to_kio
 from pykraft.net.client import Connection, PeerChannel
+from pykraft.net.security import Session
 from pykraft.net.server import KafkaServer
 from pykraft.protocol import DecodedRequest, ErrorCode, decode_response, encode_request
 from pykraft.raft.messages import (
@@ -38,7 +39,7 @@ def run(coro: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(coro(), TIMEOUT_S))
 
 
-async def raft_handler(request: DecodedRequest, listener: str) -> ResponsePayload:
+async def raft_handler(request: DecodedRequest, session: Session) -> ResponsePayload:
     """Answers Vote at once and Fetch after its max wait (a long poll)."""
     body = request_from_kio(request.message, local_id=2)
     response: RaftResponse
@@ -48,7 +49,7 @@ async def raft_handler(request: DecodedRequest, listener: str) -> ResponsePayloa
     else:
         assert isinstance(body, VoteRequest)
         response = VoteResponse(ErrorCode.none, 3, -1, True, pre_vote=body.pre_vote)
-    return response_to_kio(response, request.api_version, listener_name=listener)
+    return response_to_kio(response, request.api_version, listener_name=session.listener_name)
 
 
 async def start(handler: Any = raft_handler) -> KafkaServer:
@@ -187,7 +188,7 @@ def test_peer_down_fails_requests_then_reconnects() -> None:
 
 
 def test_request_timeout_fails_request() -> None:
-    async def never(request: DecodedRequest, listener: str) -> ResponsePayload:
+    async def never(request: DecodedRequest, session: Session) -> ResponsePayload:
         await asyncio.sleep(60)
         raise AssertionError
 

@@ -46,3 +46,11 @@ class ControllerConfig:
     inter_broker_listener_name: str = "PLAINTEXT"
     # zookeeper.metadata.migration.min.batch.size: records per batch of the initial load.
     migration_min_batch_size: int = 200
+    # authorizer.class.name is Kafka's StandardAuthorizer (controller/authorizer.py): ACLs
+    # from the log are enforced on every request; without it everything is allowed and the
+    # ACL APIs answer SECURITY_DISABLED.
+    authorizer: bool = False
+    # super.users: principal strings (Type:name) allowed everything, before any ACL.
+    super_users: tuple[str, ...] = ()
+    # allow.everyone.if.no.acl.found: a resource no ACL names is open to all.
+    allow_everyone_if_no_acl_found: bool = False

@@ -30,12 +30,14 @@ from typing import Any, Final, cast
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.net import apis
+from pykraft.net import apis, sasl
 from pykraft.net.apis import KRAFT_APIS
 from pykraft.net.convert import InvalidResponse, VersionTooOld
 from pykraft.net.convert.features import api_versions_request
+from pykraft.net.security import ClientSecurity
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
+    ApiKey,
     ApiTable,
     ErrorCode,
     ProtocolError,
@@ -93,9 +95,13 @@ class Connection(asyncio.Protocol):
         client_id: str = "pykraft",
         frame_max_bytes: int = FRAME_MAX_BYTES_DEFAULT,
         in_flight_max: int = IN_FLIGHT_MAX_DEFAULT,
+        security: ClientSecurity | None = None,
     ) -> Connection:
-        """Connect and learn the peer's API versions; raises OSError / TimeoutError."""
+        """Connect (TLS and SASL as ``security`` says), learn the peer's API versions;
+        raises OSError (a failed TLS handshake: ``ssl.SSLError``; refused credentials:
+        ``SaslAuthenticationError``) / TimeoutError."""
         loop = asyncio.get_running_loop()
+        tls = None if security is None else security.ssl_context
         _, conn = await asyncio.wait_for(
             loop.create_connection(
                 lambda: cls(
@@ -105,6 +111,8 @@ class Connection(asyncio.Protocol):
                 ),
                 host,
                 port,
+                ssl=tls,
+                server_hostname=host if tls is not None else None,
             ),
             timeout_ms / 1000,
         )
@@ -122,6 +130,17 @@ class Connection(asyncio.Protocol):
         conn.peer_versions = {
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
         }
+        if security is not None and security.sasl is not None:
+            server_max = conn.peer_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1]
+            try:
+                await sasl.authenticate(
+                    lambda message: conn.request(message, timeout_ms=timeout_ms),
+                    security.sasl,
+                    server_max,
+                )
+            except BaseException:
+                conn.close()
+                raise
         return conn
 
     @property
@@ -288,8 +307,10 @@ class PeerChannel:
         send_queue_max: int = SEND_QUEUE_MAX_DEFAULT,
         frame_max_bytes: int = FRAME_MAX_BYTES_DEFAULT,
         client_id: str = "pykraft-raft",
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
+        self._security = security
         self.port = port
         self._listener_name = listener_name
         self._on_result = on_result
@@ -365,7 +386,16 @@ class PeerChannel:
                 timeout_ms=self._request_timeout_ms,
                 client_id=self._client_id,
                 frame_max_bytes=self._frame_max_bytes,
+                security=self._security,
             )
+        except sasl.SaslAuthenticationError as e:
+            # Kafka's NetworkClient logs it at ERROR: the operator must fix a credential.
+            self._backoff_ms = RECONNECT_BACKOFF_MAX_MS
+            self._retry_at_s = loop.time() + self._backoff_ms / 1000
+            log.error(
+                "Connection to %s:%d failed authentication due to: %s", self.host, self.port, e
+            )
+            return None
         except (OSError, TimeoutError, ProtocolError) as e:
             self._backoff_ms = min(
                 RECONNECT_BACKOFF_MAX_MS, max(self._retry_backoff_ms, 2 * self._backoff_ms)

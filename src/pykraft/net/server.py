@@ -21,6 +21,15 @@ log line; a request for an API or version not in the table gets UNSUPPORTED_VERS
 connection stays open) unless Kafka defines no response for that api key and version (an
 unknown api key): then no answer could be read, and the connection is closed with a log line,
 as Kafka does; ApiVersions is answered here from the table.
+
+Security (``net/security.py``): on an SSL or SASL_SSL listener the connection starts TLS
+before its first byte is read (``loop.start_tls``); a failed handshake (an untrusted or
+expired certificate, a plaintext client) is one log line, a count in
+``failed-authentication-total`` and a closed connection, never a frame read from
+ciphertext. On a SASL listener every request goes through the connection's
+``SaslServerAuthenticator`` (``net/sasl.py``) until it authenticates, and frames are capped
+at ``sasl.server.max.receive.size`` until then. Handlers get the connection's
+:class:`~pykraft.net.security.Session` (listener, protocol, principal, client address).
 """
 
 from __future__ import annotations
@@ -28,12 +37,22 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Final, cast
 
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.apis import KRAFT_APIS
+from pykraft.net.sasl import (
+    Action,
+    CredentialLookup,
+    SaslServerAuthenticator,
+    illegal_sasl_state,
+)
+from pykraft.net.security import ANONYMOUS, ListenerSecurity, SecurityProtocol, Session
+from pykraft.net.tls import peer_subject
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
     ApiKey,
@@ -48,11 +67,23 @@ from pykraft.protocol import (
     error_response,
 )
 
-__all__ = ["Answer", "Handler", "KafkaServer"]
+__all__ = ["Answer", "AuthenticationStats", "Handler", "KafkaServer"]
 
 log = logging.getLogger("pykraft.net.server")
 
 IN_FLIGHT_MAX_DEFAULT: Final = 64
+TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
+_SASL_APIS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+@dataclass(slots=True)
+class AuthenticationStats:
+    """Kafka's socket-server-metrics of one listener: authentications that succeeded
+    (TLS and SASL channels reaching ready; PLAINTEXT ones are not counted) and failed."""
+
+    successful_authentication_total: int = 0
+    failed_authentication_total: int = 0
+    successful_authentication_no_reauth_total: int = 0
 
 
 class Answer:
@@ -89,8 +120,10 @@ class Answer:
             self.on_cancel()
 
 
-Handler = Callable[[DecodedRequest, str], "Answer | Awaitable[ResponsePayload]"]
-"""``handler(request, listener_name)`` -> an :class:`Answer` or an awaitable response."""
+Handler = Callable[[DecodedRequest, Session], "Answer | Awaitable[ResponsePayload]"]
+"""``handler(request, session)`` -> an :class:`Answer` or an awaitable response."""
+
+_NO_CREDENTIALS: CredentialLookup = lambda _mechanism, _user: None  # noqa: E731
 
 
 class KafkaServer:
@@ -107,8 +140,13 @@ class KafkaServer:
         frame_max_bytes: int = FRAME_MAX_BYTES_DEFAULT,
         in_flight_max: int = IN_FLIGHT_MAX_DEFAULT,
         api_versions: Callable[[int], ResponsePayload] | None = None,
+        security: ListenerSecurity | None = None,
+        credentials: CredentialLookup = _NO_CREDENTIALS,
     ) -> None:
         assert in_flight_max > 0
+        self.security: Final = security or ListenerSecurity(listener_name)
+        self.credentials = credentials
+        self.stats = AuthenticationStats()
         self.listener_name: Final = listener_name
         self.apis: Final = apis
         self.handler = handler
@@ -161,7 +199,22 @@ class _ServerConnection(asyncio.Protocol):
         self._write_paused = False  # by the transport: its buffer is over the high-water mark
         self._eof = False  # the client is done sending: close once everything is answered
         self._taking = False  # inside _take_requests (a handler may answer re-entrantly)
+        self._closing = False  # a failed authentication: answer what is due, then close
+        # TLS (SSL and SASL_SSL listeners): the engine and its buffers; ready after the
+        # handshake; the timer gives up on a handshake that does not finish.
+        self._tls: ssl.SSLObject | None = None
+        self._tls_in: ssl.MemoryBIO | None = None
+        self._tls_out: ssl.MemoryBIO | None = None
+        self._tls_ready = False
+        self._tls_started = False  # a byte of the handshake arrived
+        self._tls_timer: asyncio.TimerHandle | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        security = server.security
+        self._session = Session(server.listener_name, security.protocol)
+        self._sasl: SaslServerAuthenticator | None = None
+        if security.sasl is not None:
+            self._sasl = SaslServerAuthenticator(security.sasl, server.credentials)
+            self._requests.frame_max_bytes = security.sasl.max_receive_size
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -170,12 +223,122 @@ class _ServerConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         self._peer = self._transport.get_extra_info("peername")
         self._server.connections.add(self)
+        host = self._peer[0] if isinstance(self._peer, tuple) else "127.0.0.1"
+        self._session = Session(
+            self._server.listener_name, self._session.security_protocol, ANONYMOUS, host
+        )
+        context = self._server.security.server_ssl
+        if context is not None:
+            # TLS through memory buffers: every byte goes through the handshake first, and a
+            # failure is ours to count and log (docs/DECISIONS.md).
+            self._tls_in, self._tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+            self._tls = context.wrap_bio(self._tls_in, self._tls_out, server_side=True)
+            self._tls_timer = asyncio.get_running_loop().call_later(
+                TLS_HANDSHAKE_TIMEOUT_S, self._tls_failed, "handshake timed out"
+            )
+
+    def _tls_failed(self, reason: object) -> None:
+        server = self._server
+        server.stats.failed_authentication_total += 1
+        log.info("Failed authentication with %s (SSL handshake failed: %s)", self._peer, reason)
+        self._flush_tls()  # the alert, if any
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def _tls_established(self) -> None:
+        server = self._server
+        assert self._tls is not None
+        if self._tls_timer is not None:
+            self._tls_timer.cancel()
+        self._tls_ready = True
+        principal = ANONYMOUS
+        subject = peer_subject(self._tls)
+        if subject is not None and self._session.security_protocol is SecurityProtocol.SSL:
+            try:
+                principal = server.security.principal_mapper.name_principal(subject)
+            except ValueError as e:
+                self._tls_failed(e)
+                return
+        if self._sasl is None:
+            server.stats.successful_authentication_total += 1
+            server.stats.successful_authentication_no_reauth_total += 1
+        self._session = Session(
+            self._session.listener_name,
+            self._session.security_protocol,
+            principal,
+            self._session.client_host,
+        )
+
+    def _flush_tls(self) -> None:
+        out = self._tls_out
+        if out is not None and out.pending and self._transport is not None:
+            self._transport.write(out.read())
+
+    def _decrypt(self, data: bytes) -> bytes | None:
+        """The plaintext in ``data`` (None: the connection failed or the peer closed)."""
+        tls = self._tls
+        assert tls is not None and self._tls_in is not None
+        self._tls_in.write(data)
+        self._tls_started = True
+        if not self._tls_ready:
+            try:
+                tls.do_handshake()
+            except ssl.SSLWantReadError:
+                self._flush_tls()
+                return b""
+            except (ssl.SSLError, ssl.CertificateError) as e:
+                self._tls_failed(getattr(e, "reason", None) or e)
+                return None
+            self._flush_tls()
+            self._tls_established()
+            if self._closing:
+                return None
+        chunks = []
+        while True:
+            try:
+                chunk = tls.read(65536)
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLZeroReturnError:
+                break  # close_notify: the EOF follows
+            except ssl.SSLError as e:
+                log.info("closing connection from %s: TLS error: %s", self._peer, e)
+                self._close()
+                return None
+            if not chunk:
+                break
+            chunks.append(chunk)
+        self._flush_tls()
+        return b"".join(chunks)
+
+    def _write(self, data: bytes) -> None:
+        transport = self._transport
+        assert transport is not None
+        if self._tls is None:
+            transport.write(data)
+            return
+        self._tls.write(data)
+        self._flush_tls()
 
     def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        if self._tls is not None:
+            plain = self._decrypt(data)
+            if not plain:
+                return
+            data = plain
         self._requests.feed(data)
         self._take_requests()
 
     def eof_received(self) -> bool:
+        if self._tls is not None and not self._tls_ready and not self._closing:
+            # A peer that gives up mid-handshake (e.g. it refused our certificate and
+            # closed without its alert): a failed handshake, counted.
+            if self._tls_in is not None and self._tls_started:
+                self._tls_failed("the peer closed the connection during the handshake")
+            return False
         try:
             self._requests.end_of_stream()
         except ProtocolError as e:
@@ -193,6 +356,8 @@ class _ServerConnection(asyncio.Protocol):
         self._take_requests()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._tls_timer is not None:
+            self._tls_timer.cancel()
         self._server.connections.discard(self)
         slots, self._slots = self._slots, collections.deque()
         for _, pending in slots:
@@ -220,7 +385,7 @@ class _ServerConnection(asyncio.Protocol):
     def _take_buffered(self) -> None:
         transport = self._transport
         assert transport is not None
-        while not transport.is_closing():
+        while not transport.is_closing() and not self._closing:
             if len(self._slots) >= self._server.in_flight_max or self._write_paused:
                 if not self._paused_reading:
                     self._paused_reading = True
@@ -243,11 +408,22 @@ class _ServerConnection(asyncio.Protocol):
 
     def _dispatch(self, request: DecodedRequest) -> None:
         server = self._server
+        if self._sasl is not None and not self._sasl.complete:
+            self._authenticate(request)
+            return
         if request.api_key == ApiKey.API_VERSIONS:
             self._queue(request.correlation_id, Answer(server.api_versions(request.api_version)))
             return
+        if request.api_key in _SASL_APIS:
+            # No exchange is due: a PLAINTEXT/SSL listener, or already authenticated.
+            sasl = self._sasl
+            step = None if sasl is None else sasl.step(request, None)
+            payload = illegal_sasl_state(request) if step is None else step.response
+            assert payload is not None
+            self._queue(request.correlation_id, Answer(payload))
+            return
         try:
-            result = server.handler(request, server.listener_name)
+            result = server.handler(request, self._session)
         except Exception:
             log.exception("handler failed; closing connection from %s", self._peer)
             self._close()
@@ -258,6 +434,53 @@ class _ServerConnection(asyncio.Protocol):
         task = asyncio.ensure_future(result)
         self._slots.append((request.correlation_id, task))
         task.add_done_callback(self._task_done)
+
+    def _authenticate(self, request: DecodedRequest) -> None:
+        """One request of the SASL exchange (Kafka's order and errors: ``net/sasl.py``)."""
+        server = self._server
+        sasl = self._sasl
+        assert sasl is not None
+        versions = (
+            server.api_versions(request.api_version)
+            if request.api_key == ApiKey.API_VERSIONS
+            else None
+        )
+        step = sasl.step(request, versions)
+        if step.action is Action.CLOSE:
+            log.warning("Unexpected error from %s; closing connection: %s", self._peer, step.reason)
+            self._closing = True
+            self._close()
+            return
+        assert step.response is not None
+        if step.action is Action.ANSWER:
+            self._queue(request.correlation_id, Answer(step.response))
+            if sasl.complete:
+                assert sasl.principal is not None
+                server.stats.successful_authentication_total += 1
+                server.stats.successful_authentication_no_reauth_total += 1
+                self._requests.frame_max_bytes = server.frame_max_bytes
+                self._session = Session(
+                    self._session.listener_name,
+                    self._session.security_protocol,
+                    sasl.principal,
+                    self._session.client_host,
+                )
+            return
+        # A failed authentication: counted and logged at once, answered after
+        # connection.failed.authentication.delay.ms, then closed (Kafka's Selector).
+        server.stats.failed_authentication_total += 1
+        log.info(
+            "Failed authentication with %s (mechanism %s: %s)",
+            self._peer,
+            sasl.mechanism,
+            step.reason,
+        )
+        self._closing = True
+        answer = Answer()
+        self._queue(request.correlation_id, answer)
+        response = step.response
+        delay_ms = server.security.sasl.failed_delay_ms if server.security.sasl else 0
+        asyncio.get_running_loop().call_later(delay_ms / 1000, lambda: answer.set(response))
 
     def _queue(self, correlation_id: int, answer: Answer) -> None:
         self._slots.append((correlation_id, answer))
@@ -324,13 +547,13 @@ class _ServerConnection(asyncio.Protocol):
             if transport.is_closing():
                 continue
             assert payload is not None
-            transport.write(encode_response(correlation_id, payload))
+            self._write(encode_response(correlation_id, payload))
         if self._paused_reading:
             self._take_requests()
         self._close_if_done()
 
     def _close_if_done(self) -> None:
-        if self._eof and not self._slots and not self._paused_reading:
+        if (self._eof or self._closing) and not self._slots and not self._paused_reading:
             self._close()
 
     def _close(self) -> None:

@@ -6,13 +6,14 @@ The node calls, all on its event loop:
 * ``api_rows()`` once at start: the APIs the application serves, added to the listener's
   table (and to ApiVersions);
 * ``started()`` once storage is open and the core built, before the first input;
-* ``handle(request, listener_name)`` for every request the node does not answer from its
+* ``handle(request, session)`` for every request the node does not answer from its
   own state: an ``Answer`` takes it, None leaves it to the node (the quorum RPCs);
 * ``after_ready(ready)`` after the node performed each ``Ready`` (a new high watermark, a
   leader change, a loaded snapshot); the application writes through ``RaftNode.run``,
   never from inside this call;
 * ``features()`` for ApiVersions: supported ranges, finalized levels and their epoch;
 * ``image()`` the metadata image, for Metadata and DescribeCluster (None: none yet);
+* ``scram_credential(mechanism, user)`` a SCRAM user's credential from the log (SASL);
 * ``metrics()`` its gauges for the Prometheus endpoint: (name, help, value) each;
 * ``stopped()`` once, when the node shuts down.
 """
@@ -23,6 +24,8 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from pykraft.metadata.image import Image
+from pykraft.net.sasl import ScramCredential
+from pykraft.net.security import Session
 from pykraft.net.server import Answer
 from pykraft.protocol import ApiVersionRange, DecodedRequest
 from pykraft.raft.interfaces import Ready
@@ -35,7 +38,7 @@ class Application(Protocol):
 
     def started(self) -> None: ...
 
-    def handle(self, request: DecodedRequest, listener_name: str) -> Answer | None: ...
+    def handle(self, request: DecodedRequest, session: Session) -> Answer | None: ...
 
     def after_ready(self, ready: Ready) -> None: ...
 
@@ -44,6 +47,8 @@ class Application(Protocol):
     ) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, int], int]: ...
 
     def image(self) -> Image | None: ...
+
+    def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None: ...
 
     def metrics(self) -> list[tuple[str, str, float]]: ...
 

@@ -12,11 +12,13 @@ their Kafka ``server.properties`` files.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from pykraft.controller.config import ControllerConfig
+from pykraft.net.errors import SecurityConfigError
+from pykraft.net.security import ListenerSecurity, listener_security
 from pykraft.raft.config import RaftConfig
 from pykraft.raft.types import Endpoint
 from pykraft.storage import properties as _storage_properties
@@ -124,6 +126,13 @@ class NodeConfig:
     zookeeper_connect: str = ""
     inter_broker_listener_name: str = "PLAINTEXT"
     zookeeper_metadata_migration_min_batch_size: int = 200
+    # The controller listener's security, both sides (net/security.py: TLS, SASL), and the
+    # authorizer's settings (Kafka's names: authorizer.class.name, super.users,
+    # allow.everyone.if.no.acl.found; controller/authorizer.py).
+    security: ListenerSecurity | None = field(default=None, compare=False)
+    authorizer_class_name: str = ""
+    super_users: tuple[str, ...] = ()
+    allow_everyone_if_no_acl_found: bool = False
     unknown_keys: tuple[str, ...] = ()
 
     @property
@@ -167,6 +176,9 @@ class NodeConfig:
             zk_migration_enabled=self.zookeeper_metadata_migration_enable,
             inter_broker_listener_name=self.inter_broker_listener_name,
             migration_min_batch_size=self.zookeeper_metadata_migration_min_batch_size,
+            authorizer=bool(self.authorizer_class_name),
+            super_users=self.super_users,
+            allow_everyone_if_no_acl_found=self.allow_everyone_if_no_acl_found,
         )
 
     @property
@@ -306,6 +318,64 @@ _KNOWN: Final = frozenset(
 )
 
 
+# Security configs (read by net/security.py and net/tls.py, with their listener prefixes).
+_SECURITY_PREFIXES: Final = ("ssl.", "sasl.", "listener.name.", "connections.max.reauth.ms")
+_SECURITY_KEYS: Final = frozenset(
+    {
+        "listener.security.protocol.map",
+        "connection.failed.authentication.delay.ms",
+        "authorizer.class.name",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
+    }
+)
+STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def _known(key: str) -> bool:
+    return key in _KNOWN or key in _SECURITY_KEYS or key.startswith(_SECURITY_PREFIXES)
+
+
+def _security(
+    props: Mapping[str, str],
+    roles: tuple[str, ...],
+    listeners: tuple[Listener, ...],
+    controller_names: tuple[str, ...],
+) -> ListenerSecurity:
+    """The controller listener's security (the first of controller.listener.names)."""
+    name = next(
+        (n for n in controller_names if any(li.name == n for li in listeners)),
+        controller_names[0] if controller_names else listeners[0].name,
+    )
+    try:
+        return listener_security(props, name, server="controller" in roles)
+    except SecurityConfigError as e:
+        raise ConfigError(e.key, e.problem) from None
+
+
+def _authorizer(props: Mapping[str, str]) -> str:
+    name = props.get("authorizer.class.name", "").strip()
+    if name and name != STANDARD_AUTHORIZER:
+        raise ConfigError(
+            "authorizer.class.name", f"pykraft implements {STANDARD_AUTHORIZER} only, not {name}"
+        )
+    return name
+
+
+def _super_users(props: Mapping[str, str]) -> tuple[str, ...]:
+    """``super.users``: principals separated by semicolons, each ``Type:name``."""
+    out = []
+    for item in props.get("super.users", "").split(";"):
+        item = item.strip()
+        if not item:
+            continue
+        kind, sep, name = item.partition(":")
+        if not sep or not kind or not name:
+            raise ConfigError("super.users", f"expected Type:name, got {item!r}")
+        out.append(item)
+    return tuple(out)
+
+
 def _required(props: Mapping[str, str], key: str) -> str:
     value = props.get(key, "").strip()
     if not value:
@@ -395,6 +465,10 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         inter_broker_listener_name=(
             props.get("inter.broker.listener.name", "").strip() or "PLAINTEXT"
         ),
-        unknown_keys=tuple(sorted(k for k in props if k not in _KNOWN)),
+        security=_security(props, roles, listeners, controller_names),
+        authorizer_class_name=_authorizer(props),
+        super_users=_super_users(props),
+        allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found"),
+        unknown_keys=tuple(sorted(k for k in props if not _known(k))),
         **ints,
     )

@@ -64,6 +64,8 @@ from pykraft.metadata.image import Image, ImageError
 from pykraft.metadata.serde import MetadataRecordError
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
 from pykraft.net.convert.reassign import progress_listing
+from pykraft.net.sasl import SCRAM_MECHANISM_TYPES, ScramCredential
+from pykraft.net.security import Session
 from pykraft.net.server import Answer
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope
@@ -186,6 +188,20 @@ class ControllerHost:
     def image(self) -> Image | None:
         return None if self.controller is None else self.controller.image
 
+    def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """From the UserScramCredentialRecords applied so far (Kafka's ScramPublisher)."""
+        controller = self.controller
+        kind = SCRAM_MECHANISM_TYPES.get(mechanism)
+        if controller is None or kind is None:
+            return None
+        kept = controller.image.opaque.get(("scram", user, kind))
+        if kept is None:
+            return None
+        rec: Any = kept[0]
+        return ScramCredential(
+            bytes(rec.salt), bytes(rec.stored_key), bytes(rec.server_key), int(rec.iterations)
+        )
+
     def metrics(self) -> list[tuple[str, str, float]]:
         """Kafka's controller metrics (``controller_metrics.py``)."""
         if self.controller is None:
@@ -203,10 +219,10 @@ class ControllerHost:
             self._sync_scheduled = True
             asyncio.get_running_loop().call_soon(self._run_sync)
 
-    def handle(self, request: DecodedRequest, listener_name: str) -> Answer | None:
+    def handle(self, request: DecodedRequest, session: Session) -> Answer | None:
         api_key = request.api_key
         if api_key == ApiKey.ENVELOPE:
-            return envelope(self, request, listener_name)
+            return envelope(self, request, session)
         if api_key == ApiKey.CONTROLLER_REGISTRATION:
             self._controller_registration(request.message)
             return None

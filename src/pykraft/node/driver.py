@@ -58,6 +58,8 @@ from collections.abc import Callable, Sequence
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.convert import RejectedRequest
+from pykraft.net.sasl import ScramCredential
+from pykraft.net.security import Session
 from pykraft.net.server import Answer, KafkaServer
 from pykraft.node.appends import (
     APPEND_BATCH_RECORDS_MAX,
@@ -186,6 +188,8 @@ class RaftNode:
             apis=self.served_apis,
             frame_max_bytes=cfg.socket_request_max_bytes,
             api_versions=self._api_versions,
+            security=cfg.security,
+            credentials=self._scram_credential,
         )
         await self._server.start()
         # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
@@ -198,6 +202,7 @@ class RaftNode:
             core.endpoints,
             core.config.kraft_versions,
             timeout_ms=cfg.quorum_request_timeout_ms,
+            security=None if cfg.security is None else cfg.security.client,
         )
         self.metrics = RaftMetrics(self.now_ms(), cfg.quorum_fetch_timeout_ms)
         if cfg.metrics_port is not None:
@@ -473,11 +478,17 @@ class RaftNode:
     def leader_address(self) -> tuple[str, int] | None:
         return self._peers.leader_address(self.core, lambda: self.port)
 
-    def handle_request(self, request: DecodedRequest, listener_name: str) -> Answer:
-        """A request as if it came in on the listener (an Envelope's inner request)."""
-        return self._handle(request, listener_name)
+    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """A SCRAM user's credential from the metadata log (the application's image)."""
+        return None if self.application is None else self.application.scram_credential(
+            mechanism, user
+        )
 
-    def _handle(self, request: DecodedRequest, listener_name: str) -> Answer:
+    def handle_request(self, request: DecodedRequest, session: Session) -> Answer:
+        """A request as if it came in on the listener (an Envelope's inner request)."""
+        return self._handle(request, session)
+
+    def _handle(self, request: DecodedRequest, session: Session) -> Answer:
         """A request from the listener: answered here, or stepped into the core (whose
         response ``_send`` writes through the ``Answer``, in the same call when the core
         answers at once)."""
@@ -487,7 +498,7 @@ class RaftNode:
             if at_once is not None:
                 return Answer(at_once)
             if self.application is not None and not self._stopping:
-                handled = self.application.handle(request, listener_name)
+                handled = self.application.handle(request, session)
                 if handled is not None:
                     return handled
         refused = refusal(request, core is not None and not self._stopping, self.served_apis)
@@ -500,7 +511,7 @@ class RaftNode:
             return Answer(e.response)
         assert self._loop is not None
         rid, answer = self._inbound.add(
-            self._loop, request, listener_name, body, core.config.voter_change_timeout_ms
+            self._loop, request, session.listener_name, body, core.config.voter_change_timeout_ms
         )
         self._input(lambda: core.step(Inbound(source_of(body), rid, body), self.now_ms()))
         return answer

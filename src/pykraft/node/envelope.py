@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
 
+from pykraft.net.security import Session
 from pykraft.net.server import Answer
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
 from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, response_schema
@@ -47,7 +48,7 @@ FORWARDABLE: Final = frozenset(
 )
 
 
-def envelope(host: ControllerHost, request: DecodedRequest, listener_name: str) -> Answer:
+def envelope(host: ControllerHost, request: DecodedRequest, session: Session) -> Answer:
     """A broker's forwarded request (KIP-590): decoded, answered as if it came in on the
     listener, and its answer wrapped in the Envelope response."""
     version = request.api_version
@@ -63,9 +64,9 @@ def envelope(host: ControllerHost, request: DecodedRequest, listener_name: str) 
     if inner.api_key in CONTROLLER_API_VERSIONS and (controller is None or not controller.active):
         # Kafka answers an Envelope to a standby at the envelope level.
         return Answer(_envelope_error(version, ErrorCode.not_controller))
-    inner_answer = host.handle(inner, listener_name)
+    inner_answer = host.handle(inner, session)
     if inner_answer is None:
-        inner_answer = host.node.handle_request(inner, listener_name)
+        inner_answer = host.node.handle_request(inner, session)
     outer = Answer()
 
     def wrap() -> None:

@@ -115,6 +115,7 @@ class Peers:
                 # this node *accepts as requests*): a Fetch answer carries up to
                 # fetch_max_bytes plus at least one whole batch, as Kafka's client allows.
                 frame_max_bytes=max(FRAME_MAX_BYTES_DEFAULT, cfg.socket_request_max_bytes),
+                security=None if cfg.security is None else cfg.security.client,
             )
             self._channels[(address, lane)] = channel
         self._request_dst[request_id] = dst

@@ -23,6 +23,7 @@ import kio.schema.controller_registration.v0.request as registration_v0
 
 from pykraft.net.client import Connection
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
+from pykraft.net.security import ClientSecurity
 from pykraft.protocol import ApiKey, ErrorCode
 from pykraft.raft.types import Endpoint
 
@@ -50,8 +51,10 @@ class ControllerRegistrar:
         kraft_versions: tuple[int, int],
         *,
         timeout_ms: int,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.controller_id = controller_id
+        self.security = security
         self.listeners = listeners
         self.kraft_versions = kraft_versions
         self.incarnation_id = uuid.uuid4()
@@ -77,6 +80,10 @@ class ControllerRegistrar:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
 
+    def _protocol(self) -> int:
+        """The controller listener's security protocol id, as Kafka registers it."""
+        return PLAINTEXT if self.security is None else int(self.security.protocol)
+
     def _request(self) -> Any:
         low, high = self.kraft_versions
         return registration_v0.ControllerRegistrationRequest(
@@ -88,7 +95,7 @@ class ControllerRegistrar:
                     name=e.name,
                     host=e.host,
                     port=e.port,  # type: ignore[arg-type]
-                    security_protocol=PLAINTEXT,  # type: ignore[arg-type]
+                    security_protocol=self._protocol(),  # type: ignore[arg-type]
                 )
                 for e in self.listeners
             ),
@@ -112,7 +119,9 @@ class ControllerRegistrar:
             if where is None:
                 continue
             try:
-                conn = await Connection.open(*where, timeout_ms=self.timeout_ms)
+                conn = await Connection.open(
+                    *where, timeout_ms=self.timeout_ms, security=self.security
+                )
             except (OSError, TimeoutError, ConnectionError) as e:
                 failure = f"{where}: {e!r}"
                 continue

@@ -52,7 +52,7 @@ class FrameDecoder:
     def __init__(self, *, frame_max_bytes: int = FRAME_MAX_BYTES_DEFAULT) -> None:
         if frame_max_bytes < 0:
             raise ValueError(f"frame_max_bytes must be >= 0, got {frame_max_bytes}")
-        self.frame_max_bytes: Final = frame_max_bytes
+        self.frame_max_bytes = frame_max_bytes
         self._buffer = bytearray()
         self._frames: deque[bytes] = deque()
         self._error: ProtocolError | None = None

@@ -31,6 +31,16 @@ class RequestReader:
         self.apis: Final = apis
         self._frames = FrameDecoder(frame_max_bytes=frame_max_bytes)
 
+    @property
+    def frame_max_bytes(self) -> int:
+        return self._frames.frame_max_bytes
+
+    @frame_max_bytes.setter
+    def frame_max_bytes(self, value: int) -> None:
+        """A new cap for the frames not read yet (``sasl.server.max.receive.size`` until a
+        SASL connection authenticates, then ``socket.request.max.bytes``)."""
+        self._frames.frame_max_bytes = value
+
     def feed(self, data: Buffer) -> None:
         self._frames.feed(data)
 

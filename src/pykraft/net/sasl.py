@@ -1,0 +1,395 @@
+"""SASL on a listener, both sides (docs/kafka/SECURITY-CONTRACT.md 2-3): Kafka's
+SaslHandshake v1 / SaslAuthenticate flow with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+
+Server. :class:`SaslServerAuthenticator` is one connection's state machine, sans I/O: the
+listener hands it every request until it says the connection is authenticated, and does
+what each :class:`Step` says (answer, answer then close after
+``connection.failed.authentication.delay.ms``, or close without an answer). The order is
+Kafka's: an optional ApiVersions, then SaslHandshake (its mechanism must be enabled), then
+SaslAuthenticate rounds; anything else before the handshake closes the connection, anything
+but SaslAuthenticate after it gets that API's error response with ILLEGAL_SASL_STATE and a
+close. Failures answer SASL_AUTHENTICATION_FAILED with Kafka's texts: PLAIN's own messages,
+SCRAM's one generic message (the reason is never sent, and no secret is ever logged).
+SCRAM runs on ``scramp`` against the credentials the metadata log holds
+(UserScramCredentialRecord), looked up through the ``credentials`` callable.
+
+Client. :func:`authenticate` runs the same exchange from the dialling side over a
+``net.client.Connection`` (raft between controllers, registration, the admin client).
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from kio.static.protocol import ResponsePayload
+
+from pykraft.net.security import (
+    PLAIN,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+    KafkaPrincipal,
+    SaslClientConfig,
+    SaslServerConfig,
+)
+from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
+from pykraft.protocol.apis import request_schema, response_schema
+from pykraft.protocol.build import make
+
+if TYPE_CHECKING:
+    from kio.static.protocol import RequestPayload
+
+__all__ = [
+    "SCRAM_MECHANISM_TYPES",
+    "SaslServerAuthenticator",
+    "ScramCredential",
+    "Step",
+    "authenticate",
+]
+
+log = logging.getLogger("pykraft.net.sasl")
+
+# Kafka's ScramMechanism types, as UserScramCredentialRecord stores them.
+SCRAM_MECHANISM_TYPES: Final = {SCRAM_SHA_256: 1, SCRAM_SHA_512: 2}
+SCRAM_MIN_ITERATIONS: Final = 4096
+SCRAM_MAX_ITERATIONS: Final = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    """What the log keeps of a SCRAM user (never the password)."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+CredentialLookup = Callable[[str, str], "ScramCredential | None"]
+"""``credentials(mechanism, user)``: the user's SCRAM credential, or None."""
+
+
+class _State(enum.Enum):
+    INITIAL = "initial"  # ApiVersions or SaslHandshake
+    HANDSHAKE = "handshake"  # after ApiVersions: SaslHandshake
+    AUTHENTICATE = "authenticate"  # SaslAuthenticate rounds
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+class Action(enum.Enum):
+    ANSWER = "answer"  # send the response; go on
+    ANSWER_AND_CLOSE = "answer-close"  # a failed authentication: respond after the delay
+    CLOSE = "close"  # close without a response
+    PASS = "pass"  # not an authentication request: the listener dispatches it
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    action: Action
+    response: ResponsePayload | None = None
+    reason: str = ""  # for the one log line of a failure (never a secret)
+    failed_authentication: bool = False  # counted in failed-authentication-total
+
+
+def _response(api_key: int, version: int, **fields: Any) -> ResponsePayload:
+    return make(response_schema(api_key, version), fields)
+
+
+class SaslServerAuthenticator:
+    """One connection's SASL server (Kafka's SaslServerAuthenticator). Invariant: the
+    principal is set exactly when the state is COMPLETE."""
+
+    def __init__(self, config: SaslServerConfig, credentials: CredentialLookup) -> None:
+        self.config = config
+        self._credentials = credentials
+        self._state = _State.INITIAL
+        self.mechanism: str | None = None
+        self._scram: Any = None  # scramp's ScramServer during a SCRAM exchange
+        self._scram_round = 0
+        self.principal: KafkaPrincipal | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self._state is _State.COMPLETE
+
+    def step(self, request: DecodedRequest, api_versions: ResponsePayload | None) -> Step:
+        """What to do with ``request`` (``api_versions``: the listener's answer to an
+        ApiVersions, when that is the request)."""
+        api, state = request.api_key, self._state
+        if state is _State.COMPLETE:
+            return self._after_complete(request)
+        if api == ApiKey.API_VERSIONS and state is _State.INITIAL:
+            self._state = _State.HANDSHAKE
+            return Step(Action.ANSWER, api_versions)
+        if state in (_State.INITIAL, _State.HANDSHAKE):
+            if api == ApiKey.SASL_HANDSHAKE:
+                return self._handshake(request)
+            # Kafka 4.3.1: InvalidRequestException, closed without an answer, not counted.
+            name = _api_name(api)
+            return Step(
+                Action.CLOSE,
+                reason=f"Unexpected Kafka request of type {name} during SASL handshake.",
+            )
+        if state is _State.AUTHENTICATE:
+            if api == ApiKey.SASL_AUTHENTICATE:
+                return self._authenticate(request)
+            message = (
+                f"Unexpected Kafka request of type {_api_name(api)} during SASL authentication."
+            )
+            self._state = _State.FAILED
+            return Step(
+                Action.ANSWER_AND_CLOSE,
+                _error_of(request, ErrorCode.illegal_sasl_state, message),
+                message,
+                failed_authentication=True,
+            )
+        return Step(Action.CLOSE, reason="request after a failed authentication")
+
+    # -- the handshake --------------------------------------------------------------------
+
+    def _handshake(self, request: DecodedRequest) -> Step:
+        message: Any = request.message
+        mechanism = str(message.mechanism)
+        enabled = list(self.config.mechanisms)
+        version = request.api_version
+        if mechanism not in enabled:
+            self._state = _State.FAILED
+            return Step(
+                Action.ANSWER_AND_CLOSE,
+                _response(
+                    ApiKey.SASL_HANDSHAKE,
+                    version,
+                    error_code=ErrorCode.unsupported_sasl_mechanism,
+                    mechanisms=enabled,
+                ),
+                f"Unsupported SASL mechanism {mechanism}",
+                failed_authentication=True,
+            )
+        self.mechanism = mechanism
+        self._state = _State.AUTHENTICATE
+        if mechanism != PLAIN:
+            from scramp import ScramMechanism  # a maintained SCRAM implementation
+
+            def auth_info(user: str) -> tuple[bytes, bytes, bytes, int]:
+                credential = self._credentials(mechanism, user)
+                if credential is None or credential.iterations < SCRAM_MIN_ITERATIONS:
+                    raise _AuthenticationFailed("Authentication failed: Invalid user credentials")
+                self._scram_user = user
+                return (
+                    credential.salt,
+                    credential.stored_key,
+                    credential.server_key,
+                    credential.iterations,
+                )
+
+            self._scram = ScramMechanism(mechanism).make_server(auth_info)
+        return Step(
+            Action.ANSWER,
+            _response(
+                ApiKey.SASL_HANDSHAKE, version, error_code=ErrorCode.none, mechanisms=enabled
+            ),
+        )
+
+    # -- the exchange ---------------------------------------------------------------------
+
+    def _authenticate(self, request: DecodedRequest) -> Step:
+        message: Any = request.message
+        token = bytes(message.auth_bytes)
+        version = request.api_version
+        try:
+            if self.mechanism == PLAIN:
+                reply, done = self._plain(token), True
+            else:
+                reply, done = self._scram_step(token)
+        except _AuthenticationFailed as e:
+            self._state = _State.FAILED
+            return Step(
+                Action.ANSWER_AND_CLOSE,
+                _response(
+                    ApiKey.SASL_AUTHENTICATE,
+                    version,
+                    error_code=ErrorCode.sasl_authentication_failed,
+                    error_message=e.wire,
+                    auth_bytes=b"",
+                ),
+                e.wire,
+                failed_authentication=True,
+            )
+        if done:
+            self._state = _State.COMPLETE
+        return Step(
+            Action.ANSWER,
+            _response(
+                ApiKey.SASL_AUTHENTICATE,
+                version,
+                error_code=ErrorCode.none,
+                error_message=None,
+                auth_bytes=reply,
+            ),
+        )
+
+    def _plain(self, token: bytes) -> bytes:
+        """RFC 4616 ``[authzid] NUL authcid NUL passwd`` against the JAAS ``user_`` table."""
+        parts = token.decode("utf-8", errors="replace").split("\x00")
+        if len(parts) != 3:
+            raise _AuthenticationFailed(
+                f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}"
+            )
+        authzid, user, password = parts
+        if not user:
+            raise _AuthenticationFailed("Authentication failed: username not specified")
+        if not password:
+            raise _AuthenticationFailed("Authentication failed: password not specified")
+        expected = self.config.plain_users.get(user)
+        if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+            raise _AuthenticationFailed("Authentication failed: Invalid username or password")
+        if authzid and authzid != user:
+            raise _AuthenticationFailed(
+                "Authentication failed: Client requested an authorization id that is "
+                "different from username"
+            )
+        self.principal = KafkaPrincipal("User", user)
+        return b""
+
+    def _scram_step(self, token: bytes) -> tuple[bytes, bool]:
+        from scramp import ScramException
+
+        server = self._scram
+        generic = (
+            "Authentication failed during authentication due to invalid credentials with "
+            f"SASL mechanism {self.mechanism}"
+        )
+        try:
+            text = token.decode("utf-8")
+            if self._scram_round == 0:
+                self._scram_round = 1
+                gs2, _, _ = text.partition(",")
+                authzid = text.split(",")[1]
+                server.set_client_first(text)
+                if gs2 != "n":
+                    raise _AuthenticationFailed(generic)
+                if authzid.startswith("a=") and authzid[2:] != self._scram_user:
+                    raise _AuthenticationFailed(
+                        "Authentication failed: Client requested an authorization id that "
+                        "is different from username"
+                    )
+                return server.get_server_first().encode(), False
+            server.set_client_final(text)
+            final: str = server.get_server_final()
+        except _AuthenticationFailed as e:
+            if e.wire.startswith("Authentication failed: Client requested"):
+                raise
+            raise _AuthenticationFailed(generic) from None
+        except (ScramException, UnicodeDecodeError, IndexError, ValueError):
+            raise _AuthenticationFailed(generic) from None
+        self.principal = KafkaPrincipal("User", self._scram_user)
+        return final.encode(), True
+
+    _scram_user = ""
+
+    # -- after authentication -------------------------------------------------------------
+
+    def _after_complete(self, request: DecodedRequest) -> Step:
+        """Kafka's API layer: a second handshake or authenticate gets ILLEGAL_SASL_STATE and
+        the connection stays (re-authentication, KIP-368, is not offered: the session
+        lifetime sent is 0)."""
+        if request.api_key == ApiKey.SASL_HANDSHAKE:
+            return Step(Action.ANSWER, illegal_sasl_state(request))
+        if request.api_key == ApiKey.SASL_AUTHENTICATE:
+            return Step(
+                Action.ANSWER,
+                illegal_sasl_state(
+                    request, "SaslAuthenticate request received after successful authentication"
+                ),
+            )
+        return Step(Action.PASS)
+
+
+class _AuthenticationFailed(Exception):
+    def __init__(self, wire: str) -> None:
+        super().__init__(wire)
+        self.wire = wire
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return str(api_key)
+
+
+def _error_of(request: DecodedRequest, code: ErrorCode, message: str) -> ResponsePayload:
+    from pykraft.protocol import error_response
+
+    return error_response(request.api_key, request.api_version, code, error_message=message)
+
+
+def illegal_sasl_state(request: DecodedRequest, message: str | None = None) -> ResponsePayload:
+    """SaslHandshake/SaslAuthenticate where no exchange is due (a PLAINTEXT or SSL
+    listener, or after authentication): ILLEGAL_SASL_STATE, the connection stays."""
+    if request.api_key == ApiKey.SASL_HANDSHAKE:
+        return _response(
+            ApiKey.SASL_HANDSHAKE,
+            request.api_version,
+            error_code=ErrorCode.illegal_sasl_state,
+            mechanisms=[],
+        )
+    return _response(
+        ApiKey.SASL_AUTHENTICATE,
+        request.api_version,
+        error_code=ErrorCode.illegal_sasl_state,
+        error_message=message,
+        auth_bytes=b"",
+    )
+
+
+# -- the client side ---------------------------------------------------------------------------
+
+SASL_AUTHENTICATE_VERSION: Final = 2
+
+Exchange = Callable[["RequestPayload"], Awaitable[Any]]
+
+
+class SaslAuthenticationError(ConnectionError):
+    """The server refused our credentials or mechanism (Kafka's AuthenticationException)."""
+
+
+async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max: int) -> None:
+    """SaslHandshake v1 and SaslAuthenticate rounds as the client (``exchange`` sends one
+    request and returns its answer); raises SaslAuthenticationError."""
+    version = min(server_max, SASL_AUTHENTICATE_VERSION)
+    handshake: Any = await exchange(
+        make(request_schema(ApiKey.SASL_HANDSHAKE, 1), {"mechanism": config.mechanism})
+    )
+    if handshake.error_code != ErrorCode.none:
+        raise SaslAuthenticationError(
+            f"SaslHandshake for {config.mechanism}: {handshake.error_code.name.upper()} "
+            f"(enabled: {', '.join(handshake.mechanisms)})"
+        )
+
+    async def send(token: bytes) -> bytes:
+        answer: Any = await exchange(
+            make(request_schema(ApiKey.SASL_AUTHENTICATE, version), {"auth_bytes": token})
+        )
+        if answer.error_code != ErrorCode.none:
+            raise SaslAuthenticationError(
+                f"{answer.error_code.name.upper()}: {answer.error_message or ''}".rstrip(": ")
+            )
+        return bytes(answer.auth_bytes)
+
+    if config.mechanism == PLAIN:
+        await send(f"\x00{config.username}\x00{config.password}".encode())
+        return
+    from scramp import ScramClient, ScramException
+
+    client = ScramClient([config.mechanism], config.username, config.password)
+    try:
+        client.set_server_first((await send(client.get_client_first().encode())).decode())
+        client.set_server_final((await send(client.get_client_final().encode())).decode())
+    except ScramException as e:
+        raise SaslAuthenticationError(f"SCRAM exchange failed: {e}") from None

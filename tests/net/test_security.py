@@ -1,0 +1,396 @@
+"""TLS and SASL on a real listener over loopback (docs/kafka/SECURITY-CONTRACT.md 1-3):
+the handshakes Kafka's clients do, the principal each gives, and every failure answered as
+Kafka answers it (or closed), counted, with the node's listener unaffected."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import socket
+import ssl
+import struct
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import kio.schema.metadata.v12.request as metadata_v12
+import pytest
+from kio.static.protocol import ResponsePayload
+
+from pykraft.interop.certs import LocalCA
+from pykraft.net.apis import SERVED_APIS
+from pykraft.net.client import Connection
+from pykraft.net.convert.features import api_versions_request
+from pykraft.net.errors import SecurityConfigError
+from pykraft.net.sasl import SaslAuthenticationError, ScramCredential
+from pykraft.net.security import (
+    ClientSecurity,
+    KafkaPrincipal,
+    ListenerSecurity,
+    PrincipalMapper,
+    SaslClientConfig,
+    SecurityProtocol,
+    Session,
+    jaas_options,
+    listener_security,
+)
+from pykraft.net.server import KafkaServer
+from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode, encode_request, error_response
+
+TIMEOUT_S = 20
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="a-pw";'
+)
+
+
+def run(coro: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(coro(), TIMEOUT_S))
+
+
+def scram_credential(password: str, mechanism: str) -> ScramCredential:
+    """What a UserScramCredentialRecord holds for ``password`` (RFC 5802 derivation)."""
+    digest = "sha512" if mechanism.endswith("512") else "sha256"
+    salt, iterations = b"0123456789abcdef", 4096
+    salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", digest).digest()
+    stored_key = hashlib.new(digest, client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", digest).digest()
+    return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+SCRAM_USERS = {("SCRAM-SHA-512", "bob"): scram_credential("bob-pw", "SCRAM-SHA-512")}
+
+
+class Seen:
+    """A handler answering Metadata with an error and remembering each session it saw."""
+
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []
+
+    async def __call__(self, request: DecodedRequest, session: Session) -> ResponsePayload:
+        self.sessions.append(session)
+        return error_response(
+            request.api_key, request.api_version, ErrorCode.unknown_server_error
+        )
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalCA, Any, Any, LocalCA]:
+    base: Path = tmp_path_factory.mktemp("certs")
+    ca = LocalCA(base / "ca")
+    server = ca.issue("controller")
+    client = ca.issue("alice")
+    other = LocalCA(base / "other")
+    return ca, server, client, other
+
+
+def security(props: dict[str, str], *, server: bool = True) -> ListenerSecurity:
+    return listener_security(
+        {"controller.listener.names": "CONTROLLER", **props}, "CONTROLLER", server=server
+    )
+
+
+async def serve(sec: ListenerSecurity, handler: Any) -> KafkaServer:
+    server = KafkaServer(
+        handler,
+        listener_name="CONTROLLER",
+        host="127.0.0.1",
+        port=0,
+        apis=SERVED_APIS,
+        security=sec,
+        credentials=lambda mech, user: SCRAM_USERS.get((mech, user)),
+    )
+    await server.start()
+    return server
+
+
+def tls_props(certs: Any, **extra: str) -> dict[str, str]:
+    ca, server, _, _ = certs
+    return {
+        "listener.security.protocol.map": "CONTROLLER:SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(server.pem),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(ca.ca_pem),
+        **extra,
+    }
+
+
+async def metadata(conn: Connection) -> Any:
+    return await conn.request(metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False), timeout_ms=5000)
+
+
+def test_tls_handshake_then_requests_and_a_plaintext_client_is_closed(certs: Any) -> None:
+    async def main() -> None:
+        seen = Seen()
+        sec = security(tls_props(certs))
+        server = await serve(sec, seen)
+        conn = await Connection.open(
+            "127.0.0.1", server.port, timeout_ms=5000, security=sec.client
+        )
+        assert await metadata(conn) is not None
+        assert seen.sessions[-1].security_protocol is SecurityProtocol.SSL
+        assert seen.sessions[-1].principal == KafkaPrincipal("User", "ANONYMOUS")
+        assert server.stats.successful_authentication_total == 1
+        # A PLAINTEXT Kafka client on the TLS port: the handshake fails, nothing is read as
+        # a frame (no 369 MB allocation), one count, the connection closed.
+        with pytest.raises((ConnectionError, TimeoutError, OSError)):
+            await Connection.open("127.0.0.1", server.port, timeout_ms=3000)
+        assert server.stats.failed_authentication_total == 1
+        # Garbage bytes: the same.
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"\x16\x03\x01garbage" * 100)
+        assert await asyncio.wait_for(reader.read(), 5) is not None
+        writer.close()
+        await asyncio.sleep(0.1)
+        assert server.stats.failed_authentication_total == 2
+        # The listener still serves.
+        assert await metadata(conn) is not None
+        conn.close()
+        await server.close()
+
+    run(main)
+
+
+def test_untrusted_certificate_and_wrong_host_fail_the_handshake(certs: Any) -> None:
+    ca, _, _, other = certs
+
+    async def main() -> None:
+        sec = security(tls_props(certs))
+        server = await serve(sec, Seen())
+        distrust = security(
+            tls_props(certs, **{"ssl.truststore.location": str(other.ca_pem)}), server=False
+        )
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await Connection.open(
+                "127.0.0.1", server.port, timeout_ms=5000, security=distrust.client
+            )
+        # The certificate is for 127.0.0.1 and localhost: dialled as another name it fails
+        # hostname verification (ssl.endpoint.identification.algorithm=https, the default).
+        loop = asyncio.get_running_loop()
+        assert sec.client.ssl_context is not None
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await loop.create_connection(
+                asyncio.Protocol,
+                "127.0.0.1",
+                server.port,
+                ssl=sec.client.ssl_context,
+                server_hostname="broker.example.com",
+            )
+        await asyncio.sleep(0.1)
+        assert server.stats.failed_authentication_total == 2
+        await server.close()
+
+    run(main)
+
+
+def test_mutual_tls_principal_from_the_certificate_through_mapping_rules(certs: Any) -> None:
+    ca, _, client, _ = certs
+
+    async def main() -> None:
+        seen = Seen()
+        rules = "RULE:^CN=([a-z]+),.*$/$1/U,DEFAULT"
+        sec = security(
+            tls_props(certs, **{"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules})
+        )
+        server = await serve(sec, seen)
+        no_keystore = {k: v for k, v in tls_props(certs).items() if "keystore" not in k}
+        anonymous = security(no_keystore, server=False)
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            conn = await Connection.open(
+                "127.0.0.1", server.port, timeout_ms=5000, security=anonymous.client
+            )
+            await metadata(conn)  # TLS 1.3: the refusal of the missing certificate comes here
+        mtls = security(
+            tls_props(
+                certs,
+                **{"ssl.keystore.location": str(client.pem)},
+            ),
+            server=False,
+        )
+        conn = await Connection.open(
+            "127.0.0.1", server.port, timeout_ms=5000, security=mtls.client
+        )
+        await metadata(conn)
+        assert seen.sessions[-1].principal == KafkaPrincipal("User", "ALICE")
+        conn.close()
+        await server.close()
+
+    run(main)
+
+
+def sasl_props(protocol: str = "SASL_PLAINTEXT", **extra: str) -> dict[str, str]:
+    return {
+        "listener.security.protocol.map": f"CONTROLLER:{protocol}",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": JAAS,
+        "connection.failed.authentication.delay.ms": "50",
+        **extra,
+    }
+
+
+def client(mechanism: str, user: str, password: str) -> ClientSecurity:
+    return ClientSecurity(
+        SecurityProtocol.SASL_PLAINTEXT, None, SaslClientConfig(mechanism, user, password)
+    )
+
+
+def test_sasl_plain_and_scram_authenticate_and_name_the_principal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        seen = Seen()
+        server = await serve(security(sasl_props()), seen)
+        for sec, name in (
+            (client("PLAIN", "alice", "a-pw"), "alice"),
+            (client("SCRAM-SHA-512", "bob", "bob-pw"), "bob"),
+        ):
+            conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec)
+            await metadata(conn)
+            assert seen.sessions[-1].principal == KafkaPrincipal("User", name)
+            conn.close()
+        assert server.stats.successful_authentication_total == 2
+        failures = [
+            (client("PLAIN", "alice", "wrong"), "Authentication failed: Invalid username or password"),
+            (
+                client("SCRAM-SHA-512", "bob", "wrong"),
+                "Authentication failed during authentication due to invalid credentials with "
+                "SASL mechanism SCRAM-SHA-512",
+            ),
+            (
+                client("SCRAM-SHA-512", "nobody", "x"),
+                "invalid credentials with SASL mechanism SCRAM-SHA-512",
+            ),
+            (client("SCRAM-SHA-256", "bob", "bob-pw"), "UNSUPPORTED_SASL_MECHANISM"),
+        ]
+        for sec, text in failures:
+            with pytest.raises(SaslAuthenticationError, match=text):
+                await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec)
+        assert server.stats.failed_authentication_total == len(failures)
+        await server.close()
+
+    with caplog.at_level(logging.INFO, logger="pykraft.net.server"):
+        run(main)
+    lines = [r.getMessage() for r in caplog.records if "Failed authentication" in r.getMessage()]
+    assert len(lines) == 4
+    assert not any("wrong" in line or "bob-pw" in line for line in lines)  # no secret logged
+
+
+def frame(message: Any, version: int, correlation_id: int = 1) -> bytes:
+    return encode_request(correlation_id, "raw", message)
+
+
+def test_sasl_order_is_enforced_as_kafka_does() -> None:
+    async def main() -> None:
+        seen = Seen()
+        server = await serve(security(sasl_props()), seen)
+        # A request before the handshake: closed without an answer, nothing dispatched.
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(frame(metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False), 12))
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        # A frame size over sasl.server.max.receive.size before authentication: closed.
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(struct.pack(">i", 369_295_618) + b"\x00" * 16)
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        # ApiVersions first is answered (then a handshake is due).
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000)
+        assert ApiKey.SASL_HANDSHAKE in conn.peer_versions
+        conn.close()
+        assert seen.sessions == []
+        await server.close()
+
+    run(main)
+
+
+def test_sasl_api_on_a_plaintext_listener_is_illegal_state_and_the_connection_stays() -> None:
+    async def main() -> None:
+        server = await serve(ListenerSecurity("CONTROLLER"), Seen())
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000)
+        import kio.schema.sasl_handshake.v1.request as hs
+
+        answer: Any = await conn.request(hs.SaslHandshakeRequest(mechanism="PLAIN"), timeout_ms=5000)
+        assert answer.error_code == ErrorCode.illegal_sasl_state
+        assert await metadata(conn) is not None
+        conn.close()
+        await server.close()
+
+    run(main)
+
+
+def test_sasl_ssl_with_pkcs12_key_store(certs: Any) -> None:
+    ca, server_cert, _, _ = certs
+
+    async def main() -> None:
+        seen = Seen()
+        props = sasl_props(
+            "SASL_SSL",
+            **{
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": str(server_cert.p12),
+                "ssl.keystore.password": server_cert.password,
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(ca.ca_pem),
+            },
+        )
+        sec = security(props)
+        server = await serve(sec, seen)
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec.client)
+        await metadata(conn)
+        assert seen.sessions[-1].principal == KafkaPrincipal("User", "admin")
+        assert seen.sessions[-1].security_protocol is SecurityProtocol.SASL_SSL
+        conn.close()
+        await server.close()
+
+    run(main)
+
+
+def test_config_errors_name_the_key(certs: Any) -> None:
+    ca, server_cert, _, _ = certs
+    bad = [
+        ({"listener.security.protocol.map": "CONTROLLER:SSL"}, "ssl.keystore.location"),
+        (
+            {**tls_props(certs), "ssl.keystore.password": "x"},
+            "is not used with PEM key stores",
+        ),
+        (
+            {
+                **tls_props(certs),
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": str(server_cert.p12),
+                "ssl.keystore.password": "wrong",
+            },
+            "cannot read the PKCS12 key store",
+        ),
+        ({**sasl_props(), "sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI is not supported"),
+        (
+            {k: v for k, v in sasl_props().items() if "jaas" not in k},
+            "plain.sasl.jaas.config",
+        ),
+        ({"listener.security.protocol.map": "CONTROLLER:TLS"}, "unknown security protocol"),
+    ]
+    for props, text in bad:
+        with pytest.raises(SecurityConfigError, match=text):
+            security(props)
+
+
+def test_principal_mapping_rules_and_jaas() -> None:
+    mapper = PrincipalMapper.parse(
+        "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,RULE:^CN=(.*?),OU=(.*?),O=.*$/$1@$2/L,DEFAULT"
+    )
+    assert mapper.name("CN=kafka1,OU=ServiceUsers,O=acme") == "kafka1"
+    assert mapper.name("CN=Adam,OU=Eng,O=acme") == "adam@eng"
+    assert mapper.name("O=acme") == "O=acme"
+    strict = PrincipalMapper.parse("RULE:^CN=(.*)$/$1/")
+    with pytest.raises(ValueError):
+        strict.name("O=acme")
+    module, options = jaas_options("k", JAAS)
+    assert module.endswith("PlainLoginModule")
+    assert options["user_alice"] == "a-pw" and options["username"] == "admin"
+    with pytest.raises(SecurityConfigError):
+        jaas_options("k", JAAS + JAAS)
