@@ -8,7 +8,6 @@ import asyncio
 import hashlib
 import hmac
 import logging
-import socket
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
@@ -22,7 +21,6 @@ from kio.static.protocol import ResponsePayload
 from pykraft.interop.certs import LocalCA
 from pykraft.net.apis import SERVED_APIS
 from pykraft.net.client import Connection
-from pykraft.net.convert.features import api_versions_request
 from pykraft.net.errors import SecurityConfigError
 from pykraft.net.sasl import SaslAuthenticationError, ScramCredential
 from pykraft.net.security import (
@@ -72,9 +70,7 @@ class Seen:
 
     async def __call__(self, request: DecodedRequest, session: Session) -> ResponsePayload:
         self.sessions.append(session)
-        return error_response(
-            request.api_key, request.api_version, ErrorCode.unknown_server_error
-        )
+        return error_response(request.api_key, request.api_version, ErrorCode.unknown_server_error)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +116,10 @@ def tls_props(certs: Any, **extra: str) -> dict[str, str]:
 
 
 async def metadata(conn: Connection) -> Any:
-    return await conn.request(metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False), timeout_ms=5000)
+    return await conn.request(
+        metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False),
+        timeout_ms=5000,
+    )
 
 
 def test_tls_handshake_then_requests_and_a_plaintext_client_is_closed(certs: Any) -> None:
@@ -128,9 +127,7 @@ def test_tls_handshake_then_requests_and_a_plaintext_client_is_closed(certs: Any
         seen = Seen()
         sec = security(tls_props(certs))
         server = await serve(sec, seen)
-        conn = await Connection.open(
-            "127.0.0.1", server.port, timeout_ms=5000, security=sec.client
-        )
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec.client)
         assert await metadata(conn) is not None
         assert seen.sessions[-1].security_protocol is SecurityProtocol.SSL
         assert seen.sessions[-1].principal == KafkaPrincipal("User", "ANONYMOUS")
@@ -156,7 +153,7 @@ def test_tls_handshake_then_requests_and_a_plaintext_client_is_closed(certs: Any
 
 
 def test_untrusted_certificate_and_wrong_host_fail_the_handshake(certs: Any) -> None:
-    ca, _, _, other = certs
+    _ca, _, _, other = certs
 
     async def main() -> None:
         sec = security(tls_props(certs))
@@ -188,13 +185,15 @@ def test_untrusted_certificate_and_wrong_host_fail_the_handshake(certs: Any) -> 
 
 
 def test_mutual_tls_principal_from_the_certificate_through_mapping_rules(certs: Any) -> None:
-    ca, _, client, _ = certs
+    _ca, _, client, _ = certs
 
     async def main() -> None:
         seen = Seen()
         rules = "RULE:^CN=([a-z]+),.*$/$1/U,DEFAULT"
         sec = security(
-            tls_props(certs, **{"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules})
+            tls_props(
+                certs, **{"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules}
+            )
         )
         server = await serve(sec, seen)
         no_keystore = {k: v for k, v in tls_props(certs).items() if "keystore" not in k}
@@ -255,7 +254,10 @@ def test_sasl_plain_and_scram_authenticate_and_name_the_principal(
             conn.close()
         assert server.stats.successful_authentication_total == 2
         failures = [
-            (client("PLAIN", "alice", "wrong"), "Authentication failed: Invalid username or password"),
+            (
+                client("PLAIN", "alice", "wrong"),
+                "Authentication failed: Invalid username or password",
+            ),
             (
                 client("SCRAM-SHA-512", "bob", "wrong"),
                 "Authentication failed during authentication due to invalid credentials with "
@@ -290,7 +292,14 @@ def test_sasl_order_is_enforced_as_kafka_does() -> None:
         server = await serve(security(sasl_props()), seen)
         # A request before the handshake: closed without an answer, nothing dispatched.
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(frame(metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False), 12))
+        writer.write(
+            frame(
+                metadata_v12.MetadataRequest(
+                    topics=None, include_topic_authorized_operations=False
+                ),
+                12,
+            )
+        )
         assert await asyncio.wait_for(reader.read(), 5) == b""
         writer.close()
         # A frame size over sasl.server.max.receive.size before authentication: closed.
@@ -314,7 +323,9 @@ def test_sasl_api_on_a_plaintext_listener_is_illegal_state_and_the_connection_st
         conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000)
         import kio.schema.sasl_handshake.v1.request as hs
 
-        answer: Any = await conn.request(hs.SaslHandshakeRequest(mechanism="PLAIN"), timeout_ms=5000)
+        answer: Any = await conn.request(
+            hs.SaslHandshakeRequest(mechanism="PLAIN"), timeout_ms=5000
+        )
         assert answer.error_code == ErrorCode.illegal_sasl_state
         assert await metadata(conn) is not None
         conn.close()
@@ -351,7 +362,7 @@ def test_sasl_ssl_with_pkcs12_key_store(certs: Any) -> None:
 
 
 def test_config_errors_name_the_key(certs: Any) -> None:
-    ca, server_cert, _, _ = certs
+    _ca, server_cert, _, _ = certs
     bad = [
         ({"listener.security.protocol.map": "CONTROLLER:SSL"}, "ssl.keystore.location"),
         (
