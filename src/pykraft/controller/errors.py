@@ -86,6 +86,34 @@ def error_fields(
             }
             for r_ in request.resources
         ]
+    elif api_key == ApiKey.CREATE_ACLS:
+        fields["results"] = [
+            {"error_code": code, "error_message": message} for _ in request.creations
+        ]
+    elif api_key == ApiKey.DELETE_ACLS:
+        fields["filter_results"] = [
+            {"error_code": code, "error_message": message, "matching_acls": []}
+            for _ in request.filters
+        ]
+    elif api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        users = dict.fromkeys(
+            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        )
+        fields["results"] = [
+            {"user": u, "error_code": code, "error_message": message} for u in users
+        ]
+    elif api_key == ApiKey.ALTER_CLIENT_QUOTAS:
+        fields["entries"] = [
+            {
+                "error_code": code,
+                "error_message": message,
+                "entity": [
+                    {"entity_type": e.entity_type, "entity_name": e.entity_name}
+                    for e in entry.entity
+                ],
+            }
+            for entry in request.entries
+        ]
     return fields
 
 

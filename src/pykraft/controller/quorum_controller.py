@@ -30,16 +30,21 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.controller import brokers as b
-from pykraft.controller import configs as cfgs
 from pykraft.controller import (
+    acls,
+    authorization,
     features,
     leadership,
     migration,
+    quotas,
     reassign,
+    scram,
     throttles,
     topic_requests,
 )
+from pykraft.controller import brokers as b
+from pykraft.controller import configs as cfgs
+from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError, error_fields
 from pykraft.controller.features import SUPPORTED_FEATURES
@@ -75,7 +80,7 @@ METADATA_TOPIC: Final = "__cluster_metadata"  # the quorum's own partition: KIP-
 
 
 # Answered by any controller from its image (Kafka's read events), not only the active one.
-READ_APIS: Final = frozenset({ApiKey.DESCRIBE_CONFIGS})
+READ_APIS: Final = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.DESCRIBE_ACLS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,8 @@ class Context:
     kraft_version: int = 0
     # Supported feature ranges of the controllers (by id), for UpdateFeatures.
     controller_features: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    # Who makes the request (authorization.py); None: an internal input, not authorized.
+    caller: Caller | None = None
 
 
 def _ms(value: Any) -> int:
@@ -130,7 +137,18 @@ class QuorumController:
             ApiKey.UPDATE_FEATURES: self._update_features,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self._alter_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self._list_reassignments,
+            ApiKey.CREATE_ACLS: self._create_acls,
+            ApiKey.DELETE_ACLS: self._delete_acls,
+            ApiKey.DESCRIBE_ACLS: self._describe_acls,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram,
+            ApiKey.ALTER_CLIENT_QUOTAS: self._alter_client_quotas,
         }
+        # authorizer.class.name: Kafka's StandardAuthorizer over the image's ACLs.
+        self.authorizer = (
+            acls.StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
+            if config.authorizer
+            else None
+        )
 
     # -- the log ---------------------------------------------------------------------------
 
@@ -252,7 +270,39 @@ class QuorumController:
             raise ApiError(ErrorCode.unsupported_version, f"API {api_key} is not served")
         if api_key not in READ_APIS:
             migration.check_write(self.image, api_key)
-        return handler(api_version, request, ctx)
+        refused: dict[str, list[Any]] = {}
+        caller = ctx.caller
+        if self.authorizer is not None and caller is not None:
+            if not self.allowed(caller, authorization.cluster_operation(api_key)):
+                raise ApiError(
+                    ErrorCode.cluster_authorization_failed,
+                    f"Principal {caller.principal} is not authorized",
+                )
+            request, refused = authorization.split(
+                api_key,
+                api_version,
+                request,
+                lambda op, res, name: self.allowed(caller, op, res, name),
+                self.image,
+            )
+        result = handler(api_version, request, ctx)
+        if refused:
+            authorization.merge(result.response, refused)
+        return result
+
+    def allowed(
+        self,
+        caller: Caller,
+        operation: int | None,
+        resource_type: int = acls.Res.CLUSTER,
+        resource_name: str = acls.CLUSTER_NAME,
+    ) -> bool:
+        """May ``caller`` do ``operation`` on the resource (None: nothing to check)?"""
+        if self.authorizer is None or operation is None:
+            return True
+        return self.authorizer.authorize(
+            self.image, caller.principal, caller.host, operation, resource_type, resource_name
+        )
 
     def _unclean(self) -> set[uuid.UUID]:
         return b.unclean_topics(self.image, self.config.unclean_leader_election)
@@ -451,6 +501,33 @@ class QuorumController:
             [],
             {"throttle_time": 0, "results": cfgs.describe_configs(self.image, request.resources)},
         )
+
+    # ACLs (acls.py), SCRAM credentials (scram.py), client quotas (quotas.py) ------------
+
+    def _require_authorizer(self) -> None:
+        if self.authorizer is None:
+            raise ApiError(ErrorCode.security_disabled, "No Authorizer is configured.")
+
+    def _create_acls(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        self._require_authorizer()
+        return Result(*acls.create_acls(self.image, self.rng, request))
+
+    def _delete_acls(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        self._require_authorizer()
+        return Result(*acls.delete_acls(self.image, request))
+
+    def _describe_acls(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        if self.authorizer is None:
+            raise ApiError(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
+        return Result([], acls.describe_acls(self.image, request))
+
+    def _alter_scram(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        return Result(
+            *scram.alter_user_scram_credentials(self.image, self.metadata_version, request)
+        )
+
+    def _alter_client_quotas(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        return Result(*quotas.alter_client_quotas(self.image, request))
 
     # UpdateFeatures (features.py) ----------------------------------------------------------
 

@@ -72,6 +72,7 @@ MINIMUM_METADATA_VERSION: Final = _BY_LEVEL[7]
 DEFAULT_METADATA_VERSION: Final = _BY_LEVEL[25]
 # Levels of interest to the controller (the record shapes each one writes).
 IBP_3_4_IV0: Final = 8  # ZooKeeper brokers may register (KIP-866 migration)
+IBP_3_5_IV2: Final = 11  # SCRAM credentials in the log (UserScramCredentialRecord)
 IBP_3_6_IV0: Final = 12  # brokers no longer need a leader epoch bump on every ISR shrink
 IBP_3_6_IV1: Final = 13  # Begin/End/AbortTransactionRecord
 IBP_3_7_IV0: Final = 15  # RegisterControllerRecord, ControllerRegistration

@@ -38,6 +38,8 @@ __all__ = [
     "SecurityConfigError",
     "SecurityProtocol",
     "Session",
+    "decode_principal",
+    "encode_principal",
     "jaas_options",
     "listener_security",
     "protocol_map",
@@ -85,6 +87,38 @@ class KafkaPrincipal:
 
 
 ANONYMOUS: Final = KafkaPrincipal("User", "ANONYMOUS")
+PRINCIPAL_DATA_VERSION: Final = 0
+
+
+def decode_principal(data: bytes) -> KafkaPrincipal:
+    """An Envelope's RequestPrincipal: Kafka's DefaultKafkaPrincipalBuilder serialization
+    (int16 version, then DefaultPrincipalData v0); ValueError for anything else."""
+    from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
+
+    from pykraft.protocol.codec import decode_data
+    from pykraft.protocol.errors import ProtocolError
+
+    if len(data) < 2 or int.from_bytes(data[:2], "big") != PRINCIPAL_DATA_VERSION:
+        raise ValueError("unknown principal data version")
+    try:
+        body = decode_data(DefaultPrincipalData, data, 2)
+    except ProtocolError as e:
+        raise ValueError(str(e)) from None
+    return KafkaPrincipal(body.type_, body.name, bool(body.token_authenticated))
+
+
+def encode_principal(principal: KafkaPrincipal) -> bytes:
+    """What a Kafka broker puts in an Envelope for ``principal``."""
+    from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
+
+    from pykraft.protocol.codec import encode_data
+
+    body = DefaultPrincipalData(
+        type_=principal.principal_type,
+        name=principal.name,
+        token_authenticated=principal.token_authenticated,
+    )
+    return PRINCIPAL_DATA_VERSION.to_bytes(2, "big") + encode_data(body)
 
 
 @dataclass(frozen=True, slots=True)

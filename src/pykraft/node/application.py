@@ -6,6 +6,8 @@ The node calls, all on its event loop:
 * ``api_rows()`` once at start: the APIs the application serves, added to the listener's
   table (and to ApiVersions);
 * ``started()`` once storage is open and the core built, before the first input;
+* ``refuse(request, session)`` first for every request: an error response when the
+  session's principal may not make it (authorization), None to go on;
 * ``handle(request, session)`` for every request the node does not answer from its
   own state: an ``Answer`` takes it, None leaves it to the node (the quorum RPCs);
 * ``after_ready(ready)`` after the node performed each ``Ready`` (a new high watermark, a
@@ -23,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from kio.static.protocol import ResponsePayload
+
 from pykraft.metadata.image import Image
 from pykraft.net.sasl import ScramCredential
 from pykraft.net.security import Session
@@ -37,6 +41,8 @@ class Application(Protocol):
     def api_rows(self) -> tuple[ApiVersionRange, ...]: ...
 
     def started(self) -> None: ...
+
+    def refuse(self, request: DecodedRequest, session: Session) -> ResponsePayload | None: ...
 
     def handle(self, request: DecodedRequest, session: Session) -> Answer | None: ...
 

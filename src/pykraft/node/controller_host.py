@@ -32,6 +32,7 @@ position when every applied record is committed (the node writes it and moves it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import time
@@ -40,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.controller import registration
+from pykraft.controller import authorization, registration
+from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
 from pykraft.controller.log_listener import (
@@ -68,7 +70,7 @@ from pykraft.net.sasl import SCRAM_MECHANISM_TYPES, ScramCredential
 from pykraft.net.security import Session
 from pykraft.net.server import Answer
 from pykraft.node.controller_metrics import controller_metrics
-from pykraft.node.envelope import envelope
+from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.metadata_files import load_image, snapshot_values, write_chunks
 from pykraft.node.snapshot_policy import SnapshotPolicy
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
@@ -235,15 +237,39 @@ class ControllerHost:
         controller = self.controller
         if controller is None:
             return Answer(self._error(request, ErrorCode.broker_not_available))
+        caller = _caller(session)
         if api_key in READ_APIS:
             answer = Answer()
-            self._run_request(request, answer)
+            self._run_request(request, answer, caller)
             return answer
         if not controller.active:
             return Answer(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
         answer = Answer()
-        self.node.run(lambda: self._process(request, answer))
+        self.node.run(lambda: self._process(request, answer, caller))
         return answer
+
+    def refuse(self, request: DecodedRequest, session: Session) -> ResponsePayload | None:
+        """Kafka's ControllerApis cluster check, before anything else looks at ``request``
+        (the quorum's RPCs included): the error response when the session's principal lacks
+        the operation the API needs on the cluster; None to go on."""
+        controller = self.controller
+        op = authorization.cluster_operation(request.api_key)
+        if controller is None or op is None or controller.allowed(_caller(session), op):
+            return None
+        principal = session.principal
+        log.error(
+            "Unexpected error handling request %s from %s: Principal %s is not authorized",
+            ApiKey(request.api_key).name,
+            session.client_host,
+            principal,
+        )
+        if request.api_key == ApiKey.ENVELOPE:
+            return envelope_error(request.api_version, ErrorCode.cluster_authorization_failed)
+        return self._error(
+            request,
+            ErrorCode.cluster_authorization_failed,
+            f"Principal {principal} does not have the required permission",
+        )
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -259,7 +285,9 @@ class ControllerHost:
         if listing is not None:
             response["topics"] = [*response["topics"], listing]
 
-    def _run_request(self, request: DecodedRequest, answer: Answer) -> Handled | None:
+    def _run_request(
+        self, request: DecodedRequest, answer: Answer, caller: Caller | None = None
+    ) -> Handled | None:
         """Run ``request`` through the listener and build its response; on a refusal or a
         failure ``answer`` is set and None returned."""
         listener = self.listener
@@ -270,9 +298,10 @@ class ControllerHost:
             answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
             return None
         try:
-            handled = listener.handle(
-                self._core(), api_key, version, request.message, self._context()
-            )
+            context = self._context()
+            if caller is not None:
+                context = dataclasses.replace(context, caller=caller)
+            handled = listener.handle(self._core(), api_key, version, request.message, context)
             if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
                 self._add_voter_reassignment(request.message, handled.response)
             payload = make(response_schema(api_key, version), handled.response)
@@ -294,13 +323,15 @@ class ControllerHost:
         self._answer_after_commit(request, answer, payload, handled.commit_offset)
         return handled
 
-    def _process(self, request: DecodedRequest, answer: Answer) -> None:
+    def _process(
+        self, request: DecodedRequest, answer: Answer, caller: Caller | None = None
+    ) -> None:
         controller = self.controller
         if controller is None or not controller.active:
             if not answer.done:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
             return
-        self._run_request(request, answer)
+        self._run_request(request, answer, caller)
 
     def _answer_after_commit(
         self, request: DecodedRequest, answer: Answer, payload: ResponsePayload, offset: int
@@ -513,6 +544,13 @@ REASSIGNMENT_KEYS: Final = frozenset(
 def _only_metadata_partition(m: Any) -> bool:
     topics: Any = getattr(m, "topics", None)
     return bool(topics) and all(t.name == METADATA_TOPIC for t in topics)
+
+
+def _caller(session: Session) -> Caller:
+    principal = session.principal
+    return Caller(
+        str(principal), session.client_host, session.forwarded, principal.token_authenticated
+    )
 
 
 def _only_kraft_version(m: Any) -> bool:

@@ -493,6 +493,10 @@ class RaftNode:
         response ``_send`` writes through the ``Answer``, in the same call when the core
         answers at once)."""
         core = self.core
+        if self.application is not None:
+            refused = self.application.refuse(request, session)
+            if refused is not None:
+                return Answer(refused)
         if core is not None:
             at_once = answer_at_once(self, core, request)
             if at_once is not None:

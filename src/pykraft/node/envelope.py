@@ -1,15 +1,21 @@
 """Envelope (KIP-590): a broker forwards an admin request it got from a client to the active
 controller, wrapped with the client's principal; the controller answers the inner request as
-its own and wraps the answer. Only the APIs Kafka forwards are accepted."""
+its own and wraps the answer. Only the APIs Kafka forwards are accepted.
+
+The broker's connection must hold CLUSTER_ACTION (checked with every request before this,
+``ControllerHost.refuse``); the inner request is then authorized as the principal and the
+client address the envelope carries (Kafka's DefaultKafkaPrincipalBuilder bytes and the raw
+IP), so a broker's client can do no more through the broker than its ACLs allow."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.net.security import Session
+from pykraft.net.security import Session, decode_principal
 from pykraft.net.server import Answer
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
 from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, response_schema
@@ -20,7 +26,7 @@ from pykraft.protocol.errors import ProtocolError
 if TYPE_CHECKING:
     from pykraft.node.controller_host import ControllerHost
 
-__all__ = ["FORWARDABLE", "envelope"]
+__all__ = ["FORWARDABLE", "envelope", "envelope_error"]
 
 log = logging.getLogger("pykraft.controller")
 
@@ -57,13 +63,27 @@ def envelope(host: ControllerHost, request: DecodedRequest, session: Session) ->
         inner = decode_request(bytes(m.request_data), host.node.served_apis)
     except ProtocolError as e:
         log.warning("envelope with an unreadable request: %s", e)
-        return Answer(_envelope_error(version, ErrorCode.invalid_request))
+        return Answer(envelope_error(version, ErrorCode.invalid_request))
     if inner.api_key not in FORWARDABLE:
-        return Answer(_envelope_error(version, ErrorCode.invalid_request))
+        return Answer(envelope_error(version, ErrorCode.invalid_request))
+    try:
+        principal = decode_principal(bytes(m.request_principal or b""))
+    except ValueError as e:
+        log.warning("envelope with an unreadable principal: %s", e)
+        return Answer(envelope_error(version, ErrorCode.principal_deserialization_failure))
+    try:
+        client_host = str(ipaddress.ip_address(bytes(m.client_host_address)))
+    except ValueError:
+        log.warning("envelope with an unreadable client address")
+        return Answer(envelope_error(version, ErrorCode.invalid_request))
+    # The inner request runs as the broker's client: its principal and address (KIP-590).
+    session = Session(
+        session.listener_name, session.security_protocol, principal, client_host, True
+    )
     controller = host.controller
     if inner.api_key in CONTROLLER_API_VERSIONS and (controller is None or not controller.active):
         # Kafka answers an Envelope to a standby at the envelope level.
-        return Answer(_envelope_error(version, ErrorCode.not_controller))
+        return Answer(envelope_error(version, ErrorCode.not_controller))
     inner_answer = host.handle(inner, session)
     if inner_answer is None:
         inner_answer = host.node.handle_request(inner, session)
@@ -83,7 +103,7 @@ def envelope(host: ControllerHost, request: DecodedRequest, session: Session) ->
     return outer
 
 
-def _envelope_error(version: int, code: ErrorCode) -> ResponsePayload:
+def envelope_error(version: int, code: ErrorCode) -> ResponsePayload:
     return make(
         response_schema(ApiKey.ENVELOPE, version), {"response_data": None, "error_code": code}
     )

@@ -145,6 +145,12 @@ CONTROLLER_API_VERSIONS: Final = {
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 1),  # v1: KIP-435, pykraft's (protocol/ext.py)
+    # Security (docs/kafka/SECURITY-CONTRACT.md 4-6); v0 of the ACL APIs left Kafka in 4.0.
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 

@@ -169,6 +169,19 @@ def _read_body(entity_type: type[E], frame: bytes, pos: int, context: dict[str, 
     return body
 
 
+def decode_data(entity_type: type[E], frame: bytes, pos: int = 0) -> E:
+    """Exactly ``frame[pos:]`` as the data entity ``entity_type`` (e.g. Kafka's
+    DefaultPrincipalData inside an Envelope); raises MalformedFrame."""
+    return _read_body(entity_type, frame, pos, {})
+
+
+def encode_data(message: Entity) -> bytes:
+    """The wire form of a data entity (no header)."""
+    out = io.BytesIO()
+    entity_writer(type(message))(out, message)
+    return out.getvalue()
+
+
 def _read_prefix(entity_type: type[E], frame: bytes) -> tuple[E, int]:
     """Parse a header at the start of ``frame``; return it and the body's position."""
     try:

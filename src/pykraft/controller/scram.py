@@ -1,0 +1,124 @@
+"""SCRAM credentials in the metadata log: AlterUserScramCredentials as Kafka's
+ScramControlManager validates and writes it (docs/kafka/SECURITY-CONTRACT.md 6.1), and the
+StoredKey/ServerKey derivation shared with ``storage format --add-scram``.
+
+Theory of operation. A client sends, per user, deletions (name, mechanism) and upsertions
+(name, mechanism, iterations, salt, salted password: the password itself never leaves the
+client). Each user gets one result. A user named twice in one request is refused
+(DUPLICATE_RESOURCE) and all its entries dropped; an empty name, an unknown mechanism, too
+few or too many iterations, or the deletion of a credential that does not exist refuse that
+user with Kafka's code and text. Accepted upsertions become UserScramCredentialRecords
+holding salt, StoredKey = H(HMAC(salted password, "Client Key")), ServerKey =
+HMAC(salted password, "Server Key") and the iterations; deletions become
+RemoveUserScramCredentialRecords. All of one request's records commit together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections import Counter
+from typing import Any, Final
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller.result import RecordList, Response
+from pykraft.metadata import records as r
+from pykraft.metadata.image import Image
+from pykraft.metadata.versions import IBP_3_5_IV2
+
+__all__ = ["MECHANISMS", "alter_user_scram_credentials", "scram_keys"]
+
+# ScramMechanism type -> (Kafka's name, hashlib digest)
+MECHANISMS: Final = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
+MIN_ITERATIONS: Final = 4096
+MAX_ITERATIONS: Final = 16384
+
+
+def scram_keys(mechanism: int, salted_password: bytes) -> tuple[bytes, bytes]:
+    """(StoredKey, ServerKey) of a salted password (RFC 5802, as Kafka's ScramFormatter)."""
+    digest = MECHANISMS[mechanism][1]
+    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
+    stored_key = hashlib.new(digest, client_key).digest()
+    server_key = hmac.new(salted_password, b"Server Key", digest).digest()
+    return stored_key, server_key
+
+
+def salted_password(mechanism: int, password: str, salt: bytes, iterations: int) -> bytes:
+    """Hi(password, salt, i): PBKDF2-HMAC over the password's UTF-8 bytes (no SASLprep,
+    as Kafka)."""
+    return hashlib.pbkdf2_hmac(MECHANISMS[mechanism][1], password.encode(), salt, iterations)
+
+
+def alter_user_scram_credentials(
+    image: Image, metadata_version: int, request: Any
+) -> tuple[RecordList, Response]:
+    entries = [(d.name, int(d.mechanism), None) for d in request.deletions] + [
+        (u.name, int(u.mechanism), u) for u in request.upsertions
+    ]
+    counts = Counter(name for name, _, _ in entries)
+    results: dict[str, tuple[int, str | None]] = {}
+    records: RecordList = []
+    for name, mechanism, upsert in entries:
+        if name in results:
+            continue
+        error = _check(image, metadata_version, counts[name], name, mechanism, upsert)
+        if error is not None:
+            results[name] = error
+            continue
+        results[name] = (ErrorCode.none, None)
+        if upsert is None:
+            records.append((r.RemoveUserScramCredentialRecord(name=name, mechanism=mechanism), 0))
+        else:
+            stored_key, server_key = scram_keys(mechanism, bytes(upsert.salted_password))
+            records.append(
+                (
+                    r.UserScramCredentialRecord(
+                        name=name,
+                        mechanism=mechanism,
+                        salt=bytes(upsert.salt),
+                        stored_key=stored_key,
+                        server_key=server_key,
+                        iterations=int(upsert.iterations),
+                    ),
+                    0,
+                )
+            )
+    failed = {name for name, (code, _) in results.items() if code != ErrorCode.none}
+    records = [(rec, v) for rec, v in records if getattr(rec, "name", None) not in failed]
+    return records, {
+        "throttle_time": 0,
+        "results": [
+            {"user": name, "error_code": code, "error_message": message}
+            for name, (code, message) in results.items()
+        ],
+    }
+
+
+def _check(
+    image: Image, metadata_version: int, times: int, name: str, mechanism: int, upsert: Any
+) -> tuple[int, str] | None:
+    if metadata_version < IBP_3_5_IV2:
+        return ErrorCode.unsupported_version, "The current metadata.version does not support SCRAM"
+    if times > 1:
+        return (
+            ErrorCode.duplicate_resource,
+            "A user credential cannot be altered twice in the same request",
+        )
+    if not name:
+        return ErrorCode.unacceptable_credential, "Username must not be empty"
+    if mechanism not in MECHANISMS:
+        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+    if upsert is None:
+        if ("scram", name, mechanism) not in image.opaque:
+            return (
+                ErrorCode.resource_not_found,
+                "Attempt to delete a user credential that does not exist",
+            )
+        return None
+    iterations = int(upsert.iterations)
+    if iterations < MIN_ITERATIONS:
+        return ErrorCode.unacceptable_credential, "Too few iterations"
+    if iterations > MAX_ITERATIONS:
+        return ErrorCode.unacceptable_credential, "Too many iterations"
+    return None
