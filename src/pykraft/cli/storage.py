@@ -34,6 +34,14 @@ def register(sub: Any) -> None:
     )
     fmt.add_argument("--feature", "-f", action="append", default=[], metavar="NAME=LEVEL")
     fmt.add_argument("--ignore-formatted", "-g", action="store_true")
+    fmt.add_argument(
+        "--add-scram",
+        "-S",
+        action="append",
+        default=[],
+        metavar="MECHANISM=[name=...,password=...]",
+        help="a SCRAM user in the bootstrap metadata (repeatable), as kafka-storage",
+    )
     fmt.set_defaults(func=_format)
 
     info = commands.add_parser("info", help="describe the metadata log directory")
@@ -109,6 +117,7 @@ def _format(args: argparse.Namespace) -> int:
         parse_initial_controllers,
         uuid_to_kafka,
     )
+    from pykraft.storage.scram import parse_add_scram
 
     try:
         config = load_config(args.config, require_quorum=False)
@@ -118,6 +127,7 @@ def _format(args: argparse.Namespace) -> int:
             else None
         )
         kraft_version, features = _features(args)
+        scram = [parse_add_scram(text) for text in args.add_scram]
         meta = format_storage(
             config,
             args.cluster_id,
@@ -127,6 +137,7 @@ def _format(args: argparse.Namespace) -> int:
             ignore_formatted=args.ignore_formatted,
             no_initial_controllers=args.no_initial_controllers,
             features=features,
+            scram=scram,
         )
     except (ConfigError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)

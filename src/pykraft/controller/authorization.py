@@ -132,6 +132,8 @@ _ITEMS: Final[dict[int, tuple[str, str]]] = {
     ApiKey.DESCRIBE_CONFIGS: ("resources", "results"),
 }
 AUTHORIZATION_FAILED: Final = "Authorization failed."
+# Kafka's default text of CLUSTER_AUTHORIZATION_FAILED (Errors), the whole request refused.
+CLUSTER_AUTHORIZATION_FAILED: Final = "Cluster authorization failed."
 
 
 def split(

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final
+from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -144,11 +144,13 @@ class MetaLogListener:
         new_controller: Callable[[], QuorumController],
         *,
         bootstrap: Mapping[str, int] | None = None,
+        bootstrap_records: Sequence[Any] = (),
         report: Callable[[str], None] = _ignore,
         on_applied: Callable[[int], None] | None = None,
     ) -> None:
         self._new_controller = new_controller
         self.bootstrap = dict(bootstrap) if bootstrap is not None else None
+        self.bootstrap_records = tuple(bootstrap_records)
         self.report = report  # one line per failed replay (the host logs it)
         self.on_applied = on_applied  # bytes of records applied (the snapshot policy)
         self.controller = new_controller()
@@ -281,7 +283,7 @@ class MetaLogListener:
             )
         controller = self.controller
         try:
-            records = controller.activate(now_ms, self.bootstrap)
+            records = controller.activate(now_ms, self.bootstrap, self.bootstrap_records)
         except Exception:
             controller.deactivate()
             raise

@@ -24,7 +24,7 @@ simulator replays any run from its seed.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -169,10 +169,17 @@ class QuorumController:
 
     # -- activation ------------------------------------------------------------------------
 
-    def activate(self, now_ms: int, bootstrap: dict[str, int] | None) -> RecordList:
+    def activate(
+        self,
+        now_ms: int,
+        bootstrap: dict[str, int] | None,
+        bootstrap_records: Sequence[Any] = (),
+    ) -> RecordList:
         """Become the active controller; returns the activation records: an abort of a
         transaction left open, and on a log without metadata.version the bootstrap features
-        (metadata.version first) in a transaction (Kafka's ActivationRecordsGenerator)."""
+        (metadata.version first) and the bootstrap checkpoint's other records (SCRAM users
+        of ``storage format --add-scram``) in a transaction (Kafka's
+        ActivationRecordsGenerator)."""
         self.active = True
         self.last_write_ms = now_ms
         self._moves_due = True
@@ -200,6 +207,7 @@ class QuorumController:
                 for name, value in sorted(features.items())
                 if value
             ]
+            body += [(rec, 0) for rec in bootstrap_records]
             body += migration.activation_records(
                 self.image,
                 enabled=self.config.zk_migration_enabled,
@@ -276,7 +284,7 @@ class QuorumController:
             if not self.allowed(caller, authorization.cluster_operation(api_key)):
                 raise ApiError(
                     ErrorCode.cluster_authorization_failed,
-                    f"Principal {caller.principal} is not authorized",
+                    authorization.CLUSTER_AUTHORIZATION_FAILED,
                 )
             request, refused = authorization.split(
                 api_key,

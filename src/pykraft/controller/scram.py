@@ -15,40 +15,18 @@ RemoveUserScramCredentialRecords. All of one request's records commit together.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections import Counter
-from typing import Any, Final
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.result import RecordList, Response
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
+from pykraft.metadata.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, scram_keys
 from pykraft.metadata.versions import IBP_3_5_IV2
 
 __all__ = ["MECHANISMS", "alter_user_scram_credentials", "scram_keys"]
-
-# ScramMechanism type -> (Kafka's name, hashlib digest)
-MECHANISMS: Final = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
-MIN_ITERATIONS: Final = 4096
-MAX_ITERATIONS: Final = 16384
-
-
-def scram_keys(mechanism: int, salted_password: bytes) -> tuple[bytes, bytes]:
-    """(StoredKey, ServerKey) of a salted password (RFC 5802, as Kafka's ScramFormatter)."""
-    digest = MECHANISMS[mechanism][1]
-    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
-    stored_key = hashlib.new(digest, client_key).digest()
-    server_key = hmac.new(salted_password, b"Server Key", digest).digest()
-    return stored_key, server_key
-
-
-def salted_password(mechanism: int, password: str, salt: bytes, iterations: int) -> bytes:
-    """Hi(password, salt, i): PBKDF2-HMAC over the password's UTF-8 bytes (no SASLprep,
-    as Kafka)."""
-    return hashlib.pbkdf2_hmac(MECHANISMS[mechanism][1], password.encode(), salt, iterations)
-
 
 def alter_user_scram_credentials(
     image: Image, metadata_version: int, request: Any

@@ -176,12 +176,19 @@ class LocalCluster:
         broker_config: Mapping[str, object] | None = None,
         cluster_id: str = DEFAULT_CLUSTER_ID,
         metrics: bool = True,
+        broker_listener: str = "PLAINTEXT",
+        format_args: tuple[str, ...] = (),
     ) -> None:
+        """``broker_listener``: the name of the brokers' client (and inter-broker) listener;
+        ``format_args``: more ``storage format`` arguments for the controllers (e.g.
+        ``--add-scram``)."""
         assert controller_kind in ("pykraft", "kafka")
         assert brokers == 0 or dist is not None, "Kafka brokers need Kafka's jars"
         self.dist = dist
         self.base = base
         self.cluster_id = cluster_id
+        self.broker_listener = broker_listener
+        self.format_args = format_args
         base.mkdir(parents=True, exist_ok=True)
         ports = free_ports(2 * controllers + brokers)
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(controllers))
@@ -240,10 +247,10 @@ class LocalCluster:
                 "process.roles": "broker",
                 "node.id": node_id,
                 "controller.listener.names": "CONTROLLER",
-                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "listeners": f"{self.broker_listener}://127.0.0.1:{port}",
+                "advertised.listeners": f"{self.broker_listener}://127.0.0.1:{port}",
                 "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                "inter.broker.listener.name": "PLAINTEXT",
+                "inter.broker.listener.name": self.broker_listener,
                 "log.dirs": data,
                 "controller.quorum.voters": self.voters,
                 "offsets.topic.replication.factor": replication,
@@ -271,6 +278,7 @@ class LocalCluster:
                         str(c.config),
                         "--cluster-id",
                         self.cluster_id,
+                        *self.format_args,
                     ],
                     capture_output=True,
                     text=True,
@@ -281,7 +289,9 @@ class LocalCluster:
             else:
                 assert self.dist is not None
                 # metadata.version 4.0-IV3, as pykraft formats: the same features on both sides.
-                self.dist.format_storage(c.config, self.cluster_id, "--release-version", "4.0-IV3")
+                self.dist.format_storage(
+                    c.config, self.cluster_id, "--release-version", "4.0-IV3", *self.format_args
+                )
         for b in self.brokers:
             assert self.dist is not None
             self.dist.format_storage(b.config, self.cluster_id)

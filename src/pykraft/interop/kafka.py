@@ -53,6 +53,8 @@ KAFKA_MAIN: Final = {
     "features": "org.apache.kafka.tools.FeatureCommand",
     "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "configs": "kafka.admin.ConfigCommand",
+    "acls": "org.apache.kafka.tools.AclCommand",
+    "delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
     "console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",

@@ -36,7 +36,7 @@ import dataclasses
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
@@ -99,11 +99,13 @@ class ControllerHost:
         config: ControllerConfig,
         *,
         bootstrap: dict[str, int] | None,
+        bootstrap_records: Sequence[Any] = (),
         rng: random.Random | None = None,
     ) -> None:
         self.node = node
         self.config = config
         self.bootstrap = bootstrap
+        self.bootstrap_records = tuple(bootstrap_records)
         self._rng = rng or random.Random()
         self.listener: MetaLogListener | None = None
         self._sync_scheduled = False
@@ -155,6 +157,7 @@ class ControllerHost:
         listener = MetaLogListener(
             new_controller,
             bootstrap=self.bootstrap,
+            bootstrap_records=self.bootstrap_records,
             report=log.error,
             on_applied=self._snapshots.applied,
         )
@@ -268,7 +271,7 @@ class ControllerHost:
         return self._error(
             request,
             ErrorCode.cluster_authorization_failed,
-            f"Principal {principal} does not have the required permission",
+            authorization.CLUSTER_AUTHORIZATION_FAILED,
         )
 
     # -- requests -----------------------------------------------------------------------------

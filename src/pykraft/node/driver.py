@@ -54,13 +54,14 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.convert import RejectedRequest
 from pykraft.net.sasl import ScramCredential
 from pykraft.net.security import Session
-from pykraft.net.server import Answer, KafkaServer
+from pykraft.net.server import Answer, AuthenticationStats, KafkaServer
 from pykraft.node.appends import (
     APPEND_BATCH_RECORDS_MAX,
     AppendLostError,
@@ -409,9 +410,10 @@ class RaftNode:
         snapshot = snapshot_of(
             self.core, self.metrics, self.now_ms(), static_voters=bool(self.config.quorum_voters)
         )
-        if self.application is not None:
-            snapshot = dataclasses.replace(snapshot, extra=tuple(self.application.metrics()))
-        return snapshot
+        extra = list(self.application.metrics()) if self.application is not None else []
+        if self._server is not None:
+            extra += authentication_metrics(self._server.stats)
+        return dataclasses.replace(snapshot, extra=tuple(extra))
 
     def _schedule_poll(self, deadline_ms: int) -> None:
         assert self._loop is not None
@@ -636,3 +638,27 @@ class RaftNode:
 
     async def run_until_stopped(self) -> None:
         await self.stopped.wait()
+
+
+SOCKET_SERVER_PREFIX: Final = "kafka_server_socket_server_metrics_"
+
+
+def authentication_metrics(stats: AuthenticationStats) -> list[tuple[str, str, float]]:
+    """Kafka's socket-server-metrics of the controller listener (Selector's names)."""
+    return [
+        (
+            SOCKET_SERVER_PREFIX + "successful_authentication_total",
+            "connections authenticated (TLS or SASL)",
+            float(stats.successful_authentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "failed_authentication_total",
+            "TLS handshakes and SASL authentications that failed",
+            float(stats.failed_authentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "successful_authentication_no_reauth_total",
+            "authentications without re-authentication (KIP-368)",
+            float(stats.successful_authentication_no_reauth_total),
+        ),
+    ]

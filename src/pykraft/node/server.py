@@ -32,7 +32,7 @@ from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.roles import Leader
 from pykraft.storage import StorageError
-from pykraft.storage.bootstrap import read_bootstrap_metadata
+from pykraft.storage.bootstrap import read_bootstrap_metadata, read_bootstrap_records
 
 __all__ = ["debug_record", "debug_value", "run_server", "serve"]
 
@@ -82,10 +82,13 @@ async def serve(config: NodeConfig) -> int:
     node = RaftNode(config)
     try:
         bootstrap = read_bootstrap_metadata(config.metadata_log_dir)
+        bootstrap_records = read_bootstrap_records(config.metadata_log_dir)
     except StorageError as e:
         log.error("cannot start: %s", e)
         return 1
-    host = ControllerHost(node, config.controller_config(), bootstrap=bootstrap)
+    host = ControllerHost(
+        node, config.controller_config(), bootstrap=bootstrap, bootstrap_records=bootstrap_records
+    )
     node.application = host
     try:
         await node.start()

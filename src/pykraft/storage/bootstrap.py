@@ -10,8 +10,9 @@ brokers never use it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pykraft.metadata.records import FeatureLevelRecord
 from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
@@ -26,20 +27,29 @@ from pykraft.records import (
 )
 from pykraft.storage._files import StorageError, atomic_write
 
-__all__ = ["BOOTSTRAP_FILE", "read_bootstrap_metadata", "write_bootstrap_metadata"]
+__all__ = [
+    "BOOTSTRAP_FILE",
+    "read_bootstrap_metadata",
+    "read_bootstrap_records",
+    "write_bootstrap_metadata",
+]
 
 BOOTSTRAP_FILE: Final = "bootstrap.checkpoint"
 
 
-def write_bootstrap_metadata(log_dir: Path, features: dict[str, int]) -> Path:
-    """Write ``features`` (``metadata.version`` required) as the bootstrap checkpoint."""
+def write_bootstrap_metadata(
+    log_dir: Path, features: dict[str, int], records: Sequence[Any] = ()
+) -> Path:
+    """Write ``features`` (``metadata.version`` required) as the bootstrap checkpoint, then
+    ``records`` (e.g. the UserScramCredentialRecords of ``--add-scram``), as Kafka's
+    Formatter does."""
     if METADATA_VERSION not in features:
         raise ValueError("the bootstrap metadata needs metadata.version")
     ordered = [METADATA_VERSION, *sorted(n for n in features if n != METADATA_VERSION)]
     values = [
         encode_record(FeatureLevelRecord(name=name, feature_level=features[name]), 0)
         for name in ordered
-    ]
+    ] + [encode_record(rec, 0) for rec in records]
     now = int(time.time() * 1000)
     data = b"".join(
         (
@@ -51,6 +61,29 @@ def write_bootstrap_metadata(log_dir: Path, features: dict[str, int]) -> Path:
     path = log_dir / BOOTSTRAP_FILE
     atomic_write(path, data)
     return path
+
+
+def read_bootstrap_records(log_dir: Path) -> list[Any]:
+    """The bootstrap checkpoint's records other than the features (none without a file);
+    the active controller writes them into an empty log."""
+    path = log_dir / BOOTSTRAP_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    out: list[Any] = []
+    try:
+        for header, pos in iter_batches(data):
+            if header.is_control:
+                continue
+            for record in decode_records(data[pos : pos + header.size]):
+                if record.value is not None:
+                    value, _ = decode_record(record.value)
+                    if not isinstance(value, FeatureLevelRecord):
+                        out.append(value)
+    except (CorruptRecordError, MetadataRecordError) as e:
+        raise StorageError(f"{path}: {e}") from None
+    return out
 
 
 def read_bootstrap_metadata(log_dir: Path) -> dict[str, int] | None:

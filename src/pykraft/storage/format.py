@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from pykraft.metadata.versions import DEFAULT_METADATA_VERSION, METADATA_VERSION
+from pykraft.metadata.versions import DEFAULT_METADATA_VERSION, IBP_3_5_IV2, METADATA_VERSION
 from pykraft.raft.types import Endpoint
 from pykraft.records import VoterRecordEntry
 from pykraft.storage._files import StorageError, fsync_dir
@@ -179,6 +179,7 @@ def format_storage(
     ignore_formatted: bool = False,
     no_initial_controllers: bool = False,
     features: dict[str, int] | None = None,
+    scram: Sequence[Any] = (),
 ) -> MetaProperties | None:
     """Format ``config.metadata_log_dir``; returns the new meta.properties, or None when
     the directory was formatted already and ``ignore_formatted`` is set.
@@ -188,7 +189,8 @@ def format_storage(
     or ``no_initial_controllers``; with it, neither of the first two, nor kraft.version 1.
     ``features`` (``metadata.version`` and other feature levels, from ``--release-version``
     and ``--feature``) go into ``bootstrap.checkpoint``; metadata.version defaults to
-    ``DEFAULT_METADATA_VERSION``."""
+    ``DEFAULT_METADATA_VERSION``; ``scram`` (UserScramCredentialRecords of ``--add-scram``)
+    follow them, and need metadata.version 3.5-IV2 or later."""
     try:
         kafka_to_uuid(cluster_id)
     except ValueError as exc:
@@ -209,13 +211,18 @@ def format_storage(
             f"{log_dir} is already formatted (cluster.id {existing.cluster_id})"
         )
 
+    level = (features or {}).get(METADATA_VERSION, DEFAULT_METADATA_VERSION.level)
+    if scram and level < IBP_3_5_IV2:
+        raise ConfigError(
+            "SCRAM is only supported in metadata.version 3.5-IV2 or later (--add-scram)"
+        )
     directory_id, voters = _initial_voters(config, standalone, initial_controllers)
     partition_dir = log_dir / PARTITION_DIR_NAME
     partition_dir.mkdir(parents=True, exist_ok=True)
     if version >= 1:
         write_bootstrap_checkpoint(partition_dir, version, voters)
     write_bootstrap_metadata(
-        log_dir, {METADATA_VERSION: DEFAULT_METADATA_VERSION.level, **(features or {})}
+        log_dir, {METADATA_VERSION: DEFAULT_METADATA_VERSION.level, **(features or {})}, scram
     )
     fsync_dir(log_dir)
     meta = MetaProperties(cluster_id, config.node_id, directory_id)
