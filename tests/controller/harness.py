@@ -62,7 +62,12 @@ class Harness:
         return self.offset - 1
 
     def context(self) -> Context:
-        return Context(now_ms=self.now, next_offset=self.offset, kraft_version=self.kraft_version)
+        return Context(
+            now_ms=self.now,
+            next_offset=self.offset,
+            kraft_version=self.kraft_version,
+            wall_clock_ms=self.now,
+        )
 
     def call(self, api_key: int, version: int, **fields: Any) -> dict[str, Any]:
         """Handle a request built from ``fields``; write its records; the response fields."""

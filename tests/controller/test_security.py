@@ -260,6 +260,8 @@ def test_every_api_has_an_authorization_rule() -> None:
     one Kafka leaves open (ApiVersions, SASL, Metadata)."""
     open_apis = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
                  ApiKey.METADATA}
+    own_rules = {ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
+                 ApiKey.EXPIRE_DELEGATION_TOKEN}  # tokens.py: owner, renewers, connection
     per_item = {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
                 ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_CONFIGS}
     served = {int(k) for k in CONTROLLER_API_VERSIONS} | {int(a.key) for a in NODE_APIS}
@@ -267,6 +269,7 @@ def test_every_api_has_an_authorization_rule() -> None:
     for api in served:
         assert (
             api in open_apis
+            or api in own_rules
             or api in per_item
             or authorization.cluster_operation(api) is not None
         ), ApiKey(api).name
@@ -290,3 +293,64 @@ def test_a_principal_without_acls_is_refused_on_every_api_and_nothing_is_written
         return
     assert result.records == []
     assert authorization.cluster_operation(key) is None
+
+
+def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
+    from pykraft.controller.tokens import token_hmac
+
+    secret = "s3cret"
+    h = secured(delegation_token_secret_key=secret, delegation_token_expiry_time_ms=10_000,
+                delegation_token_max_lifetime_ms=60_000,
+                delegation_token_expiry_check_interval_ms=1_000)
+    alice = dataclasses.replace(ALICE, protocol="SASL_SSL")
+    bob = Caller("User:bob", "10.0.0.3", protocol="SASL_SSL")
+    created = call(h, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
+                   owner_principal_name="", renewers=[
+                       {"principal_type": "User", "principal_name": "carol"}],
+                   max_lifetime=-1)
+    assert created["error_code"] == 0 and created["principal_name"] == "alice"
+    token_id = created["token_id"]
+    assert created["hmac"] == token_hmac(secret, token_id)
+    rec = h.image.opaque[("token", token_id)][0]
+    assert rec.owner == "User:alice" and rec.renewers == ("User:carol",)
+    assert rec.expiration_timestamp == h.now + 10_000 and rec.max_timestamp == h.now + 60_000
+    hmac_ = created["hmac"]
+    # bob is neither owner nor renewer; carol may renew.
+    assert call(h, bob, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_,
+                renew_period=5_000)["error_code"] == ErrorCode.delegation_token_owner_mismatch
+    carol = Caller("User:carol", "10.0.0.4", protocol="SASL_SSL")
+    h.now += 1_000
+    renewed = call(h, carol, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_, renew_period=5_000)
+    assert renewed["error_code"] == 0
+    assert h.image.opaque[("token", token_id)][0].expiration_timestamp == h.now + 5_000
+    assert call(h, alice, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=b"nope",
+                renew_period=-1)["error_code"] == ErrorCode.delegation_token_not_found
+    # Past its expiry: refused, then swept by the active controller's tick.
+    h.now += 6_000
+    assert call(h, alice, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_,
+                renew_period=-1)["error_code"] == ErrorCode.delegation_token_expired
+    h.write(h.controller.tick(h.context()))
+    assert ("token", token_id) not in h.image.opaque
+    # Expire with a negative period removes at once.
+    second = call(h, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
+                  owner_principal_name="", renewers=[], max_lifetime=-1)
+    expired = call(h, alice, ApiKey.EXPIRE_DELEGATION_TOKEN, 2, hmac=second["hmac"],
+                   expiry_time_period=-1)
+    assert expired["error_code"] == 0
+    assert ("token", second["token_id"]) not in h.image.opaque
+    # The connection rules and the switch.
+    plaintext = dataclasses.replace(alice, protocol="PLAINTEXT")
+    assert call(h, plaintext, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
+                owner_principal_name="", renewers=[], max_lifetime=-1)["error_code"] == (
+        ErrorCode.delegation_token_request_not_allowed
+    )
+    off = secured()
+    assert call(off, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
+                owner_principal_name="", renewers=[], max_lifetime=-1)["error_code"] == (
+        ErrorCode.delegation_token_auth_disabled
+    )
+    # Owning a token for someone else needs CREATE_TOKENS on that user.
+    assert call(h, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
+                owner_principal_name="bob", renewers=[], max_lifetime=-1)["error_code"] == (
+        ErrorCode.delegation_token_authorization_failed
+    )

@@ -313,3 +313,59 @@ def test_controller_refuses_what_the_principal_may_not_do(secure: Secure) -> Non
             conn.close()
 
     asyncio.run(main())
+
+
+def test_delegation_tokens_with_kafka_delegation_tokens(secure: Secure) -> None:
+    """A token created through a broker authenticates a client (the brokers check it with
+    SCRAM over the HMAC) until it is expired."""
+    dist = secure.cluster.dist
+    assert dist is not None
+    props = secure.setup.client_properties(
+        secure.setup.base / "admin.properties", "admin", "admin-secret"
+    )
+    base = ["--bootstrap-server", secure.cluster.bootstrap, "--command-config", str(props)]
+    out = dist.run(
+        "delegation-tokens", *base, "--create", "--max-life-time-period", "-1"
+    ).stdout
+    # TOKENID HMAC OWNER RENEWERS ISSUEDATE EXPIRYDATE MAXDATE
+    row = next(line.split() for line in out.splitlines() if "User:admin" in line)
+    token_id, token_hmac = row[0], row[1]
+    token_props = secure.setup.token_properties(
+        secure.setup.base / "token.properties", token_id, token_hmac
+    )
+
+    def listed() -> None:  # once the brokers have the token's record
+        result = dist.run(
+            "topics",
+            "--bootstrap-server",
+            secure.cluster.bootstrap,
+            "--command-config",
+            str(token_props),
+            "--list",
+            timeout_s=60,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    eventually(listed)
+    owned = ("--describe", "--owner-principal", "User:admin")
+    described = dist.run("delegation-tokens", *base, *owned).stdout
+    assert token_id in described
+    dist.run("delegation-tokens", *base, "--expire", "--hmac", token_hmac, "--expiry-time-period", "-1")
+
+    def gone() -> None:
+        assert token_id not in dist.run("delegation-tokens", *base, *owned).stdout
+
+    eventually(gone)
+    refused = dist.run(
+        "topics",
+        "--bootstrap-server",
+        secure.cluster.bootstrap,
+        "--command-config",
+        str(token_props),
+        "--list",
+        timeout_s=120,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "Authentication failed" in refused.stdout + refused.stderr

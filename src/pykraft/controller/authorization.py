@@ -42,6 +42,7 @@ class Caller:
     host: str
     forwarded: bool = False
     token_authenticated: bool = False
+    protocol: str = "PLAINTEXT"  # the connection's security protocol (delegation tokens)
 
 
 Allowed = Callable[[int, int, str], bool]

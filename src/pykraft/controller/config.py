@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 __all__ = ["ControllerConfig", "RandomSource"]
@@ -54,3 +54,9 @@ class ControllerConfig:
     super_users: tuple[str, ...] = ()
     # allow.everyone.if.no.acl.found: a resource no ACL names is open to all.
     allow_everyone_if_no_acl_found: bool = False
+    # delegation.token.secret.key: tokens are on when set (the same on every node; never
+    # logged). Lifetimes and the expiry sweep as Kafka's defaults.
+    delegation_token_secret_key: str = field(default="", repr=False)
+    delegation_token_max_lifetime_ms: int = 604_800_000
+    delegation_token_expiry_time_ms: int = 86_400_000
+    delegation_token_expiry_check_interval_ms: int = 3_600_000

@@ -316,6 +316,7 @@ class MetaLogListener:
             next_offset=core.log.end_offset,
             kraft_version=core.kraft_version,
             controller_features=controller_features or {},
+            wall_clock_ms=core.config.timestamp_ms(now_ms),
         )
 
     def write(self, core: RaftApi, records: RecordList, now_ms: int) -> int | None:

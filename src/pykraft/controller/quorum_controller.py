@@ -40,6 +40,7 @@ from pykraft.controller import (
     reassign,
     scram,
     throttles,
+    tokens,
     topic_requests,
 )
 from pykraft.controller import brokers as b
@@ -76,7 +77,10 @@ __all__ = [
 ]
 
 
-METADATA_TOPIC: Final = "__cluster_metadata"  # the quorum's own partition: KIP-642 (raft/)
+METADATA_TOPIC: Final = "__cluster_metadata"
+# The caller of a request that came with none (the simulator, internal writes): forwarded,
+# so the connection rules of the token APIs do not apply.
+INTERNAL_CALLER: Final = Caller("User:ANONYMOUS", "127.0.0.1", forwarded=True)  # the quorum's own partition: KIP-642 (raft/)
 
 
 # Answered by any controller from its image (Kafka's read events), not only the active one.
@@ -94,6 +98,9 @@ class Context:
     controller_features: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # Who makes the request (authorization.py); None: an internal input, not authorized.
     caller: Caller | None = None
+    # Epoch milliseconds at ``now_ms`` (timestamps users read: delegation tokens); the
+    # simulator's clock starts at 0.
+    wall_clock_ms: int = 0
 
 
 def _ms(value: Any) -> int:
@@ -142,7 +149,11 @@ class QuorumController:
             ApiKey.DESCRIBE_ACLS: self._describe_acls,
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram,
             ApiKey.ALTER_CLIENT_QUOTAS: self._alter_client_quotas,
+            ApiKey.CREATE_DELEGATION_TOKEN: self._create_token,
+            ApiKey.RENEW_DELEGATION_TOKEN: self._renew_token,
+            ApiKey.EXPIRE_DELEGATION_TOKEN: self._expire_token,
         }
+        self._last_token_sweep_ms = 0
         # authorizer.class.name: Kafka's StandardAuthorizer over the image's ACLs.
         self.authorizer = (
             acls.StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
@@ -239,6 +250,10 @@ class QuorumController:
             broker = self.image.brokers[broker_id]
             records.extend(b.fence_records(self.image, broker, unclean))
             break  # one per tick, as Kafka: the next sees the image with this one applied
+        interval = self.config.delegation_token_expiry_check_interval_ms
+        if not records and ctx.now_ms - self._last_token_sweep_ms >= interval:
+            self._last_token_sweep_ms = ctx.now_ms
+            records.extend(tokens.expired_tokens(self.image, ctx.wall_clock_ms))
         if not records and self._moves_due:
             self._moves_due = False
             records.extend(self._reassignment_work())
@@ -536,6 +551,49 @@ class QuorumController:
 
     def _alter_client_quotas(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(*quotas.alter_client_quotas(self.image, request))
+
+    def _create_token(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        caller = ctx.caller or INTERNAL_CALLER
+
+        def allowed(op: int, res: int, name: str) -> bool:
+            return self.allowed(caller, op, res, name)
+
+        return Result(
+            *tokens.create_token(
+                self.image,
+                self.config,
+                self.metadata_version,
+                self.rng,
+                request,
+                caller,
+                ctx.wall_clock_ms,
+                allowed,
+            )
+        )
+
+    def _renew_token(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        return Result(
+            *tokens.renew_token(
+                self.image,
+                self.config,
+                self.metadata_version,
+                request,
+                ctx.caller or INTERNAL_CALLER,
+                ctx.wall_clock_ms,
+            )
+        )
+
+    def _expire_token(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        return Result(
+            *tokens.expire_token(
+                self.image,
+                self.config,
+                self.metadata_version,
+                request,
+                ctx.caller or INTERNAL_CALLER,
+                ctx.wall_clock_ms,
+            )
+        )
 
     # UpdateFeatures (features.py) ----------------------------------------------------------
 

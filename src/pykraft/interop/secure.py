@@ -46,6 +46,8 @@ class SecureSetup:
         }
     )
     authorizer: bool = True
+    # delegation.token.secret.key, the same on every controller and broker
+    token_secret: str = "local-token-secret"
 
     def __post_init__(self) -> None:
         self.ca = LocalCA(self.base / "certs")
@@ -57,9 +59,14 @@ class SecureSetup:
         return "User:controller;User:broker;User:admin"
 
     def _authz(self) -> dict[str, object]:
+        tokens: dict[str, object] = {"delegation.token.secret.key": self.token_secret}
         if not self.authorizer:
-            return {}
-        return {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": self.super_users}
+            return tokens
+        return {
+            "authorizer.class.name": STANDARD_AUTHORIZER,
+            "super.users": self.super_users,
+            **tokens,
+        }
 
     def controller_config(self) -> dict[str, object]:
         """A controller (pykraft's or Kafka's): SASL_SSL/PLAIN on CONTROLLER."""
@@ -116,6 +123,20 @@ class SecureSetup:
             "security.protocol=SASL_SSL\n"
             "sasl.mechanism=SCRAM-SHA-512\n"
             f"sasl.jaas.config={_jaas(SCRAM_MODULE, username=user, password=password)}\n"
+            "ssl.truststore.type=PEM\n"
+            f"ssl.truststore.location={self.ca.ca_pem}\n"
+        )
+        path.chmod(0o600)
+        return path
+
+    def token_properties(self, path: Path, token_id: str, token_hmac: str) -> Path:
+        """A ``--command-config`` authenticating with a delegation token (SCRAM,
+        ``tokenauth``)."""
+        jaas = _jaas(SCRAM_MODULE, username=token_id, password=token_hmac, tokenauth="true")
+        path.write_text(
+            "security.protocol=SASL_SSL\n"
+            "sasl.mechanism=SCRAM-SHA-512\n"
+            f"sasl.jaas.config={jaas}\n"
             "ssl.truststore.type=PEM\n"
             f"ssl.truststore.location={self.ca.ca_pem}\n"
         )

@@ -75,6 +75,7 @@ IBP_3_4_IV0: Final = 8  # ZooKeeper brokers may register (KIP-866 migration)
 IBP_3_5_IV2: Final = 11  # SCRAM credentials in the log (UserScramCredentialRecord)
 IBP_3_6_IV0: Final = 12  # brokers no longer need a leader epoch bump on every ISR shrink
 IBP_3_6_IV1: Final = 13  # Begin/End/AbortTransactionRecord
+IBP_3_6_IV2: Final = 14  # delegation tokens in the log (DelegationTokenRecord)
 IBP_3_7_IV0: Final = 15  # RegisterControllerRecord, ControllerRegistration
 IBP_3_7_IV2: Final = 17  # directory ids in registrations and partitions
 IBP_4_0_IV1: Final = 23  # PartitionRecord/PartitionChangeRecord v2 (ELR fields)

@@ -133,6 +133,10 @@ class NodeConfig:
     authorizer_class_name: str = ""
     super_users: tuple[str, ...] = ()
     allow_everyone_if_no_acl_found: bool = False
+    delegation_token_secret_key: str = field(default="", repr=False)
+    delegation_token_max_lifetime_ms: int = 604_800_000
+    delegation_token_expiry_time_ms: int = 86_400_000
+    delegation_token_expiry_check_interval_ms: int = 3_600_000
     unknown_keys: tuple[str, ...] = ()
 
     @property
@@ -179,6 +183,12 @@ class NodeConfig:
             authorizer=bool(self.authorizer_class_name),
             super_users=self.super_users,
             allow_everyone_if_no_acl_found=self.allow_everyone_if_no_acl_found,
+            delegation_token_secret_key=self.delegation_token_secret_key,
+            delegation_token_max_lifetime_ms=self.delegation_token_max_lifetime_ms,
+            delegation_token_expiry_time_ms=self.delegation_token_expiry_time_ms,
+            delegation_token_expiry_check_interval_ms=(
+                self.delegation_token_expiry_check_interval_ms
+            ),
         )
 
     @property
@@ -294,6 +304,9 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
         "zookeeper_metadata_migration_min_batch_size",
         1,
     ),
+    "delegation.token.max.lifetime.ms": ("delegation_token_max_lifetime_ms", 1),
+    "delegation.token.expiry.time.ms": ("delegation_token_expiry_time_ms", 1),
+    "delegation.token.expiry.check.interval.ms": ("delegation_token_expiry_check_interval_ms", 1),
 }
 
 _KNOWN: Final = frozenset(
@@ -327,6 +340,7 @@ _SECURITY_KEYS: Final = frozenset(
         "authorizer.class.name",
         "super.users",
         "allow.everyone.if.no.acl.found",
+        "delegation.token.secret.key",
     }
 )
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -469,6 +483,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         authorizer_class_name=_authorizer(props),
         super_users=_super_users(props),
         allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found"),
+        delegation_token_secret_key=props.get("delegation.token.secret.key", "").strip(),
         unknown_keys=tuple(sorted(k for k in props if not _known(k))),
         **ints,
     )

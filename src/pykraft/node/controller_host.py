@@ -552,7 +552,11 @@ def _only_metadata_partition(m: Any) -> bool:
 def _caller(session: Session) -> Caller:
     principal = session.principal
     return Caller(
-        str(principal), session.client_host, session.forwarded, principal.token_authenticated
+        str(principal),
+        session.client_host,
+        session.forwarded,
+        principal.token_authenticated,
+        session.security_protocol.name,
     )
 
 

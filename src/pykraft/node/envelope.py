@@ -50,6 +50,9 @@ FORWARDABLE: Final = frozenset(
         ApiKey.DELETE_ACLS,
         ApiKey.ALTER_CLIENT_QUOTAS,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        ApiKey.RENEW_DELEGATION_TOKEN,
+        ApiKey.EXPIRE_DELEGATION_TOKEN,
     }
 )
 

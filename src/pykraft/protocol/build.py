@@ -10,7 +10,8 @@ handler writes its answer once, and the same answer serves every version it is a
 A name that is a field of *no* version of the message is refused (``UnknownFieldError``):
 a misspelt ``error_code`` must not turn a refusal into a success by being dropped.
 
-Conversions: ``error_code`` fields take ints or ``ErrorCode``; ``timedelta_i32/i64`` fields
+Conversions: ``error_code`` fields take ints or ``ErrorCode``; ``datetime_i64`` fields take
+epoch milliseconds; ``timedelta_i32/i64`` fields
 (throttle times) take milliseconds.
 """
 
@@ -133,6 +134,8 @@ def _convert(kafka_type: str, value: Any) -> Any:
         return ErrorCode(int(value))
     if kafka_type in ("timedelta_i32", "timedelta_i64") and isinstance(value, int):
         return datetime.timedelta(milliseconds=value)
+    if kafka_type == "datetime_i64" and isinstance(value, int):
+        return datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
     return value
 
 
