@@ -354,3 +354,41 @@ def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
                 owner_principal_name="bob", renewers=[], max_lifetime=-1)["error_code"] == (
         ErrorCode.delegation_token_authorization_failed
     )
+
+
+def test_controller_mutation_rate_throttles_topic_creation() -> None:
+    """KIP-599: rate 1/s gives a burst of 11 partitions; a 12-partition topic is accepted
+    (it drives the bucket below zero), the next one is refused with
+    THROTTLING_QUOTA_EXCEEDED and a throttle time; time refills the bucket."""
+    h = secured(default_replication_factor=1)
+    call(h, ADMIN, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=[{
+        "entity": [{"entity_type": "user", "entity_name": "alice"}],
+        "ops": [{"key": "controller_mutation_rate", "value": 1.0, "remove": False}],
+    }])
+    call(h, ADMIN, ApiKey.CREATE_ACLS, 3, creations=[acl(resource_name="*",
+                                                         resource_pattern_type=3)])
+
+    def create(name: str, partitions: int, version: int = 7) -> dict[str, Any]:
+        return call(h, ALICE, ApiKey.CREATE_TOPICS, version, timeout=1000, validate_only=False,
+                    topics=[{"name": name, "num_partitions": partitions,
+                             "replication_factor": 1, "assignments": [], "configs": []}])
+
+    first = create("big", 12)
+    assert first["topics"][0]["error_code"] == 0
+    second = create("small", 1)
+    assert second["topics"][0]["error_code"] == ErrorCode.throttling_quota_exceeded
+    assert second["topics"][0]["error_message"] == "The throttling quota has been exceeded."
+    assert 500 <= _ms(second["throttle_time"]) <= 1000
+    assert "small" not in h.image.topics_by_name
+    assert create("old-client", 1, version=5)["topics"][0]["error_code"] == 0  # not strict
+    h.now += 3_000
+    assert create("later", 1)["topics"][0]["error_code"] == 0
+    # admin has no quota: never throttled.
+    out = call(h, ADMIN, ApiKey.CREATE_TOPICS, 7, timeout=1000, validate_only=False,
+               topics=[{"name": "admin-big", "num_partitions": 30, "replication_factor": 1,
+                        "assignments": [], "configs": []}])
+    assert out["topics"][0]["error_code"] == 0
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)

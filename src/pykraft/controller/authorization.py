@@ -43,6 +43,7 @@ class Caller:
     forwarded: bool = False
     token_authenticated: bool = False
     protocol: str = "PLAINTEXT"  # the connection's security protocol (delegation tokens)
+    client_id: str = ""  # the request header's (quotas: KIP-599)
 
 
 Allowed = Callable[[int, int, str], bool]

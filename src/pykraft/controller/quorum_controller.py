@@ -23,6 +23,7 @@ simulator replays any run from its seed.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from pykraft.controller import (
     features,
     leadership,
     migration,
+    mutation_quota,
     quotas,
     reassign,
     scram,
@@ -154,6 +156,7 @@ class QuorumController:
             ApiKey.EXPIRE_DELEGATION_TOKEN: self._expire_token,
         }
         self._last_token_sweep_ms = 0
+        self.mutation_quotas = mutation_quota.MutationQuotas()  # KIP-599, active only
         # authorizer.class.name: Kafka's StandardAuthorizer over the image's ACLs.
         self.authorizer = (
             acls.StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
@@ -308,10 +311,50 @@ class QuorumController:
                 lambda op, res, name: self.allowed(caller, op, res, name),
                 self.image,
             )
+        throttle_ms = 0
+        if api_key in mutation_quota.STRICT_FROM and caller is not None:
+            request, throttled, throttle_ms = self._mutation_quota(
+                api_key, api_version, request, caller, ctx.now_ms
+            )
+            for key, entries in throttled.items():
+                refused[key] = [*refused.get(key, ()), *entries]
         result = handler(api_version, request, ctx)
         if refused:
             authorization.merge(result.response, refused)
+        if throttle_ms:
+            result.response["throttle_time"] = max(
+                throttle_ms, _ms(result.response.get("throttle_time", 0))
+            )
         return result
+
+    def _mutation_quota(
+        self, api_key: int, version: int, request: Any, caller: Caller, now_ms: int
+    ) -> tuple[Any, dict[str, list[Any]], int]:
+        """KIP-599 (mutation_quota.py): the request without the topics over the caller's
+        ``controller_mutation_rate``, their refusals, and the throttle time."""
+        field_name = mutation_quota.item_field(api_key, request)
+        items = list(getattr(request, field_name))
+        admitted, throttled, throttle_ms = self.mutation_quotas.admit(
+            self.image,
+            caller.principal.partition(":")[2],
+            caller.client_id,
+            now_ms,
+            items,
+            mutation_quota.partitions_of(api_key, self.image, self.config.num_partitions),
+            strict=version >= mutation_quota.STRICT_FROM[api_key],
+        )
+        if not throttled:
+            return request, {}, throttle_ms
+        refusals: dict[str, list[Any]] = {}
+        for item in throttled:
+            one = dataclasses.replace(request, **{field_name: (item,)})
+            fields = error_fields(
+                api_key, version, one, mutation_quota.THROTTLED_CODE, mutation_quota.THROTTLED
+            )
+            for key, entries in fields.items():
+                if isinstance(entries, list):
+                    refusals[key] = [*refusals.get(key, ()), *entries]
+        return dataclasses.replace(request, **{field_name: tuple(admitted)}), refusals, throttle_ms
 
     def allowed(
         self,

@@ -240,7 +240,7 @@ class ControllerHost:
         controller = self.controller
         if controller is None:
             return Answer(self._error(request, ErrorCode.broker_not_available))
-        caller = _caller(session)
+        caller = _caller(session, request.client_id)
         if api_key in READ_APIS:
             answer = Answer()
             self._run_request(request, answer, caller)
@@ -549,7 +549,7 @@ def _only_metadata_partition(m: Any) -> bool:
     return bool(topics) and all(t.name == METADATA_TOPIC for t in topics)
 
 
-def _caller(session: Session) -> Caller:
+def _caller(session: Session, client_id: str | None = None) -> Caller:
     principal = session.principal
     return Caller(
         str(principal),
@@ -557,6 +557,7 @@ def _caller(session: Session) -> Caller:
         session.forwarded,
         principal.token_authenticated,
         session.security_protocol.name,
+        client_id or "",
     )
 
 
