@@ -49,6 +49,7 @@ from pykraft.net import apis
 from pykraft.net.client import Connection
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
 from pykraft.net.convert.features import api_versions_request
+from pykraft.net.security import ClientSecurity
 from pykraft.protocol import (
     ApiKey,
     ApiVersionRange,
@@ -140,7 +141,10 @@ class AdminClient:
         request_timeout_ms: int = 5_000,
         timeout_ms: int = 30_000,
         client_id: str = "pykraft-admin",
+        security: ClientSecurity | None = None,
     ) -> None:
+        """``security``: TLS and SASL to use (``--command-config``), PLAINTEXT when None."""
+        self.security = security
         items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
         self.bootstrap = [_parse_address(item) for item in items if item.strip()]
         if not self.bootstrap:
@@ -179,6 +183,7 @@ class AdminClient:
                 address[1],
                 timeout_ms=self.request_timeout_ms,
                 client_id=self.client_id,
+                security=self.security,
             )
             self._connections[address] = conn
         return conn

@@ -1,10 +1,15 @@
 """What the ``pykraft`` subcommand modules share: a command group's parser, the admin
-commands' ``--timeout-ms``."""
+commands' ``--timeout-ms`` and ``--command-config`` (Kafka's client properties: TLS and SASL
+to the controllers or brokers)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pykraft.net.security import ClientSecurity
 
 
 def command_group(sub: Any, name: str, *, help: str, dest: str) -> tuple[Any, Any]:
@@ -21,6 +26,30 @@ def command_group(sub: Any, name: str, *, help: str, dest: str) -> tuple[Any, An
 
 
 def add_timeout_ms(parser: argparse.ArgumentParser) -> None:
+    """The admin commands' options: ``--timeout-ms`` and ``--command-config``."""
     parser.add_argument(
         "--timeout-ms", type=int, default=30_000, help="bound on the whole call (default 30000)"
     )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="client properties: security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config",
+    )
+
+
+def client_security(args: argparse.Namespace) -> ClientSecurity | None:
+    """The ``--command-config`` file's security settings (None without one); a bad file is
+    a ConfigError naming the key."""
+    path = getattr(args, "command_config", None)
+    if path is None:
+        return None
+    from pykraft.net.errors import SecurityConfigError
+    from pykraft.net.security import client_security as from_properties
+    from pykraft.storage.properties import ConfigError, load_properties
+
+    try:
+        return from_properties(load_properties(path))
+    except SecurityConfigError as e:
+        raise ConfigError(e.key, e.problem) from None

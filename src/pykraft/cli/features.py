@@ -26,7 +26,7 @@ import asyncio
 import sys
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms, command_group
+from pykraft.cli._common import add_timeout_ms, client_security, command_group
 
 
 def _where(parser: argparse.ArgumentParser, *, default: object) -> None:
@@ -140,6 +140,7 @@ def _admin(args: argparse.Namespace) -> Any:
         args.bootstrap_controller if controllers else args.bootstrap_server,
         bootstrap_controllers=controllers,
         timeout_ms=args.timeout_ms,
+        security=client_security(args),
     )
 
 

@@ -31,10 +31,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pykraft.cli._common import command_group
 from pykraft.interop.cluster import free_ports
+from pykraft.interop.secure import BROKER_LISTENER
+
+if TYPE_CHECKING:
+    from pykraft.interop.secure import SecureSetup
+    from pykraft.net.security import ClientSecurity
 
 STATUS_INTERVAL_S = 1.0
 STOP_TIMEOUT_S = 15
@@ -51,6 +56,12 @@ def register(sub: Any) -> None:
     )
     up.add_argument("--dir", type=Path, default=Path("pykraft-local"), help="state directory")
     up.add_argument(
+        "--secure",
+        action="store_true",
+        help="SASL_SSL everywhere with a generated CA, Kafka's StandardAuthorizer and SCRAM "
+        "users (first run of a directory); prints the client properties to use",
+    )
+    up.add_argument(
         "--restart-after",
         type=float,
         default=None,
@@ -66,8 +77,11 @@ def register(sub: Any) -> None:
     restart.set_defaults(func=_restart)
 
 
-def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:
-    """(node id, port, config path) per controller; writes and formats on first run."""
+def _prepare(
+    base: Path, count: int, secure: SecureSetup | None = None
+) -> list[tuple[int, int, Path]]:
+    """(node id, port, config path) per controller; writes and formats on first run (with
+    ``secure``: SASL_SSL, the authorizer, and the SCRAM users at format)."""
     from pykraft.node.config import load_config
     from pykraft.storage import (
         format_storage,
@@ -89,6 +103,8 @@ def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:
                 f"metadata.log.dir={(base / f'controller-{node_id}').resolve()}\n"
                 f"controller.quorum.voters={voters}\n"
             )
+            if secure is not None:
+                _append(config, secure.controller_config())
     cluster_file = base / "cluster.id"
     if not cluster_file.exists():
         cluster_file.write_text(uuid_to_kafka(random_uuid()) + "\n")
@@ -97,19 +113,52 @@ def _prepare(base: Path, count: int) -> list[tuple[int, int, Path]]:
     for node_id, path in enumerate(configs, start=1):
         node_config = load_config(path)
         if read_meta_properties(node_config.metadata_log_dir) is None:
-            format_storage(node_config, cluster_id)
+            scram = _scram_args(secure)
+            format_storage(node_config, cluster_id, scram=scram)
             print(f"formatted {node_config.metadata_log_dir}")
         result.append((node_id, node_config.controller_listener.port, path))
     return result
 
 
-def _prepare_brokers(base: Path, count: int, voters: str, cluster_id: str) -> list[Path]:
+def _append(config: Path, settings: dict[str, object]) -> None:
+    with config.open("a") as out:
+        for key, value in settings.items():
+            out.write(f"{key}={value}\n")
+
+
+def _scram_args(secure: SecureSetup | None) -> list[Any]:
+    from pykraft.storage.scram import parse_add_scram
+
+    if secure is None:
+        return []
+    args = secure.format_args()
+    return [parse_add_scram(args[i + 1]) for i in range(0, len(args), 2)]
+
+
+def _security(secure: SecureSetup | None) -> ClientSecurity | None:
+    """How the status line dials the controllers: as the admin, over PLAIN and TLS."""
+    if secure is None:
+        return None
+    from pykraft.net.security import ClientSecurity, SaslClientConfig, SecurityProtocol
+    from pykraft.net.tls import TlsSettings, client_context
+
+    context = client_context(
+        TlsSettings(truststore_type="PEM", truststore_location=str(secure.ca.ca_pem))
+    )
+    sasl = SaslClientConfig("PLAIN", "admin", secure.passwords["admin"])
+    return ClientSecurity(SecurityProtocol.SASL_SSL, context, sasl)
+
+
+def _prepare_brokers(
+    base: Path, count: int, voters: str, cluster_id: str, secure: SecureSetup | None = None
+) -> list[Path]:
     """Broker configs (first run) and Kafka's format of their log directories; raises
     ``KafkaError`` when Kafka cannot run here."""
     from pykraft.interop.kafka import KafkaDist, write_properties
 
     dist = KafkaDist.get("4")
     configs = [base / f"broker-{100 + i}.properties" for i in range(count)]
+    listener = "PLAINTEXT" if secure is None else BROKER_LISTENER
     if not all(c.exists() for c in configs):
         ports = free_ports(count)
         for i, (config, port) in enumerate(zip(configs, ports, strict=True)):
@@ -118,17 +167,18 @@ def _prepare_brokers(base: Path, count: int, voters: str, cluster_id: str) -> li
                 {
                     "process.roles": "broker",
                     "node.id": 100 + i,
-                    "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                    "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                    "listeners": f"{listener}://127.0.0.1:{port}",
+                    "advertised.listeners": f"{listener}://127.0.0.1:{port}",
                     "controller.listener.names": "CONTROLLER",
                     "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                    "inter.broker.listener.name": "PLAINTEXT",
+                    "inter.broker.listener.name": listener,
                     "controller.quorum.voters": voters,
                     "log.dirs": (base / f"broker-{100 + i}").resolve(),
                     "offsets.topic.replication.factor": min(count, 3),
                     "transaction.state.log.replication.factor": min(count, 3),
                     "transaction.state.log.min.isr": min(count, 2),
                     "group.initial.rebalance.delay.ms": 0,
+                    **(secure.broker_config() if secure is not None else {}),
                 },
             )
     for i, config in enumerate(configs):
@@ -145,14 +195,16 @@ def _broker_address(config: Path) -> str:
     return "?"
 
 
-async def _cluster_status(ports: list[int]) -> str:
+async def _cluster_status(ports: list[int], security: ClientSecurity | None = None) -> str:
     """The controllers' view: active controller, brokers, topics (empty when unknown)."""
     from pykraft.admin import AdminClient, AdminError
     from pykraft.admin.metadata import brokers, topics
 
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     try:
-        async with AdminClient(bootstrap, timeout_ms=1_500, request_timeout_ms=700) as admin:
+        async with AdminClient(
+            bootstrap, timeout_ms=1_500, request_timeout_ms=700, security=security
+        ) as admin:
             _, found = await brokers(admin)
             listed = await topics(admin)
     except (AdminError, OSError, TimeoutError):
@@ -163,16 +215,18 @@ async def _cluster_status(ports: list[int]) -> str:
     return f" brokers={states} topics={len(listed)} partitions={len(partitions)} offline={offline}"
 
 
-async def _status(ports: list[int], with_cluster: bool = False) -> str:
+async def _status(
+    ports: list[int], with_cluster: bool = False, security: ClientSecurity | None = None
+) -> str:
     from pykraft.admin.describe import describe_quorum_request
     from pykraft.net.client import Connection
     from pykraft.protocol import ErrorCode
 
-    cluster = await _cluster_status(ports) if with_cluster else ""
+    cluster = await _cluster_status(ports, security) if with_cluster else ""
     request = describe_quorum_request()
     for port in ports:
         try:
-            conn = await Connection.open("127.0.0.1", port, timeout_ms=500)
+            conn = await Connection.open("127.0.0.1", port, timeout_ms=500, security=security)
         except (OSError, TimeoutError):
             continue
         try:
@@ -272,8 +326,14 @@ class Watch:
     otherwise)."""
 
     def __init__(
-        self, directory: Path, members: list[Member], ports: list[int], restart_after: float | None
+        self,
+        directory: Path,
+        members: list[Member],
+        ports: list[int],
+        restart_after: float | None,
+        security: ClientSecurity | None = None,
     ) -> None:
+        self.security = security
         self.directory = directory
         self.members = members
         self.ports = ports
@@ -339,7 +399,7 @@ class Watch:
 
     def _show(self) -> None:
         brokers_up = any(m.kind == "broker" and m.alive for m in self.members)
-        line = asyncio.run(_status(self.ports, with_cluster=brokers_up))
+        line = asyncio.run(_status(self.ports, with_cluster=brokers_up, security=self.security))
         down = [m.name() for m in self.members if not m.alive]
         state = line + (f" down={','.join(down)}" if down else "")
         # What changes every second (the high watermark, the lag) is not a change of state.
@@ -399,6 +459,25 @@ def _restart(args: argparse.Namespace) -> int:
     return 0
 
 
+SECURE_MARKER: Final = "secure"
+
+
+def _secure_setup(base: Path, asked: bool) -> SecureSetup | None:
+    """The secure cluster's settings when ``--secure`` is given or the directory was made
+    secure on its first run (the marker file); certificates are issued again each time."""
+    marker = base / SECURE_MARKER
+    fresh = not (base / "controller-1.properties").exists()
+    if not (marker.exists() or (asked and fresh)):
+        if asked:
+            print(f"{base} was made without --secure; use another --dir", file=sys.stderr)
+        return None
+    from pykraft.interop.secure import SecureSetup
+
+    base.mkdir(parents=True, exist_ok=True)
+    marker.write_text("SASL_SSL, StandardAuthorizer, SCRAM users (pykraft local up --secure)\n")
+    return SecureSetup(base)
+
+
 def _up(args: argparse.Namespace) -> int:
     from pykraft.node.config import ConfigError
     from pykraft.storage import StorageError
@@ -406,8 +485,9 @@ def _up(args: argparse.Namespace) -> int:
     if args.controllers < 1:
         print("pykraft local up: --controllers must be >= 1", file=sys.stderr)
         return 2
+    secure = _secure_setup(args.dir, args.secure)
     try:
-        controllers = _prepare(args.dir, args.controllers)
+        controllers = _prepare(args.dir, args.controllers, secure)
     except (ConfigError, StorageError) as e:
         print(f"pykraft local up: {e}", file=sys.stderr)
         return 1
@@ -418,7 +498,9 @@ def _up(args: argparse.Namespace) -> int:
         voters = ",".join(f"{i}@127.0.0.1:{port}" for i, port, _ in controllers)
         cluster_id = (args.dir / "cluster.id").read_text().strip()
         try:
-            broker_configs = _prepare_brokers(args.dir, args.brokers, voters, cluster_id)
+            broker_configs = _prepare_brokers(
+                args.dir, args.brokers, voters, cluster_id, secure
+            )
         except KafkaError as e:
             reason = str(e).splitlines()[0]
             print(f"no Kafka brokers: {reason}; running the controllers alone", flush=True)
@@ -456,8 +538,19 @@ def _up(args: argparse.Namespace) -> int:
             "bootstrap.servers=" + ",".join(_broker_address(c) for c in broker_configs),
             flush=True,
         )
+    if secure is not None:
+        props = secure.client_properties(
+            args.dir / "client.properties", "admin", secure.passwords["admin"]
+        )
+        print(
+            f"client properties (Kafka's tools: --command-config): {props}\n"
+            "kafka-python: security_protocol='SASL_SSL', sasl_mechanism='SCRAM-SHA-512', "
+            f"sasl_plain_username='admin', sasl_plain_password='{secure.passwords['admin']}', "
+            f"ssl_cafile='{secure.ca.ca_pem}'",
+            flush=True,
+        )
     try:
-        Watch(args.dir, members, ports, args.restart_after).run()
+        Watch(args.dir, members, ports, args.restart_after, _security(secure)).run()
     finally:
         code = _stop(members)
         with contextlib.suppress(OSError):

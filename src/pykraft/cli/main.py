@@ -62,7 +62,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    code: int = func(args)
+    from pykraft.storage.properties import ConfigError
+
+    try:
+        code: int = func(args)
+    except ConfigError as e:  # e.g. a bad --command-config: one line, no traceback
+        print(f"pykraft: {e}", file=sys.stderr)
+        return 1
     return code
 
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms, command_group
+from pykraft.cli._common import add_timeout_ms, client_security, command_group
 
 STATUS_KEY_WIDTH = 24
 
@@ -52,7 +52,6 @@ def register(sub: Any) -> None:
         "--bootstrap-controller", metavar="HOST:PORT[,...]", help="controller listener(s)"
     )
     where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="broker listener(s)")
-    parser.add_argument("--command-config", type=Path, help="a .properties file (add-controller)")
     add_timeout_ms(parser)
     describe = commands.add_parser("describe", help="describe the metadata quorum")
     what = describe.add_mutually_exclusive_group(required=True)
@@ -100,6 +99,7 @@ def _client(args: argparse.Namespace) -> Any:
         args.bootstrap_controller if controllers else args.bootstrap_server,
         bootstrap_controllers=controllers,
         timeout_ms=args.timeout_ms,
+        security=client_security(args),
     )
 
 

@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms
+from pykraft.cli._common import add_timeout_ms, client_security
 
 Partition = tuple[str, int]
 
@@ -180,7 +180,10 @@ def _reassign(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         async with AdminClient(
-            args.bootstrap_controller, bootstrap_controllers=True, timeout_ms=args.timeout_ms
+            args.bootstrap_controller,
+            bootstrap_controllers=True,
+            timeout_ms=args.timeout_ms,
+            security=client_security(args),
         ) as admin:
             if args.generate:
                 return await _generate(admin, args)

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms, command_group
+from pykraft.cli._common import add_timeout_ms, client_security, command_group
 
 
 def register(sub: Any) -> None:
@@ -106,7 +106,10 @@ def _topics(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         async with AdminClient(
-            args.bootstrap_controller, bootstrap_controllers=True, timeout_ms=args.timeout_ms
+            args.bootstrap_controller,
+            bootstrap_controllers=True,
+            timeout_ms=args.timeout_ms,
+            security=client_security(args),
         ) as admin:
             if args.create:
                 return await _create(admin, args, configs)
@@ -238,7 +241,10 @@ def _cluster_describe(args: argparse.Namespace) -> int:
 
     async def go() -> tuple[Any, Any, Any]:
         async with AdminClient(
-            args.bootstrap_controller, bootstrap_controllers=True, timeout_ms=args.timeout_ms
+            args.bootstrap_controller,
+            bootstrap_controllers=True,
+            timeout_ms=args.timeout_ms,
+            security=client_security(args),
         ) as admin:
             quorum = await admin.describe_quorum()
             controller_id, found = await brokers(admin)

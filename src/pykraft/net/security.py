@@ -38,6 +38,7 @@ __all__ = [
     "SecurityConfigError",
     "SecurityProtocol",
     "Session",
+    "client_security",
     "decode_principal",
     "encode_principal",
     "jaas_options",
@@ -338,6 +339,38 @@ def _int(key: str, raw: str, minimum: int = 0) -> int:
     if value < minimum:
         raise ConfigError(key, f"must be at least {minimum}")
     return value
+
+
+def client_security(props: Mapping[str, str]) -> ClientSecurity:
+    """A client's settings (Kafka's client configs, as in a tool's ``--command-config``):
+    ``security.protocol``, ``ssl.*``, ``sasl.mechanism`` and ``sasl.jaas.config``."""
+    from pykraft.net import tls
+
+    key = "security.protocol"
+    raw = props.get(key, "PLAINTEXT").strip().upper()
+    try:
+        protocol = SecurityProtocol[raw]
+    except KeyError:
+        raise ConfigError(key, f"unknown security protocol {raw}") from None
+
+    def get(name: str, default: str = "") -> str:
+        return props.get(name, default).strip()
+
+    context = (
+        tls.client_context(tls.TlsSettings.read(get, lambda k: k)) if protocol.uses_tls else None
+    )
+    sasl: SaslClientConfig | None = None
+    if protocol.uses_sasl:
+        mechanism = get("sasl.mechanism", "GSSAPI").upper()
+        _mechanisms("sasl.mechanism", mechanism)
+        text = get("sasl.jaas.config")
+        if not text:
+            raise ConfigError("sasl.jaas.config", "is required with a SASL security.protocol")
+        _, options = jaas_options("sasl.jaas.config", text)
+        if "username" not in options:
+            raise ConfigError("sasl.jaas.config", "needs username and password")
+        sasl = SaslClientConfig(mechanism, options["username"], options.get("password", ""))
+    return ClientSecurity(protocol, context, sasl)
 
 
 def listener_security(
