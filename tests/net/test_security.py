@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import socket
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
@@ -147,6 +148,17 @@ def test_tls_handshake_then_requests_and_a_plaintext_client_is_closed(certs: Any
         # The listener still serves.
         assert await metadata(conn) is not None
         conn.close()
+        # A client's TLS shutdown: the server answers its close_notify (a blocking unwrap
+        # returns only when it has), so closing does not wait out a timeout.
+        context = sec.client.ssl_context
+        assert context is not None
+
+        def shutdown() -> None:
+            raw = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            with raw, context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                tls.unwrap().close()  # TimeoutError if no close_notify comes back
+
+        await asyncio.to_thread(shutdown)
         await server.close()
 
     run(main)

@@ -135,20 +135,6 @@ def _scram_args(secure: SecureSetup | None) -> list[Any]:
     return [parse_add_scram(args[i + 1]) for i in range(0, len(args), 2)]
 
 
-def _security(secure: SecureSetup | None) -> ClientSecurity | None:
-    """How the status line dials the controllers: as the admin, over PLAIN and TLS."""
-    if secure is None:
-        return None
-    from pykraft.net.security import ClientSecurity, SaslClientConfig, SecurityProtocol
-    from pykraft.net.tls import TlsSettings, client_context
-
-    context = client_context(
-        TlsSettings(truststore_type="PEM", truststore_location=str(secure.ca.ca_pem))
-    )
-    sasl = SaslClientConfig("PLAIN", "admin", secure.passwords["admin"])
-    return ClientSecurity(SecurityProtocol.SASL_SSL, context, sasl)
-
-
 def _prepare_brokers(
     base: Path, count: int, voters: str, cluster_id: str, secure: SecureSetup | None = None
 ) -> list[Path]:
@@ -202,8 +188,13 @@ async def _cluster_status(ports: list[int], security: ClientSecurity | None = No
 
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     try:
+        # A TLS and SASL handshake costs a few round trips more than PLAINTEXT.
+        slow = security is not None
         async with AdminClient(
-            bootstrap, timeout_ms=1_500, request_timeout_ms=700, security=security
+            bootstrap,
+            timeout_ms=4_000 if slow else 1_500,
+            request_timeout_ms=2_000 if slow else 700,
+            security=security,
         ) as admin:
             _, found = await brokers(admin)
             listed = await topics(admin)
@@ -226,7 +217,9 @@ async def _status(
     request = describe_quorum_request()
     for port in ports:
         try:
-            conn = await Connection.open("127.0.0.1", port, timeout_ms=500, security=security)
+            conn = await Connection.open(
+                "127.0.0.1", port, timeout_ms=500 if security is None else 2_000, security=security
+            )
         except (OSError, TimeoutError):
             continue
         try:
@@ -464,12 +457,11 @@ SECURE_MARKER: Final = "secure"
 
 def _secure_setup(base: Path, asked: bool) -> SecureSetup | None:
     """The secure cluster's settings when ``--secure`` is given or the directory was made
-    secure on its first run (the marker file); certificates are issued again each time."""
+    secure on its first run (the marker file); the CA is kept, the nodes' certificates are
+    issued again each time."""
     marker = base / SECURE_MARKER
     fresh = not (base / "controller-1.properties").exists()
     if not (marker.exists() or (asked and fresh)):
-        if asked:
-            print(f"{base} was made without --secure; use another --dir", file=sys.stderr)
         return None
     from pykraft.interop.secure import SecureSetup
 
@@ -486,6 +478,12 @@ def _up(args: argparse.Namespace) -> int:
         print("pykraft local up: --controllers must be >= 1", file=sys.stderr)
         return 2
     secure = _secure_setup(args.dir, args.secure)
+    if args.secure and secure is None:
+        print(
+            f"pykraft local up: {args.dir} was made without --secure; use another --dir",
+            file=sys.stderr,
+        )
+        return 2
     try:
         controllers = _prepare(args.dir, args.controllers, secure)
     except (ConfigError, StorageError) as e:
@@ -538,19 +536,28 @@ def _up(args: argparse.Namespace) -> int:
             "bootstrap.servers=" + ",".join(_broker_address(c) for c in broker_configs),
             flush=True,
         )
+    security: ClientSecurity | None = None
     if secure is not None:
-        props = secure.client_properties(
-            args.dir / "client.properties", "admin", secure.passwords["admin"]
+        from pykraft.net.security import client_security
+        from pykraft.storage.properties import load_properties
+
+        admin = secure.passwords["admin"]
+        props = secure.client_properties(args.dir / "client.properties", "admin", admin)
+        controller_props = secure.controller_client_properties(
+            args.dir / "controller-client.properties", "admin", admin
         )
         print(
             f"client properties (Kafka's tools: --command-config): {props}\n"
+            f"controller client properties (--bootstrap-controller): {controller_props}\n"
             "kafka-python: security_protocol='SASL_SSL', sasl_mechanism='SCRAM-SHA-512', "
             f"sasl_plain_username='admin', sasl_plain_password='{secure.passwords['admin']}', "
             f"ssl_cafile='{secure.ca.ca_pem}'",
             flush=True,
         )
+        # The status line dials the controllers as the admin, as the printed file says.
+        security = client_security(load_properties(controller_props))
     try:
-        Watch(args.dir, members, ports, args.restart_after, _security(secure)).run()
+        Watch(args.dir, members, ports, args.restart_after, security).run()
     finally:
         code = _stop(members)
         with contextlib.suppress(OSError):

@@ -3,7 +3,9 @@ with ``trustme`` and, per node, a key and certificate chain written the way Kafk
 ``ssl.keystore.type=PEM`` reads them (one file, a PKCS#8 key and the chain), the CA as a PEM
 trust store, and the same key store as PKCS12 (for Kafka's tools and JKS-minded operators).
 
-Each file is written 0600: they hold private keys.
+Each file is written 0600: they hold private keys. The CA's key is kept beside its
+certificate (``ca.key``), so a directory keeps its CA across runs: a client's copy of
+``ca.pem`` stays valid when ``pykraft local up`` issues the nodes' certificates again.
 """
 
 from __future__ import annotations
@@ -34,15 +36,22 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 class LocalCA:
-    """A throwaway certificate authority under ``base``; ``ca_pem`` is the trust store."""
+    """A local certificate authority under ``base`` (made on first use, then reused);
+    ``ca_pem`` is the trust store."""
 
     def __init__(self, base: Path) -> None:
         import trustme
 
         self.base = base
         base.mkdir(parents=True, exist_ok=True)
-        self._ca = trustme.CA(organization_name="pykraft local")
-        self.ca_pem = _write(base / "ca.pem", self._ca.cert_pem.bytes())
+        cert, key = base / "ca.pem", base / "ca.key"
+        if cert.exists() and key.exists():
+            self._ca = trustme.CA.from_pem(cert.read_bytes(), key.read_bytes())
+        else:
+            self._ca = trustme.CA(organization_name="pykraft local")
+            _write(key, self._ca.private_key_pem.bytes())
+            _write(cert, self._ca.cert_pem.bytes())
+        self.ca_pem = cert
 
     def issue(
         self,

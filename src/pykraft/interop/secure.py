@@ -129,6 +129,19 @@ class SecureSetup:
         path.chmod(0o600)
         return path
 
+    def controller_client_properties(self, path: Path, user: str, password: str) -> Path:
+        """A ``--command-config`` for the controllers' listener (SASL_SSL with PLAIN):
+        ``pykraft ... --bootstrap-controller``, ``kafka-metadata-quorum``."""
+        path.write_text(
+            "security.protocol=SASL_SSL\n"
+            "sasl.mechanism=PLAIN\n"
+            f"sasl.jaas.config={_jaas(PLAIN_MODULE, username=user, password=password)}\n"
+            "ssl.truststore.type=PEM\n"
+            f"ssl.truststore.location={self.ca.ca_pem}\n"
+        )
+        path.chmod(0o600)
+        return path
+
     def token_properties(self, path: Path, token_id: str, token_hmac: str) -> Path:
         """A ``--command-config`` authenticating with a delegation token (SCRAM,
         ``tokenauth``)."""

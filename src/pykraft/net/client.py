@@ -59,6 +59,7 @@ VOTER_CHANGE_WAIT_MS: Final = RaftConfig().voter_change_timeout_ms
 IN_FLIGHT_MAX_DEFAULT: Final = 64
 SEND_QUEUE_MAX_DEFAULT: Final = 256
 RECONNECT_BACKOFF_MAX_MS: Final = 1000  # Kafka's reconnect.backoff.max.ms default
+TLS_SHUTDOWN_TIMEOUT_S: Final = 2.0  # waiting for the peer's close_notify
 
 ResultCallback = Callable[[int, AnyResponse | None], None]
 AnswerCallback = Callable[[ResponsePayload | BaseException], None]
@@ -113,6 +114,8 @@ class Connection(asyncio.Protocol):
                 port,
                 ssl=tls,
                 server_hostname=host if tls is not None else None,
+                # A peer that never answers our close_notify does not hold close() up.
+                ssl_shutdown_timeout=TLS_SHUTDOWN_TIMEOUT_S if tls is not None else None,
             ),
             timeout_ms / 1000,
         )

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -301,13 +302,19 @@ class _ServerConnection(asyncio.Protocol):
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:
-                break  # close_notify: the EOF follows
+                chunk = b""
             except ssl.SSLError as e:
                 log.info("closing connection from %s: TLS error: %s", self._peer, e)
                 self._close()
                 return None
             if not chunk:
-                break
+                # The peer's close_notify (an empty read): answer with ours and close, as
+                # Kafka does (a client's TLS shutdown waits for it; asyncio's up to 30 s).
+                with contextlib.suppress(ssl.SSLError):
+                    tls.unwrap()
+                self._flush_tls()
+                self._close()
+                return None
             chunks.append(chunk)
         self._flush_tls()
         return b"".join(chunks)
