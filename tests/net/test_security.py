@@ -5,17 +5,22 @@ Kafka answers it (or closed), counted, with the node's listener unaffected."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import logging
+import re
 import socket
 import ssl
 import struct
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import kio.schema.metadata.v12.request as metadata_v12
+import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
+import kio.schema.sasl_handshake.v1.request as sasl_handshake_v1
 import pytest
 from kio.static.protocol import ResponsePayload
 
@@ -417,3 +422,150 @@ def test_principal_mapping_rules_and_jaas() -> None:
     assert options["user_alice"] == "a-pw" and options["username"] == "admin"
     with pytest.raises(SecurityConfigError):
         jaas_options("k", JAAS + JAAS)
+
+
+OAUTH_SERVER_JAAS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+    'unsecuredLoginStringClaim_sub="controller" unsecuredValidatorRequiredScope="kafka";'
+)
+
+
+def oauth_client(**options: str) -> ClientSecurity:
+    config = SaslClientConfig(
+        "OAUTHBEARER", options.get("unsecuredLoginStringClaim_sub", ""), "", options
+    )
+    return ClientSecurity(SecurityProtocol.SASL_PLAINTEXT, None, config)
+
+
+def test_oauthbearer_unsecured_tokens_as_kafka_validates_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """OAUTHBEARER with Kafka's unsecured JWS handlers: the principal is the token's ``sub``;
+    an expired token or one without the required scope gets Kafka's JSON error as a
+    challenge and then SASL_AUTHENTICATION_FAILED; a malformed first message fails at once;
+    an authorization id that is not the principal is refused."""
+    from pykraft.net import oauthbearer
+
+    props = sasl_props(
+        **{
+            "sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+            "listener.name.controller.oauthbearer.sasl.jaas.config": OAUTH_SERVER_JAAS,
+        }
+    )
+
+    async def raw_authenticate(port: int, token: bytes) -> Any:
+        conn = await Connection.open("127.0.0.1", port, timeout_ms=5000)
+        try:
+            handshake = sasl_handshake_v1.SaslHandshakeRequest(mechanism="OAUTHBEARER")
+            answer: Any = await conn.request(handshake, timeout_ms=5000)
+            assert answer.error_code == ErrorCode.none
+            request = sasl_authenticate_v2.SaslAuthenticateRequest(auth_bytes=token)
+            return await conn.request(request, timeout_ms=5000)
+        finally:
+            conn.close()
+
+    async def main() -> None:
+        seen = Seen()
+        server = await serve(security(props), seen)
+        good = oauth_client(
+            unsecuredLoginStringClaim_sub="carol",
+            unsecuredLoginListClaim_scope=",kafka,other",
+            unsecuredLoginExtension_traceId="abc",
+        )
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=good)
+        await metadata(conn)
+        assert seen.sessions[-1].principal == KafkaPrincipal("User", "carol")
+        conn.close()
+        refused = [
+            (
+                oauth_client(
+                    unsecuredLoginStringClaim_sub="carol",
+                    unsecuredLoginListClaim_scope=",kafka",
+                    unsecuredLoginLifetimeSeconds="-5",
+                ),
+                '{"status":"invalid_token"}',
+            ),
+            (
+                oauth_client(unsecuredLoginStringClaim_sub="carol"),
+                '{"status":"insufficient_scope", "scope":"kafka"}',
+            ),
+        ]
+        for sec, text in refused:
+            with pytest.raises(SaslAuthenticationError, match=re.escape(text)):
+                await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec)
+        # Not an OAUTHBEARER message at all: Kafka's generic failure, no challenge.
+        answer = await raw_authenticate(server.port, b"\x00alice\x00a-pw")
+        assert answer.error_code == ErrorCode.sasl_authentication_failed
+        assert answer.error_message.endswith("with SASL mechanism OAUTHBEARER")
+        # A signed token (alg other than none) is not an unsecured JWS.
+        token, _ = oauthbearer.unsecured_token({"unsecuredLoginStringClaim_sub": "x"}, 0)
+        header = base64.urlsafe_b64encode(b'{"alg":"RS256"}').rstrip(b"=").decode()
+        signed = header + token[token.index(".") :] + "c2ln"
+        answer = await raw_authenticate(server.port, oauthbearer.client_initial_response(signed))
+        assert answer.error_code == ErrorCode.none and b"invalid_token" in answer.auth_bytes
+        # An authorization id other than the token's principal.
+        token, _ = oauthbearer.unsecured_token(
+            {"unsecuredLoginStringClaim_sub": "carol", "unsecuredLoginListClaim_scope": ",kafka"},
+            int(time.time() * 1000),
+        )
+        answer = await raw_authenticate(
+            server.port, oauthbearer.client_initial_response(token, authzid="admin")
+        )
+        assert answer.error_code == ErrorCode.sasl_authentication_failed
+        assert "different from the token's principal name (carol)" in answer.error_message
+        assert server.stats.successful_authentication_total == 1
+        assert server.stats.failed_authentication_total == 4
+        await server.close()
+
+    with caplog.at_level(logging.INFO, logger="pykraft.net.server"):
+        run(main)
+    lines = [r.getMessage() for r in caplog.records if "Failed authentication" in r.getMessage()]
+    # The reason is in the server's log line, not on the wire.
+    assert any("Expiration Time" in line for line in lines), lines
+
+
+def test_oauthbearer_initial_response_is_kafkas_format() -> None:
+    from pykraft.net import oauthbearer
+
+    wire = oauthbearer.client_initial_response("a.b.", "carol", {"traceId": "abc"})
+    assert wire == b"n,a=carol,\x01auth=Bearer a.b.\x01traceId=abc\x01\x01"
+    parsed = oauthbearer.parse_initial_response(wire)
+    assert (parsed.token, parsed.authzid, dict(parsed.extensions)) == (
+        "a.b.",
+        "carol",
+        {"traceId": "abc"},
+    )
+    for bad in (b"n,,auth=Bearer x", b"y,,\x01auth=Bearer x\x01\x01", b"n,,\x01k=v\x01\x01"):
+        with pytest.raises(ValueError, match="OAUTHBEARER client first message"):
+            oauthbearer.parse_initial_response(bad)
+    with pytest.raises(ValueError, match="Invalid scheme"):
+        oauthbearer.parse_initial_response(b"n,,\x01auth=Basic x\x01\x01")
+    with pytest.raises(SecurityConfigError, match=r"oauthbearer\.sasl\.jaas\.config"):
+        security(sasl_props(**{"sasl.enabled.mechanisms": "OAUTHBEARER"}))
+    with pytest.raises(SecurityConfigError, match=r"callback\.handler\.class"):
+        security(
+            sasl_props(
+                **{
+                    "sasl.enabled.mechanisms": "OAUTHBEARER",
+                    "listener.name.controller.oauthbearer.sasl.jaas.config": OAUTH_SERVER_JAAS,
+                    "listener.name.controller.oauthbearer.sasl.server.callback.handler.class": (
+                        "org.apache.kafka.common.security.oauthbearer."
+                        "OAuthBearerValidatorCallbackHandler"
+                    ),
+                }
+            )
+        )
+    # The dialling side needs the principal claim to make its token.
+    with pytest.raises(SecurityConfigError, match="unsecuredLoginStringClaim_sub"):
+        security(
+            sasl_props(
+                **{
+                    "sasl.mechanism.controller.protocol": "OAUTHBEARER",
+                    "sasl.enabled.mechanisms": "OAUTHBEARER",
+                    "listener.name.controller.oauthbearer.sasl.jaas.config": (
+                        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                        "required;"
+                    ),
+                }
+            )
+        )

@@ -18,12 +18,15 @@ import sys
 import time
 import urllib.request
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from pykraft.interop.kafka import KafkaDist, KafkaProcess, write_properties
+
+if TYPE_CHECKING:
+    from pykraft.net.security import ClientSecurity
 
 __all__ = ["BROKER_STARTED", "RUNNING", "LocalCluster", "Server"]
 
@@ -171,7 +174,7 @@ class LocalCluster:
         *,
         controllers: int = 3,
         brokers: int = 3,
-        controller_kind: str = "pykraft",
+        controller_kind: str | Sequence[str] = "pykraft",
         controller_config: Mapping[str, object] | None = None,
         broker_config: Mapping[str, object] | None = None,
         cluster_id: str = DEFAULT_CLUSTER_ID,
@@ -181,8 +184,14 @@ class LocalCluster:
     ) -> None:
         """``broker_listener``: the name of the brokers' client (and inter-broker) listener;
         ``format_args``: more ``storage format`` arguments for the controllers (e.g.
-        ``--add-scram``)."""
-        assert controller_kind in ("pykraft", "kafka")
+        ``--add-scram``); ``controller_kind``: one kind for every controller, or one per
+        controller (a mixed quorum)."""
+        kinds = (
+            [controller_kind] * controllers
+            if isinstance(controller_kind, str)
+            else list(controller_kind)
+        )
+        assert len(kinds) == controllers and set(kinds) <= {"pykraft", "kafka"}
         assert brokers == 0 or dist is not None, "Kafka brokers need Kafka's jars"
         self.dist = dist
         self.base = base
@@ -196,13 +205,11 @@ class LocalCluster:
             self._controller(
                 i + 1,
                 ports[i],
-                ports[controllers + brokers + i]
-                if controller_kind == "pykraft" and metrics
-                else None,
-                controller_kind,
+                ports[controllers + brokers + i] if kind == "pykraft" and metrics else None,
+                kind,
                 controller_config or {},
             )
-            for i in range(controllers)
+            for i, kind in enumerate(kinds)
         ]
         self.brokers = [
             self._broker(100 + i, ports[controllers + i], min(brokers, 3), broker_config or {})
@@ -313,15 +320,19 @@ class LocalCluster:
             for b in self.brokers:
                 b.wait_for(BROKER_STARTED)
 
-    def leader(self) -> Server:
-        """The active controller (the quorum's leader), by DescribeQuorum."""
+    def leader(self, security: ClientSecurity | None = None) -> Server:
+        """The active controller (the quorum's leader), by DescribeQuorum (dialled with
+        ``security`` on a secured controller listener)."""
         import asyncio
 
         from pykraft.admin import AdminClient
 
         async def go() -> int:
             async with AdminClient(
-                self.bootstrap_controllers, timeout_ms=15_000, request_timeout_ms=2_000
+                self.bootstrap_controllers,
+                timeout_ms=15_000,
+                request_timeout_ms=2_000,
+                security=security,
             ) as admin:
                 return (await admin.describe_quorum()).leader_id
 

@@ -27,6 +27,7 @@ BROKER_LISTENER: Final = "CLIENT"
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 PLAIN_MODULE: Final = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE: Final = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTH_MODULE: Final = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 
 
 def _jaas(module: str, **options: str) -> str:
@@ -48,6 +49,9 @@ class SecureSetup:
     authorizer: bool = True
     # delegation.token.secret.key, the same on every controller and broker
     token_secret: str = "local-token-secret"
+    # how brokers authenticate to the controllers: PLAIN, or OAUTHBEARER with Kafka's
+    # unsecured tokens (the controllers then enable both)
+    broker_controller_mechanism: str = "PLAIN"
 
     def __post_init__(self) -> None:
         self.ca = LocalCA(self.base / "certs")
@@ -69,12 +73,21 @@ class SecureSetup:
         }
 
     def controller_config(self) -> dict[str, object]:
-        """A controller (pykraft's or Kafka's): SASL_SSL/PLAIN on CONTROLLER."""
+        """A controller (pykraft's or Kafka's): SASL_SSL with PLAIN on CONTROLLER (and the
+        brokers' mechanism)."""
         users = {f"user_{name}": pw for name, pw in self.passwords.items()}
+        oauth: dict[str, object] = {}
+        if self.broker_controller_mechanism == "OAUTHBEARER":
+            oauth["listener.name.controller.oauthbearer.sasl.jaas.config"] = _jaas(
+                OAUTH_MODULE, unsecuredLoginStringClaim_sub="controller"
+            )
         return {
             "listener.security.protocol.map": "CONTROLLER:SASL_SSL",
             "sasl.mechanism.controller.protocol": "PLAIN",
-            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": ",".join(
+                dict.fromkeys(("PLAIN", self.broker_controller_mechanism))
+            ),
+            **oauth,
             "listener.name.controller.plain.sasl.jaas.config": _jaas(
                 PLAIN_MODULE,
                 username="controller",
@@ -89,13 +102,24 @@ class SecureSetup:
         }
 
     def broker_config(self) -> dict[str, object]:
-        """A Kafka broker: PLAIN to the controllers, SCRAM-SHA-512 on CLIENT."""
+        """A Kafka broker: PLAIN (or OAUTHBEARER) to the controllers, SCRAM-SHA-512 on
+    CLIENT."""
+        if self.broker_controller_mechanism == "OAUTHBEARER":
+            to_controllers: dict[str, object] = {
+                "listener.name.controller.oauthbearer.sasl.jaas.config": _jaas(
+                    OAUTH_MODULE, unsecuredLoginStringClaim_sub="broker"
+                )
+            }
+        else:
+            to_controllers = {
+                "listener.name.controller.plain.sasl.jaas.config": _jaas(
+                    PLAIN_MODULE, username="broker", password=self.passwords["broker"]
+                )
+            }
         return {
             "listener.security.protocol.map": f"CONTROLLER:SASL_SSL,{BROKER_LISTENER}:SASL_SSL",
-            "sasl.mechanism.controller.protocol": "PLAIN",
-            "listener.name.controller.plain.sasl.jaas.config": _jaas(
-                PLAIN_MODULE, username="broker", password=self.passwords["broker"]
-            ),
+            "sasl.mechanism.controller.protocol": self.broker_controller_mechanism,
+            **to_controllers,
             "sasl.enabled.mechanisms": "SCRAM-SHA-512",
             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
             f"listener.name.{BROKER_LISTENER.lower()}.scram-sha-512.sasl.jaas.config": _jaas(

@@ -1,5 +1,6 @@
 """SASL on a listener, both sides (docs/kafka/SECURITY-CONTRACT.md 2-3): Kafka's
-SaslHandshake v1 / SaslAuthenticate flow with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+SaslHandshake v1 / SaslAuthenticate flow with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and
+OAUTHBEARER (Kafka's unsecured JWS tokens, ``oauthbearer.py``).
 
 Server. :class:`SaslServerAuthenticator` is one connection's state machine, sans I/O: the
 listener hands it every request until it says the connection is authenticated, and does
@@ -28,7 +29,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
 
+from pykraft.net import oauthbearer
 from pykraft.net.security import (
+    OAUTHBEARER,
     PLAIN,
     SCRAM_SHA_256,
     SCRAM_SHA_512,
@@ -104,9 +107,17 @@ class SaslServerAuthenticator:
     """One connection's SASL server (Kafka's SaslServerAuthenticator). Invariant: the
     principal is set exactly when the state is COMPLETE."""
 
-    def __init__(self, config: SaslServerConfig, credentials: CredentialLookup) -> None:
+    def __init__(
+        self,
+        config: SaslServerConfig,
+        credentials: CredentialLookup,
+        wall_clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        """``wall_clock_ms``: the time OAUTHBEARER tokens are checked against."""
         self.config = config
         self._credentials = credentials
+        self._wall_clock_ms = wall_clock_ms or _wall_clock_ms
+        self._oauth_error: str | None = None  # the JSON error sent as a challenge
         self._state = _State.INITIAL
         self.mechanism: str | None = None
         self._scram: Any = None  # scramp's ScramServer during a SCRAM exchange
@@ -172,7 +183,7 @@ class SaslServerAuthenticator:
             )
         self.mechanism = mechanism
         self._state = _State.AUTHENTICATE
-        if mechanism != PLAIN:
+        if mechanism in (SCRAM_SHA_256, SCRAM_SHA_512):
             from scramp import ScramMechanism  # a maintained SCRAM implementation
 
             def auth_info(user: str) -> tuple[bytes, bytes, bytes, int]:
@@ -204,6 +215,8 @@ class SaslServerAuthenticator:
         try:
             if self.mechanism == PLAIN:
                 reply, done = self._plain(token), True
+            elif self.mechanism == OAUTHBEARER:
+                reply, done = self._oauthbearer(token)
             else:
                 reply, done = self._scram_step(token)
         except _AuthenticationFailed as e:
@@ -217,7 +230,7 @@ class SaslServerAuthenticator:
                     error_message=e.wire,
                     auth_bytes=b"",
                 ),
-                e.wire,
+                f"{e.wire} ({self.failure_detail})" if self.failure_detail else e.wire,
                 failed_authentication=True,
             )
         if done:
@@ -256,14 +269,40 @@ class SaslServerAuthenticator:
         self.principal = KafkaPrincipal("User", user)
         return b""
 
+    def _oauthbearer(self, token: bytes) -> tuple[bytes, bool]:
+        """Kafka's OAuthBearerSaslServer: a refused token is answered with the JSON error as
+        a challenge; the client's ^A after it fails the authentication with that text."""
+        if token == oauthbearer.CONTROL_A.encode() and self._oauth_error is not None:
+            raise _AuthenticationFailed(self._oauth_error)
+        self._oauth_error = None
+        validator = self.config.oauth_validator
+        assert validator is not None  # security.py makes one when OAUTHBEARER is enabled
+        try:
+            first = oauthbearer.parse_initial_response(token)
+        except ValueError:
+            raise _AuthenticationFailed(_generic_failure(OAUTHBEARER)) from None
+        try:
+            principal, _expiry_ms = validator.validate(first.token, self._wall_clock_ms())
+        except oauthbearer.InvalidToken as e:
+            self._oauth_error = oauthbearer.error_json(e)
+            self.failure_detail = e.reason  # logged by the listener, never sent
+            return self._oauth_error.encode(), False
+        if first.authzid and first.authzid != principal:
+            raise _AuthenticationFailed(
+                f"Authentication failed: Client requested an authorization id "
+                f"({first.authzid}) that is different from the token's principal name "
+                f"({principal})"
+            )
+        self.principal = KafkaPrincipal("User", principal)
+        return b"", True
+
+    failure_detail = ""
+
     def _scram_step(self, token: bytes) -> tuple[bytes, bool]:
         from scramp import ScramException
 
         server = self._scram
-        generic = (
-            "Authentication failed during authentication due to invalid credentials with "
-            f"SASL mechanism {self.mechanism}"
-        )
+        generic = _generic_failure(str(self.mechanism))
         try:
             text = token.decode("utf-8")
             if self._scram_round == 0:
@@ -308,6 +347,20 @@ class SaslServerAuthenticator:
                 ),
             )
         return Step(Action.PASS)
+
+
+def _generic_failure(mechanism: str) -> str:
+    """Kafka's text for a SaslException: the reason stays on the server."""
+    return (
+        "Authentication failed during authentication due to invalid credentials with "
+        f"SASL mechanism {mechanism}"
+    )
+
+
+def _wall_clock_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
 
 
 class _AuthenticationFailed(Exception):
@@ -384,6 +437,13 @@ async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max:
 
     if config.mechanism == PLAIN:
         await send(f"\x00{config.username}\x00{config.password}".encode())
+        return
+    if config.mechanism == OAUTHBEARER:
+        token, extensions = oauthbearer.unsecured_token(config.options, _wall_clock_ms())
+        reply = await send(oauthbearer.client_initial_response(token, "", extensions))
+        if reply:  # the server's JSON error: acknowledge it to get the failure
+            await send(oauthbearer.CONTROL_A.encode())
+            raise SaslAuthenticationError(f"OAUTHBEARER token refused: {reply.decode()}")
         return
     from scramp import ScramClient, ScramException
 

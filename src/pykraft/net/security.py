@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from pykraft.net.errors import SecurityConfigError
+from pykraft.net.oauthbearer import UnsecuredValidator
 
 __all__ = [
     "ANONYMOUS",
@@ -188,7 +189,8 @@ class PrincipalMapper:
 PLAIN: Final = "PLAIN"
 SCRAM_SHA_256: Final = "SCRAM-SHA-256"
 SCRAM_SHA_512: Final = "SCRAM-SHA-512"
-SUPPORTED_MECHANISMS: Final = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+OAUTHBEARER: Final = "OAUTHBEARER"
+SUPPORTED_MECHANISMS: Final = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +200,8 @@ class SaslServerConfig:
 
     mechanisms: tuple[str, ...]
     plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # OAUTHBEARER: Kafka's unsecured validator, from the listener's OAUTHBEARER JAAS options
+    oauth_validator: UnsecuredValidator | None = None
     max_receive_size: int = 524_288  # sasl.server.max.receive.size
     failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
 
@@ -210,6 +214,8 @@ class SaslClientConfig:
     mechanism: str
     username: str
     password: str = field(repr=False)
+    # the JAAS options (OAUTHBEARER makes its unsecured token from them)
+    options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +337,51 @@ def _jaas(lp: _ListenerProps, mechanism: str) -> tuple[str, dict[str, str]] | No
     return jaas_options(lp.prefix + key, text)
 
 
+def _sasl_client(
+    key: str, mechanism: str, entry: tuple[str, dict[str, str]] | None, why: str
+) -> SaslClientConfig:
+    """The dialling side's credentials from its JAAS entry: ``username``/``password``, or
+    for OAUTHBEARER the unsecured token's options (checked by making one)."""
+    options = entry[1] if entry is not None else {}
+    if mechanism == OAUTHBEARER:
+        from pykraft.net.oauthbearer import unsecured_token
+
+        if entry is None:
+            raise ConfigError(key, f"is required {why}".rstrip())
+        try:
+            unsecured_token(options, 0)
+        except ValueError as e:
+            raise ConfigError(key, str(e)) from None
+        principal_claim = options.get("unsecuredLoginPrincipalClaimName", "sub") or "sub"
+        name = options.get(f"unsecuredLoginStringClaim_{principal_claim}", "")
+        return SaslClientConfig(mechanism, name, "", options)
+    if entry is None or "username" not in options:
+        raise ConfigError(key, f"needs username and password {why}".rstrip())
+    return SaslClientConfig(mechanism, options["username"], options.get("password", ""), options)
+
+
+def _oauth_validator(lp: _ListenerProps) -> UnsecuredValidator:
+    """OAUTHBEARER on a listener: Kafka's unsecured validator; a configured server callback
+    handler (JWKS-validated tokens) is not offered."""
+    handler_key = "oauthbearer.sasl.server.callback.handler.class"
+    if lp.prefixed(handler_key):
+        raise ConfigError(
+            lp.prefix + handler_key,
+            "is not supported by pykraft: OAUTHBEARER validates Kafka's unsecured JWS tokens "
+            "(OAuthBearerUnsecuredValidatorCallbackHandler) only",
+        )
+    entry = _jaas(lp, OAUTHBEARER)
+    if entry is None:
+        raise ConfigError(
+            f"{lp.prefix}oauthbearer.sasl.jaas.config",
+            "is required with OAUTHBEARER enabled on a SASL listener",
+        )
+    try:
+        return UnsecuredValidator.from_options(entry[1])
+    except ValueError as e:
+        raise ConfigError(f"{lp.prefix}oauthbearer.sasl.jaas.config", str(e)) from None
+
+
 def _int(key: str, raw: str, minimum: int = 0) -> int:
     try:
         value = int(raw)
@@ -366,10 +417,8 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
         text = get("sasl.jaas.config")
         if not text:
             raise ConfigError("sasl.jaas.config", "is required with a SASL security.protocol")
-        _, options = jaas_options("sasl.jaas.config", text)
-        if "username" not in options:
-            raise ConfigError("sasl.jaas.config", "needs username and password")
-        sasl = SaslClientConfig(mechanism, options["username"], options.get("password", ""))
+        entry = jaas_options("sasl.jaas.config", text)
+        sasl = _sasl_client("sasl.jaas.config", mechanism, entry, "")
     return ClientSecurity(protocol, context, sasl)
 
 
@@ -416,9 +465,11 @@ def listener_security(
                 plain_users = {
                     k[len("user_") :]: v for k, v in entry[1].items() if k.startswith("user_")
                 }
+            oauth = _oauth_validator(lp) if OAUTHBEARER in mechanisms else None
             sasl_server = SaslServerConfig(
                 mechanisms,
                 plain_users,
+                oauth_validator=oauth,
                 max_receive_size=_int(
                     "sasl.server.max.receive.size",
                     lp.get("sasl.server.max.receive.size", "524288"),
@@ -432,16 +483,12 @@ def listener_security(
         mech_key = "sasl.mechanism.controller.protocol"
         mechanism = props.get(mech_key, "GSSAPI").strip().upper()
         _mechanisms(mech_key, mechanism)
-        entry = _jaas(lp, mechanism)
-        if entry is None or "username" not in entry[1]:
-            # Controllers dial each other and themselves (registration) on this listener.
-            raise ConfigError(
-                f"{lp.prefix}{mechanism.lower()}.sasl.jaas.config",
-                f"needs username and password for {mech_key}={mechanism}: this node dials "
-                "the listener",
-            )
-        sasl_client = SaslClientConfig(
-            mechanism, entry[1]["username"], entry[1].get("password", "")
+        # Controllers dial each other and themselves (registration) on this listener.
+        sasl_client = _sasl_client(
+            f"{lp.prefix}{mechanism.lower()}.sasl.jaas.config",
+            mechanism,
+            _jaas(lp, mechanism),
+            f"for {mech_key}={mechanism}: this node dials the listener",
         )
     rules = lp.get("ssl.principal.mapping.rules", "DEFAULT")
     return ListenerSecurity(
