@@ -44,6 +44,14 @@ MIGRATION_MODE: dict[str, object | None] = {
 }
 
 
+# Kafka's StandardAuthorizer on pykraft controllers and KRaft-mode brokers; the clients are
+# ANONYMOUS (PLAINTEXT), so a resource with no ACLs stays open to them.
+AUTHORIZER: dict[str, object | None] = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
+
+
 def until(predicate: Any, what: str, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -115,6 +123,8 @@ def quorum(base: Path, zookeeper: str, cluster_id: str) -> list[Server]:
                 "zookeeper.metadata.migration.enable": "true",
                 "zookeeper.connect": zookeeper,
                 "inter.broker.listener.name": "PLAINTEXT",
+                # ACLs migrated from ZooKeeper are enforced (everything else stays open).
+                **AUTHORIZER,
             },
         )
         log = base / f"controller{i}.log"

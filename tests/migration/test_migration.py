@@ -17,7 +17,20 @@ from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
+from kafka.errors import NoError, TopicAuthorizationFailedError
 
 from pykraft.interop.cluster import BROKER_STARTED, Server, read_metrics
 from pykraft.interop.zookeeper import ZK_BROKER_STARTED
@@ -26,6 +39,7 @@ from pykraft.migration import zk_client, zk_data, zk_writes
 
 from .conftest import OldCluster
 from .helpers import (
+    AUTHORIZER,
     MIGRATION_MODE,
     active_controller,
     controller,
@@ -42,6 +56,29 @@ MESSAGES = 300
 TRAFFIC_TOPICS = ["orders", "live"]
 FINISHED = "Finished initial migration of ZK metadata to KRaft"
 DUAL_WRITE = "-> DUAL_WRITE"
+
+
+LITERAL_ACL = ("--allow-principal", "User:alice", "--operation", "Read", "--topic", "acl-lit")
+PREFIXED_DENY = (
+    "--deny-principal",
+    "User:ANONYMOUS",
+    "--operation",
+    "Write",
+    "--topic",
+    "blocked-",
+    "--resource-pattern-type",
+    "prefixed",
+)
+
+
+def zk_acl_command(old: OldCluster, *args: str) -> str:
+    """Kafka 3.9's kafka-acls against ZooKeeper itself (its AclAuthorizer's own store)."""
+    return old.dist.run(
+        "kafka.admin.AclCommand",
+        "--authorizer-properties",
+        f"zookeeper.connect={old.zookeeper.connect}",
+        *args,
+    ).stdout
 
 
 @dataclass
@@ -84,6 +121,10 @@ def migrated(
         "--add-config",
         "SCRAM-SHA-256=[iterations=8192,password=alice-secret]",
     )
+    # ACLs as a ZooKeeper cluster's AclAuthorizer keeps them (Kafka 3.9's own kafka-acls,
+    # writing ZooKeeper directly): a literal ALLOW and a prefixed DENY.
+    zk_acl_command(old_cluster, "--add", *LITERAL_ACL)
+    zk_acl_command(old_cluster, "--add", *PREFIXED_DENY)
     producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=5)
     sent = [f"order-{i}".encode() for i in range(MESSAGES)]
     for value in sent:
@@ -392,7 +433,7 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
     old = migrated.old
     roll(
         old,
-        kraft_mode,
+        lambda broker: {**kraft_mode(broker), **AUTHORIZER},
         started=BROKER_STARTED,
         topics=TRAFFIC_TOPICS,
     )
@@ -413,6 +454,82 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
         )
         assert sorted(_znode(zk, "/brokers/topics/kraft-era")["partitions"]) == ["0", "1"]
     until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
+
+
+def test_acls_from_zookeeper_are_enforced_and_changes_dual_written(migrated: Migrated) -> None:
+    """Issue 27 part 5: the ACLs ZooKeeper held were migrated (AccessControlEntryRecords) and
+    the KRaft brokers' StandardAuthorizer enforces them; ACLs created and deleted through
+    the brokers now are dual-written to ZooKeeper where Kafka 3.9's own kafka-acls reads
+    them back (a rollback keeps them)."""
+    old = migrated.old
+    admin = KafkaAdminClient(bootstrap_servers=old.kafka.bootstrap, request_timeout_ms=30_000)
+    try:
+        acls, error = admin.describe_acls(
+            ACLFilter(
+                None,
+                "*",
+                ACLOperation.ANY,
+                ACLPermissionType.ANY,
+                ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
+            )
+        )
+        assert error is NoError
+        got = {
+            (a.principal, a.operation, a.permission_type, a.resource_pattern.resource_name)
+            for a in acls
+        }
+        assert ("User:alice", ACLOperation.READ, ACLPermissionType.ALLOW, "acl-lit") in got
+        assert ("User:ANONYMOUS", ACLOperation.WRITE, ACLPermissionType.DENY, "blocked-") in got
+        # The prefixed DENY holds on the KRaft brokers: the topic is made, writes are refused.
+        admin.create_topics([NewTopic("blocked-x", 1, 3)])
+        producer = KafkaProducer(bootstrap_servers=old.kafka.bootstrap, acks="all")
+        try:
+            with pytest.raises(TopicAuthorizationFailedError):
+                producer.send("blocked-x", b"x").get(timeout=30)
+        finally:
+            producer.close(timeout=5)
+        # A new ACL through the brokers reaches ZooKeeper in AclAuthorizer's format.
+        literal = ResourcePattern(ResourceType.TOPIC, "dual-acl", ACLResourcePatternType.LITERAL)
+        deny = ACL("User:ANONYMOUS", "*", ACLOperation.READ, ACLPermissionType.DENY, literal)
+        assert admin.create_acls([deny])["failed"] == []
+        # ... and a migrated one deleted through them is deleted there too.
+        prefixed = ResourcePatternFilter(
+            ResourceType.TOPIC, "blocked-", ACLResourcePatternType.PREFIXED
+        )
+        deleted = admin.delete_acls(
+            [ACLFilter(None, "*", ACLOperation.ANY, ACLPermissionType.ANY, prefixed)]
+        )
+        assert deleted[0][2] is NoError and len(deleted[0][1]) == 1
+    finally:
+        admin.close()
+    with zk_client.session(old.zookeeper.connect) as zk:
+        until(lambda: zk.exists("/kafka-acl/Topic/dual-acl") is not None, "dual-acl in ZooKeeper")
+        until(
+            lambda: zk.exists("/kafka-acl-extended/prefixed/Topic/blocked-") is None,
+            "blocked- gone from ZooKeeper",
+        )
+        notes = [
+            zk.get(f"/kafka-acl-changes/{c}")[0] for c in zk.get_children("/kafka-acl-changes")
+        ]
+        assert b"TOPIC:dual-acl" in notes
+    listed = zk_acl_command(old, "--list", "--topic", "dual-acl")
+    assert "User:ANONYMOUS" in listed and "DENY" in listed and "READ" in listed
+    listed = zk_acl_command(old, "--list")
+    assert "name=acl-lit, patternType=LITERAL)`:" in listed
+    assert "name=blocked-, patternType=PREFIXED)`:" not in listed
+    # With the DENY gone, the brokers let the write through.
+    producer = KafkaProducer(bootstrap_servers=old.kafka.bootstrap, acks="all")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                producer.send("blocked-x", b"y").get(timeout=10)
+                break
+            except TopicAuthorizationFailedError:
+                assert time.monotonic() < deadline
+                time.sleep(0.5)
+    finally:
+        producer.close(timeout=5)
 
 
 def test_zookeeper_outage_during_dual_write_shows_as_lag_and_heals(migrated: Migrated) -> None:

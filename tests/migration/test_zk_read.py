@@ -44,6 +44,7 @@ ACL = {
         {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}
     ],
 }
+TOKEN = "/delegation_token/tokens/token-1"
 TOPICS = {"orders": (3, {"retention.ms": "86400000", "cleanup.policy": "delete"}), "audit": (2, {})}
 
 
@@ -234,12 +235,14 @@ def test_spark_dry_run_writes_the_records_a_migration_would(
     tmp_path: Path,
 ) -> None:
     """``pykraft migration export`` of the real ZooKeeper, then the Spark dry run: the records
-    equal, byte for byte, what the controller's load of the same ZooKeeper writes, and the
-    report names what would be refused (an ACL, as Kafka's AclAuthorizer stores one)."""
+    equal, byte for byte, what the controller's load of the same ZooKeeper writes, an ACL
+    (as Kafka's AclAuthorizer stores one) included, and the report names what would be
+    refused (a delegation token)."""
     acl = "/kafka-acl/Topic/orders"
     export = tmp_path / "zk-export.jsonl"
     with zk_client.session(old_cluster.zookeeper.connect) as zk:
         zk.create(acl, json.dumps(ACL).encode(), makepath=True)
+        zk.create(TOKEN, b'{"version":1}', makepath=True)
         try:
             result = subprocess.run(
                 [
@@ -261,6 +264,7 @@ def test_spark_dry_run_writes_the_records_a_migration_would(
             expected = zk_data.read_all_metadata(zk_client.read_snapshot(zk))
         finally:
             zk.delete("/kafka-acl", recursive=True)
+            zk.delete("/delegation_token", recursive=True)
     out = tmp_path / "dry-run"
     report = run_dry_run(spark, str(export), str(out))
     rows = spark.read.parquet(str(out / "records")).collect()
@@ -273,7 +277,8 @@ def test_spark_dry_run_writes_the_records_a_migration_would(
     assert report.topics == expected.counts()["TopicRecord"] >= len(TOPICS)
     assert report.broker_ids == sorted(expected.broker_ids) == [0, 1, 2]
     assert report.refused == expected.refused
-    assert any(note.startswith("/kafka-acl:") for note in report.refused)
+    assert expected.counts()["AccessControlEntryRecord"] == len(ACL["acls"])
+    assert [note.split(":")[0] for note in report.refused] == [zk_data.DELEGATION_TOKENS]
     assert json.loads((out / "report.json").read_text())["partitions"] == report.partitions
 
 

@@ -226,7 +226,8 @@ class Image:
     def track_changes(self, on: bool) -> None:
         """Start (or stop) noting in ``changes`` what each applied record changes of what
         ZooKeeper mirrors: ("topic", name), ("config", (resource type, name)),
-        ("brokers", None), ("producer_ids", None), each with the record's offset."""
+        ("brokers", None), ("producer_ids", None), ("acl", None), each with the record's
+        offset."""
         self.changes = [] if on else None
 
     def take_changes(self, upto: int) -> list[Change]:
@@ -257,6 +258,8 @@ class Image:
             note = ("brokers", None)
         elif isinstance(record, r.ProducerIdsRecord):
             note = ("producer_ids", None)
+        elif isinstance(record, r.AccessControlEntryRecord | r.RemoveAccessControlEntryRecord):
+            note = ("acl", None)
         if note is not None:
             self.timeline.append(changes, (offset, note[0], note[1]))
 

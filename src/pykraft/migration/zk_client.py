@@ -12,6 +12,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from pykraft.migration import zk_acls
 from pykraft.migration import zk_data as z
 
 __all__ = ["close", "connect", "read_snapshot", "session"]
@@ -93,4 +94,9 @@ def read_snapshot(zk: KazooClient) -> z.ZkSnapshot:
     nodes.update(_get_all(zk, (f"{u}/clients" for u in users), children=True))
     clients = [c for u in users for c in kids(f"{u}/clients")]
     nodes.update(_get_all(zk, clients, children=False))
+    # ACLs: /kafka-acl/<Type>/<name> and /kafka-acl-extended/prefixed/<Type>/<name>
+    nodes.update(_get_all(zk, kids(zk_acls.EXTENDED_ROOT), children=True))
+    types = kids(zk_acls.LITERAL_ROOT) + kids(zk_acls.PREFIXED_ROOT)
+    nodes.update(_get_all(zk, types, children=True))
+    nodes.update(_get_all(zk, [r for t in types for r in kids(t)], children=False))
     return z.ZkSnapshot(nodes)

@@ -6,9 +6,9 @@ The other direction (what a migrating controller writes to ZooKeeper) is ``zk_wr
 Formats are Kafka 3.9's ``kafka.zk.ZkData`` (see docs/kafka/ZK-MIGRATION.md section 3); the
 records are what ``ZkMigrationClient.readAllMetadata`` produces, in its order: topics (each
 with its configs and partitions), broker configs, client quotas and SCRAM credentials, the
-producer id block. What pykraft cannot migrate is *refused*: listed with the reason, never
-silently dropped (ACLs and delegation tokens: pykraft's controller keeps no authorizer state;
-encrypted dynamic password configs: no ``password.encoder.secret`` support).
+producer id block, ACLs (``zk_acls.py``). What pykraft cannot migrate is *refused*: listed
+with the reason, never silently dropped (delegation tokens; encrypted dynamic password
+configs: no ``password.encoder.secret`` support).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, Final
 from urllib.parse import unquote_plus
 
 from pykraft.metadata import records as r
+from pykraft.migration import zk_acls
 from pykraft.storage.meta import kafka_to_uuid
 
 __all__ = [
@@ -63,7 +64,7 @@ DELETE_TOPICS: Final = "/admin/delete_topics"
 CONFIG: Final = "/config"
 PRODUCER_ID_BLOCK: Final = "/latest_producer_id_block"
 MIGRATION: Final = "/migration"
-ACLS: Final = ("/kafka-acl", "/kafka-acl-extended")
+ACLS: Final = zk_acls.ACL_ROOTS
 DELEGATION_TOKENS: Final = "/delegation_token/tokens"
 
 
@@ -141,9 +142,10 @@ def read_all_metadata(snapshot: ZkSnapshot) -> MigrationLoad:
     _broker_configs(snapshot, load)
     _client_quotas(snapshot, load)
     _producer_ids(snapshot, load)
-    for root in ACLS:
-        if snapshot.children(root):
-            load.refused.append(f"{root}: ACLs are not migrated (pykraft keeps no ACLs)")
+    try:
+        load.batches.extend(zk_acls.acl_records(zk_acls.read_acls(snapshot)))
+    except ValueError as e:
+        raise ZkDataError(str(e)) from None
     if snapshot.children(DELEGATION_TOKENS):
         load.refused.append(
             f"{DELEGATION_TOKENS}: delegation tokens are not migrated (pykraft keeps none)"

@@ -1,6 +1,7 @@
 """What a migrating controller writes to ZooKeeper (KIP-866): its own znodes (``/migration``,
 ``/controller``) and, from SYNC_KRAFT_TO_ZK on, the Kafka data a ZooKeeper-mode broker or a
-rollback reads -- topics, partition states, configs -- as Kafka 3.9's ``kafka.zk.ZkData``
+rollback reads -- topics, partition states, configs, ACLs (``zk_acls.py``) -- as Kafka 3.9's
+``kafka.zk.ZkData``
 formats them. ``desired`` says what the znodes must hold for a metadata image,
 ``reconcile`` the operations that make ZooKeeper say it. Pure: ``migration_host`` runs them.
 """
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pykraft.metadata.image import Image, TopicState
+from pykraft.migration import zk_acls
+from pykraft.migration.zk_acls import ZkAcls
 from pykraft.migration.zk_data import (
     BROKER,
     CONFIG,
@@ -180,6 +183,8 @@ class DesiredZk:
     configs: Mapping[tuple[str, str], Mapping[str, str]]  # ("topics"|"brokers", name)
     kraft_epoch: int
     next_producer_id: int = 0  # 0: none handed out (no ProducerIdsRecord)
+    # resource znode -> ACEs (zk_acls); None: ACLs not in this write's scope
+    acls: ZkAcls | None = None
 
 
 def desired(image: Image, kraft_epoch: int, scope: Scope | None = None) -> DesiredZk:
@@ -204,7 +209,12 @@ def desired(image: Image, kraft_epoch: int, scope: Scope | None = None) -> Desir
         if values and zk_key is not None:
             configs[zk_key] = dict(values)
     next_id = int(image.next_producer_id) if scope is None or scope.producer_ids else 0
-    return DesiredZk(topics, configs, kraft_epoch, next_id)
+    acls = (
+        zk_acls.desired_acls(rec for key, (rec, _) in image.opaque.items() if key[0] == "acl")
+        if scope is None or scope.acls
+        else None
+    )
+    return DesiredZk(topics, configs, kraft_epoch, next_id, acls)
 
 
 def _desired_topic(t: TopicState) -> DesiredTopic:
@@ -241,12 +251,13 @@ class Scope:
     configs: frozenset[tuple[int, str]]
     producer_ids: bool
     brokers: bool = False  # registrations changed (UpdateMetadata lists the brokers)
+    acls: bool = False  # an ACL was created or removed
 
     @classmethod
     def of(cls, changes: Iterable[tuple[int, str, object]]) -> Scope:
         topics: set[str] = set()
         configs: set[tuple[int, str]] = set()
-        producer_ids = brokers = False
+        producer_ids = brokers = acls = False
         for _, kind, key in changes:
             if kind == "topic":
                 assert isinstance(key, str)
@@ -258,14 +269,16 @@ class Scope:
                 producer_ids = True
             elif kind == "brokers":
                 brokers = True
-        return cls(frozenset(topics), frozenset(configs), producer_ids, brokers)
+            elif kind == "acl":
+                acls = True
+        return cls(frozenset(topics), frozenset(configs), producer_ids, brokers, acls)
 
     def topic_names(self) -> frozenset[str]:
         return self.topics | {name for kind, name in self.configs if kind == TOPIC}
 
     @property
     def empty(self) -> bool:
-        return not (self.topics or self.configs or self.producer_ids)
+        return not (self.topics or self.configs or self.producer_ids or self.acls)
 
 
 class ZkModel:
@@ -284,12 +297,22 @@ class ZkModel:
         block = have.get(PRODUCER_ID_BLOCK)
         self.producer_block: bytes | None = None if block is None else block.data
         self.kraft_epoch = want.kraft_epoch
+        self.acls: dict[str, frozenset[zk_acls.AclEntry]] = dict(
+            want.acls if want.acls is not None else zk_acls.read_acls(have)
+        )
+        self.acl_parents = zk_acls.acl_parents(have)
         self._wrote(ops)
 
     def _wrote(self, ops: Iterable[ZkOp]) -> None:
         for op in ops:
             if op.path == PRODUCER_ID_BLOCK and op.kind != "delete":
                 self.producer_block = op.data
+            elif (
+                op.kind == "create"
+                and op.path.startswith(zk_acls.ACL_ROOTS)
+                and not zk_acls.is_resource(op.path)
+            ):
+                self.acl_parents.add(op.path)
 
     def snapshot(self, scope: Scope) -> ZkSnapshot:
         """The znodes in ``scope`` as ZooKeeper holds them (for ``reconcile``)."""
@@ -326,6 +349,8 @@ class ZkModel:
         nodes[f"{CONFIG}/brokers"] = Znode(None, 0, tuple(sorted(brokers)))
         if scope.producer_ids and self.producer_block is not None:
             nodes[PRODUCER_ID_BLOCK] = Znode(self.producer_block, 0)
+        if scope.acls:
+            nodes.update(zk_acls.acl_nodes(self.acls, self.acl_parents))
         return ZkSnapshot(nodes)
 
     def apply(self, want: DesiredZk, scope: Scope, ops: Iterable[ZkOp]) -> None:
@@ -350,6 +375,8 @@ class ZkModel:
                     self.configs[entity] = {}  # emptied, not deleted (as reconcile does)
             else:
                 self.configs.pop(entity, None)
+        if want.acls is not None:
+            self.acls = dict(want.acls)
         self._wrote(ops)
         self.kraft_epoch = want.kraft_epoch
 
@@ -418,6 +445,8 @@ def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]
         ops.append(ZkOp("delete", f"{DELETE_TOPICS}/{name}"))
     _config_ops(want, have, ops, changed)
     _producer_id_op(want, have, ops)
+    if want.acls is not None:
+        ops += [ZkOp(kind, path, data) for kind, path, data in zk_acls.acl_ops(want.acls, have)]
     return ops, changed
 
 
