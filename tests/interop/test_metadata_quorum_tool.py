@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pykraft.admin import AdminClient
+from pykraft.admin import AdminClient, AdminError
 from pykraft.interop.kafka import KafkaDist
 from pykraft.storage import read_meta_properties, uuid_to_kafka
 
@@ -72,7 +72,10 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
         seen: list[object] = []
 
         def ready() -> bool:
-            info = describe_quorum(q.bootstrap, timeout_ms=5_000)
+            try:
+                info = describe_quorum(q.bootstrap, timeout_ms=5_000)
+            except AdminError:
+                return False  # not listening yet: four interpreters starting on two cores
             seen[:] = [info]
             return (
                 info.leader_id > 0
