@@ -48,6 +48,7 @@ from pykraft.net.tls import TlsSettings, client_context
 from pykraft.protocol import ErrorCode, encode_request
 
 ALICE = ("alice", "alice-pw")
+REAUTH_MS = 8000
 
 
 class Secure:
@@ -85,7 +86,8 @@ def secure(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         base,
         controllers=3,
         brokers=2,
-        controller_config=setup.controller_config(),
+        # KIP-368: sessions on the controllers' listener last 8 s; brokers re-authenticate.
+        controller_config={**setup.controller_config(), "connections.max.reauth.ms": REAUTH_MS},
         broker_config=setup.broker_config(),
         broker_listener=BROKER_LISTENER,
         format_args=setup.format_args({ALICE[0]: ALICE[1]}),
@@ -369,3 +371,32 @@ def test_delegation_tokens_with_kafka_delegation_tokens(secure: Secure) -> None:
     )
     assert refused.returncode != 0
     assert "Authentication failed" in refused.stdout + refused.stderr
+
+
+def test_brokers_reauthenticate_before_their_sessions_end(secure: Secure) -> None:
+    """KIP-368 with real Kafka brokers: ``connections.max.reauth.ms`` on pykraft's
+    controller listener gives each session 8 s; the brokers re-authenticate on their open
+    connections (Kafka's client side), pykraft counts it, and no connection had to be closed
+    for an expired session. pykraft's controllers, dialling each other, renew theirs too."""
+
+    def totals() -> dict[str, float]:
+        out: dict[str, float] = {}
+        for controller in secure.cluster.controllers:
+            for key, value in controller.scrape().items():
+                if key.startswith("kafka_server_socket_server_metrics_"):
+                    name = key[len("kafka_server_socket_server_metrics_") :]
+                    out[name] = out.get(name, 0.0) + value
+        return out
+
+    deadline = time.monotonic() + 3 * REAUTH_MS / 1000
+    while totals()["successful_reauthentication_total"] < 1:
+        assert time.monotonic() < deadline, totals()
+        time.sleep(0.5)
+    seen = totals()
+    assert seen["failed_reauthentication_total"] == 0
+    assert seen["expired_connections_killed_count"] == 0
+    admin = eventually(secure.admin)
+    try:
+        assert len(admin.describe_cluster()["brokers"]) == 2
+    finally:
+        admin.close()

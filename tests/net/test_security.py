@@ -569,3 +569,92 @@ def test_oauthbearer_initial_response_is_kafkas_format() -> None:
                 }
             )
         )
+
+
+def test_reauthentication_kip368_renews_expires_and_refuses_a_new_identity() -> None:
+    """``connections.max.reauth.ms``: SaslAuthenticate gives the session lifetime; a
+    SaslHandshake on the authenticated connection re-authenticates it (same mechanism, same
+    principal, at most once a second); a request after the session expired closes the
+    connection; each counted in Kafka's socket-server metric names."""
+    props = sasl_props(**{"listener.name.controller.connections.max.reauth.ms": "1200"})
+
+    async def reauthenticate(conn: Connection, mechanism: str, user: str, pw: str) -> Any:
+        handshake = sasl_handshake_v1.SaslHandshakeRequest(mechanism=mechanism)
+        answer: Any = await conn.request(handshake, timeout_ms=5000)
+        if answer.error_code != ErrorCode.none:
+            return answer
+        token = f"\x00{user}\x00{pw}".encode()
+        request = sasl_authenticate_v2.SaslAuthenticateRequest(auth_bytes=token)
+        return await conn.request(request, timeout_ms=5000)
+
+    async def main() -> None:
+        seen = Seen()
+        server = await serve(security(props), seen)
+        sec = client("PLAIN", "alice", "a-pw")
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec)
+        assert conn.renew_at_s is not None and not conn.renewal_due  # renewed at 85-95 %
+        renewed = await reauthenticate(conn, "PLAIN", "alice", "a-pw")
+        assert renewed.error_code == ErrorCode.none
+        assert renewed.session_lifetime.total_seconds() == 1.2
+        assert server.stats.successful_reauthentication_total == 1
+        await metadata(conn)
+        assert seen.sessions[-1].principal == KafkaPrincipal("User", "alice")
+        # Within a second of the last one, a handshake does not start a re-authentication.
+        early: Any = await conn.request(
+            sasl_handshake_v1.SaslHandshakeRequest(mechanism="PLAIN"), timeout_ms=5000
+        )
+        assert early.error_code == ErrorCode.illegal_sasl_state
+        await asyncio.sleep(1.05)
+        # Another identity on the same connection: refused, closed, counted.
+        other = await reauthenticate(conn, "PLAIN", "admin", "admin-secret")
+        assert other.error_code == ErrorCode.sasl_authentication_failed
+        assert "Cannot change principals during re-authentication" in other.error_message
+        assert "User.alice: User.admin" in other.error_message
+        assert server.stats.failed_reauthentication_total == 1
+        await conn.wait_closed()
+        # Another mechanism: refused.
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec)
+        await asyncio.sleep(1.05)
+        scram: Any = await conn.request(
+            sasl_handshake_v1.SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), timeout_ms=5000
+        )
+        assert scram.error_code == ErrorCode.unsupported_sasl_mechanism
+        assert server.stats.failed_reauthentication_total == 2
+        # No re-authentication: the first request after the session's end closes it.
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec)
+        await asyncio.sleep(1.3)
+        assert conn.renewal_due
+        with pytest.raises(ConnectionError):
+            await metadata(conn)
+        assert server.stats.expired_connections_killed_count == 1
+        assert server.stats.failed_authentication_total == 0
+        await server.close()
+
+    run(main)
+
+
+def test_an_oauthbearer_session_ends_with_its_token() -> None:
+    """Without connections.max.reauth.ms an OAUTHBEARER session still ends when its token
+    does (Kafka caps the lifetime by the credential's expiry)."""
+    props = sasl_props(
+        **{
+            "sasl.enabled.mechanisms": "OAUTHBEARER",
+            "listener.name.controller.oauthbearer.sasl.jaas.config": OAUTH_SERVER_JAAS,
+        }
+    )
+
+    async def main() -> None:
+        server = await serve(security(props), Seen())
+        sec = oauth_client(
+            unsecuredLoginStringClaim_sub="carol",
+            unsecuredLoginListClaim_scope=",kafka",
+            unsecuredLoginLifetimeSeconds="30",
+        )
+        conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec)
+        assert conn.renew_at_s is not None
+        left_s = conn.renew_at_s - asyncio.get_running_loop().time()
+        assert 30 * 0.85 - 2 < left_s <= 30 * 0.95
+        conn.close()
+        await server.close()
+
+    run(main)

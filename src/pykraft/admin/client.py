@@ -177,6 +177,9 @@ class AdminClient:
 
     async def _connection(self, address: tuple[str, int]) -> Connection:
         conn = self._connections.get(address)
+        if conn is not None and not conn.closed and conn.renewal_due:
+            conn.close_when_idle()  # KIP-368: a new connection, a new session
+            conn = None
         if conn is None or conn.closed:
             conn = await Connection.open(
                 address[0],

@@ -25,6 +25,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import random
 from collections.abc import Callable
 from typing import Any, Final, cast
 
@@ -59,7 +60,9 @@ VOTER_CHANGE_WAIT_MS: Final = RaftConfig().voter_change_timeout_ms
 IN_FLIGHT_MAX_DEFAULT: Final = 64
 SEND_QUEUE_MAX_DEFAULT: Final = 256
 RECONNECT_BACKOFF_MAX_MS: Final = 1000  # Kafka's reconnect.backoff.max.ms default
-TLS_SHUTDOWN_TIMEOUT_S: Final = 2.0  # waiting for the peer's close_notify
+TLS_SHUTDOWN_TIMEOUT_S: Final = 2.0
+REAUTH_SHARE_MIN: Final = 0.85  # KIP-368: a client renews between 85 % and 95 % of the
+REAUTH_SHARE_MAX: Final = 0.95  # session lifetime the server gave  # waiting for the peer's close_notify
 
 ResultCallback = Callable[[int, AnyResponse | None], None]
 AnswerCallback = Callable[[ResponsePayload | BaseException], None]
@@ -84,6 +87,8 @@ class Connection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self._lost: asyncio.Future[None] = self._loop.create_future()
+        self.renew_at_s: float | None = None  # KIP-368: when to stop using this connection
+        self._close_when_idle = False
         self.peer_versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
@@ -136,7 +141,7 @@ class Connection(asyncio.Protocol):
         if security is not None and security.sasl is not None:
             server_max = conn.peer_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1]
             try:
-                await sasl.authenticate(
+                lifetime_ms = await sasl.authenticate(
                     lambda message: conn.request(message, timeout_ms=timeout_ms),
                     security.sasl,
                     server_max,
@@ -144,7 +149,25 @@ class Connection(asyncio.Protocol):
             except BaseException:
                 conn.close()
                 raise
+            if lifetime_ms > 0:
+                # KIP-368: renewed before the server's deadline, at 85-95 % of it as Kafka's
+                # clients do -- here by a new connection (``renewal_due``).
+                share = random.uniform(REAUTH_SHARE_MIN, REAUTH_SHARE_MAX)
+                conn.renew_at_s = conn._loop.time() + lifetime_ms * share / 1000
         return conn
+
+    @property
+    def renewal_due(self) -> bool:
+        """The server's authentication session is near its end: use a new connection for
+        new requests and let this one finish what it has in flight (``close_when_idle``)."""
+        return self.renew_at_s is not None and self._loop.time() >= self.renew_at_s
+
+    def close_when_idle(self) -> None:
+        """Close once every request in flight is answered (at once if none is)."""
+        if not self._waiting:
+            self.close()
+        else:
+            self._close_when_idle = True
 
     @property
     def closed(self) -> bool:
@@ -234,6 +257,8 @@ class Connection(asyncio.Protocol):
                 if entry is not None:
                     entry[1].cancel()
                     _call(entry[0], response.message)
+            if self._close_when_idle and not self._waiting:
+                self.close()
         except ProtocolError as e:
             self._lost_with(e)
 
@@ -331,6 +356,10 @@ class PeerChannel:
 
     def send(self, request_id: int, request: AnyRequest) -> None:
         conn = self._conn
+        if conn is not None and not conn.closed and conn.renewal_due:
+            log.debug("renewing the authentication session to %s:%d", self.host, self.port)
+            conn.close_when_idle()
+            self._conn = conn = None
         if conn is not None and not conn.closed and not self._backlog:
             self._exchange(conn, request_id, request)
             return

@@ -14,12 +14,18 @@ SCRAM's one generic message (the reason is never sent, and no secret is ever log
 SCRAM runs on ``scramp`` against the credentials the metadata log holds
 (UserScramCredentialRecord), looked up through the ``credentials`` callable.
 
+Re-authentication (KIP-368): with ``connections.max.reauth.ms`` (or an OAUTHBEARER token's
+expiry) the session gets a lifetime, sent in SaslAuthenticate v1+; a SaslHandshake on the
+authenticated connection starts the exchange again (``begin_reauthentication``), which must
+keep the mechanism and the principal; the listener closes a connection whose session ended.
+
 Client. :func:`authenticate` runs the same exchange from the dialling side over a
 ``net.client.Connection`` (raft between controllers, registration, the admin client).
 """
 
 from __future__ import annotations
 
+import datetime
 import enum
 import hmac
 import logging
@@ -97,6 +103,7 @@ class Step:
     response: ResponsePayload | None = None
     reason: str = ""  # for the one log line of a failure (never a secret)
     failed_authentication: bool = False  # counted in failed-authentication-total
+    reauthentication: bool = False  # this step ends (or fails) a re-authentication
 
 
 def _response(api_key: int, version: int, **fields: Any) -> ResponsePayload:
@@ -112,12 +119,22 @@ class SaslServerAuthenticator:
         config: SaslServerConfig,
         credentials: CredentialLookup,
         wall_clock_ms: Callable[[], int] | None = None,
+        monotonic_ms: Callable[[], int] | None = None,
     ) -> None:
-        """``wall_clock_ms``: the time OAUTHBEARER tokens are checked against."""
+        """``wall_clock_ms``: the time OAUTHBEARER tokens are checked against;
+        ``monotonic_ms``: the clock sessions expire by (KIP-368)."""
         self.config = config
         self._credentials = credentials
         self._wall_clock_ms = wall_clock_ms or _wall_clock_ms
+        self._monotonic_ms = monotonic_ms or _monotonic_ms
         self._oauth_error: str | None = None  # the JSON error sent as a challenge
+        self._token_expiry_ms: float | None = None  # OAUTHBEARER: the token's exp (wall)
+        # KIP-368: when the session expires (monotonic ms; None: never), the identity a
+        # re-authentication must keep, when the last one started, the client's version.
+        self.session_expiry_ms: int | None = None
+        self._previous: tuple[KafkaPrincipal, str] | None = None
+        self._last_reauth_ms: int | None = None
+        self.authenticate_version = 0
         self._state = _State.INITIAL
         self.mechanism: str | None = None
         self._scram: Any = None  # scramp's ScramServer during a SCRAM exchange
@@ -127,6 +144,38 @@ class SaslServerAuthenticator:
     @property
     def complete(self) -> bool:
         return self._state is _State.COMPLETE
+
+    @property
+    def reauthenticating(self) -> bool:
+        return self._previous is not None
+
+    def session_expired(self) -> bool:
+        """The session's lifetime is over and no re-authentication renewed it: Kafka closes
+        the connection at its next request."""
+        expiry = self.session_expiry_ms
+        return expiry is not None and self._monotonic_ms() >= expiry
+
+    def begin_reauthentication(self) -> bool:
+        """A SaslHandshake on an authenticated connection starts a re-authentication
+        (Kafka's ``maybeBeginServerReauthentication``) when the session has an expiry and
+        the last one began a second or more ago; otherwise the handshake is answered
+        ILLEGAL_SASL_STATE as before."""
+        now = self._monotonic_ms()
+        if self._state is not _State.COMPLETE or self.session_expiry_ms is None:
+            return False
+        if self._last_reauth_ms is not None and now - self._last_reauth_ms < 1000:
+            return False
+        assert self.principal is not None and self.mechanism is not None
+        self._last_reauth_ms = now
+        self._previous = (self.principal, self.mechanism)
+        self.principal = None
+        self._state = _State.HANDSHAKE
+        self._scram = None
+        self._scram_round = 0
+        self._oauth_error = None
+        self._token_expiry_ms = None
+        self.failure_detail = ""
+        return True
 
     def step(self, request: DecodedRequest, api_versions: ResponsePayload | None) -> Step:
         """What to do with ``request`` (``api_versions``: the listener's answer to an
@@ -168,7 +217,8 @@ class SaslServerAuthenticator:
         mechanism = str(message.mechanism)
         enabled = list(self.config.mechanisms)
         version = request.api_version
-        if mechanism not in enabled:
+        previous = self._previous
+        if mechanism not in enabled or (previous is not None and mechanism != previous[1]):
             self._state = _State.FAILED
             return Step(
                 Action.ANSWER_AND_CLOSE,
@@ -178,8 +228,12 @@ class SaslServerAuthenticator:
                     error_code=ErrorCode.unsupported_sasl_mechanism,
                     mechanisms=enabled,
                 ),
-                f"Unsupported SASL mechanism {mechanism}",
+                f"Unsupported SASL mechanism {mechanism}"
+                if previous is None
+                else f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                f"re-authentication of mechanism '{previous[1]}'",
                 failed_authentication=True,
+                reauthentication=previous is not None,
             )
         self.mechanism = mechanism
         self._state = _State.AUTHENTICATE
@@ -212,6 +266,8 @@ class SaslServerAuthenticator:
         message: Any = request.message
         token = bytes(message.auth_bytes)
         version = request.api_version
+        self.authenticate_version = version
+        reauthenticating = self._previous is not None
         try:
             if self.mechanism == PLAIN:
                 reply, done = self._plain(token), True
@@ -219,6 +275,8 @@ class SaslServerAuthenticator:
                 reply, done = self._oauthbearer(token)
             else:
                 reply, done = self._scram_step(token)
+            if done:
+                self._same_principal()
         except _AuthenticationFailed as e:
             self._state = _State.FAILED
             return Step(
@@ -232,9 +290,16 @@ class SaslServerAuthenticator:
                 ),
                 f"{e.wire} ({self.failure_detail})" if self.failure_detail else e.wire,
                 failed_authentication=True,
+                reauthentication=reauthenticating,
             )
+        lifetime: dict[str, datetime.timedelta] = {}
         if done:
             self._state = _State.COMPLETE
+            self._previous = None
+            if version >= 1:
+                lifetime["session_lifetime"] = datetime.timedelta(
+                    milliseconds=self._start_session()
+                )
         return Step(
             Action.ANSWER,
             _response(
@@ -243,8 +308,42 @@ class SaslServerAuthenticator:
                 error_code=ErrorCode.none,
                 error_message=None,
                 auth_bytes=reply,
+                **lifetime,
             ),
+            reauthentication=done and reauthenticating,
         )
+
+    def _same_principal(self) -> None:
+        """A re-authentication may not change who the connection is."""
+        previous = self._previous
+        principal = self.principal
+        if previous is None or principal is None or principal == previous[0]:
+            return
+        old = previous[0]
+        raise _AuthenticationFailed(
+            "Cannot change principals during re-authentication from "
+            f"{old.principal_type}.{old.name}: {principal.principal_type}.{principal.name}"
+        )
+
+    def _start_session(self) -> int:
+        """The session's lifetime (Kafka's ``calcCompletionTimesAndReturnSessionLifetimeMs``):
+        ``connections.max.reauth.ms`` of the mechanism, capped by the credential's expiry
+        (an OAUTHBEARER token's); 0 and no expiry when neither is set."""
+        assert self.mechanism is not None
+        max_reauth = self.config.reauth_ms.get(self.mechanism, 0)
+        credential = self._token_expiry_ms
+        if credential is None and max_reauth <= 0:
+            self.session_expiry_ms = None
+            return 0
+        left = None if credential is None else max(0, int(credential - self._wall_clock_ms()))
+        if left is None:
+            lifetime = max_reauth
+        elif max_reauth <= 0:
+            lifetime = left
+        else:
+            lifetime = min(left, max_reauth)
+        self.session_expiry_ms = self._monotonic_ms() + lifetime
+        return lifetime
 
     def _plain(self, token: bytes) -> bytes:
         """RFC 4616 ``[authzid] NUL authcid NUL passwd`` against the JAAS ``user_`` table."""
@@ -282,7 +381,9 @@ class SaslServerAuthenticator:
         except ValueError:
             raise _AuthenticationFailed(_generic_failure(OAUTHBEARER)) from None
         try:
-            principal, _expiry_ms = validator.validate(first.token, self._wall_clock_ms())
+            principal, self._token_expiry_ms = validator.validate(
+                first.token, self._wall_clock_ms()
+            )
         except oauthbearer.InvalidToken as e:
             self._oauth_error = oauthbearer.error_json(e)
             self.failure_detail = e.reason  # logged by the listener, never sent
@@ -334,9 +435,9 @@ class SaslServerAuthenticator:
     # -- after authentication -------------------------------------------------------------
 
     def _after_complete(self, request: DecodedRequest) -> Step:
-        """Kafka's API layer: a second handshake or authenticate gets ILLEGAL_SASL_STATE and
-        the connection stays (re-authentication, KIP-368, is not offered: the session
-        lifetime sent is 0)."""
+        """Kafka's API layer: a handshake that does not start a re-authentication
+        (``begin_reauthentication``), or an authenticate, gets ILLEGAL_SASL_STATE and the
+        connection stays."""
         if request.api_key == ApiKey.SASL_HANDSHAKE:
             return Step(Action.ANSWER, illegal_sasl_state(request))
         if request.api_key == ApiKey.SASL_AUTHENTICATE:
@@ -361,6 +462,19 @@ def _wall_clock_ms() -> int:
     import time
 
     return int(time.time() * 1000)
+
+
+def _lifetime_ms(value: object) -> int:
+    """SessionLifetimeMs as kio gives it (a timedelta) in ms."""
+    if isinstance(value, datetime.timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value) if isinstance(value, int) else 0
+
+
+def _monotonic_ms() -> int:
+    import time
+
+    return int(time.monotonic() * 1000)
 
 
 class _AuthenticationFailed(Exception):
@@ -412,9 +526,10 @@ class SaslAuthenticationError(ConnectionError):
     """The server refused our credentials or mechanism (Kafka's AuthenticationException)."""
 
 
-async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max: int) -> None:
+async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max: int) -> int:
     """SaslHandshake v1 and SaslAuthenticate rounds as the client (``exchange`` sends one
-    request and returns its answer); raises SaslAuthenticationError."""
+    request and returns its answer); the session lifetime the server gave (ms, 0: none;
+    KIP-368). Raises SaslAuthenticationError."""
     version = min(server_max, SASL_AUTHENTICATE_VERSION)
     handshake: Any = await exchange(
         make(request_schema(ApiKey.SASL_HANDSHAKE, 1), {"mechanism": config.mechanism})
@@ -425,6 +540,8 @@ async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max:
             f"(enabled: {', '.join(handshake.mechanisms)})"
         )
 
+    lifetime = [0]
+
     async def send(token: bytes) -> bytes:
         answer: Any = await exchange(
             make(request_schema(ApiKey.SASL_AUTHENTICATE, version), {"auth_bytes": token})
@@ -433,18 +550,19 @@ async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max:
             raise SaslAuthenticationError(
                 f"{answer.error_code.name.upper()}: {answer.error_message or ''}".rstrip(": ")
             )
+        lifetime[0] = _lifetime_ms(getattr(answer, "session_lifetime", 0))
         return bytes(answer.auth_bytes)
 
     if config.mechanism == PLAIN:
         await send(f"\x00{config.username}\x00{config.password}".encode())
-        return
+        return lifetime[0]
     if config.mechanism == OAUTHBEARER:
         token, extensions = oauthbearer.unsecured_token(config.options, _wall_clock_ms())
         reply = await send(oauthbearer.client_initial_response(token, "", extensions))
         if reply:  # the server's JSON error: acknowledge it to get the failure
             await send(oauthbearer.CONTROL_A.encode())
             raise SaslAuthenticationError(f"OAUTHBEARER token refused: {reply.decode()}")
-        return
+        return lifetime[0]
     from scramp import ScramClient, ScramException
 
     client = ScramClient([config.mechanism], config.username, config.password)
@@ -453,3 +571,4 @@ async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max:
         client.set_server_final((await send(client.get_client_final().encode())).decode())
     except ScramException as e:
         raise SaslAuthenticationError(f"SCRAM exchange failed: {e}") from None
+    return lifetime[0]

@@ -202,6 +202,8 @@ class SaslServerConfig:
     plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)
     # OAUTHBEARER: Kafka's unsecured validator, from the listener's OAUTHBEARER JAAS options
     oauth_validator: UnsecuredValidator | None = None
+    # connections.max.reauth.ms per mechanism (KIP-368; 0: sessions do not expire)
+    reauth_ms: Mapping[str, int] = field(default_factory=dict)
     max_receive_size: int = 524_288  # sasl.server.max.receive.size
     failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
 
@@ -337,6 +339,18 @@ def _jaas(lp: _ListenerProps, mechanism: str) -> tuple[str, dict[str, str]] | No
     return jaas_options(lp.prefix + key, text)
 
 
+def _reauth_ms(props: Mapping[str, str], lp: _ListenerProps, mechanism: str) -> int:
+    """``connections.max.reauth.ms`` for ``mechanism`` on the listener: the mechanism's
+    listener prefix first (``listener.name.<l>.<mechanism>.``), then the listener's, then
+    the plain key, as Kafka resolves it."""
+    key = "connections.max.reauth.ms"
+    for name in (f"{lp.prefix}{mechanism.lower()}.{key}", f"{lp.prefix}{key}", key):
+        raw = props.get(name, "").strip()
+        if raw:
+            return _int(name, raw)
+    return 0
+
+
 def _sasl_client(
     key: str, mechanism: str, entry: tuple[str, dict[str, str]] | None, why: str
 ) -> SaslClientConfig:
@@ -470,6 +484,7 @@ def listener_security(
                 mechanisms,
                 plain_users,
                 oauth_validator=oauth,
+                reauth_ms={m: _reauth_ms(props, lp, m) for m in mechanisms},
                 max_receive_size=_int(
                     "sasl.server.max.receive.size",
                     lp.get("sasl.server.max.receive.size", "524288"),

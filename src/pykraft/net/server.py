@@ -85,6 +85,10 @@ class AuthenticationStats:
     successful_authentication_total: int = 0
     failed_authentication_total: int = 0
     successful_authentication_no_reauth_total: int = 0
+    # KIP-368: re-authentications, and connections closed because their session expired
+    successful_reauthentication_total: int = 0
+    failed_reauthentication_total: int = 0
+    expired_connections_killed_count: int = 0
 
 
 class Answer:
@@ -415,8 +419,24 @@ class _ServerConnection(asyncio.Protocol):
 
     def _dispatch(self, request: DecodedRequest) -> None:
         server = self._server
-        if self._sasl is not None and not self._sasl.complete:
+        sasl = self._sasl
+        if sasl is not None and not sasl.complete:
             self._authenticate(request)
+            return
+        if sasl is not None and request.api_key == ApiKey.SASL_HANDSHAKE:
+            if sasl.begin_reauthentication():
+                self._authenticate(request)
+                return
+        elif sasl is not None and sasl.session_expired():
+            # Kafka's Processor: a request on a channel whose session expired closes it.
+            server.stats.expired_connections_killed_count += 1
+            log.info(
+                "Closing connection from %s: its authentication session expired "
+                "(connections.max.reauth.ms) without re-authentication",
+                self._peer,
+            )
+            self._closing = True
+            self._close()
             return
         if request.api_key == ApiKey.API_VERSIONS:
             self._queue(request.correlation_id, Answer(server.api_versions(request.api_version)))
@@ -461,10 +481,13 @@ class _ServerConnection(asyncio.Protocol):
         assert step.response is not None
         if step.action is Action.ANSWER:
             self._queue(request.correlation_id, Answer(step.response))
-            if sasl.complete:
+            if sasl.complete and step.reauthentication:
+                server.stats.successful_reauthentication_total += 1
+            elif sasl.complete:
                 assert sasl.principal is not None
                 server.stats.successful_authentication_total += 1
-                server.stats.successful_authentication_no_reauth_total += 1
+                if sasl.authenticate_version == 0:  # a client that cannot re-authenticate
+                    server.stats.successful_authentication_no_reauth_total += 1
                 self._requests.frame_max_bytes = server.frame_max_bytes
                 self._session = Session(
                     self._session.listener_name,
@@ -475,9 +498,13 @@ class _ServerConnection(asyncio.Protocol):
             return
         # A failed authentication: counted and logged at once, answered after
         # connection.failed.authentication.delay.ms, then closed (Kafka's Selector).
-        server.stats.failed_authentication_total += 1
+        if step.reauthentication:
+            server.stats.failed_reauthentication_total += 1
+        else:
+            server.stats.failed_authentication_total += 1
         log.info(
-            "Failed authentication with %s (mechanism %s: %s)",
+            "Failed %s with %s (mechanism %s: %s)",
+            "re-authentication" if step.reauthentication else "authentication",
             self._peer,
             sasl.mechanism,
             step.reason,

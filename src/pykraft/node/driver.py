@@ -658,7 +658,22 @@ def authentication_metrics(stats: AuthenticationStats) -> list[tuple[str, str, f
         ),
         (
             SOCKET_SERVER_PREFIX + "successful_authentication_no_reauth_total",
-            "authentications without re-authentication (KIP-368)",
+            "authentications of clients that cannot re-authenticate (KIP-368)",
             float(stats.successful_authentication_no_reauth_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "successful_reauthentication_total",
+            "re-authentications that succeeded (KIP-368)",
+            float(stats.successful_reauthentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "failed_reauthentication_total",
+            "re-authentications that failed (KIP-368)",
+            float(stats.failed_reauthentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "expired_connections_killed_count",
+            "connections closed because their session expired without re-authentication",
+            float(stats.expired_connections_killed_count),
         ),
     ]
