@@ -92,8 +92,9 @@ def test_standard_authorizer_semantics() -> None:
     open_ = secured(allow_everyone_if_no_acl_found=True)
     assert allowed(open_, ALICE, Op.CREATE, Res.GROUP, "g")
     call(open_, ADMIN, ApiKey.CREATE_ACLS, 3, creations=[acl(resource_type=Res.GROUP)])
-    assert not allowed(open_, dataclasses.replace(ALICE, principal="User:bob"), Op.READ,
-                       Res.GROUP, "team-x")
+    assert not allowed(
+        open_, dataclasses.replace(ALICE, principal="User:bob"), Op.READ, Res.GROUP, "team-x"
+    )
 
 
 def test_create_acls_validation_and_duplicates_and_delete_filters() -> None:
@@ -130,6 +131,13 @@ def test_create_acls_validation_and_duplicates_and_delete_filters() -> None:
         "operation": 1,
         "permission_type": 1,
     }
+    # DescribeAcls (served by the controller for --bootstrap-controller) with the same filter.
+    described = call(h, ADMIN, ApiKey.DESCRIBE_ACLS, 3, **match)
+    assert described["error_code"] == 0
+    assert [r["resource_name"] for r in described["resources"]] == ["team-"]
+    assert described["resources"][0]["acls"][0]["principal"] == "User:alice"
+    nothing = call(h, ADMIN, ApiKey.DESCRIBE_ACLS, 3, **{**match, "principal_filter": "User:bob"})
+    assert nothing["resources"] == []
     out = call(h, ADMIN, ApiKey.DELETE_ACLS, 3, filters=[match])
     assert len(out["filter_results"][0]["matching_acls"]) == 1
     assert list(acls.bindings(h.image)) == []
@@ -258,12 +266,25 @@ def test_add_scram_is_parsed_as_kafka_storage_and_authenticates() -> None:
 def test_every_api_has_an_authorization_rule() -> None:
     """Each API a controller serves is either checked on the cluster, checked per item, or
     one Kafka leaves open (ApiVersions, SASL, Metadata)."""
-    open_apis = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
-                 ApiKey.METADATA}
-    own_rules = {ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
-                 ApiKey.EXPIRE_DELEGATION_TOKEN}  # tokens.py: owner, renewers, connection
-    per_item = {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
-                ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_CONFIGS}
+    open_apis = {
+        ApiKey.API_VERSIONS,
+        ApiKey.SASL_HANDSHAKE,
+        ApiKey.SASL_AUTHENTICATE,
+        ApiKey.METADATA,
+    }
+    own_rules = {
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        ApiKey.RENEW_DELEGATION_TOKEN,
+        ApiKey.EXPIRE_DELEGATION_TOKEN,
+    }  # tokens.py: owner, renewers, connection
+    per_item = {
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.ALTER_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.DESCRIBE_CONFIGS,
+    }
     served = {int(k) for k in CONTROLLER_API_VERSIONS} | {int(a.key) for a in NODE_APIS}
     served.add(int(ApiKey.ENVELOPE))
     for api in served:
@@ -299,15 +320,24 @@ def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
     from pykraft.controller.tokens import token_hmac
 
     secret = "s3cret"
-    h = secured(delegation_token_secret_key=secret, delegation_token_expiry_time_ms=10_000,
-                delegation_token_max_lifetime_ms=60_000,
-                delegation_token_expiry_check_interval_ms=1_000)
+    h = secured(
+        delegation_token_secret_key=secret,
+        delegation_token_expiry_time_ms=10_000,
+        delegation_token_max_lifetime_ms=60_000,
+        delegation_token_expiry_check_interval_ms=1_000,
+    )
     alice = dataclasses.replace(ALICE, protocol="SASL_SSL")
     bob = Caller("User:bob", "10.0.0.3", protocol="SASL_SSL")
-    created = call(h, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
-                   owner_principal_name="", renewers=[
-                       {"principal_type": "User", "principal_name": "carol"}],
-                   max_lifetime=-1)
+    created = call(
+        h,
+        alice,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        3,
+        owner_principal_type="User",
+        owner_principal_name="",
+        renewers=[{"principal_type": "User", "principal_name": "carol"}],
+        max_lifetime=-1,
+    )
     assert created["error_code"] == 0 and created["principal_name"] == "alice"
     token_id = created["token_id"]
     assert created["hmac"] == token_hmac(secret, token_id)
@@ -316,44 +346,79 @@ def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
     assert rec.expiration_timestamp == h.now + 10_000 and rec.max_timestamp == h.now + 60_000
     hmac_ = created["hmac"]
     # bob is neither owner nor renewer; carol may renew.
-    assert call(h, bob, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_,
-                renew_period=5_000)["error_code"] == ErrorCode.delegation_token_owner_mismatch
+    assert (
+        call(h, bob, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_, renew_period=5_000)["error_code"]
+        == ErrorCode.delegation_token_owner_mismatch
+    )
     carol = Caller("User:carol", "10.0.0.4", protocol="SASL_SSL")
     h.now += 1_000
     renewed = call(h, carol, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_, renew_period=5_000)
     assert renewed["error_code"] == 0
     assert h.image.opaque[("token", token_id)][0].expiration_timestamp == h.now + 5_000
-    assert call(h, alice, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=b"nope",
-                renew_period=-1)["error_code"] == ErrorCode.delegation_token_not_found
+    assert (
+        call(h, alice, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=b"nope", renew_period=-1)[
+            "error_code"
+        ]
+        == ErrorCode.delegation_token_not_found
+    )
     # Past its expiry: refused, then swept by the active controller's tick.
     h.now += 6_000
-    assert call(h, alice, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_,
-                renew_period=-1)["error_code"] == ErrorCode.delegation_token_expired
+    assert (
+        call(h, alice, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_, renew_period=-1)["error_code"]
+        == ErrorCode.delegation_token_expired
+    )
     h.write(h.controller.tick(h.context()))
     assert ("token", token_id) not in h.image.opaque
     # Expire with a negative period removes at once.
-    second = call(h, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
-                  owner_principal_name="", renewers=[], max_lifetime=-1)
-    expired = call(h, alice, ApiKey.EXPIRE_DELEGATION_TOKEN, 2, hmac=second["hmac"],
-                   expiry_time_period=-1)
+    second = call(
+        h,
+        alice,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        3,
+        owner_principal_type="User",
+        owner_principal_name="",
+        renewers=[],
+        max_lifetime=-1,
+    )
+    expired = call(
+        h, alice, ApiKey.EXPIRE_DELEGATION_TOKEN, 2, hmac=second["hmac"], expiry_time_period=-1
+    )
     assert expired["error_code"] == 0
     assert ("token", second["token_id"]) not in h.image.opaque
     # The connection rules and the switch.
     plaintext = dataclasses.replace(alice, protocol="PLAINTEXT")
-    assert call(h, plaintext, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
-                owner_principal_name="", renewers=[], max_lifetime=-1)["error_code"] == (
-        ErrorCode.delegation_token_request_not_allowed
-    )
+    assert call(
+        h,
+        plaintext,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        3,
+        owner_principal_type="User",
+        owner_principal_name="",
+        renewers=[],
+        max_lifetime=-1,
+    )["error_code"] == (ErrorCode.delegation_token_request_not_allowed)
     off = secured()
-    assert call(off, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
-                owner_principal_name="", renewers=[], max_lifetime=-1)["error_code"] == (
-        ErrorCode.delegation_token_auth_disabled
-    )
+    assert call(
+        off,
+        alice,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        3,
+        owner_principal_type="User",
+        owner_principal_name="",
+        renewers=[],
+        max_lifetime=-1,
+    )["error_code"] == (ErrorCode.delegation_token_auth_disabled)
     # Owning a token for someone else needs CREATE_TOKENS on that user.
-    assert call(h, alice, ApiKey.CREATE_DELEGATION_TOKEN, 3, owner_principal_type="User",
-                owner_principal_name="bob", renewers=[], max_lifetime=-1)["error_code"] == (
-        ErrorCode.delegation_token_authorization_failed
-    )
+    assert call(
+        h,
+        alice,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        3,
+        owner_principal_type="User",
+        owner_principal_name="bob",
+        renewers=[],
+        max_lifetime=-1,
+    )["error_code"] == (ErrorCode.delegation_token_authorization_failed)
 
 
 def test_controller_mutation_rate_throttles_topic_creation() -> None:
@@ -361,17 +426,41 @@ def test_controller_mutation_rate_throttles_topic_creation() -> None:
     (it drives the bucket below zero), the next one is refused with
     THROTTLING_QUOTA_EXCEEDED and a throttle time; time refills the bucket."""
     h = secured(default_replication_factor=1)
-    call(h, ADMIN, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=[{
-        "entity": [{"entity_type": "user", "entity_name": "alice"}],
-        "ops": [{"key": "controller_mutation_rate", "value": 1.0, "remove": False}],
-    }])
-    call(h, ADMIN, ApiKey.CREATE_ACLS, 3, creations=[acl(resource_name="*",
-                                                         resource_pattern_type=3)])
+    call(
+        h,
+        ADMIN,
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        1,
+        validate_only=False,
+        entries=[
+            {
+                "entity": [{"entity_type": "user", "entity_name": "alice"}],
+                "ops": [{"key": "controller_mutation_rate", "value": 1.0, "remove": False}],
+            }
+        ],
+    )
+    call(
+        h, ADMIN, ApiKey.CREATE_ACLS, 3, creations=[acl(resource_name="*", resource_pattern_type=3)]
+    )
 
     def create(name: str, partitions: int, version: int = 7) -> dict[str, Any]:
-        return call(h, ALICE, ApiKey.CREATE_TOPICS, version, timeout=1000, validate_only=False,
-                    topics=[{"name": name, "num_partitions": partitions,
-                             "replication_factor": 1, "assignments": [], "configs": []}])
+        return call(
+            h,
+            ALICE,
+            ApiKey.CREATE_TOPICS,
+            version,
+            timeout=1000,
+            validate_only=False,
+            topics=[
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+        )
 
     first = create("big", 12)
     assert first["topics"][0]["error_code"] == 0
@@ -384,9 +473,23 @@ def test_controller_mutation_rate_throttles_topic_creation() -> None:
     h.now += 3_000
     assert create("later", 1)["topics"][0]["error_code"] == 0
     # admin has no quota: never throttled.
-    out = call(h, ADMIN, ApiKey.CREATE_TOPICS, 7, timeout=1000, validate_only=False,
-               topics=[{"name": "admin-big", "num_partitions": 30, "replication_factor": 1,
-                        "assignments": [], "configs": []}])
+    out = call(
+        h,
+        ADMIN,
+        ApiKey.CREATE_TOPICS,
+        7,
+        timeout=1000,
+        validate_only=False,
+        topics=[
+            {
+                "name": "admin-big",
+                "num_partitions": 30,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+    )
     assert out["topics"][0]["error_code"] == 0
 
 

@@ -326,9 +326,7 @@ def test_delegation_tokens_with_kafka_delegation_tokens(secure: Secure) -> None:
         secure.setup.base / "admin.properties", "admin", "admin-secret"
     )
     base = ["--bootstrap-server", secure.cluster.bootstrap, "--command-config", str(props)]
-    out = dist.run(
-        "delegation-tokens", *base, "--create", "--max-life-time-period", "-1"
-    ).stdout
+    out = dist.run("delegation-tokens", *base, "--create", "--max-life-time-period", "-1").stdout
     # TOKENID HMAC OWNER RENEWERS ISSUEDATE EXPIRYDATE MAXDATE
     row = next(line.split() for line in out.splitlines() if "User:admin" in line)
     token_id, token_hmac = row[0], row[1]
@@ -353,7 +351,9 @@ def test_delegation_tokens_with_kafka_delegation_tokens(secure: Secure) -> None:
     owned = ("--describe", "--owner-principal", "User:admin")
     described = dist.run("delegation-tokens", *base, *owned).stdout
     assert token_id in described
-    dist.run("delegation-tokens", *base, "--expire", "--hmac", token_hmac, "--expiry-time-period", "-1")
+    dist.run(
+        "delegation-tokens", *base, "--expire", "--hmac", token_hmac, "--expiry-time-period", "-1"
+    )
 
     def gone() -> None:
         assert token_id not in dist.run("delegation-tokens", *base, *owned).stdout
@@ -400,3 +400,38 @@ def test_brokers_reauthenticate_before_their_sessions_end(secure: Secure) -> Non
         assert len(admin.describe_cluster()["brokers"]) == 2
     finally:
         admin.close()
+
+
+def test_kafka_acls_with_bootstrap_controller(secure: Secure) -> None:
+    """Kafka 4.3.1's kafka-acls straight to pykraft's controllers (``--bootstrap-controller``,
+    SASL_SSL with PLAIN as the admin): CreateAcls, DescribeAcls and DeleteAcls served by the
+    controller itself; the brokers' authorizer sees the ACL the controller wrote."""
+    props = secure.setup.controller_client_properties(
+        secure.setup.base / "controller-admin.properties", "admin", "admin-secret"
+    )
+    dist = secure.cluster.dist
+    assert dist is not None
+    common = ("--bootstrap-controller", secure.cluster.bootstrap_controllers)
+    common += ("--command-config", str(props))
+    topic = ("--topic", "ctl-acl")
+    dist.run(
+        "acls", *common, "--add", "--allow-principal", "User:dave", "--operation", "Read", *topic
+    )
+    listed = dist.run("acls", *common, "--list", *topic).stdout
+    assert "User:dave" in listed and "READ" in listed and "ALLOW" in listed
+    admin = eventually(secure.admin)
+    try:
+        pattern = ResourcePatternFilter(ResourceType.TOPIC, "ctl-acl", ACLResourcePatternType.ANY)
+        seen = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY, pattern)
+        acls = eventually(lambda: _acls_of(admin, seen, 1))
+        assert [a.principal for a in acls] == ["User:dave"]
+        dist.run("acls", *common, "--remove", "--force", *topic)
+        assert eventually(lambda: _acls_of(admin, seen, 0)) == []
+    finally:
+        admin.close()
+
+
+def _acls_of(admin: KafkaAdminClient, acl_filter: ACLFilter, count: int) -> list[Any]:
+    acls, error = admin.describe_acls(acl_filter)
+    assert error.errno == 0 and len(acls) == count, (error, acls)
+    return list(acls)

@@ -264,14 +264,14 @@ class AclFilter:
     permission_type: int
 
     @classmethod
-    def of(cls, f: Any, *, describe: bool = False) -> AclFilter:
-        prefix = "" if describe else "_filter"
+    def of(cls, f: Any) -> AclFilter:
+        """From a DeleteAcls filter or a DescribeAcls request (the same ``*_filter`` fields)."""
         return cls(
-            int(getattr(f, f"resource_type{prefix}")),
-            getattr(f, f"resource_name{prefix}"),
-            int(getattr(f, f"pattern_type{prefix}")),
-            getattr(f, f"principal{prefix}"),
-            getattr(f, f"host{prefix}"),
+            int(f.resource_type_filter),
+            f.resource_name_filter,
+            int(f.pattern_type_filter),
+            f.principal_filter,
+            f.host_filter,
             int(f.operation),
             int(f.permission_type),
         )
@@ -341,7 +341,7 @@ def delete_acls(image: Image, request: Any) -> tuple[RecordList, Response]:
 
 def describe_acls(image: Image, request: Any) -> Response:
     """The bindings a filter matches, grouped by resource pattern."""
-    flt = AclFilter.of(request, describe=True)
+    flt = AclFilter.of(request)
     groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
     for _, acl in sorted(bindings(image), key=lambda item: str(item[0])):
         if flt.matches(acl):
