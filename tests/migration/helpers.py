@@ -50,6 +50,11 @@ AUTHORIZER: dict[str, object | None] = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "allow.everyone.if.no.acl.found": "true",
 }
+# Delegation tokens on (the migrated ones are kept) and expired within a second of their end.
+TOKENS: dict[str, object | None] = {
+    "delegation.token.secret.key": "migration-test-secret",
+    "delegation.token.expiry.check.interval.ms": 1000,
+}
 
 
 def until(predicate: Any, what: str, timeout_s: float = 60) -> None:
@@ -125,6 +130,7 @@ def quorum(base: Path, zookeeper: str, cluster_id: str) -> list[Server]:
                 "inter.broker.listener.name": "PLAINTEXT",
                 # ACLs migrated from ZooKeeper are enforced (everything else stays open).
                 **AUTHORIZER,
+                **TOKENS,
             },
         )
         log = base / f"controller{i}.log"

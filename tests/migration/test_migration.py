@@ -35,7 +35,7 @@ from kafka.errors import NoError, TopicAuthorizationFailedError
 from pykraft.interop.cluster import BROKER_STARTED, Server, read_metrics
 from pykraft.interop.zookeeper import ZK_BROKER_STARTED
 from pykraft.metadata import records as r
-from pykraft.migration import zk_client, zk_data, zk_writes
+from pykraft.migration import zk_client, zk_data, zk_tokens, zk_writes
 
 from .conftest import OldCluster
 from .helpers import (
@@ -69,6 +69,16 @@ PREFIXED_DENY = (
     "--resource-pattern-type",
     "prefixed",
 )
+
+
+TOKEN_ID = "mig-token"
+TOKEN_LIFETIME_MS = 120_000
+
+
+def token_znode() -> bytes:
+    now = int(time.time() * 1000)
+    token = ("User:alice", "User:alice", ("User:bob",), now, now + 600_000, now + TOKEN_LIFETIME_MS)
+    return zk_tokens.token_json(token, TOKEN_ID)
 
 
 def zk_acl_command(old: OldCluster, *args: str) -> str:
@@ -125,6 +135,9 @@ def migrated(
     # writing ZooKeeper directly): a literal ALLOW and a prefixed DENY.
     zk_acl_command(old_cluster, "--add", *LITERAL_ACL)
     zk_acl_command(old_cluster, "--add", *PREFIXED_DENY)
+    # A delegation token as DelegationTokenManagerZk keeps it, ending two minutes from now.
+    with zk_client.session(old_cluster.zookeeper.connect) as zk:
+        zk.create(f"/delegation_token/tokens/{TOKEN_ID}", token_znode(), makepath=True)
     producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=5)
     sent = [f"order-{i}".encode() for i in range(MESSAGES)]
     for value in sent:
@@ -516,6 +529,26 @@ def test_acls_from_zookeeper_are_enforced_and_changes_dual_written(migrated: Mig
     assert "User:ANONYMOUS" in listed and "DENY" in listed and "READ" in listed
     listed = zk_acl_command(old, "--list")
     assert "name=acl-lit, patternType=LITERAL)`:" in listed
+    # The delegation token was migrated; when it expires the controller removes it, and the
+    # dual write deletes its znode and announces it to the ZooKeeper-mode brokers.
+    tokens = [
+        rec
+        for _, rec in log_records(migrated.controller)
+        if isinstance(rec, r.DelegationTokenRecord)
+    ]
+    assert [(t.token_id, t.owner, list(t.renewers)) for t in tokens][:1] == [
+        (TOKEN_ID, "User:alice", ["User:bob"])
+    ]
+    with zk_client.session(old.zookeeper.connect) as zk:
+        until(
+            lambda: zk.exists(f"/delegation_token/tokens/{TOKEN_ID}") is None,
+            "the expired token deleted from ZooKeeper",
+            TOKEN_LIFETIME_MS / 1000 + 60,
+        )
+        changes = zk.get_children("/delegation_token/token_changes")
+        assert TOKEN_ID.encode() in [
+            zk.get(f"/delegation_token/token_changes/{c}")[0] for c in changes
+        ]
     assert "name=blocked-, patternType=PREFIXED)`:" not in listed
     # With the DENY gone, the brokers let the write through.
     producer = KafkaProducer(bootstrap_servers=old.kafka.bootstrap, acks="all")

@@ -45,6 +45,11 @@ ACL = {
     ],
 }
 TOKEN = "/delegation_token/tokens/token-1"
+TOKEN_JSON = (
+    b'{"version":3,"owner":"User%3Aalice","tokenRequester":"User%3Aalice",'
+    b'"renewers":["User%3Abob"],"issueTimestamp":1700000000000,'
+    b'"maxTimestamp":1700604800000,"expiryTimestamp":1700086400000,"tokenId":"token-1"}'
+)
 TOPICS = {"orders": (3, {"retention.ms": "86400000", "cleanup.policy": "delete"}), "audit": (2, {})}
 
 
@@ -236,13 +241,13 @@ def test_spark_dry_run_writes_the_records_a_migration_would(
 ) -> None:
     """``pykraft migration export`` of the real ZooKeeper, then the Spark dry run: the records
     equal, byte for byte, what the controller's load of the same ZooKeeper writes, an ACL
-    (as Kafka's AclAuthorizer stores one) included, and the report names what would be
-    refused (a delegation token)."""
+    (as Kafka's AclAuthorizer stores one) and a delegation token (as its
+    DelegationTokenManagerZk does) included, nothing refused."""
     acl = "/kafka-acl/Topic/orders"
     export = tmp_path / "zk-export.jsonl"
     with zk_client.session(old_cluster.zookeeper.connect) as zk:
         zk.create(acl, json.dumps(ACL).encode(), makepath=True)
-        zk.create(TOKEN, b'{"version":1}', makepath=True)
+        zk.create(TOKEN, TOKEN_JSON, makepath=True)
         try:
             result = subprocess.run(
                 [
@@ -278,7 +283,8 @@ def test_spark_dry_run_writes_the_records_a_migration_would(
     assert report.broker_ids == sorted(expected.broker_ids) == [0, 1, 2]
     assert report.refused == expected.refused
     assert expected.counts()["AccessControlEntryRecord"] == len(ACL["acls"])
-    assert [note.split(":")[0] for note in report.refused] == [zk_data.DELEGATION_TOKENS]
+    assert expected.counts()["DelegationTokenRecord"] == 1
+    assert report.refused == expected.refused == []
     assert json.loads((out / "report.json").read_text())["partitions"] == report.partitions
 
 

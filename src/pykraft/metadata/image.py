@@ -226,7 +226,7 @@ class Image:
     def track_changes(self, on: bool) -> None:
         """Start (or stop) noting in ``changes`` what each applied record changes of what
         ZooKeeper mirrors: ("topic", name), ("config", (resource type, name)),
-        ("brokers", None), ("producer_ids", None), ("acl", None), each with the record's
+        ("brokers", None), ("producer_ids", None), ("acl", None), ("token", None), each with the record's
         offset."""
         self.changes = [] if on else None
 
@@ -260,6 +260,8 @@ class Image:
             note = ("producer_ids", None)
         elif isinstance(record, r.AccessControlEntryRecord | r.RemoveAccessControlEntryRecord):
             note = ("acl", None)
+        elif isinstance(record, r.DelegationTokenRecord | r.RemoveDelegationTokenRecord):
+            note = ("token", None)
         if note is not None:
             self.timeline.append(changes, (offset, note[0], note[1]))
 

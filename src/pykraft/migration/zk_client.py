@@ -12,7 +12,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from pykraft.migration import zk_acls
+from pykraft.migration import zk_acls, zk_tokens
 from pykraft.migration import zk_data as z
 
 __all__ = ["close", "connect", "read_snapshot", "session"]
@@ -99,4 +99,6 @@ def read_snapshot(zk: KazooClient) -> z.ZkSnapshot:
     types = kids(zk_acls.LITERAL_ROOT) + kids(zk_acls.PREFIXED_ROOT)
     nodes.update(_get_all(zk, types, children=True))
     nodes.update(_get_all(zk, [r for t in types for r in kids(t)], children=False))
+    nodes.update(_get_all(zk, [zk_tokens.ROOT], children=True))
+    nodes.update(_get_all(zk, kids(zk_tokens.TOKENS), children=False))
     return z.ZkSnapshot(nodes)

@@ -6,9 +6,9 @@ The other direction (what a migrating controller writes to ZooKeeper) is ``zk_wr
 Formats are Kafka 3.9's ``kafka.zk.ZkData`` (see docs/kafka/ZK-MIGRATION.md section 3); the
 records are what ``ZkMigrationClient.readAllMetadata`` produces, in its order: topics (each
 with its configs and partitions), broker configs, client quotas and SCRAM credentials, the
-producer id block, ACLs (``zk_acls.py``). What pykraft cannot migrate is *refused*: listed
-with the reason, never silently dropped (delegation tokens; encrypted dynamic password
-configs: no ``password.encoder.secret`` support).
+producer id block, ACLs (``zk_acls.py``), delegation tokens (``zk_tokens.py``). What pykraft
+cannot migrate is *refused*: listed with the reason, never silently dropped (encrypted
+dynamic password configs: no ``password.encoder.secret`` support).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Final
 from urllib.parse import unquote_plus
 
 from pykraft.metadata import records as r
-from pykraft.migration import zk_acls
+from pykraft.migration import zk_acls, zk_tokens
 from pykraft.storage.meta import kafka_to_uuid
 
 __all__ = [
@@ -65,7 +65,7 @@ CONFIG: Final = "/config"
 PRODUCER_ID_BLOCK: Final = "/latest_producer_id_block"
 MIGRATION: Final = "/migration"
 ACLS: Final = zk_acls.ACL_ROOTS
-DELEGATION_TOKENS: Final = "/delegation_token/tokens"
+DELEGATION_TOKENS: Final = zk_tokens.TOKENS
 
 
 class ZkDataError(ValueError):
@@ -144,12 +144,9 @@ def read_all_metadata(snapshot: ZkSnapshot) -> MigrationLoad:
     _producer_ids(snapshot, load)
     try:
         load.batches.extend(zk_acls.acl_records(zk_acls.read_acls(snapshot)))
+        load.batches.extend(zk_tokens.token_records(zk_tokens.read_tokens(snapshot)))
     except ValueError as e:
         raise ZkDataError(str(e)) from None
-    if snapshot.children(DELEGATION_TOKENS):
-        load.refused.append(
-            f"{DELEGATION_TOKENS}: delegation tokens are not migrated (pykraft keeps none)"
-        )
     return load
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pykraft.metadata.image import Image, TopicState
-from pykraft.migration import zk_acls
+from pykraft.migration import zk_acls, zk_tokens
 from pykraft.migration.zk_acls import ZkAcls
 from pykraft.migration.zk_data import (
     BROKER,
@@ -185,6 +185,8 @@ class DesiredZk:
     next_producer_id: int = 0  # 0: none handed out (no ProducerIdsRecord)
     # resource znode -> ACEs (zk_acls); None: ACLs not in this write's scope
     acls: ZkAcls | None = None
+    # token id -> token (zk_tokens); None: tokens not in this write's scope
+    tokens: Mapping[str, zk_tokens.Token] | None = None
 
 
 def desired(image: Image, kraft_epoch: int, scope: Scope | None = None) -> DesiredZk:
@@ -214,7 +216,12 @@ def desired(image: Image, kraft_epoch: int, scope: Scope | None = None) -> Desir
         if scope is None or scope.acls
         else None
     )
-    return DesiredZk(topics, configs, kraft_epoch, next_id, acls)
+    tokens = (
+        zk_tokens.desired_tokens(rec for key, (rec, _) in image.opaque.items() if key[0] == "token")
+        if scope is None or scope.tokens
+        else None
+    )
+    return DesiredZk(topics, configs, kraft_epoch, next_id, acls, tokens)
 
 
 def _desired_topic(t: TopicState) -> DesiredTopic:
@@ -252,12 +259,13 @@ class Scope:
     producer_ids: bool
     brokers: bool = False  # registrations changed (UpdateMetadata lists the brokers)
     acls: bool = False  # an ACL was created or removed
+    tokens: bool = False  # a delegation token was created, renewed or removed
 
     @classmethod
     def of(cls, changes: Iterable[tuple[int, str, object]]) -> Scope:
         topics: set[str] = set()
         configs: set[tuple[int, str]] = set()
-        producer_ids = brokers = acls = False
+        producer_ids = brokers = acls = tokens = False
         for _, kind, key in changes:
             if kind == "topic":
                 assert isinstance(key, str)
@@ -271,14 +279,16 @@ class Scope:
                 brokers = True
             elif kind == "acl":
                 acls = True
-        return cls(frozenset(topics), frozenset(configs), producer_ids, brokers, acls)
+            elif kind == "token":
+                tokens = True
+        return cls(frozenset(topics), frozenset(configs), producer_ids, brokers, acls, tokens)
 
     def topic_names(self) -> frozenset[str]:
         return self.topics | {name for kind, name in self.configs if kind == TOPIC}
 
     @property
     def empty(self) -> bool:
-        return not (self.topics or self.configs or self.producer_ids or self.acls)
+        return not (self.topics or self.configs or self.producer_ids or self.acls or self.tokens)
 
 
 class ZkModel:
@@ -301,6 +311,10 @@ class ZkModel:
             want.acls if want.acls is not None else zk_acls.read_acls(have)
         )
         self.acl_parents = zk_acls.acl_parents(have)
+        self.tokens: dict[str, zk_tokens.Token] = dict(
+            want.tokens if want.tokens is not None else zk_tokens.read_tokens(have)
+        )
+        self.token_root = have.get(zk_tokens.TOKENS) is not None
         self._wrote(ops)
 
     def _wrote(self, ops: Iterable[ZkOp]) -> None:
@@ -313,6 +327,8 @@ class ZkModel:
                 and not zk_acls.is_resource(op.path)
             ):
                 self.acl_parents.add(op.path)
+            elif op.kind == "create" and op.path == zk_tokens.TOKENS:
+                self.token_root = True
 
     def snapshot(self, scope: Scope) -> ZkSnapshot:
         """The znodes in ``scope`` as ZooKeeper holds them (for ``reconcile``)."""
@@ -351,6 +367,8 @@ class ZkModel:
             nodes[PRODUCER_ID_BLOCK] = Znode(self.producer_block, 0)
         if scope.acls:
             nodes.update(zk_acls.acl_nodes(self.acls, self.acl_parents))
+        if scope.tokens:
+            nodes.update(zk_tokens.token_nodes(self.tokens, self.token_root))
         return ZkSnapshot(nodes)
 
     def apply(self, want: DesiredZk, scope: Scope, ops: Iterable[ZkOp]) -> None:
@@ -377,6 +395,8 @@ class ZkModel:
                 self.configs.pop(entity, None)
         if want.acls is not None:
             self.acls = dict(want.acls)
+        if want.tokens is not None:
+            self.tokens = dict(want.tokens)
         self._wrote(ops)
         self.kraft_epoch = want.kraft_epoch
 
@@ -447,6 +467,10 @@ def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]
     _producer_id_op(want, have, ops)
     if want.acls is not None:
         ops += [ZkOp(kind, path, data) for kind, path, data in zk_acls.acl_ops(want.acls, have)]
+    if want.tokens is not None:
+        ops += [
+            ZkOp(kind, path, data) for kind, path, data in zk_tokens.token_ops(want.tokens, have)
+        ]
     return ops, changed
 
 

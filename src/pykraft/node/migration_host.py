@@ -42,7 +42,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from pykraft.controller import migration as m
-from pykraft.migration import propagator, zk_acls, zk_client, zk_data, zk_writes
+from pykraft.migration import propagator, zk_acls, zk_client, zk_data, zk_tokens, zk_writes
 from pykraft.node.zk_brokers import LegacyBrokers, Send
 
 if TYPE_CHECKING:
@@ -591,8 +591,10 @@ class MigrationHost:
                 sequence=True,
                 makepath=True,
             )
-        for prefix, data in zk_acls.acl_notifications((op.kind, op.path) for op in ops):
-            # The ZooKeeper-mode brokers' AclAuthorizer reloads the resource's ACLs.
+        notes = zk_acls.acl_notifications((op.kind, op.path) for op in ops)
+        notes += zk_tokens.token_notifications(op.path for op in ops)
+        for prefix, data in notes:
+            # The ZooKeeper-mode brokers reload the resource's ACLs or the token.
             zk.create(prefix, data, sequence=True, makepath=True)
         elapsed = (time.monotonic() - started) * 1000
         if delta:
