@@ -253,6 +253,32 @@ def test_client_quotas_with_kafka_configs(secure: Secure) -> None:
         return out
 
     assert "controller_mutation_rate=5" in eventually(described)
+    # The quota holds on the brokers: alice (kafka-python over PLAIN this time), producing
+    # 32 KiB at 1 KiB/s, is throttled (the brokers' produce responses carry throttle time).
+    admin = eventually(secure.admin)
+    try:
+        codes(admin.create_topics([NewTopic("quota-t", 1, 2)], raise_errors=False))
+        pattern = ResourcePattern(ResourceType.TOPIC, "quota-t", ACLResourcePatternType.LITERAL)
+        write = ACL("User:alice", "*", ACLOperation.WRITE, ACLPermissionType.ALLOW, pattern)
+        assert admin.create_acls([write])["failed"] == []
+    finally:
+        admin.close()
+    producer = eventually(
+        lambda: KafkaProducer(
+            bootstrap_servers=secure.cluster.bootstrap,
+            acks=1,
+            batch_size=1024,
+            linger_ms=0,
+            **secure.setup.kafka_python(*ALICE, mechanism="PLAIN"),
+        )
+    )
+    try:
+        for _ in range(32):
+            eventually(lambda: producer.send("quota-t", b"q" * 1024).get(timeout=30))
+        throttle = producer.metrics()["producer-metrics"]["throttle-time-max"]
+        assert throttle > 0, producer.metrics()["producer-metrics"]
+    finally:
+        producer.close(timeout=5)
     bad = dist.run(
         "configs",
         *base,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
 import hashlib
 import hmac
 import logging
@@ -196,6 +197,17 @@ def test_untrusted_certificate_and_wrong_host_fail_the_handshake(certs: Any) -> 
             )
         await asyncio.sleep(0.1)
         assert server.stats.failed_authentication_total == 2
+        await server.close()
+        # An expired certificate (trusted CA, right host): the client refuses the handshake,
+        # the server counts a failure, and the listener is unaffected.
+        ca = certs[0]
+        expired = ca.issue("stale", not_after=datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC))
+        stale = security(tls_props(certs, **{"ssl.keystore.location": str(expired.pem)}))
+        server = await serve(stale, Seen())
+        with pytest.raises(ssl.SSLCertVerificationError, match="expired"):
+            await Connection.open("127.0.0.1", server.port, timeout_ms=5000, security=sec.client)
+        await asyncio.sleep(0.1)
+        assert server.stats.failed_authentication_total == 1
         await server.close()
 
     run(main)

@@ -3,8 +3,9 @@ SASL_SSL everywhere, as a production Kafka cluster runs.
 
 * Controller listener ``CONTROLLER``: SASL_SSL with PLAIN (controllers and brokers dial it
   with their own user; SCRAM cannot authenticate a forming quorum: KAFKA-15513).
-* Brokers' listener ``CLIENT``: SASL_SSL with SCRAM-SHA-512 for clients and between brokers;
-  the SCRAM users are created at format time (``--add-scram``) on the controllers.
+* Brokers' listener ``CLIENT``: SASL_SSL with SCRAM-SHA-512 (between brokers too) and PLAIN
+  for clients; the SCRAM users are created at format time (``--add-scram``) on the
+  controllers, the PLAIN ones are the JAAS ``user_`` entries of ``passwords``.
 * Kafka's StandardAuthorizer on controllers and brokers; ``super.users`` are the broker,
   controller and admin principals.
 * One throwaway CA (``certs.LocalCA``): a certificate per role, the CA as the trust store.
@@ -102,8 +103,8 @@ class SecureSetup:
         }
 
     def broker_config(self) -> dict[str, object]:
-        """A Kafka broker: PLAIN (or OAUTHBEARER) to the controllers, SCRAM-SHA-512 on
-    CLIENT."""
+        """A Kafka broker: PLAIN (or OAUTHBEARER) to the controllers; SCRAM-SHA-512 and
+        PLAIN (the ``passwords`` as JAAS users) for clients on CLIENT."""
         if self.broker_controller_mechanism == "OAUTHBEARER":
             to_controllers: dict[str, object] = {
                 "listener.name.controller.oauthbearer.sasl.jaas.config": _jaas(
@@ -120,10 +121,16 @@ class SecureSetup:
             "listener.security.protocol.map": f"CONTROLLER:SASL_SSL,{BROKER_LISTENER}:SASL_SSL",
             "sasl.mechanism.controller.protocol": self.broker_controller_mechanism,
             **to_controllers,
-            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
             f"listener.name.{BROKER_LISTENER.lower()}.scram-sha-512.sasl.jaas.config": _jaas(
                 SCRAM_MODULE, username="broker", password=self.passwords["broker"]
+            ),
+            f"listener.name.{BROKER_LISTENER.lower()}.plain.sasl.jaas.config": _jaas(
+                PLAIN_MODULE,
+                username="broker",
+                password=self.passwords["broker"],
+                **{f"user_{name}": pw for name, pw in self.passwords.items()},
             ),
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": self.broker_cert.pem,
@@ -180,11 +187,14 @@ class SecureSetup:
         path.chmod(0o600)
         return path
 
-    def kafka_python(self, user: str, password: str) -> dict[str, object]:
-        """kafka-python's arguments for ``user`` on the CLIENT listener."""
+    def kafka_python(
+        self, user: str, password: str, mechanism: str = "SCRAM-SHA-512"
+    ) -> dict[str, object]:
+        """kafka-python's arguments for ``user`` on the CLIENT listener (SCRAM-SHA-512 or
+        PLAIN)."""
         return {
             "security_protocol": "SASL_SSL",
-            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_mechanism": mechanism,
             "sasl_plain_username": user,
             "sasl_plain_password": password,
             "ssl_cafile": str(self.ca.ca_pem),
