@@ -670,3 +670,49 @@ def test_an_oauthbearer_session_ends_with_its_token() -> None:
         await server.close()
 
     run(main)
+
+
+def test_sasl_handshake_v0_then_bare_tokens() -> None:
+    """SaslHandshake v0 (Kafka 0.10 clients): after it, the SASL tokens travel as bare
+    frames without a request header, answered bare; then requests as usual. A wrong
+    password closes the connection without an answer, counted as a failure."""
+    import kio.schema.sasl_handshake.v0.request as sasl_handshake_v0
+
+    async def exchange(port: int, password: str) -> tuple[Any, bytes, asyncio.StreamReader, Any]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(sasl_handshake_v0.SaslHandshakeRequest(mechanism="PLAIN"), 0))
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        handshake = await reader.readexactly(size)
+        token = f"\x00alice\x00{password}".encode()
+        writer.write(struct.pack(">i", len(token)) + token)
+        return handshake, token, reader, writer
+
+    async def main() -> None:
+        seen = Seen()
+        server = await serve(security(sasl_props()), seen)
+        handshake, _, reader, writer = await exchange(server.port, "a-pw")
+        assert struct.unpack(">h", handshake[4:6])[0] == 0  # correlation id, then NONE
+        assert struct.unpack(">i", await reader.readexactly(4))[0] == 0  # the bare reply
+        writer.write(
+            frame(
+                metadata_v12.MetadataRequest(
+                    topics=None, include_topic_authorized_operations=False
+                ),
+                12,
+                correlation_id=2,
+            )
+        )
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        await reader.readexactly(size)
+        assert seen.sessions[-1].principal == KafkaPrincipal("User", "alice")
+        writer.close()
+        await writer.wait_closed()
+        assert server.stats.successful_authentication_total == 1
+        _, _, reader, writer = await exchange(server.port, "wrong")
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, no answer
+        writer.close()
+        await writer.wait_closed()
+        assert server.stats.failed_authentication_total == 1
+        await server.close()
+
+    run(main)

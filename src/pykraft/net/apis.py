@@ -245,7 +245,7 @@ NODE_APIS: Final = (
     ),
     # SASL (docs/kafka/SECURITY-CONTRACT.md 2): the listener answers them itself
     # (net/sasl.py). SaslHandshake v0 (raw tokens without Kafka headers) is not served.
-    NodeApi(ApiKey.SASL_HANDSHAKE, (1, 1), Answerer.LISTENER, quorum=False),
+    NodeApi(ApiKey.SASL_HANDSHAKE, (0, 1), Answerer.LISTENER, quorum=False),
     NodeApi(ApiKey.SASL_AUTHENTICATE, (0, 2), Answerer.LISTENER, quorum=False),
     NodeApi(ApiKey.METADATA, (1, 13), Answerer.NODE, quorum=False),
     NodeApi(ApiKey.DESCRIBE_CLUSTER, (0, 2), Answerer.NODE, quorum=False),

@@ -11,6 +11,9 @@ SaslAuthenticate rounds; anything else before the handshake closes the connectio
 but SaslAuthenticate after it gets that API's error response with ILLEGAL_SASL_STATE and a
 close. Failures answer SASL_AUTHENTICATION_FAILED with Kafka's texts: PLAIN's own messages,
 SCRAM's one generic message (the reason is never sent, and no secret is ever logged).
+After a SaslHandshake v0 (pre-KIP-152 clients) the tokens are bare frames
+(``raw_tokens``/``raw_token``): answered bare, and a failure closes the connection without
+an answer, as Kafka does.
 SCRAM runs on ``scramp`` against the credentials the metadata log holds
 (UserScramCredentialRecord), looked up through the ``credentials`` callable.
 
@@ -132,6 +135,8 @@ class SaslServerAuthenticator:
         # KIP-368: when the session expires (monotonic ms; None: never), the identity a
         # re-authentication must keep, when the last one started, the client's version.
         self.session_expiry_ms: int | None = None
+        # SaslHandshake v0: the tokens that follow are bare frames (``raw_token``)
+        self.raw_tokens = False
         self._previous: tuple[KafkaPrincipal, str] | None = None
         self._last_reauth_ms: int | None = None
         self.authenticate_version = 0
@@ -237,6 +242,7 @@ class SaslServerAuthenticator:
             )
         self.mechanism = mechanism
         self._state = _State.AUTHENTICATE
+        self.raw_tokens = version == 0 and previous is None
         if mechanism in (SCRAM_SHA_256, SCRAM_SHA_512):
             from scramp import ScramMechanism  # a maintained SCRAM implementation
 
@@ -269,14 +275,7 @@ class SaslServerAuthenticator:
         self.authenticate_version = version
         reauthenticating = self._previous is not None
         try:
-            if self.mechanism == PLAIN:
-                reply, done = self._plain(token), True
-            elif self.mechanism == OAUTHBEARER:
-                reply, done = self._oauthbearer(token)
-            else:
-                reply, done = self._scram_step(token)
-            if done:
-                self._same_principal()
+            reply, done = self._exchange(token)
         except _AuthenticationFailed as e:
             self._state = _State.FAILED
             return Step(
@@ -312,6 +311,35 @@ class SaslServerAuthenticator:
             ),
             reauthentication=done and reauthenticating,
         )
+
+    def _exchange(self, token: bytes) -> tuple[bytes, bool]:
+        """One token of the mechanism's exchange: (reply, done); raises _AuthenticationFailed."""
+        if self.mechanism == PLAIN:
+            reply, done = self._plain(token), True
+        elif self.mechanism == OAUTHBEARER:
+            reply, done = self._oauthbearer(token)
+        else:
+            reply, done = self._scram_step(token)
+        if done:
+            self._same_principal()
+        return reply, done
+
+    def raw_token(self, token: bytes) -> tuple[bytes | None, str]:
+        """After a SaslHandshake v0: one bare token, the bare reply (None: the exchange
+        failed, the reason in the second item; Kafka closes such a connection without an
+        answer). The authenticator is complete once the mechanism is."""
+        assert self.raw_tokens and self._state is _State.AUTHENTICATE
+        try:
+            reply, done = self._exchange(token)
+        except _AuthenticationFailed as e:
+            self._state = _State.FAILED
+            self.raw_tokens = False
+            return None, f"{e.wire} ({self.failure_detail})" if self.failure_detail else e.wire
+        if done:
+            self._state = _State.COMPLETE
+            self.raw_tokens = False
+            self._start_session()  # no lifetime reaches a v0 client: it cannot re-authenticate
+        return reply, ""
 
     def _same_principal(self) -> None:
         """A re-authentication may not change who the connection is."""

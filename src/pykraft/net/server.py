@@ -402,6 +402,16 @@ class _ServerConnection(asyncio.Protocol):
                     self._paused_reading = True
                     transport.pause_reading()
                 return
+            if self._sasl is not None and self._sasl.raw_tokens:
+                try:
+                    frame = self._requests.next_frame()
+                except ProtocolError as e:
+                    self._protocol_error(e)
+                    return
+                if frame is None:
+                    break
+                self._raw_token(self._sasl, frame)
+                continue
             try:
                 request = self._requests.next_request()
             except UnsupportedApiVersion as e:
@@ -416,6 +426,35 @@ class _ServerConnection(asyncio.Protocol):
         if self._paused_reading and not transport.is_closing():
             self._paused_reading = False
             transport.resume_reading()
+
+    def _raw_token(self, sasl: SaslServerAuthenticator, token: bytes) -> None:
+        """A bare SASL token after SaslHandshake v0: the bare reply, or a failure counted,
+        logged once and the connection closed without an answer (Kafka's v0 flow)."""
+        server = self._server
+        reply, reason = sasl.raw_token(token)
+        if reply is None:
+            server.stats.failed_authentication_total += 1
+            log.info(
+                "Failed authentication with %s (mechanism %s: %s)",
+                self._peer,
+                sasl.mechanism,
+                reason,
+            )
+            self._closing = True
+            self._close()
+            return
+        self._write(len(reply).to_bytes(4, "big") + reply)
+        if sasl.complete:
+            assert sasl.principal is not None
+            server.stats.successful_authentication_total += 1
+            server.stats.successful_authentication_no_reauth_total += 1
+            self._requests.frame_max_bytes = server.frame_max_bytes
+            self._session = Session(
+                self._session.listener_name,
+                self._session.security_protocol,
+                sasl.principal,
+                self._session.client_host,
+            )
 
     def _dispatch(self, request: DecodedRequest) -> None:
         server = self._server

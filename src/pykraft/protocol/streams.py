@@ -49,6 +49,11 @@ class RequestReader:
         frame = self._frames.next_frame()
         return None if frame is None else decode_request(frame, self.apis)
 
+    def next_frame(self) -> bytes | None:
+        """The next whole frame as bytes, undecoded (SASL tokens after a SaslHandshake v0
+        travel bare, without a request header)."""
+        return self._frames.next_frame()
+
     def end_of_stream(self) -> None:
         """The peer closed; raises MalformedFrame if it stopped inside a frame."""
         self._frames.end_of_stream()
