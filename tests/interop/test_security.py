@@ -461,3 +461,58 @@ def _acls_of(admin: KafkaAdminClient, acl_filter: ACLFilter, count: int) -> list
     acls, error = admin.describe_acls(acl_filter)
     assert error.errno == 0 and len(acls) == count, (error, acls)
     return list(acls)
+
+
+def test_group_and_client_metrics_configs_through_the_brokers(secure: Secure) -> None:
+    """Issue 28 part 4: Kafka 4.3.1's kafka-configs --entity-type groups and
+    kafka-client-metrics through the brokers, stored and validated by pykraft's controller."""
+    dist = secure.cluster.dist
+    assert dist is not None
+    props = secure.setup.client_properties(
+        secure.setup.base / "admin.properties", "admin", "admin-secret"
+    )
+    base = ("--bootstrap-server", secure.cluster.bootstrap, "--command-config", str(props))
+    group = ("--entity-type", "groups", "--entity-name", "orders-app")
+    dist.run(
+        "configs", *base, "--alter", *group, "--add-config", "consumer.session.timeout.ms=50000"
+    )
+
+    def described() -> str:
+        out = dist.run("configs", *base, "--describe", *group).stdout
+        assert "consumer.session.timeout.ms=50000" in out, out
+        return out
+
+    eventually(described)
+    low = dist.run(
+        "configs",
+        *base,
+        "--alter",
+        *group,
+        "--add-config",
+        "consumer.session.timeout.ms=1000",
+        check=False,
+    )
+    assert low.returncode != 0
+    assert "must be greater than or equal to group.consumer.min.session.timeout.ms" in (
+        low.stdout + low.stderr
+    )
+    metrics = ("--name", "producers")
+    dist.run(
+        "client-metrics",
+        *base,
+        "--alter",
+        *metrics,
+        "--metrics",
+        "org.apache.kafka.producer.",
+        "--interval",
+        "60000",
+    )
+
+    def subscription() -> str:
+        out = dist.run("client-metrics", *base, "--describe", *metrics).stdout
+        assert "60000" in out and "org.apache.kafka.producer." in out, out
+        return out
+
+    eventually(subscription)
+    bad = dist.run("client-metrics", *base, "--alter", *metrics, "--interval", "50", check=False)
+    assert bad.returncode != 0 and "between 100 and 3600000" in bad.stdout + bad.stderr

@@ -1,5 +1,6 @@
 """Dynamic configs on the controller: IncrementalAlterConfigs, AlterConfigs and
-DescribeConfigs for topics and brokers (Kafka's ``ConfigurationControlManager``), stored as
+DescribeConfigs for topics, brokers, groups and client-metrics subscriptions (Kafka's
+``ConfigurationControlManager``; the last two validated in ``group_configs.py``), stored as
 ``ConfigRecord``s.
 
 Topic configs are checked against Kafka 4.3.1's ``LogConfig`` definition (names, types,
@@ -19,6 +20,13 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.group_configs import (
+    CLIENT_METRICS_RESOURCE,
+    GROUP_CONFIGS,
+    GROUP_RESOURCE,
+    validate_client_metrics,
+    validate_group,
+)
 from pykraft.controller.result import RecordList
 from pykraft.controller.steps import LIMIT_CONFIGS
 from pykraft.controller.throttles import THROTTLE_POLICY
@@ -40,6 +48,8 @@ SOURCE_TOPIC: Final = 1
 SOURCE_DYNAMIC_BROKER: Final = 2
 SOURCE_DYNAMIC_DEFAULT_BROKER: Final = 3
 SOURCE_DEFAULT: Final = 5
+SOURCE_CLIENT_METRICS: Final = 7
+SOURCE_GROUP: Final = 8
 _TYPE_IDS: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 INT_MAX: Final = 2**31 - 1
 LONG_MAX: Final = 2**63 - 1
@@ -208,6 +218,14 @@ def _check_resource(image: Image, resource_type: int, name: str) -> None:
                 f"Illegal broker ID {name!r}: the resource name must be a broker id or empty",
             )
         return
+    if resource_type == GROUP_RESOURCE:
+        if not name:
+            raise ApiError(ErrorCode.invalid_request, "Default group resources are not allowed.")
+        return
+    if resource_type == CLIENT_METRICS_RESOURCE:
+        if not name:
+            raise ApiError(ErrorCode.invalid_request, "Subscription name can't be empty")
+        return
     raise ApiError(
         ErrorCode.invalid_request,
         f"The controller does not handle configs of resource type {resource_type}",
@@ -238,12 +256,30 @@ def _alter(
             _check_resource(image, rtype, rname)
             current = dict(image.configs.get((rtype, rname), {}))
             changes = changes_of(resource, rtype, current)
+            _validate_whole(rtype, rname, current, changes)
             if not validate_only:
                 records.extend(_records(rtype, rname, current, changes))
             results.append(_result(rtype, rname))
         except ApiError as e:
             results.append(_result(rtype, rname, e))
     return records, results
+
+
+def _validate_whole(
+    rtype: int, rname: str, current: dict[str, str], changes: dict[str, str | None]
+) -> None:
+    """GROUP and CLIENT_METRICS: Kafka checks the resource's whole resulting config map."""
+    if rtype not in (GROUP_RESOURCE, CLIENT_METRICS_RESOURCE):
+        return
+    result = {**current, **changes}
+    whole = {k: v for k, v in result.items() if v is not None}
+    if rtype == GROUP_RESOURCE:
+        validate_group(rname, whole)
+    else:
+        validate_client_metrics(rname, whole)
+
+
+_LIST_CONFIGS: Final = {CLIENT_METRICS_RESOURCE: frozenset({"metrics", "match"})}
 
 
 def _incremental_changes(
@@ -257,7 +293,12 @@ def _incremental_changes(
         elif op == DELETE:
             new = None
         elif op in (APPEND, SUBTRACT):
-            if rtype == TOPIC_RESOURCE and TOPIC_CONFIGS.get(key, _d("LIST", "")).type != "LIST":
+            if (
+                rtype == TOPIC_RESOURCE and TOPIC_CONFIGS.get(key, _d("LIST", "")).type != "LIST"
+            ) or (
+                rtype in (GROUP_RESOURCE, CLIENT_METRICS_RESOURCE)
+                and key not in _LIST_CONFIGS.get(rtype, ())
+            ):
                 raise ApiError(
                     ErrorCode.invalid_config,
                     f"Can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {key} "
@@ -358,8 +399,25 @@ def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, A
                         "config_type": _TYPE_IDS.get(spec.type, 0),
                     }
                 )
+        elif rtype == GROUP_RESOURCE:
+            for key, group_spec in GROUP_CONFIGS.items():
+                if wanted is not None and key not in wanted:
+                    continue
+                explicit = key in stored
+                entries.append(
+                    {
+                        "name": key,
+                        "value": stored[key] if explicit else group_spec.default,
+                        "read_only": False,
+                        "config_source": SOURCE_GROUP if explicit else SOURCE_DEFAULT,
+                        "is_sensitive": False,
+                        "config_type": _TYPE_IDS.get(group_spec.type, 0),
+                    }
+                )
         else:
             source = SOURCE_DYNAMIC_BROKER if rname else SOURCE_DYNAMIC_DEFAULT_BROKER
+            if rtype == CLIENT_METRICS_RESOURCE:
+                source = SOURCE_CLIENT_METRICS
             for key, value in sorted(stored.items()):
                 if wanted is not None and key not in wanted:
                     continue

@@ -55,6 +55,7 @@ KAFKA_MAIN: Final = {
     "configs": "kafka.admin.ConfigCommand",
     "acls": "org.apache.kafka.tools.AclCommand",
     "delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
+    "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
