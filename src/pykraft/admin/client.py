@@ -145,6 +145,7 @@ class AdminClient:
     ) -> None:
         """``security``: TLS and SASL to use (``--command-config``), PLAINTEXT when None."""
         self.security = security
+        self._retired: list[Connection] = []  # renewed (KIP-368), closing when idle
         items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
         self.bootstrap = [_parse_address(item) for item in items if item.strip()]
         if not self.bootstrap:
@@ -169,7 +170,8 @@ class AdminClient:
 
     async def close(self) -> None:
         connections, self._connections = self._connections, {}
-        for conn in connections.values():
+        retired, self._retired = self._retired, []
+        for conn in [*connections.values(), *retired]:
             conn.close()
             await conn.wait_closed()
 
@@ -179,6 +181,7 @@ class AdminClient:
         conn = self._connections.get(address)
         if conn is not None and not conn.closed and conn.renewal_due:
             conn.close_when_idle()  # KIP-368: a new connection, a new session
+            self._retired.append(conn)
             conn = None
         if conn is None or conn.closed:
             conn = await Connection.open(
