@@ -13,9 +13,9 @@ null value deletes the key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -370,9 +370,40 @@ def _result(rtype: int, rname: str, error: ApiError | None = None) -> dict[str, 
     }
 
 
+class _Spec(Protocol):
+    @property
+    def type(self) -> str: ...
+    @property
+    def default(self) -> str | None: ...
+
+
+def _with_defaults(
+    specs: Mapping[str, _Spec], stored: Mapping[str, str], wanted: set[str] | None, source: int
+) -> list[dict[str, Any]]:
+    """Every config of a defined set: the stored ones with ``source``, the rest at their
+    defaults (DEFAULT_CONFIG), as Kafka describes topics and groups."""
+    entries = []
+    for key, spec in specs.items():
+        if wanted is not None and key not in wanted:
+            continue
+        explicit = key in stored
+        entries.append(
+            {
+                "name": key,
+                "value": stored[key] if explicit else spec.default,
+                "read_only": False,
+                "config_source": source if explicit else SOURCE_DEFAULT,
+                "is_sensitive": False,
+                "config_type": _TYPE_IDS.get(spec.type, 0),
+            }
+        )
+    return entries
+
+
 def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, Any]]:
-    """DescribeConfigs results: a topic's every config (set ones as TOPIC_CONFIG, the rest
-    at Kafka's defaults), a broker's dynamic configs."""
+    """DescribeConfigs results: a topic's or group's every config (set ones as TOPIC_CONFIG /
+    GROUP_CONFIG, the rest at Kafka's defaults), a broker's or client-metrics subscription's
+    stored configs."""
     results = []
     for resource in resources:
         rtype, rname = int(resource.resource_type), resource.resource_name
@@ -382,38 +413,12 @@ def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, A
         except ApiError as e:
             results.append({**_result(rtype, rname, e), "configs": ()})
             continue
-        entries = []
         stored = image.configs.get((rtype, rname), {})
+        entries: list[dict[str, Any]] = []
         if rtype == TOPIC_RESOURCE:
-            for key, spec in TOPIC_CONFIGS.items():
-                if wanted is not None and key not in wanted:
-                    continue
-                explicit = key in stored
-                entries.append(
-                    {
-                        "name": key,
-                        "value": stored[key] if explicit else spec.default,
-                        "read_only": False,
-                        "config_source": SOURCE_TOPIC if explicit else SOURCE_DEFAULT,
-                        "is_sensitive": False,
-                        "config_type": _TYPE_IDS.get(spec.type, 0),
-                    }
-                )
+            entries = _with_defaults(TOPIC_CONFIGS, stored, wanted, SOURCE_TOPIC)
         elif rtype == GROUP_RESOURCE:
-            for key, group_spec in GROUP_CONFIGS.items():
-                if wanted is not None and key not in wanted:
-                    continue
-                explicit = key in stored
-                entries.append(
-                    {
-                        "name": key,
-                        "value": stored[key] if explicit else group_spec.default,
-                        "read_only": False,
-                        "config_source": SOURCE_GROUP if explicit else SOURCE_DEFAULT,
-                        "is_sensitive": False,
-                        "config_type": _TYPE_IDS.get(group_spec.type, 0),
-                    }
-                )
+            entries = _with_defaults(GROUP_CONFIGS, stored, wanted, SOURCE_GROUP)
         else:
             source = SOURCE_DYNAMIC_BROKER if rname else SOURCE_DYNAMIC_DEFAULT_BROKER
             if rtype == CLIENT_METRICS_RESOURCE:

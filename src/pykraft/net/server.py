@@ -445,16 +445,22 @@ class _ServerConnection(asyncio.Protocol):
             return
         self._write(len(reply).to_bytes(4, "big") + reply)
         if sasl.complete:
-            assert sasl.principal is not None
-            server.stats.successful_authentication_total += 1
+            self._authenticated(sasl, reauth_capable=False)
+
+    def _authenticated(self, sasl: SaslServerAuthenticator, *, reauth_capable: bool) -> None:
+        """The connection authenticated: counted, full frame sizes, the session's principal."""
+        server = self._server
+        assert sasl.principal is not None
+        server.stats.successful_authentication_total += 1
+        if not reauth_capable:
             server.stats.successful_authentication_no_reauth_total += 1
-            self._requests.frame_max_bytes = server.frame_max_bytes
-            self._session = Session(
-                self._session.listener_name,
-                self._session.security_protocol,
-                sasl.principal,
-                self._session.client_host,
-            )
+        self._requests.frame_max_bytes = server.frame_max_bytes
+        self._session = Session(
+            self._session.listener_name,
+            self._session.security_protocol,
+            sasl.principal,
+            self._session.client_host,
+        )
 
     def _dispatch(self, request: DecodedRequest) -> None:
         server = self._server
@@ -523,17 +529,8 @@ class _ServerConnection(asyncio.Protocol):
             if sasl.complete and step.reauthentication:
                 server.stats.successful_reauthentication_total += 1
             elif sasl.complete:
-                assert sasl.principal is not None
-                server.stats.successful_authentication_total += 1
-                if sasl.authenticate_version == 0:  # a client that cannot re-authenticate
-                    server.stats.successful_authentication_no_reauth_total += 1
-                self._requests.frame_max_bytes = server.frame_max_bytes
-                self._session = Session(
-                    self._session.listener_name,
-                    self._session.security_protocol,
-                    sasl.principal,
-                    self._session.client_host,
-                )
+                # SaslAuthenticate v0: a client that cannot re-authenticate
+                self._authenticated(sasl, reauth_capable=sasl.authenticate_version > 0)
             return
         # A failed authentication: counted and logged at once, answered after
         # connection.failed.authentication.delay.ms, then closed (Kafka's Selector).
