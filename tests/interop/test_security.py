@@ -339,6 +339,7 @@ def test_controller_refuses_what_the_principal_may_not_do(secure: Secure) -> Non
             assert envelope.error_code == ErrorCode.cluster_authorization_failed
         finally:
             conn.close()
+            await conn.wait_closed()
 
     asyncio.run(main())
 

@@ -154,6 +154,7 @@ def test_tls_handshake_then_requests_and_a_plaintext_client_is_closed(certs: Any
         # The listener still serves.
         assert await metadata(conn) is not None
         conn.close()
+        await conn.wait_closed()
         # A client's TLS shutdown: the server answers its close_notify (a blocking unwrap
         # returns only when it has), so closing does not wait out a timeout.
         context = sec.client.ssl_context
@@ -245,6 +246,7 @@ def test_mutual_tls_principal_from_the_certificate_through_mapping_rules(certs: 
         await metadata(conn)
         assert seen.sessions[-1].principal == KafkaPrincipal("User", "ALICE")
         conn.close()
+        await conn.wait_closed()
         await server.close()
 
     run(main)
@@ -281,6 +283,7 @@ def test_sasl_plain_and_scram_authenticate_and_name_the_principal(
             await metadata(conn)
             assert seen.sessions[-1].principal == KafkaPrincipal("User", name)
             conn.close()
+            await conn.wait_closed()
         assert server.stats.successful_authentication_total == 2
         failures = [
             (
@@ -340,6 +343,7 @@ def test_sasl_order_is_enforced_as_kafka_does() -> None:
         conn = await Connection.open("127.0.0.1", server.port, timeout_ms=5000)
         assert ApiKey.SASL_HANDSHAKE in conn.peer_versions
         conn.close()
+        await conn.wait_closed()
         assert seen.sessions == []
         await server.close()
 
@@ -358,6 +362,7 @@ def test_sasl_api_on_a_plaintext_listener_is_illegal_state_and_the_connection_st
         assert answer.error_code == ErrorCode.illegal_sasl_state
         assert await metadata(conn) is not None
         conn.close()
+        await conn.wait_closed()
         await server.close()
 
     run(main)
@@ -385,6 +390,7 @@ def test_sasl_ssl_with_pkcs12_key_store(certs: Any) -> None:
         assert seen.sessions[-1].principal == KafkaPrincipal("User", "admin")
         assert seen.sessions[-1].security_protocol is SecurityProtocol.SASL_SSL
         conn.close()
+        await conn.wait_closed()
         await server.close()
 
     run(main)
@@ -475,6 +481,7 @@ def test_oauthbearer_unsecured_tokens_as_kafka_validates_them(
             return await conn.request(request, timeout_ms=5000)
         finally:
             conn.close()
+            await conn.wait_closed()
 
     async def main() -> None:
         seen = Seen()
@@ -488,6 +495,7 @@ def test_oauthbearer_unsecured_tokens_as_kafka_validates_them(
         await metadata(conn)
         assert seen.sessions[-1].principal == KafkaPrincipal("User", "carol")
         conn.close()
+        await conn.wait_closed()
         refused = [
             (
                 oauth_client(
@@ -667,6 +675,7 @@ def test_an_oauthbearer_session_ends_with_its_token() -> None:
         left_s = conn.renew_at_s - asyncio.get_running_loop().time()
         assert 30 * 0.85 - 2 < left_s <= 30 * 0.95
         conn.close()
+        await conn.wait_closed()
         await server.close()
 
     run(main)
