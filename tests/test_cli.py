@@ -1,7 +1,25 @@
-from pykraft.cli.main import build_parser
+from pathlib import Path
+
+from pykraft.cli.main import build_parser, main
 
 
 def test_parser_lists_subcommands() -> None:
     text = build_parser().format_help()
     for name in ("storage", "sim"):
         assert name in text
+
+
+def test_a_cluster_id_starting_with_a_dash_is_taken_as_the_value(tmp_path: Path) -> None:
+    """ZooKeeper-mode Kafka generates cluster ids that may start with '-' (a migration copies
+    one): ``storage format --cluster-id -...`` formats instead of reading it as an option."""
+    cluster_id = "-" + "A" * 21
+    config = tmp_path / "controller.properties"
+    config.write_text(
+        "process.roles=controller\nnode.id=1\n"
+        "listeners=CONTROLLER://127.0.0.1:19093\ncontroller.listener.names=CONTROLLER\n"
+        f"controller.quorum.voters=1@127.0.0.1:19093\nmetadata.log.dir={tmp_path / 'data'}\n"
+    )
+    code = main(["storage", "format", "--config", str(config), "--cluster-id", cluster_id])
+    assert code == 0
+    meta = (tmp_path / "data" / "meta.properties").read_text()
+    assert f"cluster.id={cluster_id}" in meta

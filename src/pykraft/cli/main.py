@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 from pykraft import __version__
 from pykraft.cli import (
@@ -55,9 +56,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+CLUSTER_ID_OPTIONS: Final = ("--cluster-id", "-t")
+CLUSTER_ID_LENGTH: Final = 22  # a Kafka Uuid in base64url
+
+
+def _dash_cluster_ids(argv: Sequence[str]) -> list[str]:
+    """``--cluster-id -AbC...``: a cluster id a ZooKeeper-mode Kafka generated may start with
+    '-' (only KRaft's Uuid.randomUuid avoids it), which argparse would read as an option;
+    join it to its option (``--cluster-id=-AbC...``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if (
+            arg in CLUSTER_ID_OPTIONS
+            and nxt.startswith("-")
+            and not nxt.startswith("--")
+            and len(nxt) == CLUSTER_ID_LENGTH
+        ):
+            out.append(f"{arg}={nxt}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_dash_cluster_ids(sys.argv[1:] if argv is None else argv))
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
