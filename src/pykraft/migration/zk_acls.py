@@ -35,6 +35,7 @@ __all__ = [
     "ACL_EXTENDED_CHANGES",
     "ACL_ROOTS",
     "AclEntry",
+    "SnapshotNodes",
     "ZkAcls",
     "acl_json",
     "acl_nodes",
@@ -157,14 +158,14 @@ def parse_acl_json(path: str, data: bytes | None) -> frozenset[AclEntry]:
     return frozenset(out)
 
 
-class _Nodes(Protocol):
-    """What ``read_acls`` needs of a snapshot (``zk_data.ZkSnapshot`` satisfies it)."""
+class SnapshotNodes(Protocol):
+    """What the ACL and token readers need of a snapshot (``zk_data.ZkSnapshot`` is one)."""
 
     def children(self, path: str) -> tuple[str, ...]: ...
     def get(self, path: str) -> Any: ...
 
 
-def _resource_paths(snapshot: _Nodes) -> Iterator[str]:
+def _resource_paths(snapshot: SnapshotNodes) -> Iterator[str]:
     for root in (LITERAL_ROOT, PREFIXED_ROOT):
         for type_name in snapshot.children(root):
             if root == LITERAL_ROOT and type_name not in {
@@ -175,7 +176,7 @@ def _resource_paths(snapshot: _Nodes) -> Iterator[str]:
                 yield f"{root}/{type_name}/{name}"
 
 
-def read_acls(snapshot: _Nodes) -> dict[str, frozenset[AclEntry]]:
+def read_acls(snapshot: SnapshotNodes) -> dict[str, frozenset[AclEntry]]:
     """Every resource znode with ACLs in ``snapshot``."""
     out: dict[str, frozenset[AclEntry]] = {}
     for path in _resource_paths(snapshot):
@@ -227,7 +228,7 @@ def desired_acls(records: Iterable[Any]) -> dict[str, frozenset[AclEntry]]:
     return {path: frozenset(entries) for path, entries in out.items()}
 
 
-def acl_parents(snapshot: _Nodes) -> set[str]:
+def acl_parents(snapshot: SnapshotNodes) -> set[str]:
     """The ACL container znodes (roots and type nodes) that exist in ``snapshot``."""
     out = set()
     for root in (LITERAL_ROOT, EXTENDED_ROOT, PREFIXED_ROOT):
@@ -263,7 +264,7 @@ def acl_nodes(acls: ZkAcls, parents: Iterable[str]) -> dict[str, Any]:
     return nodes
 
 
-def acl_ops(want: ZkAcls, have: _Nodes) -> list[tuple[str, str, bytes]]:
+def acl_ops(want: ZkAcls, have: SnapshotNodes) -> list[tuple[str, str, bytes]]:
     """(kind, path, data) writes that make ZooKeeper's ACL znodes say ``want``: parents
     created where missing, changed resources set, emptied ones deleted."""
     ops: list[tuple[str, str, bytes]] = []

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 from urllib.parse import quote, unquote
 
 from pykraft.metadata import records as r
+from pykraft.migration.zk_acls import SnapshotNodes
 
 __all__ = [
     "TOKENS",
@@ -44,11 +45,6 @@ CURRENT_VERSION: Final = 3
 
 Token = tuple[str, str, tuple[str, ...], int, int, int]
 """(owner, requester, renewers, issue, max, expiry timestamps in ms) of one token."""
-
-
-class _Nodes(Protocol):
-    def children(self, path: str) -> tuple[str, ...]: ...
-    def get(self, path: str) -> Any: ...
 
 
 def _sanitize(name: str) -> str:
@@ -90,7 +86,7 @@ def parse_token_json(path: str, data: bytes | None) -> Token:
         raise ValueError(f"{path}: not Kafka's delegation token JSON: {e}") from None
 
 
-def read_tokens(snapshot: _Nodes) -> dict[str, Token]:
+def read_tokens(snapshot: SnapshotNodes) -> dict[str, Token]:
     """Every token znode in ``snapshot``, by token id."""
     out: dict[str, Token] = {}
     for token_id in snapshot.children(TOKENS):
@@ -147,7 +143,7 @@ def token_nodes(tokens: Mapping[str, Token], root_exists: bool) -> dict[str, Any
     return nodes
 
 
-def token_ops(want: Mapping[str, Token], have: _Nodes) -> list[tuple[str, str, bytes]]:
+def token_ops(want: Mapping[str, Token], have: SnapshotNodes) -> list[tuple[str, str, bytes]]:
     """(kind, path, data) writes that make ZooKeeper's token znodes say ``want``."""
     ops: list[tuple[str, str, bytes]] = []
     present = read_tokens(have)
