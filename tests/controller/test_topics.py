@@ -401,7 +401,7 @@ def test_update_features_checks_every_broker(h: Harness) -> None:
     assert h.image.features["group.version"] == 1
     assert update("transaction.version", 3)["error_code"] == ErrorCode.invalid_update_version
     assert update("no.such.feature", 1)["error_code"] == ErrorCode.invalid_update_version
-    assert update("metadata.version", 26)["error_code"] == ErrorCode.invalid_update_version
+    assert update("metadata.version", 31)["error_code"] == ErrorCode.invalid_update_version
     assert update("metadata.version", 20, 2)["error_code"] == ErrorCode.invalid_update_version
     assert update("group.version", 0)["error_code"] == ErrorCode.invalid_update_version
     assert update("group.version", 0, 2)["error_code"] == 0

@@ -575,3 +575,76 @@ def test_stepped_move_elects_the_new_preferred_leader_on_real_brokers(
         "--delete-config",
         "reassignment.parallel.replica.count,reassignment.parallel.partition.count",
     )
+
+
+def test_upgraded_with_kafkas_tool_then_an_elr_member_is_elected(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 28, on the live cluster (last in the module: it leaves ELR on): Kafka's own
+    ``kafka-features`` takes kraft.version to 1, then ``upgrade --release-version 4.3``
+    through a broker finalizes 4.3-IV0 with eligible leader replicas. Then Kafka's ELR
+    scenario on real brokers: RF 3, min.insync.replicas 2, the brokers stopped cleanly one by
+    one until the ISR is empty; the replica that comes back first is an ELR member and is
+    elected (not the last leader), and every acknowledged record is there."""
+    features = ("features", "--bootstrap-controller", cluster.bootstrap_controllers)
+    kafka.run(*features, "upgrade", "--feature", "kraft.version=1")
+    upgraded = kafka.run(
+        "features", "--bootstrap-server", cluster.bootstrap, "upgrade", "--release-version", "4.3"
+    ).stdout
+    assert "metadata.version was upgraded to 30" in upgraded, upgraded
+    described = kafka.run(*features, "describe").stdout
+    finalized = dict(re.findall(r"Feature: (\S+)\s.*FinalizedVersionLevel: (\S+)", described))
+    assert finalized["metadata.version"] == "4.3-IV0", described
+    assert finalized["eligible.leader.replicas.version"] == "1", described
+    assert finalized["share.version"] == "1" and finalized["streams.version"] == "1", described
+    cluster_configs = kafka.run(
+        "configs",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--entity-type",
+        "brokers",
+        "--entity-default",
+        "--describe",
+    ).stdout
+    assert "min.insync.replicas=" in cluster_configs, cluster_configs
+
+    kafka.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--create",
+        "--topic",
+        "elr",
+        "--replica-assignment",
+        "100:101:102",
+        "--config",
+        "min.insync.replicas=2",
+    )
+    wait_for(lambda: whole(kafka, cluster, "elr"), "the topic led")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for n in range(1_000):
+        producer.send("elr", f"{n}".encode())
+    producer.flush(timeout=60)
+    producer.close()
+
+    brokers = {b.node_id: b for b in cluster.brokers}
+    try:
+        for node_id in (100, 101, 102):
+            assert brokers[node_id].stop() in (0, 143)
+        brokers[101].start()
+
+        def elected() -> bool:
+            (state,) = partitions_of(kafka, cluster, "elr")
+            return state["Leader"] == "101"
+
+        wait_for(elected, "ELR member 101 elected", 90)
+        (state,) = partitions_of(kafka, cluster, "elr")
+        assert state["Isr"] == "101", state
+        assert state.get("Elr") == "102", state  # 100 left the ISR while it was still full
+        seen = consume_all(cluster.bootstrap, "elr", 1)
+        assert sorted(v for values in seen.values() for v in values) == list(range(1_000))
+    finally:
+        for node_id in (100, 102):
+            if not brokers[node_id].running:
+                brokers[node_id].start()
+        wait_for(lambda: whole(kafka, cluster, "elr"), "every broker back", 120)

@@ -149,12 +149,12 @@ def test_standbys_refuse_writes_and_the_tools_find_the_active_controller(tmp_pat
             and "FinalizedVersionLevel: 1" in described.stdout
         )
         refused = cli(
-            "features", "upgrade", "--bootstrap-controller", bootstrap, "--release-version", "4.1"
+            "features", "upgrade", "--bootstrap-controller", bootstrap, "--release-version", "4.4"
         )
         assert (
             refused.returncode == 1
-            and "Could not upgrade metadata.version to 4.1-IV1" in refused.stdout
-        )
+            and "Could not upgrade metadata.version to 4.4-IV2" in refused.stdout
+        ), refused
         topics = cli("topics", "--bootstrap-controller", bootstrap, "--create", "--topic", "t")
         assert topics.returncode == 1 and "INVALID_REPLICATION_FACTOR" in topics.stderr, topics
     finally:
@@ -199,7 +199,7 @@ def test_a_write_that_cannot_commit_in_its_timeout_is_request_timed_out(tmp_path
                     {
                         "timeout": 500,
                         "feature_updates": [
-                            {"feature": "group.version", "max_version_level": 1, "upgrade_type": 1}
+                            {"feature": "share.version", "max_version_level": 1, "upgrade_type": 1}
                         ],
                         "validate_only": False,
                     },

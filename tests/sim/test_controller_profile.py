@@ -5,6 +5,7 @@ invariant catches the state it forbids."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -128,3 +129,63 @@ def test_checker_holds_steps_to_the_limits() -> None:
     with pytest.raises(InvariantViolation) as caught:
         checker.check(3, empty, 22, committed=True)
     assert caught.value.invariant == "reassignment-limits"
+
+
+def test_checker_catches_broken_elr_states() -> None:
+    """``elr-structure``: an ELR member also in the ISR, and a leader with an empty ISR."""
+    checker = ControllerChecker()
+    overlapping = _image()
+    overlapping.topics[next(iter(overlapping.topics))].partitions[0].elr = (2,)
+    with pytest.raises(InvariantViolation) as caught:
+        checker.check(1, overlapping, 20, committed=True)
+    assert caught.value.invariant == "elr-structure"
+    empty = _image()
+    p = empty.topics[next(iter(empty.topics))].partitions[0]
+    p.isr, p.elr = (), (1, 2)
+    with pytest.raises(InvariantViolation) as caught:
+        checker.check(2, empty, 21, committed=False)
+    # image-structure sees the leader outside the ISR first; both forbid the state
+    assert caught.value.invariant in ("image-structure", "elr-structure")
+
+
+def test_clean_elections_take_their_leader_from_the_isr_or_the_elr() -> None:
+    """``leader-from-isr-or-elr``, record by record through a batch: electing a replica that
+    was in neither is caught unless the record marks the partition RECOVERING (unclean), or
+    the batch answers the leader's AlterPartition that took it into the ISR."""
+    from pykraft.metadata import records as r
+    from pykraft.sim.controller import check_elections
+
+    image = _image()
+    p = image.topics[next(iter(image.topics))].partitions[0]
+    p.replicas, p.isr, p.elr, p.leader = (1, 2, 3), (1,), (2,), 1
+
+    def change(leader: int, isr: tuple[int, ...] | None, recovery: int = -1) -> Any:
+        return r.PartitionChangeRecord(
+            partition_id=0,
+            topic_id=p.topic_id,
+            isr=isr,
+            leader=leader,
+            leader_recovery_state=recovery,
+        )
+
+    check_elections(1, image, [(change(2, (2,)), 2)])  # from the ELR
+    with pytest.raises(InvariantViolation) as caught:
+        check_elections(1, image, [(change(3, (3,)), 2)])
+    assert caught.value.invariant == "leader-from-isr-or-elr"
+    check_elections(1, image, [(change(3, (3,), recovery=1), 2)])  # unclean, marked
+    check_elections(1, image, [(change(3, (1, 3)), 2)], leader_vouched=True)
+    # Record by record: the first record empties the ISR and the ELR, so 2 no longer may.
+    with pytest.raises(InvariantViolation):
+        check_elections(
+            1,
+            image,
+            [
+                (
+                    r.PartitionChangeRecord(
+                        partition_id=0, topic_id=p.topic_id, isr=(1,), eligible_leader_replicas=()
+                    ),
+                    2,
+                ),
+                (change(2, (2,)), 2),
+            ],
+        )

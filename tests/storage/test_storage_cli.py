@@ -157,14 +157,19 @@ def test_format_follows_kafkas_mode_rules(tmp_path: Path) -> None:
     refused = fmt(static, "--release-version", "2.8")
     assert refused.returncode == 1 and "unknown release version '2.8'" in refused.stderr
     # The levels format starts a cluster at are the ones UpdateFeatures accepts (issue 28):
-    # Kafka's 4.1+ levels exist, but this controller does not run them yet.
-    for too_new in (("--release-version", "4.3"), ("--feature", "metadata.version=26")):
+    # Kafka 4.4's levels exist, but this controller does not run them yet.
+    for too_new in (("--release-version", "4.4"), ("--feature", "metadata.version=31")):
         refused = fmt(static, *too_new)
         assert refused.returncode == 1, refused
-        assert "is not one this controller runs: it supports 3.3-IV3 (7) to 4.0-IV3 (25)" in (
+        assert "is not one this controller runs: it supports 3.3-IV3 (7) to 4.3-IV0 (30)" in (
             refused.stderr
         ), refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
+    # A feature level needs what it depends on, in one line.
+    refused = fmt(
+        static, "--release-version", "3.9", "--feature", "eligible.leader.replicas.version=1"
+    )
+    assert refused.returncode == 1 and "depends on metadata.version level 23" in refused.stderr
 
     done = fmt(static, "--release-version", "3.9")  # static voters: no mode flag needed
     assert done.returncode == 0, done.stderr
@@ -179,5 +184,9 @@ def test_format_default_bootstrap_metadata(tmp_path: Path) -> None:
     from pykraft.storage.bootstrap import read_bootstrap_metadata
 
     config = load_config(_controller_config(tmp_path, static=True))
-    format_storage(config, "X5SvYNT7TJu0jYq2_o3_vg", features={"group.version": 1})
-    assert read_bootstrap_metadata(tmp_path / "d") == {"metadata.version": 25, "group.version": 1}
+    # The release's default features unless given (as kafka-storage): 0 turns one off.
+    format_storage(config, "X5SvYNT7TJu0jYq2_o3_vg", features={"group.version": 0})
+    assert read_bootstrap_metadata(tmp_path / "d") == {
+        "metadata.version": 25,
+        "transaction.version": 2,
+    }

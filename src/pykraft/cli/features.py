@@ -13,7 +13,8 @@ epoch. ``upgrade``/``downgrade`` send one UpdateFeatures for every ``--feature``
 active controller (kraft.version to the quorum, SPEC D10; the others to the metadata
 controller, checked against every registered broker's and controller's supported range);
 metadata.version takes a level or a release name, and ``--release-version R`` means
-``--feature metadata.version=R``. A downgrade is a safe downgrade unless ``--unsafe``.
+metadata.version R with every other feature at R's default level (Kafka's tool; not with
+``--feature``). A downgrade is a safe downgrade unless ``--unsafe``.
 Each success prints Kafka's line ``NAME was upgraded to LEVEL.`` (``can be upgraded`` with
 ``--dry-run``); a refusal prints ``Could not upgrade NAME to LEVEL. <reason>`` and exits 1.
 The bootstrap option may also follow the command.
@@ -100,9 +101,13 @@ def _parse_features(items: list[str], release_version: str | None = None) -> dic
         if levels[name] < 0:
             raise ValueError(f"--feature {item!r}: negative level")
     if release_version is not None:
-        if METADATA_VERSION in levels:
-            raise ValueError("give --release-version or --feature metadata.version, not both")
-        levels[METADATA_VERSION] = parse_release_version(release_version).level
+        if levels:
+            raise ValueError("give --release-version or --feature, not both")
+        # As Kafka's tool: metadata.version and every feature at the release's default
+        # level, those above 0 for an upgrade.
+        from pykraft.metadata.versions import release_features
+
+        levels = release_features(parse_release_version(release_version).level)
     if not levels:
         raise ValueError("give at least one --feature (or --release-version)")
     return levels

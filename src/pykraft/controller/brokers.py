@@ -42,11 +42,22 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
 from pykraft.controller.migration import MIGRATION_SUPPORTED_MV, PRE_MIGRATION
-from pykraft.controller.partitions import Acceptable, acceptor, change_record, partition_version
+from pykraft.controller.partitions import (
+    Acceptable,
+    acceptor,
+    change_record,
+    elr_enabled,
+    partition_version,
+)
 from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER, BrokerState, Image, PartitionState, broker_record
-from pykraft.metadata.versions import IBP_3_7_IV2, METADATA_VERSION, MINIMUM_METADATA_VERSION
+from pykraft.metadata.versions import (
+    IBP_3_7_IV2,
+    IBP_4_3_IV0,
+    METADATA_VERSION,
+    MINIMUM_METADATA_VERSION,
+)
 
 __all__ = [
     "BrokerSessions",
@@ -70,7 +81,7 @@ SHUTDOWN_NOW: Final = "SHUTDOWN_NOW"
 
 def register_broker_version(metadata_version: int) -> int:
     """The RegisterBrokerRecord version Kafka writes at this level."""
-    if metadata_version >= 30:  # 4.3-IV0: cordoned log directories
+    if metadata_version >= IBP_4_3_IV0:  # cordoned log directories
         return 4
     if metadata_version >= IBP_3_7_IV2:
         return 3
@@ -155,26 +166,82 @@ def leads_any(image: Image, broker_id: int) -> bool:
     return any(p.leader == broker_id for p in image.all_partitions())
 
 
+def partitions_with_elr(image: Image, broker_id: int) -> Iterator[PartitionState]:
+    """The partitions whose ELR holds ``broker_id``."""
+    for p in image.all_partitions():
+        if p.elr and broker_id in p.elr:
+            yield p
+
+
 def _leader_and_isr_updates(
     image: Image,
     partitions: Iterator[PartitionState] | list[PartitionState],
     acceptable: Acceptable,
     remove: int,
     unclean: set[uuid.UUID],
+    unclean_shutdown: int = NO_LEADER,
 ) -> RecordList:
     """PartitionChangeRecords that drop ``remove`` (if not NO_LEADER) from each ISR and
-    re-elect leaders under ``acceptable`` (Kafka's ``generateLeaderAndIsrUpdates``)."""
+    re-elect leaders under ``acceptable`` (Kafka's ``generateLeaderAndIsrUpdates``);
+    ``unclean_shutdown`` leaves the ISR and the ELR."""
     version = partition_version(image.metadata_version or 0)
     out: RecordList = []
     for p in list(partitions):
         isr = tuple(b for b in p.isr if b != remove)
         election = "unclean" if p.topic_id in unclean else "default"
         record = change_record(
-            image, p, isr=isr, acceptable=acceptable, election=election, version=version
+            image,
+            p,
+            isr=isr,
+            acceptable=acceptable,
+            election=election,
+            version=version,
+            unclean_shutdown=unclean_shutdown,
         )
         if record is not None:
             out.append((record, version))
     return out
+
+
+def _new_incarnation_records(
+    image: Image,
+    broker_id: int,
+    existing: BrokerState | None,
+    previous_epoch: int,
+    unclean: set[uuid.UUID],
+) -> RecordList:
+    """What a new incarnation of ``broker_id`` does to its partitions before its
+    registration (Kafka's ``handleBrokerShutdown``). The restart was clean when the broker
+    read its epoch back from its clean-shutdown file (``PreviousBrokerEpoch``, registration v3)
+    and it is the epoch of the registration it replaces. With eligible leader replicas on, an
+    unclean restart takes it out of every ISR *and* ELR (its log may have lost acknowledged
+    records). Otherwise it leaves the ISRs (pykraft also fences an old incarnation that is
+    still unfenced, in the same batch: a fenced broker never leads)."""
+    clean = existing is not None and previous_epoch == existing.epoch
+    if elr_enabled(image) and not clean:
+        seen: set[tuple[uuid.UUID, int]] = set()
+        targets = []
+        for p in [*partitions_with(image, broker_id), *partitions_with_elr(image, broker_id)]:
+            if (p.topic_id, p.partition_id) not in seen:
+                seen.add((p.topic_id, p.partition_id))
+                targets.append(p)
+        return _leader_and_isr_updates(
+            image,
+            targets,
+            acceptor(image, unclean_shutdown=broker_id),
+            NO_LEADER,
+            unclean,
+            unclean_shutdown=broker_id,
+        )
+    if existing is not None and not existing.fenced:
+        return fence_records(image, existing, unclean)
+    return _leader_and_isr_updates(
+        image,
+        partitions_with(image, broker_id),
+        acceptor(image, removing=broker_id),
+        broker_id,
+        unclean,
+    )
 
 
 def unclean_topics(image: Image, cluster_unclean: bool) -> set[uuid.UUID]:
@@ -395,8 +462,11 @@ def register_broker(
     features = _registered_features(image, request, broker_id, kraft_version)
     records: RecordList = []
     same = existing is not None and existing.incarnation_id == incarnation
-    if existing is not None and not same and not existing.fenced:
-        records.extend(fence_records(image, existing, unclean))
+    if not same:
+        previous_epoch = int(getattr(request, "previous_broker_epoch", -1))
+        records.extend(
+            _new_incarnation_records(image, broker_id, existing, previous_epoch, unclean)
+        )
     version = register_broker_version(mv)
     state = BrokerState(
         broker_id=broker_id,
@@ -493,15 +563,15 @@ def heartbeat(
             shutdown_at = sessions.shutdown_offset.get(broker_id, 0)
             if shutdown_at <= sessions.lowest_active_offset(image):
                 nxt = SHUTDOWN_NOW
-    records: RecordList = []
+    records: RecordList = _cordoned_records(image, broker, request)
     if nxt != current:
         if nxt in (FENCED, SHUTDOWN_NOW):
             if not broker.fenced:
-                records = fence_records(image, broker, unclean)
+                records += fence_records(image, broker, unclean)
         elif nxt == UNFENCED:
-            records = _unfence_records(image, broker, unclean)
+            records += _unfence_records(image, broker, unclean)
         elif nxt == CONTROLLED_SHUTDOWN:
-            records = _controlled_shutdown_records(image, broker, unclean)
+            records += _controlled_shutdown_records(image, broker, unclean)
     sessions.touch(broker_id, now_ms, offset)
     return Heartbeat(
         records=records,
@@ -513,6 +583,26 @@ def heartbeat(
     )
 
 
+def _cordoned_records(image: Image, broker: BrokerState, request: Any) -> RecordList:
+    """KIP-1066 (4.3-IV0, heartbeat v2): the cordoned directories a heartbeat names, when
+    they differ from the registration's, as BrokerRegistrationChangeRecord v3 (Kafka's
+    ``handleDirectoriesCordoned``); a heartbeat without the field changes nothing."""
+    cordoned = getattr(request, "cordoned_log_dirs", None)
+    if cordoned is None or (image.metadata_version or 0) < IBP_4_3_IV0:
+        return []
+    dirs = tuple(sorted(cordoned))
+    if broker.cordoned_log_dirs is not None and set(dirs) == set(broker.cordoned_log_dirs):
+        return []
+    return [
+        (
+            r.BrokerRegistrationChangeRecord(
+                broker_id=broker.broker_id, broker_epoch=broker.epoch, cordoned_log_dirs=dirs
+            ),
+            3,
+        )
+    ]
+
+
 def unregister_broker(
     image: Image, sessions: BrokerSessions, broker_id: int, unclean: set[uuid.UUID]
 ) -> RecordList:
@@ -522,9 +612,10 @@ def unregister_broker(
         raise ApiError(
             ErrorCode.broker_id_not_registered, f"Broker ID {broker_id} is not currently registered"
         )
+    # Kafka's handleBrokerUnregistered: its ISR partitions, then its ELR partitions.
     records = _leader_and_isr_updates(
         image,
-        partitions_with(image, broker_id),
+        [*partitions_with(image, broker_id), *partitions_with_elr(image, broker_id)],
         acceptor(image, removing=broker_id),
         broker_id,
         unclean,

@@ -38,6 +38,9 @@ class ControllerConfig:
     # unclean.leader.election.enable (cluster default): elect a leader outside the ISR when
     # no ISR member is alive (data may be lost).
     unclean_leader_election: bool = False
+    # min.insync.replicas (the controller's own): the cluster-wide value written when
+    # eligible leader replicas are turned on, at bootstrap or by UpdateFeatures (KIP-966).
+    min_insync_replicas: int = 1
     # Feature levels written into an empty log when the directory has no bootstrap.checkpoint.
     bootstrap_metadata_version: int = 25
     # zookeeper.metadata.migration.enable (KIP-866): this quorum migrates a ZooKeeper cluster.

@@ -27,11 +27,15 @@ from pykraft.controller.group_configs import (
     validate_client_metrics,
     validate_group,
 )
+from pykraft.controller.partitions import MIN_INSYNC, elr_enabled
 from pykraft.controller.result import RecordList
 from pykraft.controller.steps import LIMIT_CONFIGS
 from pykraft.controller.throttles import THROTTLE_POLICY
 from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
-from pykraft.metadata.records import ConfigRecord
+from pykraft.metadata.records import ClearElrRecord, ConfigRecord
+from pykraft.metadata.versions import IBP_4_3_IV0
+
+CORDONED_LOG_DIRS: Final = "cordoned.log.dirs"  # KIP-1066
 
 __all__ = [
     "TOPIC_CONFIGS",
@@ -257,8 +261,21 @@ def _alter(
             current = dict(image.configs.get((rtype, rname), {}))
             changes = changes_of(resource, rtype, current)
             _validate_whole(rtype, rname, current, changes)
+            if (
+                rtype == BROKER_RESOURCE
+                and CORDONED_LOG_DIRS in changes
+                and (image.metadata_version or 0) < IBP_4_3_IV0
+            ):
+                raise ApiError(
+                    ErrorCode.invalid_config,
+                    "The cordoned.log.dirs configuration value cannot be set because it "
+                    "requires metadata.version >= 4.3-IV0",
+                )
+            elr = elr_enabled(image)
+            if elr:
+                _check_min_isr_with_elr(rtype, rname, changes)
             if not validate_only:
-                records.extend(_records(rtype, rname, current, changes))
+                records.extend(_records(rtype, rname, current, changes, clear_elr=elr))
             results.append(_result(rtype, rname))
         except ApiError as e:
             results.append(_result(rtype, rname, e))
@@ -348,16 +365,47 @@ def alter_configs(
     return _alter(image, resources, validate_only, _replacing_changes)
 
 
+def _check_min_isr_with_elr(rtype: int, rname: str, changes: dict[str, str | None]) -> None:
+    """With eligible leader replicas on, min.insync.replicas is the cluster's or a topic's:
+    a broker's own may not be set or deleted, the cluster's not deleted (Kafka's
+    ``isDisallowedBrokerMinIsrTransition`` / ``isDisallowedClusterMinIsrTransition``)."""
+    if rtype != BROKER_RESOURCE or MIN_INSYNC not in changes:
+        return
+    if rname:
+        raise ApiError(
+            ErrorCode.invalid_config,
+            "Broker-level min.insync.replicas cannot be altered while ELR is enabled.",
+        )
+    if changes[MIN_INSYNC] is None:
+        raise ApiError(
+            ErrorCode.invalid_config,
+            "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+        )
+
+
 def _records(
-    rtype: int, rname: str, current: dict[str, str], changes: dict[str, str | None]
+    rtype: int,
+    rname: str,
+    current: dict[str, str],
+    changes: dict[str, str | None],
+    *,
+    clear_elr: bool = False,
 ) -> RecordList:
+    """The ConfigRecords of ``changes``; with eligible leader replicas on, a change of
+    min.insync.replicas is followed by a ClearElrRecord (Kafka's
+    ``createClearElrRecordsAsNeeded``): the topic's ELRs, or every topic's for the cluster's
+    value, which is written (and clears) even when it is the same (KAFKA-14136)."""
     out: RecordList = []
     for key, value in changes.items():
-        if current.get(key) == value:
+        cluster_min_isr = clear_elr and rtype == BROKER_RESOURCE and key == MIN_INSYNC
+        if current.get(key) == value and not cluster_min_isr:
             continue
         out.append(
             (ConfigRecord(resource_type=rtype, resource_name=rname, name=key, value=value), 0)
         )
+        if clear_elr and key == MIN_INSYNC and rtype in (TOPIC_RESOURCE, BROKER_RESOURCE):
+            topic = rname if rtype == TOPIC_RESOURCE else ""
+            out.append((ClearElrRecord(topic_name=topic), 0))
     return out
 
 

@@ -9,31 +9,41 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.partitions import MIN_INSYNC
 from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
-from pykraft.metadata.image import Image
+from pykraft.metadata.image import BROKER_RESOURCE, Image
 from pykraft.metadata.versions import (
-    DEFAULT_METADATA_VERSION,
+    ELR_VERSION,
     FEATURES,
     METADATA_VERSION,
     MINIMUM_METADATA_VERSION,
+    dependency_error,
+    metadata_changed_between,
+    metadata_version,
 )
 
 __all__ = [
     "MAX_METADATA_VERSION",
     "SUPPORTED_FEATURES",
     "check_bootstrap_level",
+    "elr_safety_records",
     "feature_update",
     "update_features",
 ]
 
-# The metadata.version range pykraft's controller writes records for: up to 4.0-IV3 (25).
-MAX_METADATA_VERSION: Final = DEFAULT_METADATA_VERSION.level
+# The metadata.version range pykraft's controller writes records for: up to 4.3-IV0 (30),
+# Kafka 4.3.1's newest, the levels whose records and rules it implements (eligible leader
+# replicas from 4.1-IV0, cordoned log directories at 4.3-IV0). 4.4-IV0.. (CIDR ACL hosts,
+# UnregisterController) are Kafka 4.4.0's and not yet here.
+MAX_METADATA_VERSION: Final = 30
+
 SUPPORTED_FEATURES: Final = {
     METADATA_VERSION: (MINIMUM_METADATA_VERSION.level, MAX_METADATA_VERSION),
     **FEATURES,
 }
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+KRAFT_VERSION: Final = "kraft.version"
 
 
 def update_features(
@@ -42,16 +52,30 @@ def update_features(
     request: Any,
     node_id: int,
     controller_features: dict[int, dict[str, tuple[int, int]]],
+    static_min_insync: int = 1,
+    kraft_version: int = 0,
 ) -> tuple[RecordList, dict[str, Any]]:
     """UpdateFeatures: the FeatureLevelRecords and the response (all updates or none, as
-    Kafka; none with ValidateOnly)."""
+    Kafka; none with ValidateOnly). Each level is checked against the *proposed* levels (the
+    finalized ones with every requested level applied), so an upgrade of metadata.version and
+    of a feature that needs it may come in one request (``kafka-features upgrade
+    --release-version``). Turning eligible leader replicas on adds Kafka's safety records."""
     validate_only = bool(getattr(request, "validate_only", False))
+    proposed = {**image.features, KRAFT_VERSION: kraft_version}
+    for update in request.feature_updates:
+        proposed[update.feature] = int(update.max_version_level)
     records: RecordList = []
     results = []
     top: ApiError | None = None
     for update in request.feature_updates:
         try:
-            record = feature_update(image, version, update, node_id, controller_features)
+            if update.feature == KRAFT_VERSION:
+                _kraft_version_update(update, kraft_version)
+                record = None
+            else:
+                record = feature_update(
+                    image, version, update, node_id, controller_features, proposed
+                )
             if record is not None:
                 records.append((record, 0))
             results.append({"feature": update.feature, "error_code": 0, "error_message": None})
@@ -63,6 +87,10 @@ def update_features(
     if top is not None:
         # Kafka applies all or nothing.
         records = []
+    elif proposed.get(ELR_VERSION, 0) > 0 and any(
+        u.feature == ELR_VERSION for u in request.feature_updates
+    ):
+        records += elr_safety_records(image, static_min_insync)
     response: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": 0,
@@ -74,6 +102,51 @@ def update_features(
     if validate_only:
         records = []
     return records, response
+
+
+def _kraft_version_update(update: Any, current: int) -> None:
+    """kraft.version beside other features (``kafka-features upgrade --release-version``
+    sends it with them): the quorum's current level is accepted as it is; a change goes to
+    the quorum on its own (SPEC D10: an UpdateFeatures of kraft.version alone)."""
+    level = int(update.max_version_level)
+    if level != current:
+        raise _invalid(
+            KRAFT_VERSION,
+            level,
+            f"The quorum is at kraft.version {current}; change it with an UpdateFeatures of "
+            "kraft.version alone.",
+        )
+
+
+def elr_safety_records(image: Image, static_min_insync: int) -> RecordList:
+    """Kafka's ``maybeGenerateElrSafetyRecords``, when eligible leader replicas are turned on:
+    a cluster-wide ``min.insync.replicas`` (the controller's own setting) if the cluster has
+    none, and every broker's own ``min.insync.replicas`` deleted (with ELR only the cluster's
+    and the topics' count)."""
+    out: RecordList = []
+    if MIN_INSYNC not in image.configs.get((BROKER_RESOURCE, ""), {}):
+        out.append(
+            (
+                r.ConfigRecord(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name="",
+                    name=MIN_INSYNC,
+                    value=str(static_min_insync),
+                ),
+                0,
+            )
+        )
+    for (kind, name), configs in sorted(image.configs.items()):
+        if kind == BROKER_RESOURCE and name and MIN_INSYNC in configs:
+            out.append(
+                (
+                    r.ConfigRecord(
+                        resource_type=BROKER_RESOURCE, resource_name=name, name=MIN_INSYNC, value=None
+                    ),
+                    0,
+                )
+            )
+    return out
 
 
 def _check_supported(
@@ -113,13 +186,46 @@ def check_bootstrap_level(level: int) -> None:
     with one line otherwise."""
     low, high = SUPPORTED_FEATURES[METADATA_VERSION]
     if not low <= level <= high:
-        from pykraft.metadata.versions import metadata_version
-
         low_name, high_name = metadata_version(low).name, metadata_version(high).name
         raise ValueError(
             f"metadata.version {level} is not one this controller runs: it supports "
             f"{low_name} ({low}) to {high_name} ({high}), the levels UpdateFeatures accepts"
         )
+
+
+def _invalid(name: str, level: int, reason: str) -> ApiError:
+    return ApiError(
+        ErrorCode.invalid_update_version,
+        f"Invalid update version {level} for feature {name}. {reason}",
+    )
+
+
+def _check_metadata_version(current: int, level: int, upgrade_type: int) -> None:
+    """Kafka's ``updateMetadataVersion``: a known level; a downgrade only SAFE and only when
+    no level on the way down changed the metadata."""
+    try:
+        target = metadata_version(level)
+    except ValueError:
+        raise ApiError(
+            ErrorCode.invalid_update_version,
+            f"Invalid metadata.version {level}. Unknown metadata.version {level}.",
+        ) from None
+    if level >= current or current == 0:
+        return
+    was = metadata_version(current).name if current >= MINIMUM_METADATA_VERSION.level else current
+    if upgrade_type == UNSAFE_DOWNGRADE:
+        reason = "Unsafe metadata downgrade is not supported in this version."
+    elif metadata_changed_between(level, current):
+        reason = (
+            "Refusing to perform the requested downgrade because it might delete metadata "
+            "information."
+        )
+    else:
+        return
+    raise ApiError(
+        ErrorCode.invalid_update_version,
+        f"Unsupported metadata.version downgrade from {was} to {target.name}. {reason}",
+    )
 
 
 def feature_update(
@@ -128,45 +234,41 @@ def feature_update(
     update: Any,
     node_id: int,
     controller_features: dict[int, dict[str, tuple[int, int]]],
+    proposed: dict[str, int] | None = None,
 ) -> r.FeatureLevelRecord | None:
     """One feature's new level, checked as Kafka's FeatureControlManager does (supported
-    by this controller, every broker and every controller; downgrades only when asked, never
-    unsafe for metadata.version); None when the level does not change."""
+    by this controller, every broker and every controller; downgrades only when asked, and
+    for metadata.version only safe ones across levels that did not change the metadata; the
+    feature's dependencies met by the ``proposed`` levels); None when the level does not
+    change."""
     name = update.feature
     level = int(update.max_version_level)
     if version == 0:
         upgrade_type = SAFE_DOWNGRADE if getattr(update, "allow_downgrade", False) else UPGRADE
     else:
         upgrade_type = int(update.upgrade_type)
-    if name not in SUPPORTED_FEATURES:
-        raise ApiError(
-            ErrorCode.invalid_update_version,
-            f"Invalid update version {level} for feature {name}. The controller does not "
-            "support the given feature.",
-        )
-    current = image.features.get(name, 0)
     if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
-        raise ApiError(ErrorCode.invalid_update_version, f"Unknown upgrade type {upgrade_type}")
-    if level < current:
-        if upgrade_type == UPGRADE:
-            raise ApiError(
-                ErrorCode.invalid_update_version,
-                f"Invalid update version {level} for feature {name}. Can't downgrade the "
-                "version of this feature without setting the upgrade type to either safe or "
-                "unsafe downgrade.",
-            )
-        if name == METADATA_VERSION:
-            raise ApiError(
-                ErrorCode.invalid_update_version,
-                f"Invalid metadata.version {level}. Unsafe metadata.version downgrades are "
-                "not supported.",
-            )
-    if name == METADATA_VERSION and level < MINIMUM_METADATA_VERSION.level:
-        raise ApiError(
-            ErrorCode.invalid_update_version,
-            f"Invalid metadata.version {level}. The minimum is {MINIMUM_METADATA_VERSION.level}.",
+        raise _invalid(name, level, "The controller does not support the given upgrade type.")
+    if name not in SUPPORTED_FEATURES:
+        raise _invalid(name, level, "The controller does not support the given feature.")
+    if level < 0:
+        raise _invalid(name, level, "A feature version cannot be less than 0.")
+    current = image.features.get(name, 0)
+    if level < current and upgrade_type == UPGRADE:
+        raise _invalid(
+            name,
+            level,
+            "Can't downgrade the version of this feature without setting the upgrade type to "
+            "either safe or unsafe downgrade.",
         )
+    if level > current and upgrade_type != UPGRADE:
+        raise _invalid(name, level, "Can't downgrade to a newer version.")
+    if name == METADATA_VERSION:
+        _check_metadata_version(current, level, upgrade_type)
     _check_supported(image, name, level, node_id, controller_features)
+    reason = dependency_error(name, level, {**image.features, **(proposed or {})})
+    if reason is not None:
+        raise _invalid(name, level, reason)
     if level == current:
         return None
     return r.FeatureLevelRecord(name=name, feature_level=level)

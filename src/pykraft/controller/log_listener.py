@@ -147,8 +147,12 @@ class MetaLogListener:
         bootstrap_records: Sequence[Any] = (),
         report: Callable[[str], None] = _ignore,
         on_applied: Callable[[int], None] | None = None,
+        check_write: Callable[[Image, RecordList], None] | None = None,
     ) -> None:
         self._new_controller = new_controller
+        # Called with the image and each batch before it is written (the simulator's
+        # per-record invariants); None in the node.
+        self.check_write = check_write
         self.bootstrap = dict(bootstrap) if bootstrap is not None else None
         self.bootstrap_records = tuple(bootstrap_records)
         self.report = report  # one line per failed replay (the host logs it)
@@ -322,6 +326,8 @@ class MetaLogListener:
     def write(self, core: RaftApi, records: RecordList, now_ms: int) -> int | None:
         """Append ``records`` as one batch and apply them; the last offset (None if this
         replica is no longer the leader). A storage error propagates (the node stops)."""
+        if self.check_write is not None:
+            self.check_write(self.image, records)
         values = [encode_record(record, version) for record, version in records]
         base = core.log.end_offset
         try:

@@ -50,7 +50,7 @@ from pykraft.controller import configs as cfgs
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError, error_fields
-from pykraft.controller.features import SUPPORTED_FEATURES
+from pykraft.controller.features import SUPPORTED_FEATURES, elr_safety_records
 from pykraft.controller.partitions import (
     partition_version,
 )
@@ -63,9 +63,11 @@ from pykraft.metadata.image import (
     Image,
 )
 from pykraft.metadata.versions import (
+    ELR_VERSION,
     IBP_3_6_IV1,
     METADATA_VERSION,
     MINIMUM_METADATA_VERSION,
+    release_features,
 )
 from pykraft.protocol.apis import ApiKey
 
@@ -82,7 +84,9 @@ __all__ = [
 METADATA_TOPIC: Final = "__cluster_metadata"
 # The caller of a request that came with none (the simulator, internal writes): forwarded,
 # so the connection rules of the token APIs do not apply.
-INTERNAL_CALLER: Final = Caller("User:ANONYMOUS", "127.0.0.1", forwarded=True)  # the quorum's own partition: KIP-642 (raft/)
+INTERNAL_CALLER: Final = Caller(
+    "User:ANONYMOUS", "127.0.0.1", forwarded=True
+)  # the quorum's own partition: KIP-642 (raft/)
 
 
 # Answered by any controller from its image (Kafka's read events), not only the active one.
@@ -211,7 +215,9 @@ class QuorumController:
                 metadata_version=self.metadata_version,
             )
         if empty:
-            features = dict(bootstrap or {METADATA_VERSION: self.config.bootstrap_metadata_version})
+            # Without a bootstrap checkpoint: the release's default features (Kafka's
+            # BootstrapMetadata.fromVersion with the features' defaults).
+            features = dict(bootstrap or release_features(self.config.bootstrap_metadata_version))
             level = features.pop(METADATA_VERSION)
             body: RecordList = [
                 (r.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level), 0)
@@ -222,6 +228,10 @@ class QuorumController:
                 if value
             ]
             body += [(rec, 0) for rec in bootstrap_records]
+            if features.get(ELR_VERSION, 0) > 0:
+                # Kafka's ActivationRecordsGenerator: with ELR from the start, the cluster's
+                # min.insync.replicas is a config record (controller/features.py).
+                body += elr_safety_records(self.image, self.config.min_insync_replicas)
             body += migration.activation_records(
                 self.image,
                 enabled=self.config.zk_migration_enabled,
@@ -643,7 +653,13 @@ class QuorumController:
     def _update_features(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
             *features.update_features(
-                self.image, version, request, self.node_id, ctx.controller_features
+                self.image,
+                version,
+                request,
+                self.node_id,
+                ctx.controller_features,
+                self.config.min_insync_replicas,
+                ctx.kraft_version,
             )
         )
 

@@ -2,7 +2,8 @@
 ``ReplicationControlManager``), their validation in Kafka's order with Kafka's errors, and
 replica placement (``StripedReplicaPlacer``).
 
-Placement: replicas go to *usable* brokers (registered, unfenced, not shutting down). The
+Placement: replicas go to *usable* brokers (registered, unfenced, not shutting down, not every
+log directory cordoned: KIP-1066). The
 brokers are listed rack by rack, interleaved (one broker of each rack in turn), so that
 consecutive entries sit on different racks; partition ``p`` takes ``rf`` consecutive entries
 starting at ``start + p`` (``start`` random per topic, so leaders spread across topics). The
@@ -80,7 +81,11 @@ def _collides(image: Image, name: str) -> str | None:
 
 
 def usable_brokers(image: Image) -> list[int]:
-    return sorted(b for b, state in image.brokers.items() if state.active)
+    """Brokers new replicas may go to (Kafka's ``usableBrokers``): active, and with a log
+    directory that is not cordoned (KIP-1066)."""
+    return sorted(
+        b for b, state in image.brokers.items() if state.active and state.has_uncordoned_dirs
+    )
 
 
 def _striped(image: Image, brokers: list[int]) -> list[int]:

@@ -71,6 +71,9 @@ class BrokerState:
     in_controlled_shutdown: bool
     log_dirs: tuple[uuid.UUID, ...]
     is_migrating_zk_broker: bool = False
+    # KIP-1066 (4.3-IV0): the directories its last heartbeat said are cordoned (no new
+    # replicas); None until it says (a new registration starts uncordoned).
+    cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     # The offset its RegisterBrokerRecord was replayed at (the snapshot's for a registration
     # loaded from one): a heartbeat at or past it is caught up. Not metadata: not in records().
     register_offset: int = -1
@@ -79,6 +82,14 @@ class BrokerState:
     def active(self) -> bool:
         """May lead and be in an ISR: unfenced and not shutting down."""
         return not self.fenced and not self.in_controlled_shutdown
+
+    @property
+    def has_uncordoned_dirs(self) -> bool:
+        """May get new replicas (Kafka's ``hasUncordonedDirs``): no directories known, none
+        cordoned, or one not cordoned."""
+        if not self.log_dirs or self.cordoned_log_dirs is None:
+            return True
+        return any(d not in self.cordoned_log_dirs for d in self.log_dirs)
 
 
 @dataclass(slots=True)
@@ -290,6 +301,7 @@ class Image:
                 in_controlled_shutdown=rec.in_controlled_shutdown,
                 log_dirs=rec.log_dirs,
                 is_migrating_zk_broker=rec.is_migrating_zk_broker,
+                cordoned_log_dirs=rec.cordoned_log_dirs,
                 register_offset=self._offset,
             ),
         )
@@ -311,6 +323,8 @@ class Image:
             tl.assign(broker, "in_controlled_shutdown", True)
         if version >= 2 and rec.log_dirs:
             tl.assign(broker, "log_dirs", rec.log_dirs)
+        if version >= 3 and rec.cordoned_log_dirs is not None:
+            tl.assign(broker, "cordoned_log_dirs", rec.cordoned_log_dirs)
 
     def _fence(self, rec: r.FenceBrokerRecord, _v: int) -> None:
         self.timeline.assign(self._broker(rec.id, rec.epoch, "FenceBroker"), "fenced", True)
@@ -444,6 +458,25 @@ class Image:
     def _migration(self, rec: r.ZkMigrationStateRecord, _v: int) -> None:
         self.timeline.assign(self, "migration_state", rec.zk_migration_state)
 
+    def _clear_elr(self, rec: r.ClearElrRecord, _v: int) -> None:
+        """ClearElrRecord (KIP-966): the ELR and LastKnownElr of every partition of the topic
+        (of every topic when the name is empty) emptied, a partition epoch for each partition
+        that had any (Kafka's ``ReplicationControlManager.replay(ClearElrRecord)``)."""
+        if rec.topic_name:
+            topic_id = self.topics_by_name.get(rec.topic_name)
+            if topic_id is None:
+                raise ImageError(f"ClearElrRecord of unknown topic {rec.topic_name}")
+            topics = [self.topics[topic_id]]
+        else:
+            topics = list(self.topics.values())
+        set_ = self.timeline.assign
+        for topic in topics:
+            for p in topic.partitions.values():
+                if p.elr or p.last_known_elr:
+                    set_(p, "elr", ())
+                    set_(p, "last_known_elr", ())
+                    set_(p, "partition_epoch", p.partition_epoch + 1)
+
     def _noop(self, rec: Any, _v: int) -> None:
         pass
 
@@ -564,6 +597,7 @@ def broker_record(b: BrokerState, version: int) -> r.RegisterBrokerRecord:
         fenced=b.fenced,
         in_controlled_shutdown=b.in_controlled_shutdown and version >= 1,
         log_dirs=b.log_dirs if version >= 3 else (),
+        cordoned_log_dirs=b.cordoned_log_dirs if version >= 4 else None,
     )
 
 
@@ -627,7 +661,7 @@ _REPLAY: Final[dict[type, Any]] = {
     r.ProducerIdsRecord: Image._producer_ids,
     r.ZkMigrationStateRecord: Image._migration,
     r.NoOpRecord: Image._noop,
-    r.ClearElrRecord: Image._noop,
+    r.ClearElrRecord: Image._clear_elr,
     r.AccessControlEntryRecord: Image._keep,
     r.RemoveAccessControlEntryRecord: Image._drop_kept,
     r.UserScramCredentialRecord: Image._keep,

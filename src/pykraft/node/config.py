@@ -118,6 +118,7 @@ class NodeConfig:
     broker_heartbeat_interval_ms: int = 2000
     num_partitions: int = 1
     default_replication_factor: int = 1
+    min_insync_replicas: int = 1
     metadata_max_idle_interval_ms: int = 500
     unclean_leader_election_enable: bool = False
     # KIP-866 (Kafka's names): migrate the ZooKeeper cluster at zookeeper.connect; the
@@ -172,6 +173,7 @@ class NodeConfig:
             broker_session_timeout_ms=self.broker_session_timeout_ms,
             broker_heartbeat_interval_ms=self.broker_heartbeat_interval_ms,
             num_partitions=self.num_partitions,
+            min_insync_replicas=self.min_insync_replicas,
             default_replication_factor=self.default_replication_factor,
             metadata_max_idle_interval_ms=self.metadata_max_idle_interval_ms,
             snapshot_max_bytes=self.metadata_log_max_record_bytes_between_snapshots,
@@ -298,6 +300,7 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     "broker.session.timeout.ms": ("broker_session_timeout_ms", 1),
     "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", 1),
     "num.partitions": ("num_partitions", 1),
+    "min.insync.replicas": ("min_insync_replicas", 1),
     "default.replication.factor": ("default_replication_factor", 1),
     "metadata.max.idle.interval.ms": ("metadata_max_idle_interval_ms", 0),
     "zookeeper.metadata.migration.min.batch.size": (

@@ -50,8 +50,15 @@ SHUTDOWN_PER_TICK: Final = 0.003
 ISR_CHANGE_PER_TICK: Final = 0.05
 DOWN_MS: Final = (1_000, 12_000)
 FEATURES: Final = (
-    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 25},
+    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 29},
     {"name": "kraft.version", "min_supported_version": 0, "max_supported_version": 1},
+    {
+        "name": "eligible.leader.replicas.version",
+        "min_supported_version": 0,
+        "max_supported_version": 1,
+    },
+    {"name": "group.version", "min_supported_version": 0, "max_supported_version": 1},
+    {"name": "transaction.version", "min_supported_version": 0, "max_supported_version": 2},
 )
 
 
@@ -67,6 +74,9 @@ class SimBroker:
     outstanding: int = 0  # token of the request in flight (0: none)
     sent_at_ms: int = 0
     starts: int = 0
+    # The epoch a controlled shutdown left in its clean-shutdown file (-1 after a crash):
+    # sent as PreviousBrokerEpoch, so a clean restart keeps the broker in its ELRs.
+    clean_epoch: int = -1
 
 
 class SimBrokers:
@@ -162,6 +172,7 @@ class SimBrokers:
                     "features": list(FEATURES),
                     "rack": f"rack{b.broker_id % 2}",
                     "log_dirs": [uuid.UUID(int=(b.broker_id << 64) + 7)],
+                    "previous_broker_epoch": b.clean_epoch,
                 },
             )
             return
@@ -196,7 +207,8 @@ class SimBrokers:
             if p.adding or p.removing or p.final_target is not None
         ]
 
-    def _down(self, b: SimBroker) -> None:
+    def _down(self, b: SimBroker, *, clean: bool = False) -> None:
+        b.clean_epoch = b.epoch if clean else -1
         b.state = "down"
         b.outstanding = 0
         b.return_at_ms = self.sim.now_ms + self.rng.randint(*DOWN_MS)
@@ -270,7 +282,7 @@ class SimBrokers:
                 return
             if code == 0 and response.get("should_shut_down"):
                 self._count("controlled_shutdown_done")
-                self._down(b)
+                self._down(b, clean=True)
             return
 
     # -- the admin -----------------------------------------------------------------------

@@ -30,6 +30,14 @@ application's state record.
   simulated topics keep min.insync.replicas at 1, so its exception never applies), and no
   more partitions than ``reassignment.parallel.partition.count`` have a stepped move in
   flight; a final target is never empty and never names a broker twice.
+* ``elr-structure`` (KIP-966): a partition's ELR never shares a broker with its ISR nor
+  names one twice, LastKnownElr holds at most one broker, and a partition whose ISR is
+  empty has no leader;
+* ``leader-from-isr-or-elr``: checked on every batch the active controller writes, record by
+  record: a PartitionChangeRecord that gives a partition a new leader takes it from the
+  partition's ISR, or from its ELR, as they were before that record (or, answering a
+  leader's AlterPartition, from the ISR the leader asked for), unless the election is unclean (the partition is then RECOVERING: unclean.leader.election.enable, or the last
+  known leader of KIP-966).
 """
 
 from __future__ import annotations
@@ -48,8 +56,10 @@ from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import QuorumController
 from pykraft.controller.result import RecordList
 from pykraft.controller.steps import Limits
-from pykraft.metadata.image import BROKER_RESOURCE, Image
+from pykraft.metadata import records as r
+from pykraft.metadata.image import BROKER_RESOURCE, NO_LEADER_CHANGE, Image, PartitionState
 from pykraft.metadata.serde import encode_record
+from pykraft.protocol.apis import ApiKey
 from pykraft.raft.core import RaftCore
 from pykraft.sim.history import InvariantViolation
 
@@ -71,7 +81,14 @@ class SimController:
         self.checker = checker
         self._generation = 0
         self.replay_errors: list[str] = []
-        self.listener = MetaLogListener(self._new_controller, report=self.replay_errors.append)
+        self.listener = MetaLogListener(
+            self._new_controller,
+            report=self.replay_errors.append,
+            check_write=lambda image, records: check_elections(
+                node_id, image, records, leader_vouched=self._handling == ApiKey.ALTER_PARTITION
+            ),
+        )
+        self._handling: int | None = None  # the API whose records are being written
 
     def _new_controller(self) -> QuorumController:
         # A stream per controller object: a restarted controller must not draw the topic
@@ -153,6 +170,7 @@ class SimController:
         if not listener.active:
             deliver(None)
             return
+        self._handling = api_key
         try:
             handled = listener.handle(
                 core, api_key, version, request, listener.context(core, now_ms)
@@ -160,6 +178,8 @@ class SimController:
         except ApiError:
             deliver(None)
             raise
+        finally:
+            self._handling = None
         response = handled.response
         listener.after_commit(
             core, handled.commit_offset, lambda ok: deliver(response if ok else None)
@@ -184,6 +204,71 @@ class SimController:
                 partition_version(mv), register_broker_version(mv)
             )
         ]
+
+
+def check_elections(
+    node_id: int, image: Image, records: RecordList, *, leader_vouched: bool = False
+) -> None:
+    """``leader-from-isr-or-elr`` over one batch (module docstring): the partitions' ISR,
+    ELR, leader and recovery state followed record by record from ``image``.
+    ``leader_vouched``: the batch answers a leader's AlterPartition, so the ISR a record sets
+    holds replicas the leader took in (a reassignment may complete and elect one of them)."""
+    # (topic id, partition) -> (ISR, ELR, leader, leader recovery state)
+    state: dict[tuple[uuid.UUID, int], tuple[tuple[int, ...], tuple[int, ...], int, int]] = {}
+    for record, _version in records:
+        if isinstance(record, r.PartitionRecord):
+            state[(record.topic_id, record.partition_id)] = (
+                record.isr,
+                record.eligible_leader_replicas or (),
+                record.leader,
+                record.leader_recovery_state,
+            )
+            continue
+        if not isinstance(record, r.PartitionChangeRecord):
+            continue
+        key = (record.topic_id, record.partition_id)
+        if key not in state:
+            p = image.partition(*key)
+            if p is None:
+                continue
+            state[key] = (p.isr, p.elr or (), p.leader, p.leader_recovery_state)
+        isr, elr, leader, recovery = state[key]
+        if record.leader_recovery_state != -1:
+            recovery = record.leader_recovery_state
+        new_leader = leader if record.leader == NO_LEADER_CHANGE else record.leader
+        clean = recovery != 1
+        vouched = record.isr if leader_vouched and record.isr is not None else ()
+        eligible = (*isr, *elr, *vouched)
+        if new_leader >= 0 and new_leader != leader and clean and new_leader not in eligible:
+            raise InvariantViolation(
+                "leader-from-isr-or-elr",
+                f"node {node_id}: partition {key[0]}-{key[1]} gets leader {new_leader}, "
+                f"outside its ISR {isr} and ELR {elr}, in a clean election",
+                node_id,
+            )
+        state[key] = (
+            isr if record.isr is None else record.isr,
+            elr if record.eligible_leader_replicas is None else record.eligible_leader_replicas,
+            new_leader,
+            recovery,
+        )
+
+
+def _check_elr(node_id: int, position: int, name: str, p: PartitionState) -> None:
+    elr = p.elr or ()
+    problem = None
+    if len(set(elr)) != len(elr) or set(elr) & set(p.isr):
+        problem = f"ELR {elr} with ISR {p.isr}"
+    elif len(p.last_known_elr or ()) > 1:
+        problem = f"LastKnownElr {p.last_known_elr}"
+    elif not p.isr and p.leader >= 0:
+        problem = f"leader {p.leader} with an empty ISR"
+    if problem is not None:
+        raise InvariantViolation(
+            "elr-structure",
+            f"node {node_id} at {position}: {name}-{p.partition_id} has {problem}",
+            node_id,
+        )
 
 
 def image_digest(image: Image) -> str:
@@ -235,6 +320,7 @@ class ControllerChecker:
                     node_id,
                 )
             for p in topic.partitions.values():
+                _check_elr(node_id, position, topic.name, p)
                 if p.leader >= 0 and p.leader not in active_brokers:
                     raise InvariantViolation(
                         "fenced-leads-nothing",

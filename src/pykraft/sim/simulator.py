@@ -183,7 +183,11 @@ class Simulation:
         streams derived from the seed alone, so that no other stream changed."""
         checker = ControllerChecker()
         self.controller_checker = checker
-        controller_config = ControllerConfig(broker_session_timeout_ms=9_000)
+        # Kafka 4.1's features (eligible leader replicas on), so that the checker sees ELR
+        # elections as well as ISR ones.
+        controller_config = ControllerConfig(
+            broker_session_timeout_ms=9_000, bootstrap_metadata_version=27
+        )
         for node in self.nodes:
             node.app.tagged = True
             node.controller = SimController(

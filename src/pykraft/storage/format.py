@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pykraft.metadata.versions import DEFAULT_METADATA_VERSION, IBP_3_5_IV2, METADATA_VERSION
+from pykraft.metadata.versions import (
+    DEFAULT_METADATA_VERSION,
+    IBP_3_5_IV2,
+    METADATA_VERSION,
+    release_features,
+)
 from pykraft.raft.types import Endpoint
 from pykraft.records import VoterRecordEntry
 from pykraft.storage._files import StorageError, fsync_dir
@@ -189,7 +194,8 @@ def format_storage(
     or ``no_initial_controllers``; with it, neither of the first two, nor kraft.version 1.
     ``features`` (``metadata.version`` and other feature levels, from ``--release-version``
     and ``--feature``) go into ``bootstrap.checkpoint``; metadata.version defaults to
-    ``DEFAULT_METADATA_VERSION``; ``scram`` (UserScramCredentialRecords of ``--add-scram``)
+    ``DEFAULT_METADATA_VERSION``, every other feature to its default level at that
+    metadata.version (Kafka's ``Feature.defaultLevel``; 0 is not written); ``scram`` (UserScramCredentialRecords of ``--add-scram``)
     follow them, and need metadata.version 3.5-IV2 or later."""
     try:
         kafka_to_uuid(cluster_id)
@@ -221,8 +227,10 @@ def format_storage(
     partition_dir.mkdir(parents=True, exist_ok=True)
     if version >= 1:
         write_bootstrap_checkpoint(partition_dir, version, voters)
+    # As kafka-storage: every feature at the release's default level unless given.
+    bootstrap = {**release_features(level), **(features or {})}
     write_bootstrap_metadata(
-        log_dir, {METADATA_VERSION: DEFAULT_METADATA_VERSION.level, **(features or {})}, scram
+        log_dir, {name: value for name, value in bootstrap.items() if value > 0}, scram
     )
     fsync_dir(log_dir)
     meta = MetaProperties(cluster_id, config.node_id, directory_id)
