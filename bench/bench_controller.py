@@ -37,6 +37,7 @@ from typing import Any
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.serde import decode_record, encode_record
+from pykraft.metadata.versions import broker_registration_features
 from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
@@ -198,18 +199,7 @@ async def bench_create(
                         "security_protocol": 0,
                     }
                 ],
-                "features": [
-                    {
-                        "name": "metadata.version",
-                        "min_supported_version": 7,
-                        "max_supported_version": 25,
-                    },
-                    {
-                        "name": "kraft.version",
-                        "min_supported_version": 0,
-                        "max_supported_version": 1,
-                    },
-                ],
+                "features": broker_registration_features(30),
                 "rack": None,
                 "log_dirs": [uuid.UUID(int=(b + 1) << 64 | 77)],
             },

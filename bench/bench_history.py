@@ -38,6 +38,7 @@ from typing import Any
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.quorum_controller import Context, QuorumController
 from pykraft.metadata.serde import encode_record
+from pykraft.metadata.versions import broker_registration_features
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
@@ -129,13 +130,7 @@ class Year:
                     "security_protocol": 0,
                 }
             ],
-            features=[
-                {
-                    "name": "metadata.version",
-                    "min_supported_version": 7,
-                    "max_supported_version": 25,
-                }
-            ],
+            features=broker_registration_features(30),
             rack=f"r{broker % 10}",
             log_dirs=[uuid.UUID(int=(broker << 64) + 500)],
         )

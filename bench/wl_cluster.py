@@ -43,6 +43,7 @@ from kafka.admin import NewTopic
 
 from pykraft.interop.cluster import BROKER_STARTED, LocalCluster, Server
 from pykraft.interop.kafka import KafkaDist, write_properties
+from pykraft.metadata.versions import broker_registration_features
 from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
@@ -50,12 +51,7 @@ from pykraft.protocol.build import make
 
 HEARTBEAT_S = 30
 SIM_BROKERS = 1_000
-FEATURES = [
-    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 25},
-    {"name": "kraft.version", "min_supported_version": 0, "max_supported_version": 1},
-    {"name": "group.version", "min_supported_version": 0, "max_supported_version": 1},
-    {"name": "transaction.version", "min_supported_version": 0, "max_supported_version": 2},
-]
+FEATURES = broker_registration_features(30)  # a Kafka 4.3.1 broker's
 
 
 def emit(row: dict[str, Any]) -> None:

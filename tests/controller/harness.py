@@ -14,6 +14,7 @@ from pykraft.controller.quorum_controller import Context, QuorumController
 from pykraft.controller.result import Response, Result
 from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.metadata.serde import decode_record, encode_record
+from pykraft.metadata.versions import broker_registration_features
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema, response_schema
 from pykraft.protocol.build import make
@@ -21,12 +22,8 @@ from pykraft.protocol.build import make
 __all__ = ["CLUSTER_ID", "Harness"]
 
 CLUSTER_ID = "X5SvYNT7TJu0jYq2_o3_vg"
-BROKER_FEATURES = [
-    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 30},
-    {"name": "kraft.version", "min_supported_version": 0, "max_supported_version": 1},
-    {"name": "group.version", "min_supported_version": 0, "max_supported_version": 1},
-    {"name": "transaction.version", "min_supported_version": 0, "max_supported_version": 2},
-]
+# A Kafka 4.4.0 broker's features (4.4-IV2 is its newest level).
+BROKER_FEATURES = broker_registration_features(33)
 
 
 class Harness:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import uuid
 from typing import Any
 
 import pytest
@@ -495,3 +496,67 @@ def test_controller_mutation_rate_throttles_topic_creation() -> None:
 
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+def test_cidr_host_patterns_need_4_4_iv1_and_match_addresses_in_the_network() -> None:
+    """Kafka 4.4's CIDR ACL hosts: refused below 4.4-IV1 and when malformed (Kafka's texts);
+    from 4.4-IV1 an ACL for ``10.0.0.0/24`` matches 10.0.0.2, not 10.0.1.2."""
+    old = secured()
+    out = call(old, ADMIN, ApiKey.CREATE_ACLS, 3, creations=[acl(host="10.0.0.0/24")])
+    (result,) = out["results"]
+    assert result["error_code"] == ErrorCode.invalid_request
+    assert "require metadata version 4.4-IV1" in result["error_message"]
+    h = secured(bootstrap={"metadata.version": 32})
+    out = call(
+        h,
+        ADMIN,
+        ApiKey.CREATE_ACLS,
+        3,
+        creations=[acl(host="10.0.0.0/24"), acl(host="10.0.0.0/33")],
+    )
+    ok, bad = out["results"]
+    assert ok["error_code"] == 0
+    assert bad["error_code"] == ErrorCode.invalid_request
+    assert bad["error_message"].startswith("Invalid CIDR notation '10.0.0.0/33'")
+    assert allowed(h, ALICE, Op.CREATE, Res.TOPIC, "team-a")  # 10.0.0.2
+    assert not allowed(
+        h, dataclasses.replace(ALICE, host="10.0.1.2"), Op.CREATE, Res.TOPIC, "team-a"
+    )
+
+
+def test_unregister_controller_at_4_4_iv2() -> None:
+    """Kafka 4.4.0's UnregisterController: UNSUPPORTED_VERSION below 4.4-IV2; the active
+    controller cannot unregister itself; an unknown id is CONTROLLER_ID_NOT_REGISTERED (137);
+    a registered one gets UnregisterControllerRecord and is gone from the image."""
+    from pykraft.controller.errors import CONTROLLER_ID_NOT_REGISTERED
+    from pykraft.metadata.image import ControllerState
+
+    def unregister(h: Harness, controller_id: int) -> dict[str, Any]:
+        return h.call(ApiKey.UNREGISTER_CONTROLLER, 0, controller_id=controller_id)
+
+    old = Harness()
+    assert unregister(old, 2)["error_code"] == ErrorCode.unsupported_version
+    h = Harness(bootstrap={"metadata.version": 33})
+    h.write(
+        [
+            (
+                r.RegisterControllerRecord(
+                    controller_id=2,
+                    incarnation_id=uuid.UUID(int=2),
+                    zk_migration_ready=False,
+                    end_points=(),
+                    features=(),
+                ),
+                0,
+            )
+        ]
+    )
+    assert isinstance(h.image.controllers[2], ControllerState)
+    refused = unregister(h, 1)  # the harness's controller is node 1, the active one
+    assert refused["error_code"] == ErrorCode.invalid_request
+    assert refused["error_message"] == "Controller cannot unregister itself while it is active."
+    unknown = unregister(h, 7)
+    assert unknown["error_code"] == CONTROLLER_ID_NOT_REGISTERED
+    assert unknown["error_message"] == "Controller ID 7 is not currently registered."
+    assert unregister(h, 2)["error_code"] == 0
+    assert 2 not in h.image.controllers and 2 not in h.standby.controllers

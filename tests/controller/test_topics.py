@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller.configs import validate_topic_config
 from pykraft.controller.errors import ApiError
 from pykraft.metadata import records as r
+from pykraft.metadata.versions import broker_registration_features
 from pykraft.protocol import ApiKey
 
 from .harness import Harness
@@ -401,13 +402,13 @@ def test_update_features_checks_every_broker(h: Harness) -> None:
     assert h.image.features["group.version"] == 1
     assert update("transaction.version", 3)["error_code"] == ErrorCode.invalid_update_version
     assert update("no.such.feature", 1)["error_code"] == ErrorCode.invalid_update_version
-    assert update("metadata.version", 31)["error_code"] == ErrorCode.invalid_update_version
+    assert update("metadata.version", 34)["error_code"] == ErrorCode.invalid_update_version
     assert update("metadata.version", 20, 2)["error_code"] == ErrorCode.invalid_update_version
     assert update("group.version", 0)["error_code"] == ErrorCode.invalid_update_version
     assert update("group.version", 0, 2)["error_code"] == 0
     assert "group.version" not in h.image.features
-    # A broker that cannot run share.version 1 blocks it.
-    h.live_broker(7)
+    # A broker that cannot run share.version 1 (a Kafka 4.0 broker's features) blocks it.
+    h.live_broker(7, features=broker_registration_features(25))
     refused = update("share.version", 1)
     assert refused["error_code"] == ErrorCode.invalid_update_version
     assert re.search(r"Broker \d+ only supports versions 0-0$", str(refused["error_message"]))

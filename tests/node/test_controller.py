@@ -149,11 +149,17 @@ def test_standbys_refuse_writes_and_the_tools_find_the_active_controller(tmp_pat
             and "FinalizedVersionLevel: 1" in described.stdout
         )
         refused = cli(
-            "features", "upgrade", "--bootstrap-controller", bootstrap, "--release-version", "4.4"
+            "features",
+            "upgrade",
+            "--bootstrap-controller",
+            bootstrap,
+            "--feature",
+            "metadata.version=34",
         )
         assert (
             refused.returncode == 1
-            and "Could not upgrade metadata.version to 4.4-IV2" in refused.stdout
+            and "Could not upgrade metadata.version to 34" in refused.stdout
+            and "Unknown metadata.version 34" in refused.stdout
         ), refused
         topics = cli("topics", "--bootstrap-controller", bootstrap, "--create", "--topic", "t")
         assert topics.returncode == 1 and "INVALID_REPLICATION_FACTOR" in topics.stderr, topics

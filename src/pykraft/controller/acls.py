@@ -17,6 +17,7 @@ Pure: the caller passes the image; ids come from the controller's seeded randomn
 
 from __future__ import annotations
 
+import ipaddress
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from pykraft.controller.errors import MAX_RECORDS_PER_USER_OP
 from pykraft.controller.result import RecordList, Response
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
+from pykraft.metadata.versions import IBP_4_4_IV1
 
 __all__ = [
     "CLUSTER_NAME",
@@ -181,7 +183,7 @@ class StandardAuthorizer:
             any_acl = True
             if acl.principal not in (principal, WILDCARD_PRINCIPAL):
                 continue
-            if acl.host not in (host, WILDCARD):
+            if acl.host not in (host, WILDCARD) and not _in_cidr(host, acl.host):
                 continue
             if acl.permission_type == Perm.DENY:
                 if acl.operation in (operation, Op.ALL):
@@ -196,7 +198,31 @@ class StandardAuthorizer:
 # -- CreateAcls / DeleteAcls / DescribeAcls -----------------------------------------------------
 
 
-def _invalid(binding: AclBinding) -> str | None:
+def _in_cidr(host: str, pattern: str) -> bool:
+    """Kafka 4.4's CIDR host patterns (``CidrUtils``): ``host`` is an address in the network
+    ``pattern`` names (``10.0.0.0/8``)."""
+    if "/" not in pattern:
+        return False
+    try:
+        return ipaddress.ip_address(host) in ipaddress.ip_network(pattern, strict=False)
+    except ValueError:
+        return False
+
+
+def _host_problem(host: str, metadata_version: int) -> str | None:
+    """Kafka 4.4.0's ``validateHostPattern``: a CIDR host needs 4.4-IV1 and must parse."""
+    if "/" not in host:
+        return None
+    if metadata_version < IBP_4_4_IV1:
+        return "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."
+    try:
+        ipaddress.ip_network(host, strict=False)
+    except ValueError as e:
+        return f"Invalid CIDR notation '{host}': {e}"
+    return None
+
+
+def _invalid(binding: AclBinding, metadata_version: int) -> str | None:
     """Kafka's AclApis + AclControlManager.validateNewAcl checks, first failing message."""
     if binding.resource_type == Res.CLUSTER and binding.resource_name != CLUSTER_NAME:
         return "The only valid name for the CLUSTER resource is kafka-cluster"
@@ -213,7 +239,7 @@ def _invalid(binding: AclBinding) -> str | None:
     kind, sep, name = binding.principal.partition(":")
     if not sep or not kind or not name:
         return f"Could not parse principal from `{binding.principal}` (no colon is present)."
-    return None
+    return _host_problem(binding.host, metadata_version)
 
 
 def _new_id(rng: RandomSource, used: set[uuid.UUID]) -> uuid.UUID:
@@ -241,7 +267,7 @@ def create_acls(image: Image, rng: RandomSource, request: Any) -> tuple[RecordLi
             int(creation.operation),
             int(creation.permission_type),
         )
-        problem = _invalid(binding)
+        problem = _invalid(binding, image.metadata_version or 0)
         if problem is not None:
             results.append({"error_code": ErrorCode.invalid_request, "error_message": problem})
             continue

@@ -11,11 +11,20 @@ from kio.schema.errors import ErrorCode
 from pykraft.protocol.apis import ApiKey, response_schema
 from pykraft.protocol.build import known_fields
 
-__all__ = ["MAX_RECORDS_PER_USER_OP", "ApiError", "check_op_size", "error_fields", "topic_error"]
+__all__ = [
+    "CONTROLLER_ID_NOT_REGISTERED",
+    "MAX_RECORDS_PER_USER_OP",
+    "ApiError",
+    "check_op_size",
+    "error_fields",
+    "topic_error",
+]
 
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: one user operation writes at most this many
 # records; past it Kafka's BoundedList throws and the request fails with POLICY_VIOLATION.
 MAX_RECORDS_PER_USER_OP: Final = 10_000
+# Kafka 4.4.0's CONTROLLER_ID_NOT_REGISTERED (kio's ErrorCode predates it).
+CONTROLLER_ID_NOT_REGISTERED: Final = 137
 TOO_LARGE: Final = "Unable to perform excessively large batch operation."
 
 

@@ -32,11 +32,11 @@ __all__ = [
     "update_features",
 ]
 
-# The metadata.version range pykraft's controller writes records for: up to 4.3-IV0 (30),
-# Kafka 4.3.1's newest, the levels whose records and rules it implements (eligible leader
-# replicas from 4.1-IV0, cordoned log directories at 4.3-IV0). 4.4-IV0.. (CIDR ACL hosts,
-# UnregisterController) are Kafka 4.4.0's and not yet here.
-MAX_METADATA_VERSION: Final = 30
+# The metadata.version range pykraft's controller writes records for: up to 4.4-IV2 (33),
+# Kafka 4.4.0's newest, the levels whose records and rules it implements (eligible leader
+# replicas from 4.1-IV0, cordoned log directories at 4.3-IV0, CIDR ACL hosts at 4.4-IV1,
+# UnregisterController at 4.4-IV2).
+MAX_METADATA_VERSION: Final = 33
 
 SUPPORTED_FEATURES: Final = {
     METADATA_VERSION: (MINIMUM_METADATA_VERSION.level, MAX_METADATA_VERSION),

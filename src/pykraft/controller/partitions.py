@@ -41,6 +41,7 @@ from pykraft.metadata.image import (
     NO_LEADER,
     NO_LEADER_CHANGE,
     TOPIC_RESOURCE,
+    BrokerState,
     Image,
     PartitionState,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "active",
     "change_record",
     "choose_leader",
+    "dir_online",
     "directory_of",
     "effective_min_isr",
     "elr_enabled",
@@ -71,6 +73,7 @@ RECOVERING: Final = 1
 RECOVERED: Final = 0
 MIGRATING_DIR: Final = uuid.UUID(int=0)  # Kafka's DirectoryId.MIGRATING
 UNASSIGNED_DIR: Final = uuid.UUID(int=1)  # DirectoryId.UNASSIGNED
+LOST_DIR: Final = uuid.UUID(int=2)  # DirectoryId.LOST
 
 
 def partition_version(metadata_version: int) -> int:
@@ -108,6 +111,31 @@ def acceptor(
         return broker_id == adding or active(image, broker_id)
 
     return acceptable
+
+
+def dir_online(broker: BrokerState | None, directory: uuid.UUID | None) -> bool:
+    """Kafka's ``DirectoryId.isOnline``: UNASSIGNED and MIGRATING count as online, LOST does
+    not; a broker that registered no directories has every directory online."""
+    if broker is None or directory is None or directory in (UNASSIGNED_DIR, MIGRATING_DIR):
+        return True
+    if directory == LOST_DIR:
+        return False
+    return not broker.log_dirs or directory in broker.log_dirs
+
+
+def _in_online_dir(image: Image, p: PartitionState, acceptable: Acceptable) -> Acceptable:
+    """``acceptable`` and, for ``p``, with its replica in an online directory (Kafka's
+    ``LeaderAcceptor``: ``hasOnlineDir``)."""
+    if len(p.directories) != len(p.replicas):
+        return acceptable
+    where = dict(zip(p.replicas, p.directories, strict=True))
+
+    def here(broker_id: int) -> bool:
+        return acceptable(broker_id) and dir_online(
+            image.brokers.get(broker_id), where.get(broker_id)
+        )
+
+    return here
 
 
 def elr_enabled(image: Image) -> bool:
@@ -278,7 +306,7 @@ def change_record(
     elif not new_isr:
         new_isr = p.isr  # KIP-841: the ISR never empties; the partition goes offline
     leader, unclean = choose_leader(
-        acceptable or acceptor(image, unclean_shutdown=unclean_shutdown),
+        _in_online_dir(image, p, acceptable or acceptor(image, unclean_shutdown=unclean_shutdown)),
         new_replicas,
         new_isr,
         p.leader,

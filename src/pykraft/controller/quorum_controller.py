@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller import (
     acls,
     authorization,
+    directories,
     features,
     leadership,
     migration,
@@ -49,7 +50,7 @@ from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
-from pykraft.controller.errors import ApiError, error_fields
+from pykraft.controller.errors import CONTROLLER_ID_NOT_REGISTERED, ApiError, error_fields
 from pykraft.controller.features import SUPPORTED_FEATURES, elr_safety_records
 from pykraft.controller.partitions import (
     partition_version,
@@ -65,6 +66,7 @@ from pykraft.metadata.image import (
 from pykraft.metadata.versions import (
     ELR_VERSION,
     IBP_3_6_IV1,
+    IBP_4_4_IV2,
     METADATA_VERSION,
     MINIMUM_METADATA_VERSION,
     release_features,
@@ -141,12 +143,14 @@ class QuorumController:
             ApiKey.DELETE_TOPICS: self._delete_topics,
             ApiKey.CREATE_PARTITIONS: self._create_partitions,
             ApiKey.ALTER_PARTITION: self._alter_partition,
+            ApiKey.ASSIGN_REPLICAS_TO_DIRS: self._assign_replicas_to_dirs,
             ApiKey.ALLOCATE_PRODUCER_IDS: self._allocate_producer_ids,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self._incremental_alter_configs,
             ApiKey.ALTER_CONFIGS: self._alter_configs,
             ApiKey.DESCRIBE_CONFIGS: self._describe_configs,
             ApiKey.ELECT_LEADERS: self._elect_leaders,
             ApiKey.UNREGISTER_BROKER: self._unregister_broker,
+            ApiKey.UNREGISTER_CONTROLLER: self._unregister_controller,
             ApiKey.UPDATE_FEATURES: self._update_features,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self._alter_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self._list_reassignments,
@@ -417,6 +421,14 @@ class QuorumController:
             )
         except ApiError as e:
             return Result([], {"error_code": e.code, "is_fenced": True})
+        records = beat.records
+        offline = getattr(request, "offline_log_dirs", None)
+        if offline and broker is not None:
+            # As Kafka's processBrokerHeartbeat: failed directories first (directories.py).
+            records = (
+                directories.offline_dir_records(self.image, broker, offline, self._unclean())
+                + records
+            )
         on_written = None
         if beat.next_state == b.CONTROLLED_SHUTDOWN:
             broker_id = int(request.broker_id)
@@ -424,10 +436,10 @@ class QuorumController:
             def on_written(last_offset: int) -> None:
                 self.sessions.shutdown_offset.setdefault(broker_id, last_offset)
 
-            if not beat.records:
+            if not records:
                 self.sessions.shutdown_offset.setdefault(broker_id, ctx.next_offset - 1)
         return Result(
-            beat.records,
+            records,
             {
                 "error_code": 0,
                 "is_caught_up": beat.caught_up,
@@ -445,6 +457,33 @@ class QuorumController:
         except ApiError as e:
             return Result([], {"error_code": e.code, "error_message": e.message})
         return Result(records, {"error_code": 0})
+
+    def _unregister_controller(self, version: int, request: Any, ctx: Context) -> Result[Response]:
+        """Kafka 4.4.0's UnregisterController (``ClusterControlManager.unregisterController``,
+        after ``kafka-metadata-quorum remove-controller``): from 4.4-IV2; not the active
+        controller itself; a registered controller; UnregisterControllerRecord."""
+        controller_id = int(request.controller_id)
+        code: int
+        message: str
+        if self.metadata_version < IBP_4_4_IV2:
+            code, message = (
+                ErrorCode.unsupported_version,
+                "The current MetadataVersion is too old to support controller unregistration.",
+            )
+        elif controller_id == self.node_id:
+            code, message = (
+                ErrorCode.invalid_request,
+                "Controller cannot unregister itself while it is active.",
+            )
+        elif controller_id not in self.image.controllers:
+            code, message = (
+                CONTROLLER_ID_NOT_REGISTERED,
+                f"Controller ID {controller_id} is not currently registered.",
+            )
+        else:
+            record = r.UnregisterControllerRecord(controller_id=controller_id)
+            return Result([(record, 0)], {"throttle_time_ms": 0, "error_code": 0})
+        return Result([], {"throttle_time_ms": 0, "error_code": code, "error_message": message})
 
     # Topics -------------------------------------------------------------------------------
 
@@ -647,6 +686,13 @@ class QuorumController:
                 ctx.wall_clock_ms,
             )
         )
+
+    # AssignReplicasToDirs (directories.py) --------------------------------------------------
+
+    def _assign_replicas_to_dirs(
+        self, version: int, request: Any, ctx: Context
+    ) -> Result[Response]:
+        return Result(*directories.assign_replicas_to_dirs(self.image, request, self._unclean()))
 
     # UpdateFeatures (features.py) ----------------------------------------------------------
 

@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.metadata.versions import broker_registration_features
 from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
@@ -30,10 +31,8 @@ from pykraft.protocol.build import make
 
 __all__ = ["Ack", "Workload"]
 
-_FEATURES = [
-    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 25},
-    {"name": "kraft.version", "min_supported_version": 0, "max_supported_version": 1},
-]
+# A Kafka 4.3.1 broker's features (4.3-IV0 is its newest level).
+_FEATURES = broker_registration_features(30)
 _NOT_CONTROLLER = 41
 _REQUEST_TIMEOUT_MS = 5_000
 _FIRST_BROKER_ID = 10_000

@@ -347,6 +347,11 @@ class Image:
         )
         self.timeline.put(self.controllers, rec.controller_id, controller)
 
+    def _unregister_controller(self, rec: r.UnregisterControllerRecord, _v: int) -> None:
+        """Kafka 4.4-IV2: the controller's registration is gone (it left the quorum)."""
+        if rec.controller_id in self.controllers:
+            self.timeline.delete(self.controllers, rec.controller_id)
+
     def _topic(self, rec: r.TopicRecord, _v: int) -> None:
         if rec.name in self.topics_by_name or rec.topic_id in self.topics:
             raise ImageError(f"topic {rec.name} ({rec.topic_id}) exists already")
@@ -653,6 +658,7 @@ _REPLAY: Final[dict[type, Any]] = {
     r.UnfenceBrokerRecord: Image._unfence,
     r.UnregisterBrokerRecord: Image._unregister,
     r.RegisterControllerRecord: Image._register_controller,
+    r.UnregisterControllerRecord: Image._unregister_controller,
     r.TopicRecord: Image._topic,
     r.RemoveTopicRecord: Image._remove_topic,
     r.PartitionRecord: Image._partition,

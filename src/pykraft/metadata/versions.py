@@ -32,12 +32,14 @@ __all__ = [
     "MINIMUM_METADATA_VERSION",
     "FeatureSpec",
     "MetadataVersion",
+    "broker_registration_features",
     "default_level",
     "dependency_error",
     "metadata_changed_between",
     "metadata_version",
     "parse_release_version",
     "release_features",
+    "release_supported_features",
 ]
 
 METADATA_VERSION: Final = "metadata.version"
@@ -161,6 +163,32 @@ def release_features(metadata_version: int) -> dict[str, int]:
     return out
 
 
+def release_supported_features(metadata_version: int) -> dict[str, tuple[int, int]]:
+    """What a broker of the release whose newest level is ``metadata_version`` advertises
+    (Kafka's ``BrokerFeatures.defaultSupportedFeatures``): metadata.version from the minimum,
+    kraft.version 0-1, and every other feature from 0 to its level in that release, the
+    features whose level there is 0 left out (Kafka 4.3.1: ``release_supported_features(30)``).
+    Exact for 4.2 and later; 4.0 and 4.1 brokers also advertised features whose default came
+    only in a later release (4.0: eligible.leader.replicas.version 0-1)."""
+    out = {
+        METADATA_VERSION: (MINIMUM_METADATA_VERSION.level, metadata_version),
+        "kraft.version": (0, 1),
+    }
+    for name in sorted(FEATURE_SPECS):
+        level = default_level(name, metadata_version)
+        if level > 0:
+            out[name] = (0, level)
+    return out
+
+
+def broker_registration_features(metadata_version: int) -> list[dict[str, int | str]]:
+    """``release_supported_features`` as BrokerRegistration's ``Features`` entries."""
+    return [
+        {"name": name, "min_supported_version": low, "max_supported_version": high}
+        for name, (low, high) in release_supported_features(metadata_version).items()
+    ]
+
+
 def dependency_error(feature: str, level: int, finalized: dict[str, int]) -> str | None:
     """Why ``feature`` cannot be at ``level`` beside the ``finalized`` levels (Kafka's
     ``Feature.validateVersion``), or None."""
@@ -192,8 +220,8 @@ def metadata_version(level: int) -> MetadataVersion:
         return _BY_LEVEL[level]
     except KeyError:
         raise ValueError(
-            f"metadata.version level {level} is not one of "
-            f"{VERSIONS[0].level}..{VERSIONS[-1].level}"
+            f"metadata.version level {level} is not one of {VERSIONS[0].level}.."
+            f"{VERSIONS[-1].level} ({VERSIONS[0].name} to {VERSIONS[-1].name})"
         ) from None
 
 

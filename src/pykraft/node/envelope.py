@@ -42,6 +42,7 @@ FORWARDABLE: Final = frozenset(
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.UPDATE_FEATURES,
         ApiKey.UNREGISTER_BROKER,
+        ApiKey.UNREGISTER_CONTROLLER,
         ApiKey.ALLOCATE_PRODUCER_IDS,
         ApiKey.DESCRIBE_QUORUM,
         ApiKey.ADD_RAFT_VOTER,

@@ -86,6 +86,7 @@ class ApiKey(enum.IntEnum):
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
     UPDATE_RAFT_VOTER = 82
+    UNREGISTER_CONTROLLER = 94  # Kafka 4.4.0 (protocol/ext.py)
 
 
 @cache
@@ -146,6 +147,8 @@ CONTROLLER_API_VERSIONS: Final = {
     ApiKey.BROKER_HEARTBEAT: (0, 2),
     ApiKey.UNREGISTER_BROKER: (0, 0),
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),  # JBOD (controller/directories.py)
+    ApiKey.UNREGISTER_CONTROLLER: (0, 0),  # Kafka 4.4.0, at metadata.version 4.4-IV2
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 1),  # v1: KIP-435, pykraft's (protocol/ext.py)
     # Security (docs/kafka/SECURITY-CONTRACT.md 4-6); v0 of the ACL APIs left Kafka in 4.0.

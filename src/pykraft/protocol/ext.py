@@ -1,6 +1,7 @@
-"""RPC versions Kafka does not define, served beside kio's: KIP-435's
-ListPartitionReassignments v1 (``schemas/ListPartitionReassignments*.json``, generated into
-``generated/`` by ``python -m pykraft.schema.generate``).
+"""RPC versions kio does not have, served beside kio's: KIP-435's
+ListPartitionReassignments v1 (pykraft's, ``schemas/ListPartitionReassignments*.json``) and
+Kafka 4.4.0's UnregisterController v0 (Kafka's JSON, ``schemas/UnregisterController*.json``),
+generated into ``generated/`` by ``python -m pykraft.schema.generate``.
 
 ``request_schema``/``response_schema`` return, for these versions, a subclass of the generated
 dataclass that carries what the wire layer reads from kio's classes (``__api_key__``,
@@ -23,10 +24,17 @@ from pykraft.protocol.generated.list_partition_reassignments_request import (
 from pykraft.protocol.generated.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
+from pykraft.protocol.generated.unregister_controller_request import (
+    UnregisterControllerRequest,
+)
+from pykraft.protocol.generated.unregister_controller_response import (
+    UnregisterControllerResponse,
+)
 
 __all__ = ["EXTENSIONS", "UnknownFieldError", "is_generated", "make_generated", "read_generated"]
 
 LIST_PARTITION_REASSIGNMENTS: Final = 46
+UNREGISTER_CONTROLLER: Final = 94
 
 
 def _versioned(base: type, version: int) -> type:
@@ -49,6 +57,10 @@ EXTENSIONS: Final[dict[tuple[int, int], tuple[type, type]]] = {
     (LIST_PARTITION_REASSIGNMENTS, 1): (
         _versioned(ListPartitionReassignmentsRequest, 1),
         _versioned(ListPartitionReassignmentsResponse, 1),
+    ),
+    (UNREGISTER_CONTROLLER, 0): (
+        _versioned(UnregisterControllerRequest, 0),
+        _versioned(UnregisterControllerResponse, 0),
     ),
 }
 

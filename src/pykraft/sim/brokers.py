@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller.errors import ApiError
 from pykraft.controller.steps import LIMIT_CONFIGS as LIMITS
 from pykraft.metadata.image import BROKER_RESOURCE
+from pykraft.metadata.versions import broker_registration_features
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
@@ -49,17 +50,8 @@ CRASH_PER_TICK: Final = 0.004
 SHUTDOWN_PER_TICK: Final = 0.003
 ISR_CHANGE_PER_TICK: Final = 0.05
 DOWN_MS: Final = (1_000, 12_000)
-FEATURES: Final = (
-    {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 29},
-    {"name": "kraft.version", "min_supported_version": 0, "max_supported_version": 1},
-    {
-        "name": "eligible.leader.replicas.version",
-        "min_supported_version": 0,
-        "max_supported_version": 1,
-    },
-    {"name": "group.version", "min_supported_version": 0, "max_supported_version": 1},
-    {"name": "transaction.version", "min_supported_version": 0, "max_supported_version": 2},
-)
+# A Kafka 4.3.1 broker's features (4.3-IV0 is its newest level).
+FEATURES: Final = tuple(broker_registration_features(30))
 
 
 @dataclass

@@ -28,6 +28,7 @@ from pykraft.metadata.records.remove_user_scram_credential_record import RemoveU
 from pykraft.metadata.records.topic_record import TopicRecord
 from pykraft.metadata.records.unfence_broker_record import UnfenceBrokerRecord
 from pykraft.metadata.records.unregister_broker_record import UnregisterBrokerRecord
+from pykraft.metadata.records.unregister_controller_record import UnregisterControllerRecord
 from pykraft.metadata.records.user_scram_credential_record import UserScramCredentialRecord
 from pykraft.metadata.records.zk_migration_state_record import ZkMigrationStateRecord
 
@@ -58,7 +59,8 @@ RECORD_TYPES: Final[dict[int, type[Any]]] = {
     26: RemoveDelegationTokenRecord,
     27: RegisterControllerRecord,
     28: ClearElrRecord,
+    29: UnregisterControllerRecord,
 }
 """Metadata record classes by api key (the record type in the log)."""
 
-__all__ = ['AbortTransactionRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ClearElrRecord', 'ClientQuotaRecord', 'ConfigRecord', 'DelegationTokenRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RECORD_TYPES', 'RegisterBrokerRecord', 'RegisterControllerRecord', 'RemoveAccessControlEntryRecord', 'RemoveDelegationTokenRecord', 'RemoveTopicRecord', 'RemoveUserScramCredentialRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'UserScramCredentialRecord', 'ZkMigrationStateRecord']
+__all__ = ['AbortTransactionRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ClearElrRecord', 'ClientQuotaRecord', 'ConfigRecord', 'DelegationTokenRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RECORD_TYPES', 'RegisterBrokerRecord', 'RegisterControllerRecord', 'RemoveAccessControlEntryRecord', 'RemoveDelegationTokenRecord', 'RemoveTopicRecord', 'RemoveUserScramCredentialRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'UnregisterControllerRecord', 'UserScramCredentialRecord', 'ZkMigrationStateRecord']

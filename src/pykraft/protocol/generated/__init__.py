@@ -6,5 +6,7 @@ from typing import Any, Final
 
 from pykraft.protocol.generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from pykraft.protocol.generated.list_partition_reassignments_response import ListPartitionReassignmentsResponse
+from pykraft.protocol.generated.unregister_controller_request import UnregisterControllerRequest
+from pykraft.protocol.generated.unregister_controller_response import UnregisterControllerResponse
 
-__all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse']
+__all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse', 'UnregisterControllerRequest', 'UnregisterControllerResponse']
