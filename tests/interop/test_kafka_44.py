@@ -1,0 +1,208 @@
+"""Kafka 4.4.0 beside pykraft (issue 28): the bootstrap records ``pykraft storage format``
+writes for each release equal Kafka 4.4.0's ``kafka-storage format`` (which writes them into
+the 0-0 checkpoint, KIP-1170); and a live cluster of Kafka 4.3.1 and 4.4.0 brokers on pykraft
+controllers upgraded with Kafka 4.4.0's own ``kafka-features upgrade --release-version 4.4``
+under produce load: refused while a 4.3.1 broker is registered, accepted once it is rolled
+to 4.4.0, nothing acknowledged lost, and a 4.3.1 broker cannot join the upgraded cluster."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pykraft.interop.kafka import KafkaDist
+from pykraft.interop.load import Load, assert_nothing_lost, consume_all
+
+from ..node.procs import CLUSTER_ID, cli, free_ports, wait_for
+from .cluster import KafkaCluster
+from .dumplog import kafka_dump
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+TOPIC = "upgrade"
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def kafka44() -> KafkaDist:
+    """Apache Kafka 4.4.0 (``interop/kafka-4.4/pom.xml``)."""
+    return KafkaDist.get("4.4")
+
+
+def _features(kafka: KafkaDist, path: Path) -> list[tuple[str, int]]:
+    [batches] = kafka_dump(kafka, path).values()
+    return [
+        (r.payload["data"]["name"], r.payload["data"]["featureLevel"])
+        for b in batches
+        for r in b.records
+        if r.kind == "FEATURE_LEVEL_RECORD"
+    ]
+
+
+def test_format_writes_kafka_4_4s_bootstrap_features(
+    kafka: KafkaDist, kafka44: KafkaDist, tmp_path: Path
+) -> None:
+    """For every release from 3.3-IV3 to 4.4: the FeatureLevelRecords of ``pykraft storage
+    format --release-version X`` (``bootstrap.checkpoint``) are those Kafka 4.4.0's
+    ``kafka-storage format`` writes into ``__cluster_metadata-0``'s 0-0 checkpoint, in the
+    same order."""
+    for release in ("3.3-IV3", "3.9", "4.0", "4.1", "4.2", "4.3", "4.4"):
+        found = {}
+        for side in ("kafka", "pykraft"):
+            (port,) = free_ports(1)
+            home = tmp_path / release / side
+            home.mkdir(parents=True)
+            config = home / "c.properties"
+            config.write_text(
+                "node.id=1\nprocess.roles=controller\n"
+                f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
+                f"controller.quorum.voters=1@127.0.0.1:{port}\nmetadata.log.dir={home / 'data'}\n"
+                f"log.dirs={home / 'data'}\n"
+            )
+            args = ("format", "-t", CLUSTER_ID, "-c", str(config), "--release-version", release)
+            if side == "kafka":
+                kafka44.run("storage", *args)
+                path = (
+                    home
+                    / "data"
+                    / "__cluster_metadata-0"
+                    / ("00000000000000000000-0000000000.checkpoint")
+                )
+                assert not (home / "data" / "bootstrap.checkpoint").exists()  # KIP-1170
+            else:
+                done = cli("storage", *args)
+                assert done.returncode == 0, done.stderr
+                path = home / "data" / "bootstrap.checkpoint"
+            found[side] = _features(kafka, path)
+        assert found["kafka"] and found["kafka"] == found["pykraft"], (release, found)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    kafka: KafkaDist, kafka44: KafkaDist, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    """One pykraft controller; brokers 100 (Kafka 4.3.1), 101 and 102 (Kafka 4.4.0)."""
+    c = KafkaCluster(
+        kafka44,
+        tmp_path_factory.mktemp("kafka-44"),
+        controllers=1,
+        brokers=3,
+        broker_overrides={"broker.heartbeat.interval.ms": 500},
+    )
+    c.brokers[0].dist = kafka
+    try:
+        c.start()
+        yield c
+    finally:
+        c.kill()
+
+
+def _finalized(kafka44: KafkaDist, cluster: KafkaCluster) -> dict[str, str]:
+    described = kafka44.run(
+        "features", "--bootstrap-controller", cluster.bootstrap_controllers, "describe"
+    ).stdout
+    return dict(re.findall(r"Feature: (\S+)\s.*FinalizedVersionLevel: (\S+)", described))
+
+
+def _whole(kafka44: KafkaDist, cluster: KafkaCluster) -> bool:
+    out = kafka44.run(
+        "topics", "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", TOPIC
+    ).stdout
+    parts = [
+        dict(re.findall(r"(\w+): ([^\t]*)", line))
+        for line in out.splitlines()
+        if "Partition:" in line
+    ]
+    return len(parts) == PARTITIONS and all(
+        p["Leader"] != "none" and set(p["Isr"].split(",")) == set(p["Replicas"].split(","))
+        for p in parts
+    )
+
+
+def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
+    kafka: KafkaDist, kafka44: KafkaDist, cluster: KafkaCluster
+) -> None:
+    kafka44.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--create",
+        "--topic",
+        TOPIC,
+        "--partitions",
+        str(PARTITIONS),
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+    )
+    wait_for(lambda: _whole(kafka44, cluster), "the topic whole")
+    kafka44.run(
+        "features",
+        "--bootstrap-controller",
+        cluster.bootstrap_controllers,
+        "upgrade",
+        "--feature",
+        "kraft.version=1",
+    )
+    load = Load(cluster.bootstrap, TOPIC)
+    load.start()
+    try:
+        wait_for(lambda: load.count() > 500, "the load to run")
+        upgrade = (
+            "features",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "upgrade",
+            "--release-version",
+            "4.4",
+        )
+        refused = kafka44.run(*upgrade, check=False)
+        assert refused.returncode != 0, refused.stdout
+        assert "Broker 100 only supports versions" in refused.stdout, refused.stdout
+        assert _finalized(kafka44, cluster)["metadata.version"] == "4.0-IV3"
+
+        # Roll broker 100 to Kafka 4.4.0 on the same data.
+        old = cluster.brokers[0]
+        assert old.stop() in (0, 143)
+        old.dist = kafka44
+        old.start()
+        wait_for(lambda: _whole(kafka44, cluster), "broker 100 back on 4.4.0", 90)
+
+        upgraded = kafka44.run(*upgrade).stdout
+        assert "metadata.version was upgraded to 33" in upgraded, upgraded
+        finalized = _finalized(kafka44, cluster)
+        assert finalized["metadata.version"] == "4.4-IV2", finalized
+        assert (
+            finalized["share.version"] == "2"
+            and finalized["eligible.leader.replicas.version"] == "1"
+        )
+        before = load.count()
+        wait_for(lambda: load.count() > before + 500, "the load to go on after the upgrade")
+    finally:
+        load.stop()
+    assert load.errors == 0
+    assert_nothing_lost(load, consume_all(cluster.bootstrap, TOPIC, PARTITIONS))
+
+    # A Kafka 4.3.1 broker cannot join the 4.4-IV2 cluster (it supports up to 4.3-IV0).
+    late = cluster.brokers[2]
+    assert late.stop() in (0, 143)
+    late.dist = kafka
+    late.start()
+    try:
+        wait_for(
+            lambda: (
+                "Unable to register broker 102 because the controller returned error "
+                "UNSUPPORTED_VERSION" in late.text()
+            ),
+            "the 4.3.1 broker refused",
+            60,
+        )
+    finally:
+        late.kill()
