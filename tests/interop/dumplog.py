@@ -16,7 +16,7 @@ from pykraft.metadata.serde import decode_record
 from pykraft.records import ControlRecordType, decode_control, decode_records, iter_batches
 from pykraft.storage import uuid_to_kafka
 
-__all__ = ["Batch", "Record", "kafka_dump", "pykraft_dump", "same_payload"]
+__all__ = ["Batch", "Record", "feature_levels", "kafka_dump", "pykraft_dump", "same_payload"]
 
 
 @dataclass
@@ -202,3 +202,14 @@ def _subset(theirs: Any, ours: Any) -> bool:
             and all(_subset(t, o) for t, o in zip(theirs, ours, strict=True))
         )
     return bool(theirs == ours)
+
+
+def feature_levels(kafka: KafkaDist, path: Path) -> list[tuple[str, int]]:
+    """The FeatureLevelRecords of one checkpoint file, in order, as Kafka's tool decodes them."""
+    [batches] = kafka_dump(kafka, path).values()
+    return [
+        (r.payload["data"]["name"], r.payload["data"]["featureLevel"])
+        for b in batches
+        for r in b.records
+        if r.kind == "FEATURE_LEVEL_RECORD"
+    ]

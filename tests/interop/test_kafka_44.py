@@ -18,7 +18,7 @@ from pykraft.interop.load import Load, assert_nothing_lost, consume_all
 
 from ..node.procs import CLUSTER_ID, cli, free_ports, wait_for
 from .cluster import KafkaCluster
-from .dumplog import kafka_dump
+from .dumplog import feature_levels
 
 pytestmark = [
     pytest.mark.slow,
@@ -33,16 +33,6 @@ PARTITIONS = 3
 def kafka44() -> KafkaDist:
     """Apache Kafka 4.4.0 (``interop/kafka-4.4/pom.xml``)."""
     return KafkaDist.get("4.4")
-
-
-def _features(kafka: KafkaDist, path: Path) -> list[tuple[str, int]]:
-    [batches] = kafka_dump(kafka, path).values()
-    return [
-        (r.payload["data"]["name"], r.payload["data"]["featureLevel"])
-        for b in batches
-        for r in b.records
-        if r.kind == "FEATURE_LEVEL_RECORD"
-    ]
 
 
 def test_format_writes_kafka_4_4s_bootstrap_features(
@@ -79,7 +69,7 @@ def test_format_writes_kafka_4_4s_bootstrap_features(
                 done = cli("storage", *args)
                 assert done.returncode == 0, done.stderr
                 path = home / "data" / "bootstrap.checkpoint"
-            found[side] = _features(kafka, path)
+            found[side] = feature_levels(kafka, path)
         assert found["kafka"] and found["kafka"] == found["pykraft"], (release, found)
 
 

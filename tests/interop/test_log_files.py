@@ -45,8 +45,8 @@ from pykraft.storage import (
     read_snapshot,
 )
 
-from ..node.procs import CLUSTER_ID, cli, free_ports
-from .dumplog import kafka_dump, pykraft_dump, same_payload
+from ..node.procs import CLUSTER_ID, free_ports
+from .dumplog import feature_levels, kafka_dump, pykraft_dump, same_payload
 
 pytestmark = pytest.mark.slow
 
@@ -288,49 +288,8 @@ def test_kafka_reads_pykrafts_bootstrap_checkpoint(kafka: KafkaDist, tmp_path: P
     first and the release's default features after it (Kafka's ``BootstrapMetadata``)."""
     config = _single_voter(tmp_path)  # formats (default metadata.version 4.0-IV3 = 25)
     del config
-    assert _bootstrap_features(kafka, tmp_path / "data") == [
+    assert feature_levels(kafka, tmp_path / "data" / "bootstrap.checkpoint") == [
         ("metadata.version", 25),
         ("group.version", 1),
         ("transaction.version", 2),
     ]
-
-
-def _bootstrap_features(kafka: KafkaDist, log_dir: Path) -> list[tuple[str, int]]:
-    dumped = kafka_dump(kafka, log_dir / "bootstrap.checkpoint")
-    [batches] = dumped.values()
-    return [
-        (r.payload["data"]["name"], r.payload["data"]["featureLevel"])
-        for b in batches
-        for r in b.records
-        if r.kind == "FEATURE_LEVEL_RECORD"
-    ]
-
-
-def test_format_writes_the_bootstrap_features_kafkas_format_writes(
-    kafka: KafkaDist, tmp_path: Path
-) -> None:
-    """For each release up to the newest pykraft runs (issue 28): the FeatureLevelRecords of
-    ``pykraft storage format --release-version X`` are those of Kafka 4.3.1's
-    ``kafka-storage format --release-version X``, in the same order."""
-    for release in ("3.3-IV3", "3.9", "4.0", "4.1", "4.2", "4.3"):
-        dirs = {}
-        for side in ("kafka", "pykraft"):
-            (port,) = free_ports(1)
-            home = tmp_path / release / side
-            home.mkdir(parents=True)
-            config = home / "c.properties"
-            config.write_text(
-                "node.id=1\nprocess.roles=controller\n"
-                f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
-                f"controller.quorum.voters=1@127.0.0.1:{port}\nmetadata.log.dir={home / 'data'}\n"
-                f"log.dirs={home / 'data'}\n"
-            )
-            args = ("format", "-t", CLUSTER_ID, "-c", str(config), "--release-version", release)
-            if side == "kafka":
-                kafka.run("storage", *args)
-            else:
-                done = cli("storage", *args)
-                assert done.returncode == 0, done.stderr
-            dirs[side] = home / "data"
-        theirs = _bootstrap_features(kafka, dirs["kafka"])
-        assert theirs and theirs == _bootstrap_features(kafka, dirs["pykraft"]), release
