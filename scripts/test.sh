@@ -25,4 +25,5 @@ echo "== ruff"; ruff check src tests bench
 echo "== mypy"; mypy
 echo "== generated codecs"; python -m pykraft.schema.generate --check
 echo "== docs/RULES.md"; python scripts/rules.py --check
-echo "== pytest"; python -m pytest -q "$@"
+# The slowest tests are listed at the end (the CI budget is watched by them).
+echo "== pytest"; python -m pytest -q --durations=20 "$@"
