@@ -366,3 +366,41 @@ def test_cordoned_log_dirs_keep_new_replicas_off_a_broker() -> None:
     result = alter(old, BROKER_RESOURCE, "1", "/d", key="cordoned.log.dirs")
     assert result["error_code"] == ErrorCode.invalid_config
     assert "requires metadata.version >= 4.3-IV0" in result["error_message"]
+
+
+def test_cordoned_log_dirs_straight_to_a_controller_only_shrink() -> None:
+    """Sent straight to a controller (not forwarded by a broker, which checks the paths),
+    ``cordoned.log.dirs`` may only become a subset of its current value (Kafka 4.4.0)."""
+    import dataclasses
+
+    from pykraft.controller.authorization import Caller
+    from pykraft.protocol.apis import request_schema
+    from pykraft.protocol.build import make
+
+    h = Harness(bootstrap=release_features(parse_release_version("4.3").level))
+    assert alter(h, BROKER_RESOURCE, "", "/a,/b", key="cordoned.log.dirs")["error_code"] == 0
+
+    def direct(value: str) -> int:
+        request = make(
+            request_schema(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1),
+            {
+                "validate_only": False,
+                "resources": [
+                    {
+                        "resource_type": BROKER_RESOURCE,
+                        "resource_name": "",
+                        "configs": [
+                            {"name": "cordoned.log.dirs", "config_operation": 0, "value": value}
+                        ],
+                    }
+                ],
+            },
+        )
+        ctx = dataclasses.replace(h.context(), caller=Caller("User:admin", "127.0.0.1"))
+        result = h.controller.handle(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, request, ctx)
+        h.write(result.records)
+        return int(result.response["responses"][0]["error_code"])
+
+    assert direct("/a,/c") == ErrorCode.invalid_config
+    assert direct("/b") == 0
+    assert h.image.configs[(BROKER_RESOURCE, "")]["cordoned.log.dirs"] == "/b"

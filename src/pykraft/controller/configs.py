@@ -248,10 +248,16 @@ Changes = Callable[[Any, int, dict[str, str]], dict[str, str | None]]
 
 
 def _alter(
-    image: Image, resources: Iterable[Any], validate_only: bool, changes_of: Changes
+    image: Image,
+    resources: Iterable[Any],
+    validate_only: bool,
+    changes_of: Changes,
+    forwarded: bool = True,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """(records, per-resource results): each resource checked, ``changes_of(resource,
-    type, current configs)`` gives key -> new value (None deletes) or raises ApiError."""
+    type, current configs)`` gives key -> new value (None deletes) or raises ApiError.
+    ``forwarded``: the request came through a broker (an Envelope), not straight to the
+    controller."""
     records: RecordList = []
     results = []
     for resource in resources:
@@ -261,16 +267,8 @@ def _alter(
             current = dict(image.configs.get((rtype, rname), {}))
             changes = changes_of(resource, rtype, current)
             _validate_whole(rtype, rname, current, changes)
-            if (
-                rtype == BROKER_RESOURCE
-                and CORDONED_LOG_DIRS in changes
-                and (image.metadata_version or 0) < IBP_4_3_IV0
-            ):
-                raise ApiError(
-                    ErrorCode.invalid_config,
-                    "The cordoned.log.dirs configuration value cannot be set because it "
-                    "requires metadata.version >= 4.3-IV0",
-                )
+            if rtype == BROKER_RESOURCE and CORDONED_LOG_DIRS in changes:
+                _check_cordoned(image, current, changes[CORDONED_LOG_DIRS], forwarded)
             elr = elr_enabled(image)
             if elr:
                 _check_min_isr_with_elr(rtype, rname, changes)
@@ -352,17 +350,40 @@ def _replacing_changes(resource: Any, rtype: int, current: dict[str, str]) -> di
 
 
 def incremental_alter_configs(
-    image: Image, resources: Iterable[Any], validate_only: bool
+    image: Image, resources: Iterable[Any], validate_only: bool, forwarded: bool = True
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key."""
-    return _alter(image, resources, validate_only, _incremental_changes)
+    return _alter(image, resources, validate_only, _incremental_changes, forwarded)
 
 
 def alter_configs(
-    image: Image, resources: Iterable[Any], validate_only: bool
+    image: Image, resources: Iterable[Any], validate_only: bool, forwarded: bool = True
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """The legacy AlterConfigs: each resource's configs replaced by those given."""
-    return _alter(image, resources, validate_only, _replacing_changes)
+    return _alter(image, resources, validate_only, _replacing_changes, forwarded)
+
+
+def _check_cordoned(
+    image: Image, current: dict[str, str], value: str | None, forwarded: bool
+) -> None:
+    """``cordoned.log.dirs`` (KIP-1066): from 4.3-IV0; sent straight to a controller (which
+    cannot check the broker's paths) only a subset of the current directories (Kafka 4.4.0's
+    ``isCordonedLogDirsDisabled`` / ``isCordonedLogDirsInvalid``)."""
+    if (image.metadata_version or 0) < IBP_4_3_IV0:
+        raise ApiError(
+            ErrorCode.invalid_config,
+            "The cordoned.log.dirs configuration value cannot be set because it requires "
+            "metadata.version >= 4.3-IV0",
+        )
+    if forwarded or value is None or not value.strip():
+        return
+    have = {d.strip() for d in current.get(CORDONED_LOG_DIRS, "").split(",") if d.strip()}
+    if not {d.strip() for d in value.split(",")} <= have:
+        raise ApiError(
+            ErrorCode.invalid_config,
+            "When updating cordoned.log.dirs via controllers,  the new value must be a "
+            "subset of the current configuration value.",
+        )
 
 
 def _check_min_isr_with_elr(rtype: int, rname: str, changes: dict[str, str | None]) -> None:

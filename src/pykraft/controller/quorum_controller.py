@@ -111,6 +111,11 @@ class Context:
     wall_clock_ms: int = 0
 
 
+def _forwarded(ctx: Context) -> bool:
+    """The request came through a broker (an Envelope), or is internal."""
+    return ctx.caller is None or ctx.caller.forwarded
+
+
 def _ms(value: Any) -> int:
     """Milliseconds of a duration field (kio gives ``timedelta``s, plain values are ints)."""
     if hasattr(value, "total_seconds"):
@@ -551,13 +556,13 @@ class QuorumController:
         self, version: int, request: Any, ctx: Context
     ) -> Result[Response]:
         records, results = cfgs.incremental_alter_configs(
-            self.image, request.resources, bool(request.validate_only)
+            self.image, request.resources, bool(request.validate_only), _forwarded(ctx)
         )
         return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
 
     def _alter_configs(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         records, results = cfgs.alter_configs(
-            self.image, request.resources, bool(request.validate_only)
+            self.image, request.resources, bool(request.validate_only), _forwarded(ctx)
         )
         return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
 
