@@ -8,6 +8,7 @@ to 4.4.0, nothing acknowledged lost, and a 4.3.1 broker cannot join the upgraded
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -196,3 +197,36 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
         )
     finally:
         late.kill()
+
+
+def test_a_controller_formatted_by_kafka_4_4s_tool_bootstraps_from_its_0_0_checkpoint(
+    kafka44: KafkaDist, tmp_path: Path
+) -> None:
+    """KIP-1170: Kafka 4.4.0's ``kafka-storage format`` leaves no ``bootstrap.checkpoint``
+    on a controller; the features are the data records of the 0-0 checkpoint. A pykraft
+    controller on a directory Kafka formatted reads them there and writes them into the log
+    at activation, so a Kafka 4.4.0 broker finds the cluster at 4.4-IV2 and works."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    c = KafkaCluster(kafka44, tmp_path, controllers=1, brokers=1)
+    controller = c.controllers[0]
+    shutil.rmtree(controller.data)
+    config = tmp_path / "kafka-format.properties"
+    config.write_text(controller.config.read_text() + f"log.dirs={controller.data}\n")
+    kafka44.format_storage(config, c.cluster_id)
+    assert not (controller.data / "bootstrap.checkpoint").exists()
+    try:
+        c.start()
+        finalized = _finalized(kafka44, c)
+        assert finalized["metadata.version"] == "4.4-IV2", finalized
+        assert finalized["share.version"] == "2", finalized
+        producer = KafkaProducer(bootstrap_servers=c.bootstrap, acks="all")
+        producer.send("kip1170", b"x").get(timeout=60)
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=c.bootstrap, consumer_timeout_ms=20_000)
+        consumer.assign([TopicPartition("kip1170", 0)])
+        consumer.seek_to_beginning()
+        assert [m.value for m in consumer] == [b"x"]
+        consumer.close()
+    finally:
+        c.kill()

@@ -198,6 +198,11 @@ class MetaLogListener:
         latest = store.latest()
         if latest is None:
             return None
+        if latest.offset == 0:
+            # The 0-0 checkpoint holds the state before the first record: nothing, or (Kafka
+            # 4.4's format, KIP-1170) the bootstrap records, written into the log at
+            # activation as those of bootstrap.checkpoint (storage/bootstrap.py).
+            return latest
         size = store.size(latest)
         data = store.read(latest, 0, size or 0)
         offset = latest.offset - 1
