@@ -1,9 +1,11 @@
 """Kafka 4.4.0 beside pykraft (issue 28): the bootstrap records ``pykraft storage format``
 writes for each release equal Kafka 4.4.0's ``kafka-storage format`` (which writes them into
-the 0-0 checkpoint, KIP-1170); and a live cluster of Kafka 4.3.1 and 4.4.0 brokers on pykraft
-controllers upgraded with Kafka 4.4.0's own ``kafka-features upgrade --release-version 4.4``
-under produce load: refused while a 4.3.1 broker is registered, accepted once it is rolled
-to 4.4.0, nothing acknowledged lost, and a 4.3.1 broker cannot join the upgraded cluster."""
+the 0-0 checkpoint, KIP-1170); and a live cluster of Kafka 4.3.1 and 4.4.0 brokers on a
+pykraft controller whose directory Kafka 4.4.0's tool formatted (KIP-1170's layout, read as a
+4.4 controller reads it), upgraded with Kafka 4.4.0's own ``kafka-features upgrade
+--release-version 4.4`` under produce load: refused while a 4.3.1 broker is registered,
+accepted once it is rolled to 4.4.0, nothing acknowledged lost, and a 4.3.1 broker cannot
+join the upgraded cluster."""
 
 from __future__ import annotations
 
@@ -78,15 +80,25 @@ def test_format_writes_kafka_4_4s_bootstrap_features(
 def cluster(
     kafka: KafkaDist, kafka44: KafkaDist, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KafkaCluster]:
-    """One pykraft controller; brokers 100 (Kafka 4.3.1), 101 and 102 (Kafka 4.4.0)."""
+    """One pykraft controller; brokers 100 (Kafka 4.3.1), 101 and 102 (Kafka 4.4.0). The
+    controller's directory is formatted by Kafka 4.4.0's ``kafka-storage format
+    --release-version 4.0`` (KIP-1170: no ``bootstrap.checkpoint``, the bootstrap records in
+    the 0-0 checkpoint), which pykraft reads as a 4.4 controller does."""
+    tmp = tmp_path_factory.mktemp("kafka-44")
     c = KafkaCluster(
         kafka44,
-        tmp_path_factory.mktemp("kafka-44"),
+        tmp,
         controllers=1,
         brokers=3,
         broker_overrides={"broker.heartbeat.interval.ms": 500},
     )
     c.brokers[0].dist = kafka
+    controller = c.controllers[0]
+    shutil.rmtree(controller.data)
+    config = tmp / "kafka-format.properties"
+    config.write_text(controller.config.read_text() + f"log.dirs={controller.data}\n")
+    kafka44.format_storage(config, c.cluster_id, "--release-version", "4.0")
+    assert not (controller.data / "bootstrap.checkpoint").exists()
     try:
         c.start()
         yield c
@@ -157,7 +169,10 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
         refused = kafka44.run(*upgrade, check=False)
         assert refused.returncode != 0, refused.stdout
         assert "Broker 100 only supports versions" in refused.stdout, refused.stdout
-        assert _finalized(kafka44, cluster)["metadata.version"] == "4.0-IV3"
+        # As Kafka 4.4.0's format wrote them into the 0-0 checkpoint (KIP-1170).
+        start = _finalized(kafka44, cluster)
+        assert start["metadata.version"] == "4.0-IV3", start
+        assert start["transaction.version"] == "2" and start["group.version"] == "1", start
 
         # Roll broker 100 to Kafka 4.4.0 on the same data.
         old = cluster.brokers[0]
@@ -197,36 +212,3 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
         )
     finally:
         late.kill()
-
-
-def test_a_controller_formatted_by_kafka_4_4s_tool_bootstraps_from_its_0_0_checkpoint(
-    kafka44: KafkaDist, tmp_path: Path
-) -> None:
-    """KIP-1170: Kafka 4.4.0's ``kafka-storage format`` leaves no ``bootstrap.checkpoint``
-    on a controller; the features are the data records of the 0-0 checkpoint. A pykraft
-    controller on a directory Kafka formatted reads them there and writes them into the log
-    at activation, so a Kafka 4.4.0 broker finds the cluster at 4.4-IV2 and works."""
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-
-    c = KafkaCluster(kafka44, tmp_path, controllers=1, brokers=1)
-    controller = c.controllers[0]
-    shutil.rmtree(controller.data)
-    config = tmp_path / "kafka-format.properties"
-    config.write_text(controller.config.read_text() + f"log.dirs={controller.data}\n")
-    kafka44.format_storage(config, c.cluster_id)
-    assert not (controller.data / "bootstrap.checkpoint").exists()
-    try:
-        c.start()
-        finalized = _finalized(kafka44, c)
-        assert finalized["metadata.version"] == "4.4-IV2", finalized
-        assert finalized["share.version"] == "2", finalized
-        producer = KafkaProducer(bootstrap_servers=c.bootstrap, acks="all")
-        producer.send("kip1170", b"x").get(timeout=60)
-        producer.close()
-        consumer = KafkaConsumer(bootstrap_servers=c.bootstrap, consumer_timeout_ms=20_000)
-        consumer.assign([TopicPartition("kip1170", 0)])
-        consumer.seek_to_beginning()
-        assert [m.value for m in consumer] == [b"x"]
-        consumer.close()
-    finally:
-        c.kill()
