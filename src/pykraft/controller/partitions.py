@@ -128,12 +128,15 @@ def _in_online_dir(image: Image, p: PartitionState, acceptable: Acceptable) -> A
     ``LeaderAcceptor``: ``hasOnlineDir``)."""
     if len(p.directories) != len(p.replicas):
         return acceptable
-    where = dict(zip(p.replicas, p.directories, strict=True))
+    replicas, directories = p.replicas, p.directories
 
     def here(broker_id: int) -> bool:
-        return acceptable(broker_id) and dir_online(
-            image.brokers.get(broker_id), where.get(broker_id)
-        )
+        if not acceptable(broker_id):
+            return False
+        if broker_id not in replicas:
+            return True
+        directory = directories[replicas.index(broker_id)]
+        return dir_online(image.brokers.get(broker_id), directory)
 
     return here
 
