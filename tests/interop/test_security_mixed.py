@@ -1,7 +1,9 @@
-"""A secure mixed quorum (issue 27): pykraft controllers and an Apache Kafka 4.x controller in
-one quorum over SASL_SSL (PLAIN between controllers, OAUTHBEARER from the broker), each
-side's StandardAuthorizer on, a Kafka broker over SASL_SSL with SCRAM users bootstrapped on
-both sides' format.
+"""A secure mixed quorum (issue 27) at Kafka 4.4.0's newest level (issue 28): pykraft
+controllers and an Apache Kafka 4.4.0 controller in one quorum at metadata.version 4.4-IV2
+over SASL_SSL (PLAIN between controllers, OAUTHBEARER from the broker), each side's
+StandardAuthorizer on, a Kafka 4.4.0 broker over SASL_SSL with SCRAM users bootstrapped on
+both sides' format (each tool's ``--release-version 4.4``: pykraft's bootstrap.checkpoint,
+Kafka's 0-0 checkpoint, KIP-1170).
 
 The two implementations authenticate each other (Vote, Fetch, BeginQuorumEpoch with TLS and
 SASL in both directions), and an ACL made under one leader is enforced the same way under a
@@ -54,14 +56,19 @@ def settle(check: Callable[[], T], timeout_s: float = 60) -> T:
 
 
 @pytest.fixture(scope="module")
-def mixed(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
+def kafka44() -> KafkaDist:
+    return KafkaDist.get("4.4")
+
+
+@pytest.fixture(scope="module")
+def mixed(kafka44: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
     base: Path = tmp_path_factory.mktemp("secure-mixed")
     # The broker logs in to the controllers with OAUTHBEARER (Kafka's unsecured tokens):
     # both implementations validate it; the controllers use PLAIN between themselves.
     setup = SecureSetup(base, broker_controller_mechanism="OAUTHBEARER")
     setup.passwords["alice"] = ALICE[1]
     cluster = LocalCluster(
-        kafka,
+        kafka44,
         base,
         controllers=3,
         controller_kind=["pykraft", "kafka", "pykraft"],
@@ -70,6 +77,7 @@ def mixed(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         broker_config=setup.broker_config(),
         broker_listener=BROKER_LISTENER,
         format_args=setup.format_args({ALICE[0]: ALICE[1]}),
+        release_version="4.4",
     )
     try:
         cluster.start()
@@ -127,6 +135,10 @@ def test_acls_hold_under_a_leader_of_either_implementation(mixed: Secure) -> Non
         settle(moved)
         leader.start()
     assert seen == set(KINDS), seen
+    # Both implementations ran the cluster at Kafka 4.4.0's newest level.
+    finalized = settle(lambda: _finalized(cluster, security))
+    assert finalized["metadata.version"] == 33, finalized
+    assert finalized["share.version"] == 2 and finalized["eligible.leader.replicas.version"] == 1
     # Every voter, of either kind, caught up with the leader over SASL_SSL.
     deadline = time.monotonic() + 60
     while True:
@@ -135,6 +147,20 @@ def test_acls_hold_under_a_leader_of_either_implementation(mixed: Secure) -> Non
             break
         assert time.monotonic() < deadline, lags
         time.sleep(0.5)
+
+
+def _finalized(cluster: LocalCluster, security: ClientSecurity) -> dict[str, int]:
+    async def go() -> dict[str, int]:
+        async with AdminClient(
+            cluster.bootstrap_controllers,
+            bootstrap_controllers=True,
+            timeout_ms=10_000,
+            request_timeout_ms=2_000,
+            security=security,
+        ) as admin:
+            return {f.name: f.finalized for f in await admin.describe_features() if f.finalized}
+
+    return asyncio.run(go())
 
 
 def _lags(cluster: LocalCluster, security: ClientSecurity) -> dict[int, int]:

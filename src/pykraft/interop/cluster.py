@@ -181,8 +181,11 @@ class LocalCluster:
         metrics: bool = True,
         broker_listener: str = "PLAINTEXT",
         format_args: tuple[str, ...] = (),
+        release_version: str = "4.0-IV3",
     ) -> None:
         """``broker_listener``: the name of the brokers' client (and inter-broker) listener;
+        ``release_version``: the metadata.version every controller is formatted at (both
+        tools' ``--release-version``; pykraft's default, 4.0-IV3, unless given);
         ``format_args``: more ``storage format`` arguments for the controllers (e.g.
         ``--add-scram``); ``controller_kind``: one kind for every controller, or one per
         controller (a mixed quorum)."""
@@ -198,6 +201,7 @@ class LocalCluster:
         self.cluster_id = cluster_id
         self.broker_listener = broker_listener
         self.format_args = format_args
+        self.release_version = release_version
         base.mkdir(parents=True, exist_ok=True)
         ports = free_ports(2 * controllers + brokers)
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(controllers))
@@ -285,6 +289,8 @@ class LocalCluster:
                         str(c.config),
                         "--cluster-id",
                         self.cluster_id,
+                        "--release-version",
+                        self.release_version,
                         *self.format_args,
                     ],
                     capture_output=True,
@@ -295,9 +301,13 @@ class LocalCluster:
                     raise RuntimeError(f"pykraft storage format: {result.stderr}")
             else:
                 assert self.dist is not None
-                # metadata.version 4.0-IV3, as pykraft formats: the same features on both sides.
+                # The same release on both sides: the same bootstrap features.
                 self.dist.format_storage(
-                    c.config, self.cluster_id, "--release-version", "4.0-IV3", *self.format_args
+                    c.config,
+                    self.cluster_id,
+                    "--release-version",
+                    self.release_version,
+                    *self.format_args,
                 )
         for b in self.brokers:
             assert self.dist is not None
