@@ -215,8 +215,8 @@ def _new_incarnation_records(
     read its epoch back from its clean-shutdown file (``PreviousBrokerEpoch``, registration v3)
     and it is the epoch of the registration it replaces. With eligible leader replicas on, an
     unclean restart takes it out of every ISR *and* ELR (its log may have lost acknowledged
-    records). Otherwise it leaves the ISRs (pykraft also fences an old incarnation that is
-    still unfenced, in the same batch: a fenced broker never leads)."""
+    records). Otherwise an old incarnation that is still unfenced is fenced in the same batch
+    (a fenced broker never leads); one fenced already left the ISRs when it was fenced."""
     clean = existing is not None and previous_epoch == existing.epoch
     if elr_enabled(image) and not clean:
         seen: set[tuple[uuid.UUID, int]] = set()
@@ -235,13 +235,9 @@ def _new_incarnation_records(
         )
     if existing is not None and not existing.fenced:
         return fence_records(image, existing, unclean)
-    return _leader_and_isr_updates(
-        image,
-        partitions_with(image, broker_id),
-        acceptor(image, removing=broker_id),
-        broker_id,
-        unclean,
-    )
+    # A fenced registration is out of every ISR already (but a last member, KIP-841); a first
+    # registration keeps the ISRs it is in (a ZooKeeper broker joining a migration).
+    return []
 
 
 def unclean_topics(image: Image, cluster_unclean: bool) -> set[uuid.UUID]:

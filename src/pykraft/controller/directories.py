@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller import brokers as b
 from pykraft.controller.errors import ApiError
+from pykraft.controller.migration import MIGRATION
 from pykraft.controller.partitions import (
     UNASSIGNED_DIR,
     acceptor,
@@ -54,7 +55,10 @@ def assign_replicas_to_dirs(
     STALE_BROKER_EPOCH)."""
     mv = image.metadata_version or 0
     broker_id = int(request.broker_id)
-    if mv < IBP_3_7_IV2:
+    if mv < IBP_3_7_IV2 or image.migration_state == MIGRATION:
+        # During a ZooKeeper migration's dual write the assignments are not taken (a
+        # departure, DECISIONS.md): their partition epochs would run ahead of the partition
+        # state znodes the ZooKeeper-mode brokers update after a rollback.
         return [], {
             "throttle_time": 0,
             "error_code": ErrorCode.unsupported_version,

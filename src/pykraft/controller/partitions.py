@@ -120,7 +120,9 @@ def dir_online(broker: BrokerState | None, directory: uuid.UUID | None) -> bool:
         return True
     if directory == LOST_DIR:
         return False
-    return not broker.log_dirs or directory in broker.log_dirs
+    # A ZooKeeper-mode broker (KIP-866 migration, or rolled back to it) places its replicas
+    # itself: the directories KRaft brokers reported before say nothing about its own.
+    return not broker.log_dirs or broker.is_migrating_zk_broker or directory in broker.log_dirs
 
 
 def _in_online_dir(image: Image, p: PartitionState, acceptable: Acceptable) -> Acceptable:
