@@ -103,6 +103,7 @@ class Harness:
         cluster_id: str = CLUSTER_ID,
         version: int = 4,
         log_dirs: list[uuid.UUID] | None = None,
+        previous_broker_epoch: int = -1,
     ) -> dict[str, Any]:
         return self.call(
             ApiKey.BROKER_REGISTRATION,
@@ -123,6 +124,7 @@ class Harness:
             log_dirs=log_dirs
             if log_dirs is not None
             else [uuid.UUID(int=(broker_id << 64) + 500 + i) for i in range(dirs)],
+            previous_broker_epoch=previous_broker_epoch,
         )
 
     def heartbeat(

@@ -170,6 +170,15 @@ def test_unclean_restart_leaves_the_elr_and_a_clean_one_stays() -> None:
     assert again["error_code"] == 0
     assert part(h).elr == (2, 4) and part(h).last_known_elr == (4,)
     # Broker 2 restarts cleanly: it read back the epoch of its registration.
+    again = h.register(
+        2,
+        incarnation=uuid.UUID(int=222),
+        features=FEATURES_41,
+        previous_broker_epoch=h.image.brokers[2].epoch,
+    )
+    assert again["error_code"] == 0
+    assert part(h).elr == (2, 4) and part(h).last_known_elr == (4,)
+    # Broker 2 restarts cleanly: it read back the epoch of its registration.
     epoch = h.image.brokers[2].epoch
     request = {"previous_broker_epoch": epoch}
     again = h.call(

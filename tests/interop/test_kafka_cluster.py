@@ -608,10 +608,9 @@ def test_upgraded_with_kafkas_tool_then_an_elr_member_is_elected(
     ).stdout
     assert "min.insync.replicas=" in cluster_configs, cluster_configs
 
-    kafka.run(
-        "topics",
-        "--bootstrap-server",
-        cluster.bootstrap,
+    topics_tool(
+        kafka,
+        cluster,
         "--create",
         "--topic",
         "elr",

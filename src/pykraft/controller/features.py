@@ -266,7 +266,7 @@ def feature_update(
     if name == METADATA_VERSION:
         _check_metadata_version(current, level, upgrade_type)
     _check_supported(image, name, level, node_id, controller_features)
-    reason = dependency_error(name, level, {**image.features, **(proposed or {})})
+    reason = dependency_error(name, level, image.features if proposed is None else proposed)
     if reason is not None:
         raise _invalid(name, level, reason)
     if level == current:
