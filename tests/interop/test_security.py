@@ -94,7 +94,9 @@ def secure(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     )
     try:
         cluster.start()
-        yield Secure(setup, cluster)
+        secure = Secure(setup, cluster)
+        _every_broker_sees_every_broker(secure)
+        yield secure
     finally:
         cluster.kill()
 
@@ -108,6 +110,27 @@ def eventually(check: Any, timeout_s: float = 30) -> Any:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def _every_broker_sees_every_broker(secure: Secure) -> None:
+    """A broker is RUNNING before its metadata cache holds the other brokers; a client
+    that bootstraps from it then names a controller it cannot dial (UnknownBrokerIdError).
+    Wait until each broker, asked on its own, lists them all."""
+    wanted = {b.node_id for b in secure.cluster.brokers}
+
+    def seen(address: str) -> None:
+        admin = KafkaAdminClient(
+            bootstrap_servers=address, **secure.setup.kafka_python("admin", "admin-secret")
+        )
+        try:
+            described = admin.describe_cluster()["brokers"]
+            brokers = {b["broker_id"] for b in described if not b.get("is_fenced")}
+        finally:
+            admin.close()
+        assert brokers == wanted, brokers
+
+    for broker in secure.cluster.brokers:
+        eventually(lambda a=broker.address: seen(a), timeout_s=60)
 
 
 def codes(result: dict[str, Any]) -> dict[str, int]:
