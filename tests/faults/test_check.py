@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import uuid
 
+from pykraft.faults.broker_side import BROKER_KINDS, BUSY, FENCE_HOLD_S
 from pykraft.faults.check import Replica, check
+from pykraft.faults.cluster import BROKER_BASE
 from pykraft.faults.run import LEADER, NETWORK_KINDS, PROCESS_KINDS, RunConfig, schedule
 from pykraft.faults.workload import Ack
 
@@ -64,3 +66,16 @@ def test_the_schedule_is_the_seeds_and_a_minute_sees_every_kind() -> None:
     for f in faults:
         if f.kind == "split":  # a minority of the voters
             assert 1 <= len(f.targets) <= 1
+
+
+def test_with_brokers_the_schedule_adds_the_broker_kinds_and_keeps_the_controllers() -> None:
+    config = RunConfig(seed=5, seconds=120, voters=3, observers=1, brokers=3)
+    faults = schedule(config)
+    assert {f.kind for f in faults} == set(PROCESS_KINDS + NETWORK_KINDS + BROKER_KINDS)
+    for f in faults:
+        if f.kind in BROKER_KINDS:  # a broker, or the busiest partition's leader
+            assert f.targets[0] == BUSY or f.targets[0] > BROKER_BASE
+        else:
+            assert all(t <= 4 for t in f.targets)
+        if f.kind == "fence":  # held past the brokers' session timeout
+            assert f.hold_s >= FENCE_HOLD_S

@@ -1,13 +1,21 @@
 """`pykraft faults`: the real-process fault harness (``pykraft.faults``).
 
     pykraft faults run [--seed N] [--seconds 60] [--voters 3] [--observers 1] [--rate 20]
-                       [--no-netns] [--work DIR]
+                       [--brokers 0] [--unsafe-controller] [--no-netns] [--work DIR]
 
 Starts ``--voters`` + ``--observers`` ``pykraft server`` processes (each in its own network
 namespace unless ``--no-netns``; namespaces, tmpfs disks and partitions need root), runs the
 workload and the seeded fault schedule for ``--seconds``, heals, checks the replicas' logs and
 prints the report. Exits 1 when anything acknowledged was lost, replicas diverged, two leaders
 shared an epoch, a high watermark went down or a leader did not come back in time.
+
+``--brokers N`` adds N real Apache Kafka brokers with real clients (idempotent acks=all
+producers, a transactional producer, a consumer group, an admin creating and deleting topics
+and reassigning partitions) and the broker fault kinds; the run then also fails when an
+acknowledged record is lost or duplicated, a leader was elected outside the ISR, a leader
+epoch went back, a committed offset went back or a broker's view differs from the log.
+``--unsafe-controller`` runs a deliberately broken controller (it elects a replica the ISR
+just dropped): the checker must fail the run.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +46,14 @@ def register(sub: Any) -> None:
     run_p.add_argument("--voters", type=int, default=3)
     run_p.add_argument("--observers", type=int, default=1)
     run_p.add_argument("--rate", type=float, default=20.0, help="workload writes per second")
+    run_p.add_argument(
+        "--brokers", type=int, default=0, help="real Apache Kafka brokers, with Kafka clients"
+    )
+    run_p.add_argument(
+        "--unsafe-controller",
+        action="store_true",
+        help="a deliberately broken controller (test of the checker: the run must fail)",
+    )
     run_p.add_argument("--no-netns", action="store_true", help="no namespaces: no partitions")
     run_p.add_argument("--work", type=Path, default=None, help="keep everything here")
     run_p.set_defaults(func=_cmd_run)
@@ -45,10 +62,18 @@ def register(sub: Any) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from pykraft.faults.run import RunConfig, run
 
-    if args.voters < 1 or args.observers < 0 or args.seconds <= 0:
-        print("pykraft faults: --voters >= 1, --observers >= 0, --seconds > 0", file=sys.stderr)
+    if args.voters < 1 or args.observers < 0 or args.seconds <= 0 or args.brokers < 0:
+        print(
+            "pykraft faults: --voters >= 1, --observers >= 0, --brokers >= 0, --seconds > 0",
+            file=sys.stderr,
+        )
         return 2
+    # SIGTERM (a timeout, a CI runner giving up) unwinds like Ctrl-C: the processes are
+    # killed, the disks unmounted and the namespaces removed on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     logging.basicConfig(level=logging.WARNING)
+    # kafka-python logs every retry; the report counts the clients' outcomes instead.
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
     root = os.geteuid() == 0
     if not root and not args.no_netns:
         print(
@@ -66,6 +91,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             netns=not args.no_netns,
             disks=root,
             rate=args.rate,
+            brokers=args.brokers,
+            unsafe_controller=args.unsafe_controller,
             work=args.work,
             log=lambda line: print(line, flush=True),
         )

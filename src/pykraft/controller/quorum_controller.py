@@ -511,7 +511,13 @@ class QuorumController:
 
     def _alter_partition(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(
-            *leadership.alter_partition(self.image, self.metadata_version, version, request)
+            *leadership.alter_partition(
+                self.image,
+                self.metadata_version,
+                version,
+                request,
+                unsafe_elect_outside_isr=self.config.unsafe_test_elect_outside_isr,
+            )
         )
 
     def _elect_leaders(self, version: int, request: Any, ctx: Context) -> Result[Response]:

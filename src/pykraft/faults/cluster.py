@@ -1,6 +1,11 @@
 """The cluster under test: ``pykraft server`` processes, each with its metadata log on a small
 filesystem of its own (tmpfs) so that a full disk is a fault like any other.
 
+Real Apache Kafka brokers (``brokers``, ids from 101) run beside them, each in a namespace
+of its own with its ``log.dirs`` on a small tmpfs too, formatted with Kafka's own
+``kafka-storage format``; the controllers fence a broker after ``broker.session.timeout.ms``
+(4 s here: a fault held longer than that fences it).
+
 Voters are formatted with ``--initial-controllers`` (kraft.version 1) and find each other
 through ``controller.quorum.bootstrap.servers``; observers are formatted with
 ``--no-initial-controllers`` and find the leader the same way (D8). With a ``Network`` each node
@@ -17,16 +22,24 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykraft.faults.net import Network
 from pykraft.interop.cluster import free_ports, read_metrics
+from pykraft.interop.kafka import KafkaDist, write_properties
 from pykraft.storage.meta import random_uuid, uuid_to_kafka
 
 __all__ = ["FaultCluster", "Node"]
 
 CONTROLLER_PORT = 9093
+BROKER_PORT = 9092
+BROKER_BASE = 100  # broker ids are 101, 102, ...
+BROKER_SESSION_TIMEOUT_MS = 4000
+BROKER_HEARTBEAT_INTERVAL_MS = 1000
+BROKER_STARTED = "Kafka Server started"
+_BROKER_JVM = ("-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
 METRICS_PORT = 9101
 _FILLER = "filler"
 _RAFT = "kafka_raft_metrics_"
@@ -45,6 +58,7 @@ class Node:
     process: subprocess.Popen[bytes] | None = None
     incarnation: int = 0
     paused: bool = False
+    broker: bool = False  # a real Kafka broker (else a pykraft controller)
 
     @property
     def disk(self) -> Path:
@@ -52,7 +66,8 @@ class Node:
 
     @property
     def data(self) -> Path:
-        return self.disk / "metadata"
+        """The metadata log directory (a broker's: its one ``log.dirs``)."""
+        return self.disk / ("logs" if self.broker else "metadata")
 
     @property
     def config(self) -> Path:
@@ -99,7 +114,8 @@ class Node:
 
 
 class FaultCluster:
-    """``voters`` voters (ids 1..voters) and ``observers`` observers after them."""
+    """``voters`` voters (ids 1..voters) and ``observers`` observers after them, and
+    ``brokers`` Kafka brokers (ids 101.., run from ``kafka``)."""
 
     def __init__(
         self,
@@ -108,10 +124,17 @@ class FaultCluster:
         voters: int,
         observers: int,
         network: Network | None,
+        brokers: int = 0,
+        kafka: KafkaDist | None = None,
         disk_mib: int = 256,
         timeouts: tuple[int, int] = (1000, 2000),  # election, fetch (Kafka's defaults)
+        controller_extra: dict[str, str] | None = None,
     ) -> None:
+        if brokers and kafka is None:
+            raise ValueError("brokers need a Kafka distribution")
         self.work = work
+        self.kafka = kafka
+        self.controller_extra = controller_extra or {}
         self.network = network
         self.disk_mib = disk_mib
         self.timeouts = timeouts
@@ -124,7 +147,25 @@ class FaultCluster:
             port = ports[2 * i - 2] if network is None else CONTROLLER_PORT
             metrics = ports[2 * i - 1] if network is None else METRICS_PORT
             self.nodes[i] = Node(i, i <= voters, host, port, metrics, work / f"node-{i}")
+        self.brokers: dict[int, Node] = {}
+        broker_ports = free_ports(brokers) if network is None else []
+        for k in range(brokers):
+            i = BROKER_BASE + 1 + k
+            host = "127.0.0.1" if network is None else network.address(i)
+            port = broker_ports[k] if network is None else BROKER_PORT
+            self.brokers[i] = Node(i, False, host, port, 0, work / f"broker-{i}", broker=True)
         self._mounted: list[Path] = []
+
+    def node(self, node_id: int) -> Node:
+        """A controller or a broker."""
+        return self.nodes[node_id] if node_id in self.nodes else self.brokers[node_id]
+
+    @property
+    def every_node(self) -> list[Node]:
+        return [*self.nodes.values(), *self.brokers.values()]
+
+    def bootstrap_brokers(self) -> str:
+        return ",".join(n.address for n in self.brokers.values())
 
     @property
     def voters(self) -> list[Node]:
@@ -137,7 +178,7 @@ class FaultCluster:
         """Disks mounted, configs written, directories formatted."""
         initial = ",".join(f"{n.node_id}@{n.address}:{n.directory_id}" for n in self.voters)
         election, fetch = self.timeouts
-        for node in self.nodes.values():
+        for node in self.every_node:
             node.disk.mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:
                 subprocess.run(
@@ -153,6 +194,9 @@ class FaultCluster:
                     check=True,
                 )
                 self._mounted.append(node.disk)
+            if node.broker:
+                self._setup_broker(node)
+                continue
             node.config.write_text(
                 f"node.id={node.node_id}\n"
                 "process.roles=controller\n"
@@ -163,6 +207,9 @@ class FaultCluster:
                 f"controller.quorum.election.timeout.ms={election}\n"
                 f"controller.quorum.fetch.timeout.ms={fetch}\n"
                 f"metrics.port={node.metrics_port}\n"
+                f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}\n"
+                f"broker.heartbeat.interval.ms={BROKER_HEARTBEAT_INTERVAL_MS}\n"
+                + "".join(f"{k}={v}\n" for k, v in self.controller_extra.items())
             )
             mode = (
                 ["--initial-controllers", initial] if node.voter else ["--no-initial-controllers"]
@@ -173,8 +220,39 @@ class FaultCluster:
             if result.returncode != 0:
                 raise RuntimeError(f"format of node {node.node_id}: {result.stderr.strip()}")
 
+    def _setup_broker(self, node: Node) -> None:
+        """A Kafka broker's config, formatted with Kafka's own storage tool."""
+        assert self.kafka is not None
+        replication = min(3, len(self.brokers))
+        write_properties(
+            node.config,
+            {
+                "process.roles": "broker",
+                "node.id": node.node_id,
+                "listeners": f"PLAINTEXT://{node.address}",
+                "advertised.listeners": f"PLAINTEXT://{node.address}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "controller.quorum.bootstrap.servers": self.bootstrap_servers(),
+                "log.dirs": node.data,
+                "broker.heartbeat.interval.ms": BROKER_HEARTBEAT_INTERVAL_MS,
+                "offsets.topic.replication.factor": replication,
+                "offsets.topic.num.partitions": 3,
+                "transaction.state.log.replication.factor": replication,
+                "transaction.state.log.min.isr": min(2, replication),
+                "transaction.state.log.num.partitions": 3,
+                "group.initial.rebalance.delay.ms": 0,
+                "log.segment.bytes": 8 * 1024 * 1024,
+                # A follower is out of the ISR 5 s after it stopped fetching (Kafka's 30 s).
+                "replica.lag.time.max.ms": 5000,
+                "replica.socket.timeout.ms": 3000,
+                "controller.quorum.request.timeout.ms": 2000,
+            },
+        )
+        self.kafka.format_storage(node.config, self.cluster_id)
+
     def teardown(self) -> None:
-        for node in self.nodes.values():
+        for node in self.every_node:
             self.kill(node.node_id)
         for disk in self._mounted:
             subprocess.run(["umount", "-l", str(disk)], check=False, capture_output=True)
@@ -183,9 +261,12 @@ class FaultCluster:
     # -- processes ------------------------------------------------------------------------
 
     def start(self, node_id: int) -> None:
-        node = self.nodes[node_id]
+        node = self.node(node_id)
         assert not node.running
         argv = [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(node.config)]
+        if node.broker:
+            assert self.kafka is not None
+            argv = self.kafka.command("server", [str(node.config)], jvm=_BROKER_JVM, server=True)
         if self.network is not None:
             argv = self.network.wrap(node_id, argv)
         node.incarnation += 1
@@ -196,7 +277,7 @@ class FaultCluster:
 
     def kill(self, node_id: int) -> None:
         """kill -9."""
-        node = self.nodes[node_id]
+        node = self.node(node_id)
         if node.running:
             assert node.process is not None
             node.process.send_signal(signal.SIGKILL)
@@ -205,7 +286,7 @@ class FaultCluster:
 
     def stop(self, node_id: int, timeout_s: float = 30) -> int | None:
         """SIGTERM (a graceful stop); kill -9 after ``timeout_s``. The exit code."""
-        node = self.nodes[node_id]
+        node = self.node(node_id)
         if node.process is None:
             return None
         if node.paused:
@@ -218,14 +299,28 @@ class FaultCluster:
                 self.kill(node_id)
         return node.process.returncode
 
+    def wait_exit(self, node_id: int, line: str, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for a node to exit, and as long again once its output
+        has ``line`` (it said it is stopping); whether it exited."""
+        node = self.node(node_id)
+        deadline = time.monotonic() + timeout_s
+        extended = False
+        while node.running:
+            if not extended and line in node.current_output():
+                deadline, extended = time.monotonic() + timeout_s, True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     def pause(self, node_id: int) -> None:
-        node = self.nodes[node_id]
+        node = self.node(node_id)
         if node.running and node.process is not None:
             node.process.send_signal(signal.SIGSTOP)
             node.paused = True
 
     def resume(self, node_id: int) -> None:
-        node = self.nodes[node_id]
+        node = self.node(node_id)
         if node.process is not None and node.paused:
             with contextlib.suppress(ProcessLookupError):
                 node.process.send_signal(signal.SIGCONT)
@@ -236,13 +331,13 @@ class FaultCluster:
     @property
     def own_disks(self) -> bool:
         """Each node's log is on a tmpfs of its own (needs root): disks may be filled."""
-        return len(self._mounted) == len(self.nodes)
+        return len(self._mounted) == len(self.every_node)
 
     def fill_disk(self, node_id: int) -> int:
         """Fill the node's own small filesystem to the last byte; the bytes written."""
-        if self.nodes[node_id].disk not in self._mounted:
+        if self.node(node_id).disk not in self._mounted:
             raise RuntimeError("refusing to fill a filesystem the harness did not mount")
-        path = self.nodes[node_id].disk / _FILLER
+        path = self.node(node_id).disk / _FILLER
         written = 0
         chunk = b"\0" * (1 << 20)
         with open(path, "ab", buffering=0) as f:
@@ -259,4 +354,4 @@ class FaultCluster:
                 written += n or 0
 
     def free_disk(self, node_id: int) -> None:
-        (self.nodes[node_id].disk / _FILLER).unlink(missing_ok=True)
+        (self.node(node_id).disk / _FILLER).unlink(missing_ok=True)

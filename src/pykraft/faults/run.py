@@ -17,6 +17,12 @@
 5. after the last heal: every node must agree on a leader and reach the leader's high
    watermark within ``converge_s``; then all stop gracefully and ``check.py`` reads the logs.
 
+With ``brokers`` real Apache Kafka brokers run beside the controllers, with real clients
+(``broker_side.py``: its fault kinds, checks and report lines): the schedule then mixes the
+broker kinds in, aimed at the leader of the busiest partition (``BUSY``) or a random broker;
+``unsafe_controller`` runs the deliberately broken controller
+(``pykraft.test.unsafe.elect.outside.isr``) to prove the checker fails on it.
+
 The report: faults by kind, acknowledged writes, lost (must be 0), divergences (must be 0),
 two leaders in an epoch (0), high watermark decreases (0), time without a leader
 p50/p99/max, the slowest leader recovery after a heal against ``recovery_bound_s``. A failed
@@ -39,10 +45,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pykraft.faults.broker_side import (
+    BROKER_NETWORK_KINDS,
+    BROKER_PROCESS_KINDS,
+    BUSY,
+    FENCE_HOLD_S,
+    BrokerSide,
+    pct,
+)
 from pykraft.faults.check import Verdict, check, read_replica
-from pykraft.faults.cluster import FaultCluster, Node
+from pykraft.faults.cluster import BROKER_BASE, FaultCluster, Node
 from pykraft.faults.net import Network
 from pykraft.faults.workload import Workload
+from pykraft.interop.kafka import KafkaDist
+from pykraft.node.config import UNSAFE_TEST_ELECT_OUTSIDE_ISR
 
 __all__ = ["Fault", "Report", "RunConfig", "run", "schedule"]
 
@@ -78,6 +94,10 @@ class RunConfig:
     recovery_bound_s: float = 20.0  # a leader back after each heal within this
     work: Path | None = None  # kept when given; else a temporary directory, removed after
     log: Callable[[str], None] = print
+    brokers: int = 0  # real Kafka brokers (ids 101..), with the Kafka clients' workload
+    kafka: str = "4"  # the interop/kafka-<name> project the brokers run from
+    broker_rate: float = 100.0  # records per second per idempotent producer
+    unsafe_controller: bool = False  # the broken controller (the checker must fail)
 
 
 @dataclass
@@ -94,6 +114,7 @@ class Report:
     disk_stops: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # anything else that failed the run
     tails: dict[int, str] = field(default_factory=dict)
+    brokers: BrokerSide | None = None
 
     @property
     def ok(self) -> bool:
@@ -105,6 +126,7 @@ class Report:
             and not self.hwm_decreases
             and not self.problems
             and not slow
+            and (self.brokers is None or self.brokers.ok)
         )
 
     def format(self) -> str:
@@ -112,7 +134,9 @@ class Report:
         kinds = collections.Counter(f.kind for f in self.faults)
         lines = [
             f"pykraft faults run --seed {c.seed} --seconds {c.seconds:g} --voters {c.voters} "
-            f"--observers {c.observers}{'' if c.netns else ' --no-netns'}",
+            f"--observers {c.observers}{'' if c.netns else ' --no-netns'}"
+            + (f" --brokers {c.brokers}" if c.brokers else "")
+            + (" --unsafe-controller" if c.unsafe_controller else ""),
             "faults: " + " ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
             f"acknowledged writes: {self.acked}  (client outcomes: "
             + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
@@ -131,15 +155,17 @@ class Report:
         lines.append(f"high watermark went down: {len(self.hwm_decreases)}")
         windows = sorted(self.leaderless_ms)
         lines.append(
-            f"time without a leader: {len(windows)} windows, p50 {_pct(windows, 0.5)} "
-            f"p99 {_pct(windows, 0.99)} max {_pct(windows, 1.0)} ms"
+            f"time without a leader: {len(windows)} windows, p50 {pct(windows, 0.5)} "
+            f"p99 {pct(windows, 0.99)} max {pct(windows, 1.0)} ms"
         )
         rec = sorted(self.recoveries_ms)
         lines.append(
-            f"leader back after a heal: p50 {_pct(rec, 0.5)} max {_pct(rec, 1.0)} ms "
+            f"leader back after a heal: p50 {pct(rec, 0.5)} max {pct(rec, 1.0)} ms "
             f"(bound {c.recovery_bound_s * 1000:.0f} ms, {len(rec)} heals)"
         )
         lines += [f"disk: {d}" for d in self.disk_stops]
+        if self.brokers is not None:
+            lines += self.brokers.lines()
         for name, items in (
             ("LOST", v.lost if v else []),
             ("DIVERGED", v.divergences if v else []),
@@ -159,17 +185,15 @@ class Report:
         return "\n".join(lines)
 
 
-def _pct(values: list[float], q: float) -> str:
-    if not values:
-        return "-"
-    return f"{values[min(len(values) - 1, int(q * len(values)))]:,.0f}"
-
-
 def schedule(config: RunConfig) -> list[Fault]:
     """The faults of a run: the same for the same seed, voters, observers and kinds."""
     rng = random.Random(config.seed)
     kinds = tuple(k for k in PROCESS_KINDS if config.disks or k != "disk")
     kinds += NETWORK_KINDS if config.netns else ()
+    if config.brokers:
+        kinds += tuple(k for k in BROKER_PROCESS_KINDS if config.disks or k != "broker-disk")
+        kinds += BROKER_NETWORK_KINDS if config.netns else ()
+    brokers = [BROKER_BASE + 1 + i for i in range(config.brokers)]
     nodes = list(range(1, config.voters + config.observers + 1))
     voters = nodes[: config.voters]
     faults: list[Fault] = []
@@ -181,8 +205,14 @@ def schedule(config: RunConfig) -> list[Fault]:
             rng.shuffle(order)
         kind = order.pop()
         hold = round(rng.uniform(2.0, 6.0), 1)
-        # Half the faults aim at the leader of the moment: 0 stands for it until applied.
-        if kind == "split":
+        # Half the faults aim at the leader of the moment: 0 stands for it until applied
+        # (BUSY for the leader of the busiest partition, for a broker fault).
+        targets: tuple[int, ...]
+        if kind in BROKER_PROCESS_KINDS or kind in BROKER_NETWORK_KINDS:
+            targets = (BUSY if rng.random() < 0.5 else rng.choice(brokers),)
+            if kind == "fence":
+                hold = round(FENCE_HOLD_S + hold, 1)
+        elif kind == "split":
             minority = rng.sample(voters, rng.randint(1, (len(voters) - 1) // 2))
             if rng.random() < 0.5:
                 minority[0] = LEADER
@@ -371,17 +401,27 @@ def run(config: RunConfig) -> Report:
     work = config.work or Path(tempfile.mkdtemp(prefix="pykraft-faults-"))
     work.mkdir(parents=True, exist_ok=True)
     ids = list(range(1, config.voters + config.observers + 1))
-    network = Network(ids) if config.netns else None
+    broker_ids = [BROKER_BASE + 1 + i for i in range(config.brokers)]
+    network = Network(ids + broker_ids) if config.netns else None
     cluster: FaultCluster | None = None
     monitor: Monitor | None = None
     load: _WorkloadThread | None = None
+    side: BrokerSide | None = None
     try:
         with contextlib.ExitStack() as stack:
             if network is not None:
                 network.setup()
                 stack.callback(network.teardown)
             cluster = FaultCluster(
-                work, voters=config.voters, observers=config.observers, network=network
+                work,
+                voters=config.voters,
+                observers=config.observers,
+                network=network,
+                brokers=config.brokers,
+                kafka=KafkaDist.get(config.kafka) if config.brokers else None,
+                controller_extra={UNSAFE_TEST_ELECT_OUTSIDE_ISR: "true"}
+                if config.unsafe_controller
+                else None,
             )
             stack.callback(cluster.teardown)
             cluster.setup()
@@ -393,6 +433,11 @@ def run(config: RunConfig) -> Report:
             if not monitor.wait(lambda: monitor.leader is not None, 60):
                 report.problems.append("no leader within 60 s of the start")
                 return report
+            if config.brokers:
+                side = report.brokers = BrokerSide(cluster, network, config.broker_rate)
+                stack.callback(side.watch.stop)
+                side.start()
+                stack.callback(side.workload.stop)
             load = _WorkloadThread(
                 Workload(cluster.cluster_id, [n.address for n in cluster.voters], rate=config.rate)
             )
@@ -401,10 +446,18 @@ def run(config: RunConfig) -> Report:
                 f"cluster up (leader {monitor.leader}); {len(faults)} faults over {config.seconds:g} s"
             )
             t0 = time.monotonic()
-            _inject(config, cluster, network, monitor, faults, report, t0)
+            _inject(config, cluster, network, monitor, faults, report, t0, side)
             _sleep_until(t0 + config.seconds)
             load.stop()
+            if side is not None:
+                side.stop_workload()
             committed = _converge(config, monitor, report, load)
+            views_offset: int | None = None
+            if side is not None:
+                side.finish(config.converge_s)
+                with monitor.lock:
+                    views_offset = monitor.leader_high_watermark()
+                side.stop()
             monitor.stop()
             report.leaderless_ms = monitor.leaderless_ms
             report.two_leaders = monitor.two_leaders
@@ -416,7 +469,9 @@ def run(config: RunConfig) -> Report:
                 code = cluster.stop(node_id)
                 if code not in (0, None):
                     report.problems.append(f"node {node_id} exited with {code} on SIGTERM")
-            report.tails = {n.node_id: n.tail() for n in cluster.nodes.values()}
+            report.tails = {n.node_id: n.tail() for n in cluster.every_node}
+            if side is not None:
+                side.check_log({n.node_id: n.data for n in cluster.nodes.values()}, views_offset)
             if committed is not None:
                 replicas = [
                     read_replica(n.node_id, n.data, committed) for n in cluster.nodes.values()
@@ -426,7 +481,7 @@ def run(config: RunConfig) -> Report:
         if load is not None:
             load.stop()
         if cluster is not None and not report.tails:
-            report.tails = {n.node_id: n.tail() for n in cluster.nodes.values()}
+            report.tails = {n.node_id: n.tail() for n in cluster.every_node}
         if config.work is None and report.ok:
             shutil.rmtree(work, ignore_errors=True)
         elif config.work is None:
@@ -442,19 +497,33 @@ def _inject(
     faults: list[Fault],
     report: Report,
     t0: float,
+    side: BrokerSide | None = None,
 ) -> None:
     """The fault phase: each fault at its time (aimed at the leader of the moment where it
-    says LEADER), held, healed; after each heal a leader within three recovery bounds."""
+    says LEADER, the busiest partition's leader where BUSY), held, healed; after each heal
+    a leader within three recovery bounds."""
     monitor.start_windows()
     for i, planned in enumerate(faults):
         _sleep_until(t0 + planned.at_s)
         with monitor.lock:
             leader = monitor.leader[0] if monitor.leader else None
         fault = faults[i] = _resolve(planned, leader, [n.node_id for n in cluster.voters])
+        if side is not None and fault.targets == (BUSY,):
+            fault = faults[i] = dataclasses.replace(fault, targets=(side.busy(),))
         config.log(f"fault {fault}")
-        _apply(cluster, network, fault)
+        broker_fault = fault.targets[0] > BROKER_BASE
+        if broker_fault:
+            assert side is not None
+            side.apply(fault.kind, fault.targets[0])
+        else:
+            _apply(cluster, network, fault)
         _sleep_until(t0 + fault.at_s + fault.hold_s)
-        _heal(cluster, network, fault, report)
+        if broker_fault:
+            assert side is not None
+            side.before_heal(fault.kind, fault.targets[0])
+            side.heal(fault.kind, fault.targets[0])
+        else:
+            _heal(cluster, network, fault, report)
         healed = time.monotonic()
         if monitor.wait(lambda: monitor.leader is not None, config.recovery_bound_s * 3):
             report.recoveries_ms.append((time.monotonic() - healed) * 1000)
@@ -552,6 +621,9 @@ def _heal(cluster: FaultCluster, network: Network | None, fault: Fault, report: 
     elif kind == "disk":
         cluster.free_disk(target)
         node = cluster.nodes[target]
+        # A write in flight when the space came back may still fail: the node stops a
+        # moment after the heal.
+        cluster.wait_exit(target, _STORAGE_FAILED, 3.0)
         if not node.running:
             line = next(
                 (x for x in node.current_output().splitlines() if _STORAGE_FAILED in x),

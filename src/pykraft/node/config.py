@@ -25,6 +25,7 @@ from pykraft.storage import properties as _storage_properties
 from pykraft.storage.properties import ConfigError
 
 __all__ = [
+    "UNSAFE_TEST_ELECT_OUTSIDE_ISR",
     "ConfigError",
     "HostPort",
     "Listener",
@@ -133,6 +134,8 @@ class NodeConfig:
     security: ListenerSecurity | None = field(default=None, compare=False)
     authorizer_class_name: str = ""
     super_users: tuple[str, ...] = ()
+    # pykraft.test.unsafe.elect.outside.isr (test only: ControllerConfig says what it breaks)
+    unsafe_test_elect_outside_isr: bool = False
     allow_everyone_if_no_acl_found: bool = False
     delegation_token_secret_key: str = field(default="", repr=False)
     delegation_token_max_lifetime_ms: int = 604_800_000
@@ -191,6 +194,7 @@ class NodeConfig:
             delegation_token_expiry_check_interval_ms=(
                 self.delegation_token_expiry_check_interval_ms
             ),
+            unsafe_test_elect_outside_isr=self.unsafe_test_elect_outside_isr,
         )
 
     @property
@@ -281,6 +285,9 @@ def _voters(key: str, raw: str) -> tuple[VoterAddress, ...]:
 
 
 # Kafka names of the integer configs with defaults, mapped to (field, minimum).
+# A deliberately broken controller, for the fault checker's own test (ControllerConfig).
+UNSAFE_TEST_ELECT_OUTSIDE_ISR: Final = "pykraft.test.unsafe.elect.outside.isr"
+
 _INTS: Final[dict[str, tuple[str, int]]] = {
     "controller.quorum.election.timeout.ms": ("quorum_election_timeout_ms", 1),
     "controller.quorum.fetch.timeout.ms": ("quorum_fetch_timeout_ms", 1),
@@ -326,6 +333,7 @@ _KNOWN: Final = frozenset(
         "controller.quorum.auto.join.enable",
         "metrics.port",
         "unclean.leader.election.enable",
+        UNSAFE_TEST_ELECT_OUTSIDE_ISR,
         "zookeeper.metadata.migration.enable",
         "zookeeper.connect",
         "inter.broker.listener.name",
@@ -477,6 +485,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         quorum_auto_join_enable=_flag(props, "controller.quorum.auto.join.enable"),
         metrics_port=metrics_port,
         unclean_leader_election_enable=_flag(props, "unclean.leader.election.enable"),
+        unsafe_test_elect_outside_isr=_flag(props, UNSAFE_TEST_ELECT_OUTSIDE_ISR),
         zookeeper_metadata_migration_enable=migration,
         zookeeper_connect=zookeeper_connect,
         inter_broker_listener_name=(

@@ -3,6 +3,7 @@ the image a stopped node's metadata log directory replays to (for tools and test
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,18 @@ def write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:
         writer.append(values[i : i + SNAPSHOT_CHUNK_RECORDS], now_ms)
 
 
-def load_image(metadata_log_dir: Path, end_offset: int | None = None) -> Image:
+def load_image(
+    metadata_log_dir: Path,
+    end_offset: int | None = None,
+    *,
+    before_replay: Callable[[Image, Any, int], None] | None = None,
+    after_replay: Callable[[Image, Any, int], None] | None = None,
+) -> Image:
     """The image a controller replays from a stopped node's metadata log directory: its
     newest snapshot at or below ``end_offset``, then every whole batch below it (default: the
-    whole log). Records that cannot be replayed raise (this is for tests and tools)."""
+    whole log). Records that cannot be replayed raise (this is for tests and tools).
+    ``before_replay`` / ``after_replay`` see each log record (not the snapshot's) with the
+    image as it is just before / after it (the fault checker's rules on the log)."""
     partition_dir = metadata_log_dir / PARTITION_DIR_NAME
     image = Image()
     position = 0
@@ -62,6 +71,10 @@ def load_image(metadata_log_dir: Path, end_offset: int | None = None) -> Image:
             for record in decode_records(data[pos : pos + header.size]):
                 if record.offset >= position and record.value is not None:
                     value, version = decode_record(record.value)
+                    if before_replay is not None:
+                        before_replay(image, value, record.offset)
                     image.replay(value, version, record.offset)
+                    if after_replay is not None:
+                        after_replay(image, value, record.offset)
             position = header.next_offset
     return image

@@ -1,0 +1,311 @@
+"""The workload of a fault run with real Kafka brokers: what users stake their data on.
+
+Real Kafka clients (kafka-python) against the run's Kafka brokers, each in a thread of its own:
+
+- ``producers`` idempotent producers (``acks=all``, ``enable.idempotence``) writing
+  ``"<producer>:<seq>"`` to topic ``acked`` (RF 3, ``min.insync.replicas=2``), record ``seq``
+  to partition ``seq % partitions``; every acknowledgement is kept with its partition and
+  offset (``Ack``);
+- one transactional producer: transactions of ``TX_SIZE`` records to topic ``tx``, each
+  committed or aborted; which ones committed (and which aborted for sure) is kept;
+- a consumer in group ``faults`` reading ``acked`` and committing its position after each
+  poll; every successful commit is kept (committed offsets may never move backwards);
+- an admin creating a topic every few seconds and deleting the one created two steps
+  before, and reordering the replicas of an ``acked`` partition (a reassignment that moves
+  its preferred leader); every answer is kept.
+
+Nothing here judges: ``kafka_check.py`` does, after the last heal. Client errors are counted
+by kind (``outcomes``); a client that fails is made again, as an application would.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError
+
+__all__ = [
+    "ACKED_TOPIC",
+    "GROUP",
+    "TX_SIZE",
+    "TX_TOPIC",
+    "Ack",
+    "KafkaWorkload",
+    "TopicOp",
+]
+
+ACKED_TOPIC = "acked"
+TX_TOPIC = "tx"
+GROUP = "faults"
+TX_SIZE = 4
+_CLIENT_TIMEOUT_MS = 5_000
+_TOPIC_ALREADY_EXISTS = 36
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    producer: int
+    seq: int
+    partition: int
+    offset: int
+
+    @property
+    def value(self) -> bytes:
+        return f"{self.producer}:{self.seq}".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOp:
+    op: str  # create | delete
+    topic: str
+    ok: bool  # the answer said so (False: an error or no answer; the outcome is unknown)
+
+
+@dataclass
+class KafkaWorkload:
+    bootstrap: str
+    partitions: int = 6
+    producers: int = 2
+    rate: float = 100.0  # records per second per producer
+    acks: list[Ack] = field(default_factory=list)
+    sent: collections.Counter[int] = field(default_factory=collections.Counter)
+    tx_committed: list[int] = field(default_factory=list)
+    tx_aborted: list[int] = field(default_factory=list)
+    commits: list[tuple[float, int, int]] = field(default_factory=list)  # (t, partition, offset)
+    topic_ops: list[TopicOp] = field(default_factory=list)
+    reassignments: collections.Counter[str] = field(default_factory=collections.Counter)
+    outcomes: collections.Counter[str] = field(default_factory=collections.Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    # -- set-up and lifetime --------------------------------------------------------------
+
+    def create_topics(self, replication: int = 3) -> None:
+        """``acked`` and ``tx`` (RF ``replication``, min.insync.replicas 2)."""
+        configs = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+        topics = [
+            NewTopic(ACKED_TOPIC, self.partitions, replication, topic_configs=configs),
+            NewTopic(TX_TOPIC, 3, replication, topic_configs=configs),
+        ]
+        deadline = time.monotonic() + 30
+        while True:
+            admin = self._admin()
+            try:
+                result = admin.create_topics(topics, raise_errors=False)
+                codes = {t["name"]: t["error_code"] for t in result["topics"]}
+                if all(code in (0, _TOPIC_ALREADY_EXISTS) for code in codes.values()):
+                    return
+                raise RuntimeError(f"the workload's topics not created: {codes}")
+            except KafkaError:
+                # A client that bootstrapped from a broker whose cache is not yet complete
+                # may name a controller it cannot dial (UnknownBrokerIdError): again.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+            finally:
+                admin.close()
+
+    def start(self) -> None:
+        loops: list[tuple[str, Callable[[], None]]] = [
+            (f"producer-{i}", functools.partial(self._produce, i)) for i in range(self.producers)
+        ]
+        loops += [
+            ("transactions", self._transact),
+            ("consumer", self._consume),
+            ("admin", self._administer),
+        ]
+        for name, loop in loops:
+            thread = threading.Thread(target=self._guard(name, loop), name=name, daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the loops; one still blocked after ``timeout_s`` (kafka-python's
+        ``commit_transaction`` waits without a bound while no coordinator answers) is left
+        behind (a daemon thread) and counted: what it was doing has no known outcome."""
+        self._stop.set()
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                self._count(f"{thread.name}: abandoned at the stop")
+        self._threads.clear()
+
+    def _guard(self, name: str, loop: Callable[[], None]) -> Callable[[], None]:
+        """Run ``loop`` again (new clients) after anything it did not handle."""
+
+        def run() -> None:
+            while not self._stop.is_set():
+                try:
+                    loop()
+                except Exception as e:  # a client that broke: count it, start again
+                    self._count(f"{name}: {type(e).__name__}")
+                    self._stop.wait(1.0)
+
+        return run
+
+    def _count(self, outcome: str) -> None:
+        with self.lock:
+            self.outcomes[outcome] += 1
+
+    def _admin(self) -> KafkaAdminClient:
+        return KafkaAdminClient(
+            bootstrap_servers=self.bootstrap, request_timeout_ms=_CLIENT_TIMEOUT_MS
+        )
+
+    # -- the loops --------------------------------------------------------------------------
+
+    def _produce(self, producer_id: int) -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            request_timeout_ms=_CLIENT_TIMEOUT_MS,
+            delivery_timeout_ms=60_000,
+            max_block_ms=10_000,
+        )
+        interval = 1.0 / self.rate
+        try:
+            while not self._stop.is_set():
+                with self.lock:
+                    seq = self.sent[producer_id]
+                    self.sent[producer_id] += 1
+                partition = seq % self.partitions
+                future = producer.send(
+                    ACKED_TOPIC, f"{producer_id}:{seq}".encode(), partition=partition
+                )
+                future.add_callback(self._acked, producer_id, seq)
+                future.add_errback(lambda e: self._count(f"produce: {type(e).__name__}"))
+                self._stop.wait(interval)
+            producer.flush(timeout=60)
+        finally:
+            producer.close(timeout=10)
+
+    def _acked(self, producer_id: int, seq: int, meta: Any) -> None:
+        with self.lock:
+            self.acks.append(Ack(producer_id, seq, int(meta.partition), int(meta.offset)))
+
+    def _transact(self) -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            transactional_id="faults-tx",
+            request_timeout_ms=_CLIENT_TIMEOUT_MS,
+            max_block_ms=10_000,
+        )
+        try:
+            producer.init_transactions()
+            while not self._stop.is_set():
+                with self.lock:
+                    n = self.sent[-1]
+                    self.sent[-1] += 1
+                producer.begin_transaction()
+                try:
+                    for i in range(TX_SIZE):
+                        producer.send(TX_TOPIC, f"t:{n}:{i}".encode(), partition=i % 3)
+                    if n % 5 == 4:  # every fifth is aborted on purpose
+                        producer.abort_transaction()
+                        with self.lock:
+                            self.tx_aborted.append(n)
+                    else:
+                        producer.commit_transaction()
+                        with self.lock:
+                            self.tx_committed.append(n)
+                except KafkaError as e:
+                    self._count(f"transaction: {type(e).__name__}")
+                    return  # the outcome is unknown; a new producer fences this one
+                self._stop.wait(0.2)
+        finally:
+            producer.close(timeout=10)
+
+    def _consume(self) -> None:
+        consumer = KafkaConsumer(
+            ACKED_TOPIC,
+            bootstrap_servers=self.bootstrap,
+            group_id=GROUP,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            request_timeout_ms=_CLIENT_TIMEOUT_MS + 1000,
+            session_timeout_ms=6_000,
+            heartbeat_interval_ms=1_000,
+        )
+        try:
+            while not self._stop.is_set():
+                batches = consumer.poll(timeout_ms=500)
+                if not batches:
+                    continue
+                positions = {tp: consumer.position(tp) for tp in batches}
+                try:
+                    consumer.commit()
+                except KafkaError as e:
+                    self._count(f"commit: {type(e).__name__}")
+                    continue
+                now = time.monotonic()
+                with self.lock:
+                    for tp, offset in positions.items():
+                        self.commits.append((now, tp.partition, int(offset)))
+        finally:
+            consumer.close()
+
+    def _administer(self) -> None:
+        admin = self._admin()
+        try:
+            step = len([op for op in self.topic_ops if op.op == "create"])
+            while not self._stop.wait(3.0):
+                self._topic_step(admin, step)
+                if step % 3 == 2:
+                    self._reassign(admin, step)
+                step += 1
+        finally:
+            admin.close()
+
+    def _topic_step(self, admin: KafkaAdminClient, step: int) -> None:
+        created = f"churn-{step}"
+        try:
+            result = admin.create_topics([NewTopic(created, 1, 3)], raise_errors=False)
+            ok = all(t["error_code"] == 0 for t in result["topics"])
+        except KafkaError as e:
+            self._count(f"create: {type(e).__name__}")
+            ok = False
+        with self.lock:
+            self.topic_ops.append(TopicOp("create", created, ok))
+        if step >= 2:
+            gone = f"churn-{step - 2}"
+            try:
+                answer = admin.delete_topics([gone], raise_errors=False)
+                ok = all(t["error_code"] == 0 for t in answer["topics"])
+            except KafkaError as e:
+                self._count(f"delete: {type(e).__name__}")
+                ok = False
+            with self.lock:
+                self.topic_ops.append(TopicOp("delete", gone, ok))
+
+    def _reassign(self, admin: KafkaAdminClient, step: int) -> None:
+        """Rotate the replicas of one ``acked`` partition: its preferred leader moves."""
+        described = admin.describe_topics([ACKED_TOPIC])[0]["partitions"]
+        partition = step % self.partitions
+        current = next(p for p in described if p["partition_index"] == partition)
+        replicas = list(current["replica_nodes"])
+        if len(replicas) < 2:
+            return
+        rotated = replicas[1:] + replicas[:1]
+        with contextlib.suppress(KafkaError):
+            answer = admin.alter_partition_reassignments(
+                {TopicPartition(ACKED_TOPIC, partition): rotated}
+            )
+            errors = [e for e in answer.values() if e is not None]
+            with self.lock:
+                self.reassignments["accepted" if not errors else errors[0].__name__] += 1
+            return
+        with self.lock:
+            self.reassignments["no answer"] += 1

@@ -1,0 +1,66 @@
+"""The CI fault run with real Kafka brokers (issue 29): ``pykraft faults run --brokers 3``.
+
+Three pykraft voters and an observer, three Apache Kafka brokers, each in its own network
+namespace on its own tmpfs; real clients (idempotent acks=all producers, a transactional
+producer, a consumer group, an admin creating and deleting topics and reassigning); every
+fault kind on both sides at least once. Then the checker: no acknowledged record lost or
+duplicated, no leader outside the ISR, no leader epoch going back, no committed offset going
+back, the brokers' views equal to the controllers' log. And the checker can fail: the
+deliberately broken controller (``pykraft.test.unsafe.elect.outside.isr``) is caught.
+
+This run replaces the controllers-only minute (``pykraft faults run`` without ``--brokers``
+applies the same controller faults and checks; ``test_check.py`` keeps its schedule). Needs
+root (namespaces, mounts), as the CI machine gives. The long runs are
+``pykraft faults run --brokers 3 --seconds 1800 --seed S``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pykraft.faults.broker_side import BROKER_KINDS, BROKER_PROCESS_KINDS
+from pykraft.faults.run import NETWORK_KINDS, PROCESS_KINDS, RunConfig, run, schedule
+
+
+def test_two_minutes_of_faults_with_kafka_brokers_lose_no_acknowledged_record(
+    tmp_path: Path,
+) -> None:
+    report = run(RunConfig(seed=5, seconds=120, voters=3, observers=1, brokers=3, work=tmp_path))
+    text = report.format()
+    print(text)
+    assert report.ok, text
+    assert {f.kind for f in report.faults} == set(PROCESS_KINDS + NETWORK_KINDS + BROKER_KINDS)
+    side = report.brokers
+    assert side is not None
+    v = side.verdict
+    # The clients really ran through the faults (2 producers offering 100 records/s each).
+    assert v.acked >= 5_000 and v.checked == v.acked and not v.lost and not v.duplicated
+    assert v.read >= v.acked
+    assert v.tx_checked > 0 and side.workload.commits and side.workload.topic_ops
+    # Leaders moved (faults, reassignments) and every move kept to the ISR.
+    assert v.leader_changes > 0 and not v.elections
+    # Each broker fault was healed and its broker listed alive again.
+    broker_faults = [f for f in report.faults if f.kind in BROKER_KINDS]
+    assert len(side.unfence_ms) == len(broker_faults)
+    # The controllers' side: the registration workload's acknowledgements at their offsets
+    # on every replica (20 writes/s offered), and a full disk stopped its controller with
+    # the line that says why before it came back.
+    c = report.verdict
+    assert c is not None and not c.lost and not c.divergences
+    assert c.checked >= 800 and c.checked == report.acked
+    assert any("No space left on device" in d for d in report.disk_stops), report.disk_stops
+
+
+def test_the_checker_catches_a_controller_that_elects_outside_the_isr(tmp_path: Path) -> None:
+    config = RunConfig(
+        seed=5, seconds=50, voters=3, observers=0, brokers=3, unsafe_controller=True, work=tmp_path
+    )
+    # The schedule reaches the brokers (their ISRs shrink) within the run.
+    assert any(f.kind in BROKER_PROCESS_KINDS or f.kind == "isr" for f in schedule(config))
+    report = run(config)
+    text = report.format()
+    print(text)
+    assert not report.ok, text
+    side = report.brokers
+    assert side is not None and side.verdict.elections, text
+    assert "outside its ISR" in "\n".join(side.verdict.elections)
