@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pykraft.faults.broker_side import BROKER_KINDS, BROKER_PROCESS_KINDS
+from pykraft.faults.broker_side import BROKER_KINDS
 from pykraft.faults.run import NETWORK_KINDS, PROCESS_KINDS, RunConfig, run, schedule
 
 
@@ -43,20 +43,22 @@ def test_two_minutes_of_faults_with_kafka_brokers_lose_no_acknowledged_record(
     broker_faults = [f for f in report.faults if f.kind in BROKER_KINDS]
     assert len(side.unfence_ms) == len(broker_faults)
     # The controllers' side: the registration workload's acknowledgements at their offsets
-    # on every replica (20 writes/s offered), and a full disk stopped its controller with
-    # the line that says why before it came back.
+    # on every replica (2 writes/s offered beside real brokers), and a full disk stopped its
+    # controller with the line that says why before it came back.
     c = report.verdict
     assert c is not None and not c.lost and not c.divergences
-    assert c.checked >= 800 and c.checked == report.acked
+    assert c.checked >= 150 and c.checked == report.acked
     assert any("No space left on device" in d for d in report.disk_stops), report.disk_stops
 
 
 def test_the_checker_catches_a_controller_that_elects_outside_the_isr(tmp_path: Path) -> None:
     config = RunConfig(
-        seed=5, seconds=50, voters=3, observers=0, brokers=3, unsafe_controller=True, work=tmp_path
+        seed=12, seconds=15, voters=3, observers=0, brokers=3, unsafe_controller=True, work=tmp_path
     )
-    # The schedule reaches the brokers (their ISRs shrink) within the run.
-    assert any(f.kind in BROKER_PROCESS_KINDS or f.kind == "isr" for f in schedule(config))
+    # One fault: a broker cut off from the others past replica.lag.time.max.ms, so that its
+    # leaders shrink their ISRs (AlterPartition) while it is alive: the broken controller
+    # makes it the leader.
+    assert [f.kind for f in schedule(config)] == ["isr"]
     report = run(config)
     text = report.format()
     print(text)

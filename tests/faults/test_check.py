@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from pykraft.faults.broker_side import BROKER_KINDS, BUSY, FENCE_HOLD_S
+from pykraft.faults.broker_side import BROKER_KINDS, BUSY, MIN_HOLD_S
 from pykraft.faults.check import Replica, check
 from pykraft.faults.cluster import BROKER_BASE
 from pykraft.faults.run import LEADER, NETWORK_KINDS, PROCESS_KINDS, RunConfig, schedule
@@ -77,5 +77,5 @@ def test_with_brokers_the_schedule_adds_the_broker_kinds_and_keeps_the_controlle
             assert f.targets[0] == BUSY or f.targets[0] > BROKER_BASE
         else:
             assert all(t <= 4 for t in f.targets)
-        if f.kind == "fence":  # held past the brokers' session timeout
-            assert f.hold_s >= FENCE_HOLD_S
+        if f.kind in ("fence", "isr"):  # held past the session timeout / replica lag time
+            assert f.hold_s >= MIN_HOLD_S[f.kind] + 2.0

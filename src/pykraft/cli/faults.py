@@ -1,7 +1,8 @@
 """`pykraft faults`: the real-process fault harness (``pykraft.faults``).
 
-    pykraft faults run [--seed N] [--seconds 60] [--voters 3] [--observers 1] [--rate 20]
-                       [--brokers 0] [--unsafe-controller] [--no-netns] [--work DIR]
+    pykraft faults run [--seed N] [--seconds 60] [--voters 3] [--observers 1] [--rate R]
+                       [--brokers 0] [--controllers pykraft|kafka] [--unsafe-controller]
+                       [--no-netns] [--work DIR]
 
 Starts ``--voters`` + ``--observers`` ``pykraft server`` processes (each in its own network
 namespace unless ``--no-netns``; namespaces, tmpfs disks and partitions need root), runs the
@@ -14,6 +15,8 @@ producers, a transactional producer, a consumer group, an admin creating and del
 and reassigning partitions) and the broker fault kinds; the run then also fails when an
 acknowledged record is lost or duplicated, a leader was elected outside the ISR, a leader
 epoch went back, a committed offset went back or a broker's view differs from the log.
+``--controllers kafka`` runs the same schedule (same seed) on Apache Kafka's own controllers
+(4.3.1, formatted at 4.0-IV3 as pykraft bootstraps), for the side by side.
 ``--unsafe-controller`` runs a deliberately broken controller (it elects a replica the ISR
 just dropped): the checker must fail the run.
 """
@@ -45,9 +48,20 @@ def register(sub: Any) -> None:
     run_p.add_argument("--seconds", type=float, default=60.0, help="length of the fault phase")
     run_p.add_argument("--voters", type=int, default=3)
     run_p.add_argument("--observers", type=int, default=1)
-    run_p.add_argument("--rate", type=float, default=20.0, help="workload writes per second")
+    run_p.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="registrations per second (default 20; 2 beside --brokers)",
+    )
     run_p.add_argument(
         "--brokers", type=int, default=0, help="real Apache Kafka brokers, with Kafka clients"
+    )
+    run_p.add_argument(
+        "--controllers",
+        choices=("pykraft", "kafka"),
+        default="pykraft",
+        help="whose controllers: pykraft's, or Apache Kafka's own for the side by side",
     )
     run_p.add_argument(
         "--unsafe-controller",
@@ -71,6 +85,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # SIGTERM (a timeout, a CI runner giving up) unwinds like Ctrl-C: the processes are
     # killed, the disks unmounted and the namespaces removed on the way out.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if args.unsafe_controller and args.controllers == "kafka":
+        print(
+            "pykraft faults: --unsafe-controller breaks pykraft's controller only", file=sys.stderr
+        )
+        return 2
     logging.basicConfig(level=logging.WARNING)
     # kafka-python logs every retry; the report counts the clients' outcomes instead.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
@@ -93,6 +112,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             rate=args.rate,
             brokers=args.brokers,
             unsafe_controller=args.unsafe_controller,
+            controllers=args.controllers,
             work=args.work,
             log=lambda line: print(line, flush=True),
         )

@@ -496,9 +496,7 @@ def _up(args: argparse.Namespace) -> int:
         voters = ",".join(f"{i}@127.0.0.1:{port}" for i, port, _ in controllers)
         cluster_id = (args.dir / "cluster.id").read_text().strip()
         try:
-            broker_configs = _prepare_brokers(
-                args.dir, args.brokers, voters, cluster_id, secure
-            )
+            broker_configs = _prepare_brokers(args.dir, args.brokers, voters, cluster_id, secure)
         except KafkaError as e:
             reason = str(e).splitlines()[0]
             print(f"no Kafka brokers: {reason}; running the controllers alone", flush=True)

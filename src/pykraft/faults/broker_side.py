@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykraft.faults.broker_watch import BrokerView, BrokerWatch
-from pykraft.faults.cluster import BROKER_SESSION_TIMEOUT_MS, BROKER_STARTED, FaultCluster
+from pykraft.faults.cluster import (
+    BROKER_SESSION_TIMEOUT_MS,
+    BROKER_STARTED,
+    REPLICA_LAG_TIME_MAX_MS,
+    FaultCluster,
+)
 from pykraft.faults.kafka_check import (
     KafkaVerdict,
     check_metadata_log,
@@ -36,13 +41,19 @@ from pykraft.faults.kafka_workload import ACKED_TOPIC, TX_TOPIC, KafkaWorkload
 from pykraft.faults.net import Network
 from pykraft.node.metadata_files import load_image
 
-__all__ = ["BROKER_KINDS", "BUSY", "BrokerSide", "pct"]
+__all__ = ["BROKER_KINDS", "BUSY", "MIN_HOLD_S", "BrokerSide", "pct"]
 
 BROKER_PROCESS_KINDS = ("broker-kill", "broker-pause", "broker-restart", "broker-disk")
 BROKER_NETWORK_KINDS = ("fence", "isr")
 BROKER_KINDS = BROKER_PROCESS_KINDS + BROKER_NETWORK_KINDS
 BUSY = -1  # a broker fault's target: the leader of the busiest partition when applied
-FENCE_HOLD_S = BROKER_SESSION_TIMEOUT_MS / 1000 + 2.0  # held at least this long
+# A fault's least hold beyond its drawn 2-6 s, for the kinds that only act after a timeout:
+# ``fence`` past the controllers' broker session timeout, ``isr`` past the leaders'
+# replica.lag.time.max.ms (cluster.py), so that the ISRs really shrink.
+MIN_HOLD_S = {
+    "fence": BROKER_SESSION_TIMEOUT_MS / 1000 + 2.0,
+    "isr": REPLICA_LAG_TIME_MAX_MS / 1000 + 1.0,
+}
 UNFENCE_BOUND_S = 60.0
 _START_S = 90.0
 TOPICS = (ACKED_TOPIC, TX_TOPIC)
@@ -133,7 +144,11 @@ class BrokerSide:
             return
         since = self._applied_at + BROKER_SESSION_TIMEOUT_MS / 1000 + 1.0
         if not _wait(lambda: self.watch.fenced_in_others(target, since), 3.0):
-            self.problems.append(f"broker {target}, cut off from the controllers, not fenced")
+            held = time.monotonic() - self._applied_at
+            self.problems.append(
+                f"broker {target}, cut off from the controllers for {held:.1f} s, not fenced "
+                f"in the other brokers' answers"
+            )
             return
         led = self.watch.led_by(target, since)
         if led:
@@ -206,8 +221,7 @@ class BrokerSide:
 
     def stop(self) -> None:
         self.watch.stop()
-        for broker_id in self.ids:
-            code = self.cluster.stop(broker_id)
+        for broker_id, code in self.cluster.stop_all(self.ids).items():
             if code not in (0, 143, None):
                 self.problems.append(f"broker {broker_id} exited with {code} on SIGTERM")
 

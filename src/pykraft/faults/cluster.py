@@ -6,6 +6,11 @@ of its own with its ``log.dirs`` on a small tmpfs too, formatted with Kafka's ow
 ``kafka-storage format``; the controllers fence a broker after ``broker.session.timeout.ms``
 (4 s here: a fault held longer than that fences it).
 
+With ``controllers="kafka"`` the controllers are Apache Kafka's own (``kafka.Kafka`` with
+``process.roles=controller``, formatted by ``kafka-storage format --release-version 4.0``, the
+level pykraft bootstraps), for the same schedule side by side; the monitor reads them through
+``kafka_quorum.py``.
+
 Voters are formatted with ``--initial-controllers`` (kraft.version 1) and find each other
 through ``controller.quorum.bootstrap.servers``; observers are formatted with
 ``--no-initial-controllers`` and find the leader the same way (D8). With a ``Network`` each node
@@ -26,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pykraft.faults.kafka_quorum import QuorumBoard, scrape_kafka_controller
 from pykraft.faults.net import Network
 from pykraft.interop.cluster import free_ports, read_metrics
 from pykraft.interop.kafka import KafkaDist, write_properties
@@ -38,7 +44,9 @@ BROKER_PORT = 9092
 BROKER_BASE = 100  # broker ids are 101, 102, ...
 BROKER_SESSION_TIMEOUT_MS = 4000
 BROKER_HEARTBEAT_INTERVAL_MS = 1000
+REPLICA_LAG_TIME_MAX_MS = 5000  # a follower leaves the ISR 5 s after it fell behind
 BROKER_STARTED = "Kafka Server started"
+_CONTROLLER_JVM = ("-Xms128m", "-Xmx384m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
 _BROKER_JVM = ("-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
 METRICS_PORT = 9101
 _FILLER = "filler"
@@ -58,7 +66,16 @@ class Node:
     process: subprocess.Popen[bytes] | None = None
     incarnation: int = 0
     paused: bool = False
-    broker: bool = False  # a real Kafka broker (else a pykraft controller)
+    broker: bool = False  # a real Kafka broker (else a controller)
+    kafka_controller: bool = False  # Apache Kafka's controller (else pykraft's)
+    board: QuorumBoard | None = None  # shared by Kafka's controllers (kafka_quorum.py)
+
+    @property
+    def stop_line(self) -> str:
+        """What the node logs when it stops on a failed write (a full disk)."""
+        if self.broker or self.kafka_controller:
+            return "fatal fault"  # Kafka's ProcessTerminatingFaultHandler, before it halts
+        return "failed, stopping the node"
 
     @property
     def disk(self) -> Path:
@@ -99,6 +116,9 @@ class Node:
 
     def scrape(self, timeout_s: float = 0.5) -> dict[str, float] | None:
         """The node's raft metrics (None when it does not answer)."""
+        if self.kafka_controller:
+            assert self.board is not None
+            return scrape_kafka_controller(self.node_id, self.address, self.data, self.board)
         try:
             raw = read_metrics(self.host, self.metrics_port, timeout_s=timeout_s)
         except (OSError, ValueError, http.client.HTTPException):
@@ -129,9 +149,12 @@ class FaultCluster:
         disk_mib: int = 256,
         timeouts: tuple[int, int] = (1000, 2000),  # election, fetch (Kafka's defaults)
         controller_extra: dict[str, str] | None = None,
+        controllers: str = "pykraft",
     ) -> None:
-        if brokers and kafka is None:
-            raise ValueError("brokers need a Kafka distribution")
+        if (brokers or controllers == "kafka") and kafka is None:
+            raise ValueError("Kafka's brokers and controllers need a Kafka distribution")
+        if controllers not in ("pykraft", "kafka"):
+            raise ValueError(f"controllers are pykraft's or kafka's, not {controllers!r}")
         self.work = work
         self.kafka = kafka
         self.controller_extra = controller_extra or {}
@@ -139,6 +162,7 @@ class FaultCluster:
         self.disk_mib = disk_mib
         self.timeouts = timeouts
         self.cluster_id = uuid_to_kafka(random_uuid())
+        self.board = QuorumBoard()
         count = voters + observers
         ports = free_ports(2 * count) if network is None else []
         self.nodes: dict[int, Node] = {}
@@ -147,6 +171,9 @@ class FaultCluster:
             port = ports[2 * i - 2] if network is None else CONTROLLER_PORT
             metrics = ports[2 * i - 1] if network is None else METRICS_PORT
             self.nodes[i] = Node(i, i <= voters, host, port, metrics, work / f"node-{i}")
+            if controllers == "kafka":
+                self.nodes[i].kafka_controller = True
+                self.nodes[i].board = self.board
         self.brokers: dict[int, Node] = {}
         broker_ports = free_ports(brokers) if network is None else []
         for k in range(brokers):
@@ -197,6 +224,9 @@ class FaultCluster:
             if node.broker:
                 self._setup_broker(node)
                 continue
+            if node.kafka_controller:
+                self._setup_kafka_controller(node, initial)
+                continue
             node.config.write_text(
                 f"node.id={node.node_id}\n"
                 "process.roles=controller\n"
@@ -244,12 +274,36 @@ class FaultCluster:
                 "group.initial.rebalance.delay.ms": 0,
                 "log.segment.bytes": 8 * 1024 * 1024,
                 # A follower is out of the ISR 5 s after it stopped fetching (Kafka's 30 s).
-                "replica.lag.time.max.ms": 5000,
+                "replica.lag.time.max.ms": REPLICA_LAG_TIME_MAX_MS,
                 "replica.socket.timeout.ms": 3000,
                 "controller.quorum.request.timeout.ms": 2000,
             },
         )
         self.kafka.format_storage(node.config, self.cluster_id)
+
+    def _setup_kafka_controller(self, node: Node, initial: str) -> None:
+        """Apache Kafka's controller: the same listener, quorum and timeouts."""
+        assert self.kafka is not None
+        election, fetch = self.timeouts
+        write_properties(
+            node.config,
+            {
+                "process.roles": "controller",
+                "node.id": node.node_id,
+                "listeners": f"CONTROLLER://{node.address}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                "log.dirs": node.data,
+                "controller.quorum.bootstrap.servers": self.bootstrap_servers(),
+                "controller.quorum.election.timeout.ms": election,
+                "controller.quorum.fetch.timeout.ms": fetch,
+                "broker.session.timeout.ms": BROKER_SESSION_TIMEOUT_MS,
+                "broker.heartbeat.interval.ms": BROKER_HEARTBEAT_INTERVAL_MS,
+                **self.controller_extra,
+            },
+        )
+        mode = ["--initial-controllers", initial] if node.voter else ["--no-initial-controllers"]
+        self.kafka.format_storage(node.config, self.cluster_id, "--release-version", "4.0", *mode)
 
     def teardown(self) -> None:
         for node in self.every_node:
@@ -264,9 +318,10 @@ class FaultCluster:
         node = self.node(node_id)
         assert not node.running
         argv = [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(node.config)]
-        if node.broker:
+        if node.broker or node.kafka_controller:
             assert self.kafka is not None
-            argv = self.kafka.command("server", [str(node.config)], jvm=_BROKER_JVM, server=True)
+            jvm = _BROKER_JVM if node.broker else _CONTROLLER_JVM
+            argv = self.kafka.command("server", [str(node.config)], jvm=jvm, server=True)
         if self.network is not None:
             argv = self.network.wrap(node_id, argv)
         node.incarnation += 1
@@ -286,18 +341,30 @@ class FaultCluster:
 
     def stop(self, node_id: int, timeout_s: float = 30) -> int | None:
         """SIGTERM (a graceful stop); kill -9 after ``timeout_s``. The exit code."""
-        node = self.node(node_id)
-        if node.process is None:
-            return None
-        if node.paused:
-            self.resume(node_id)
-        if node.running:
-            node.process.send_signal(signal.SIGTERM)
+        return self.stop_all([node_id], timeout_s)[node_id]
+
+    def stop_all(self, node_ids: list[int], timeout_s: float = 30) -> dict[int, int | None]:
+        """``stop`` of several nodes at once (SIGTERM to all, then each waited for)."""
+        for node_id in node_ids:
+            node = self.node(node_id)
+            if node.paused:
+                self.resume(node_id)
+            if node.running:
+                assert node.process is not None
+                node.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        codes: dict[int, int | None] = {}
+        for node_id in node_ids:
+            node = self.node(node_id)
+            if node.process is None:
+                codes[node_id] = None
+                continue
             try:
-                node.process.wait(timeout=timeout_s)
+                node.process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 self.kill(node_id)
-        return node.process.returncode
+            codes[node_id] = node.process.returncode
+        return codes
 
     def wait_exit(self, node_id: int, line: str, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for a node to exit, and as long again once its output

@@ -130,12 +130,7 @@ def check_workload(workload: KafkaWorkload, verdict: KafkaVerdict) -> None:
             f"{ACKED_TOPIC} read back",
             lambda: _check_acked(workload, read_topic(workload.bootstrap, ACKED_TOPIC), verdict),
         ),
-        (
-            f"{TX_TOPIC} read back",
-            lambda: _check_transactions(
-                workload, read_topic(workload.bootstrap, TX_TOPIC, committed_only=True), verdict
-            ),
-        ),
+        (f"{TX_TOPIC} read back", lambda: _check_transactions(workload, verdict)),
         ("group offsets", lambda: _check_offsets(workload, verdict)),
         ("topics", lambda: _check_topics(workload, verdict)),
     ]
@@ -175,10 +170,19 @@ def _check_acked(
             last[producer] = max(int(seq), last.get(producer, -1))
 
 
-def _check_transactions(
-    workload: KafkaWorkload, log: dict[int, list[tuple[int, bytes]]], verdict: KafkaVerdict
-) -> None:
-    seen = collections.Counter(value for records in log.values() for _, value in records)
+def _check_transactions(workload: KafkaWorkload, verdict: KafkaVerdict) -> None:
+    """With ``read_committed``. A commit is acknowledged once the coordinator logged it;
+    its markers reach the partitions after that, so the topic is read again (for up to
+    ``_READ_TIMEOUT_S``) until every committed transaction is visible."""
+    deadline = time.monotonic() + _READ_TIMEOUT_S
+    while True:
+        log = read_topic(workload.bootstrap, TX_TOPIC, committed_only=True)
+        seen = collections.Counter(value for records in log.values() for _, value in records)
+        if time.monotonic() > deadline or all(
+            seen[f"t:{n}:0".encode()] for n in workload.tx_committed
+        ):
+            break
+        time.sleep(1.0)
     for n in workload.tx_committed:
         for i in range(TX_SIZE):
             value = f"t:{n}:{i}".encode()

@@ -21,7 +21,6 @@ by kind (``outcomes``); a client that fails is made again, as an application wou
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import threading
 import time
@@ -258,54 +257,60 @@ class KafkaWorkload:
             consumer.close()
 
     def _administer(self) -> None:
+        """Topic churn and reassignments. After a client error the admin is made again: its
+        idea of the controller (a broker named in an older Metadata answer) may be stale."""
         admin = self._admin()
         try:
             step = len([op for op in self.topic_ops if op.op == "create"])
             while not self._stop.wait(3.0):
-                self._topic_step(admin, step)
+                failed = self._topic_step(admin, step)
                 if step % 3 == 2:
-                    self._reassign(admin, step)
+                    failed = self._reassign(admin, step) or failed
                 step += 1
+                if failed:
+                    return
         finally:
             admin.close()
 
-    def _topic_step(self, admin: KafkaAdminClient, step: int) -> None:
-        created = f"churn-{step}"
-        try:
-            result = admin.create_topics([NewTopic(created, 1, 3)], raise_errors=False)
-            ok = all(t["error_code"] == 0 for t in result["topics"])
-        except KafkaError as e:
-            self._count(f"create: {type(e).__name__}")
-            ok = False
-        with self.lock:
-            self.topic_ops.append(TopicOp("create", created, ok))
+    def _topic_step(self, admin: KafkaAdminClient, step: int) -> bool:
+        """Create ``churn-<step>``, delete ``churn-<step - 2>``; whether the client failed."""
+        failed = False
+        ops = [("create", f"churn-{step}")]
         if step >= 2:
-            gone = f"churn-{step - 2}"
+            ops.append(("delete", f"churn-{step - 2}"))
+        for op, topic in ops:
             try:
-                answer = admin.delete_topics([gone], raise_errors=False)
+                if op == "create":
+                    answer = admin.create_topics([NewTopic(topic, 1, 3)], raise_errors=False)
+                else:
+                    answer = admin.delete_topics([topic], raise_errors=False)
                 ok = all(t["error_code"] == 0 for t in answer["topics"])
             except KafkaError as e:
-                self._count(f"delete: {type(e).__name__}")
-                ok = False
+                self._count(f"{op}: {type(e).__name__}")
+                ok, failed = False, True
             with self.lock:
-                self.topic_ops.append(TopicOp("delete", gone, ok))
+                self.topic_ops.append(TopicOp(op, topic, ok))
+        return failed
 
-    def _reassign(self, admin: KafkaAdminClient, step: int) -> None:
-        """Rotate the replicas of one ``acked`` partition: its preferred leader moves."""
-        described = admin.describe_topics([ACKED_TOPIC])[0]["partitions"]
+    def _reassign(self, admin: KafkaAdminClient, step: int) -> bool:
+        """Rotate the replicas of one ``acked`` partition: its preferred leader moves.
+        Whether the client failed."""
         partition = step % self.partitions
-        current = next(p for p in described if p["partition_index"] == partition)
-        replicas = list(current["replica_nodes"])
-        if len(replicas) < 2:
-            return
-        rotated = replicas[1:] + replicas[:1]
-        with contextlib.suppress(KafkaError):
+        try:
+            described = admin.describe_topics([ACKED_TOPIC])[0]["partitions"]
+            current = next(p for p in described if p["partition_index"] == partition)
+            replicas = list(current["replica_nodes"])
+            if len(replicas) < 2:
+                return False
+            rotated = replicas[1:] + replicas[:1]
             answer = admin.alter_partition_reassignments(
                 {TopicPartition(ACKED_TOPIC, partition): rotated}
             )
-            errors = [e for e in answer.values() if e is not None]
+        except KafkaError as e:
             with self.lock:
-                self.reassignments["accepted" if not errors else errors[0].__name__] += 1
-            return
+                self.reassignments[f"no answer ({type(e).__name__})"] += 1
+            return True
+        errors = [e for e in answer.values() if e is not None]
         with self.lock:
-            self.reassignments["no answer"] += 1
+            self.reassignments["accepted" if not errors else errors[0].__name__] += 1
+        return False

@@ -49,7 +49,7 @@ from pykraft.faults.broker_side import (
     BROKER_NETWORK_KINDS,
     BROKER_PROCESS_KINDS,
     BUSY,
-    FENCE_HOLD_S,
+    MIN_HOLD_S,
     BrokerSide,
     pct,
 )
@@ -67,7 +67,6 @@ LEADER = 0  # a fault's target: whichever node leads when the fault is applied
 NETWORK_KINDS = ("isolate", "split", "oneway")
 _SAMPLE_S = 0.2
 _STALL_S = 1.5  # a leader whose high watermark has not moved for this long is not leading
-_STORAGE_FAILED = "failed, stopping the node"
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,11 @@ class RunConfig:
     observers: int = 1
     netns: bool = True
     disks: bool = True  # full-disk faults (each node's log on a tmpfs of its own: root)
-    rate: float = 20.0  # workload registrations per second
+    # The registration workload's rate (simulated brokers through the controllers' RPCs);
+    # None: 20/s, or 2/s beside real brokers (simulated brokers never heartbeat, and Kafka's
+    # controller fences stale brokers one at a time: a flood of them would delay the
+    # fencing of the real ones).
+    rate: float | None = None
     converge_s: float = 60.0
     recovery_bound_s: float = 20.0  # a leader back after each heal within this
     work: Path | None = None  # kept when given; else a temporary directory, removed after
@@ -98,6 +101,13 @@ class RunConfig:
     kafka: str = "4"  # the interop/kafka-<name> project the brokers run from
     broker_rate: float = 100.0  # records per second per idempotent producer
     unsafe_controller: bool = False  # the broken controller (the checker must fail)
+    controllers: str = "pykraft"  # or "kafka": Apache Kafka's own, for the side by side
+
+    @property
+    def registration_rate(self) -> float:
+        if self.rate is not None:
+            return self.rate
+        return 2.0 if self.brokers else 20.0
 
 
 @dataclass
@@ -136,7 +146,8 @@ class Report:
             f"pykraft faults run --seed {c.seed} --seconds {c.seconds:g} --voters {c.voters} "
             f"--observers {c.observers}{'' if c.netns else ' --no-netns'}"
             + (f" --brokers {c.brokers}" if c.brokers else "")
-            + (" --unsafe-controller" if c.unsafe_controller else ""),
+            + (" --unsafe-controller" if c.unsafe_controller else "")
+            + (" --controllers kafka" if c.controllers == "kafka" else ""),
             "faults: " + " ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
             f"acknowledged writes: {self.acked}  (client outcomes: "
             + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
@@ -210,8 +221,7 @@ def schedule(config: RunConfig) -> list[Fault]:
         targets: tuple[int, ...]
         if kind in BROKER_PROCESS_KINDS or kind in BROKER_NETWORK_KINDS:
             targets = (BUSY if rng.random() < 0.5 else rng.choice(brokers),)
-            if kind == "fence":
-                hold = round(FENCE_HOLD_S + hold, 1)
+            hold = round(MIN_HOLD_S.get(kind, 0.0) + hold, 1)
         elif kind == "split":
             minority = rng.sample(voters, rng.randint(1, (len(voters) - 1) // 2))
             if rng.random() < 0.5:
@@ -418,7 +428,10 @@ def run(config: RunConfig) -> Report:
                 observers=config.observers,
                 network=network,
                 brokers=config.brokers,
-                kafka=KafkaDist.get(config.kafka) if config.brokers else None,
+                kafka=KafkaDist.get(config.kafka)
+                if config.brokers or config.controllers == "kafka"
+                else None,
+                controllers=config.controllers,
                 controller_extra={UNSAFE_TEST_ELECT_OUTSIDE_ISR: "true"}
                 if config.unsafe_controller
                 else None,
@@ -439,7 +452,11 @@ def run(config: RunConfig) -> Report:
                 side.start()
                 stack.callback(side.workload.stop)
             load = _WorkloadThread(
-                Workload(cluster.cluster_id, [n.address for n in cluster.voters], rate=config.rate)
+                Workload(
+                    cluster.cluster_id,
+                    [n.address for n in cluster.voters],
+                    rate=config.registration_rate,
+                )
             )
             load.start()
             say(
@@ -467,7 +484,8 @@ def run(config: RunConfig) -> Report:
             report.outcomes = dict(load.workload.outcomes)
             for node_id in ids:
                 code = cluster.stop(node_id)
-                if code not in (0, None):
+                kafka_sigterm = cluster.nodes[node_id].kafka_controller and code == 143
+                if code not in (0, None) and not kafka_sigterm:
                     report.problems.append(f"node {node_id} exited with {code} on SIGTERM")
             report.tails = {n.node_id: n.tail() for n in cluster.every_node}
             if side is not None:
@@ -623,14 +641,14 @@ def _heal(cluster: FaultCluster, network: Network | None, fault: Fault, report: 
         node = cluster.nodes[target]
         # A write in flight when the space came back may still fail: the node stops a
         # moment after the heal.
-        cluster.wait_exit(target, _STORAGE_FAILED, 3.0)
+        cluster.wait_exit(target, node.stop_line, 3.0)
         if not node.running:
             line = next(
-                (x for x in node.current_output().splitlines() if _STORAGE_FAILED in x),
+                (x for x in node.current_output().splitlines() if node.stop_line in x),
                 "(no log line)",
             )
             report.disk_stops.append(f"node {target} stopped: {line.strip()}")
-            if _STORAGE_FAILED not in line:
+            if node.stop_line not in line:
                 report.problems.append(f"node {target} stopped on a full disk without saying why")
             cluster.start(target)
         else:
