@@ -46,7 +46,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     rows: list[str] = []
-    reports: list[str] = []
+    reports: list[str] = []  # printed as each run ends
     for seed in args.seed:
         for controllers in ("pykraft", "kafka"):
             report = run(
@@ -62,7 +62,7 @@ def main() -> None:
             )
             reports.append(report.format())
             rows.append(row(f"seed {seed}, {controllers}", report))
-            print(rows[-1], flush=True)
+            print(reports[-1], flush=True)
     print()
     print(
         "| run | result | records acked | lost | duplicated | unsafe elections | "
@@ -73,9 +73,6 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for line in rows:
         print(line)
-    for text in reports:
-        print()
-        print(text)
 
 
 if __name__ == "__main__":

@@ -530,12 +530,15 @@ def _inject(
             fault = faults[i] = dataclasses.replace(fault, targets=(side.busy(),))
         config.log(f"fault {fault}")
         broker_fault = fault.targets[0] > BROKER_BASE
+        applied = time.monotonic()
         if broker_fault:
             assert side is not None
             side.apply(fault.kind, fault.targets[0])
         else:
             _apply(cluster, network, fault)
-        _sleep_until(t0 + fault.at_s + fault.hold_s)
+        # Held for its whole hold, also when applied late (a slow heal before it): a fence
+        # must outlast the session timeout, an isr fault the replica lag time.
+        _sleep_until(max(t0 + fault.at_s, applied) + fault.hold_s)
         if broker_fault:
             assert side is not None
             side.before_heal(fault.kind, fault.targets[0])
