@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pykraft.faults.broker_watch import BrokerView, BrokerWatch
+from pykraft.faults.broker_watch import SAMPLE_S, BrokerView, BrokerWatch
 from pykraft.faults.cluster import (
     BROKER_SESSION_TIMEOUT_MS,
     BROKER_STARTED,
@@ -37,7 +37,7 @@ from pykraft.faults.kafka_check import (
     check_workload,
     compare_views,
 )
-from pykraft.faults.kafka_workload import ACKED_TOPIC, TX_TOPIC, KafkaWorkload
+from pykraft.faults.kafka_workload import ACKED_TOPIC, TX_PARTITIONS, TX_TOPIC, KafkaWorkload
 from pykraft.faults.net import Network
 from pykraft.node.metadata_files import load_image
 
@@ -99,14 +99,16 @@ class BrokerSide:
         if not _wait(lambda: all(self.watch.alive_in_others(b, 0) for b in self.ids), 60):
             raise TimeoutError("the brokers do not all see each other")
         self.workload.create_topics(replication=min(3, len(self.ids)))
-        if not _wait(lambda: self._all_led(time.monotonic()), 60):
+        if not _wait(self._all_led, 60):
             raise TimeoutError("the workload's topics have no leaders")
         self.workload.start()
 
-    def _all_led(self, since: float) -> bool:
-        time.sleep(0.6)  # answers after ``since``
+    def _all_led(self) -> bool:
+        """After the watch's next sample: every partition of the workload's topics is
+        known and has a leader in the freshest answers."""
+        time.sleep(SAMPLE_S + 0.1)
         fresh = self.watch.freshest()
-        wanted = self.workload.partitions + 3
+        wanted = self.workload.partitions + TX_PARTITIONS
         return len(fresh) >= wanted and all(p.leader >= 0 for p in fresh.values())
 
     # -- faults -------------------------------------------------------------------------------
@@ -190,9 +192,7 @@ class BrokerSide:
         """Every broker back, every partition led; the clients' checks; the final views."""
         now = time.monotonic()
         if not _wait(
-            lambda: (
-                all(self.watch.alive_in_others(b, now) for b in self.ids) and self._all_led(now)
-            ),
+            lambda: all(self.watch.alive_in_others(b, now) for b in self.ids) and self._all_led(),
             converge_s,
         ):
             self.problems.append(

@@ -105,7 +105,10 @@ def read_topic(
         request_timeout_ms=10_000,
     )
     try:
-        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        known = consumer.partitions_for_topic(topic)
+        if not known:
+            raise TimeoutError(f"{topic}: no partitions in the brokers' metadata")
+        parts = [TopicPartition(topic, p) for p in sorted(known)]
         consumer.assign(parts)
         consumer.seek_to_beginning(*parts)
         ends = consumer.end_offsets(parts)

@@ -35,6 +35,7 @@ from kafka.errors import KafkaError
 __all__ = [
     "ACKED_TOPIC",
     "GROUP",
+    "TX_PARTITIONS",
     "TX_SIZE",
     "TX_TOPIC",
     "Ack",
@@ -46,6 +47,7 @@ ACKED_TOPIC = "acked"
 TX_TOPIC = "tx"
 GROUP = "faults"
 TX_SIZE = 4
+TX_PARTITIONS = 3
 _CLIENT_TIMEOUT_MS = 5_000
 _TOPIC_ALREADY_EXISTS = 36
 
@@ -94,7 +96,7 @@ class KafkaWorkload:
         configs = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
         topics = [
             NewTopic(ACKED_TOPIC, self.partitions, replication, topic_configs=configs),
-            NewTopic(TX_TOPIC, 3, replication, topic_configs=configs),
+            NewTopic(TX_TOPIC, TX_PARTITIONS, replication, topic_configs=configs),
         ]
         deadline = time.monotonic() + 30
         while True:
@@ -211,7 +213,7 @@ class KafkaWorkload:
                 producer.begin_transaction()
                 try:
                     sends = [
-                        producer.send(TX_TOPIC, f"t:{n}:{i}".encode(), partition=i % 3)
+                        producer.send(TX_TOPIC, f"t:{n}:{i}".encode(), partition=i % TX_PARTITIONS)
                         for i in range(TX_SIZE)
                     ]
                     if n % 5 == 4:  # every fifth is aborted on purpose
