@@ -298,6 +298,7 @@ def main() -> int:
                     only={"parity", "failover", "heartbeats", "catchup"},
                     log=say,
                     failover_reps=2 if args.quick else 10,
+                    parity_reps=1 if args.quick else 3,
                 ),
             )
         if "reassign" in only:

@@ -40,6 +40,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 
 from pykraft.interop.cluster import BROKER_STARTED, LocalCluster, Server
 from pykraft.interop.kafka import KafkaDist, write_properties
@@ -121,14 +122,28 @@ def parity(kind: str, dist: KafkaDist, work: Path, quick: bool) -> dict[str, Any
         leader.kill()
         killed = time.monotonic()
         n = 0
+        retries: list[str] = []
 
         def created() -> bool:
-            nonlocal n
+            # kafka-python's admin client keeps the "controller" broker an older Metadata
+            # answer named (UnknownBrokerIdError once it is not in the client's metadata):
+            # after an error the next try uses a new client, as an application would; the
+            # errors are reported in the row.
+            nonlocal n, admin
             n += 1
-            admin.create_topics([NewTopic(f"failover-{n}", 1, 3)], timeout_ms=5_000)
+            try:
+                admin.create_topics([NewTopic(f"failover-{n}", 1, 3)], timeout_ms=5_000)
+            except KafkaError as e:
+                retries.append(type(e).__name__)
+                admin.close()
+                admin = KafkaAdminClient(
+                    bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000
+                )
+                raise
             return True
 
         wait(created, 120, "CreateTopics after the failover", step_s=0.1)
+        row["failover_retries"] = ",".join(retries) or "none"
         row["failover_s"] = round(time.monotonic() - killed, 2)
         leader.start()
         topics = 20 if quick else 100
@@ -456,13 +471,17 @@ def run_cluster(
     kinds: tuple[str, ...] = ("pykraft", "kafka"),
     brokers: int | None = None,
     failover_reps: int = 10,
+    parity_reps: int = 1,
 ) -> list[dict[str, Any]]:
     dist = KafkaDist.get("4")
     rows: list[dict[str, Any]] = []
-    for kind in kinds:  # interleaved per measurement kind
-        if "parity" in only:
-            rows.append(parity(kind, dist, work, quick))
-            log(f"  parity {kind}: {rows[-1]}")
+    for rep in range(parity_reps if "parity" in only else 0):
+        for kind in kinds:  # interleaved: one cluster of each kind per repetition
+            row = parity(kind, dist, work / f"rep-{rep}", quick)
+            rows.append({**row, "rep": rep})
+            log(f"  parity {kind} #{rep}: {rows[-1]}")
+    if parity_reps > 1:
+        rows += parity_medians([r for r in rows if r["bench"] == "cluster_parity"])
     for kind in kinds:
         if "failover" in only:
             rows.append(failovers(kind, dist, work, failover_reps))
@@ -475,11 +494,32 @@ def run_cluster(
     return rows
 
 
+def parity_medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per controller kind, the median of each parity figure over the repetitions."""
+    out = []
+    for kind in sorted({r["controllers"] for r in rows}):
+        mine = [r for r in rows if r["controllers"] == kind]
+        summary: dict[str, Any] = {
+            "bench": "cluster_parity_median",
+            "controllers": kind,
+            "reps": len(mine),
+        }
+        for key in ("running_s", "fence_s", "leaders_s", "failover_s", "create_partitions_per_s"):
+            values = sorted(r[key] for r in mine if key in r)
+            if values:
+                summary[key] = values[len(values) // 2]
+        out.append(summary)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="parity,heartbeats,catchup")
     parser.add_argument("--reps", type=int, default=10, help="kills in the failover phase")
+    parser.add_argument(
+        "--parity-reps", type=int, default=3, help="clusters of each kind in the parity phase"
+    )
     parser.add_argument("--kinds", default="pykraft,kafka", help="controllers to measure")
     parser.add_argument(
         "--brokers", type=int, default=None, help="simulated brokers (default 1,000)"
@@ -495,6 +535,7 @@ def main() -> int:
             kinds=tuple(args.kinds.split(",")),
             brokers=args.brokers,
             failover_reps=args.reps,
+            parity_reps=args.parity_reps,
         ):
             emit(row)
     finally:
