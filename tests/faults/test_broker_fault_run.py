@@ -16,10 +16,30 @@ root (namespaces, mounts), as the CI machine gives. The long runs are
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from pykraft.faults.broker_side import BROKER_KINDS
 from pykraft.faults.run import NETWORK_KINDS, PROCESS_KINDS, RunConfig, run, schedule
+
+
+@pytest.fixture(autouse=True)
+def no_client_thread_outlives_the_run() -> Iterator[None]:
+    """kafka-python's background threads must end with the run: one left behind keeps
+    retrying in this process (and draws from the global ``random``, which Hypothesis, in
+    the tests after these, refuses to share)."""
+    yield
+    deadline = time.monotonic() + 15
+    while True:
+        left = [t.name for t in threading.enumerate() if t.name.startswith("kafka")]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left, left
 
 
 def test_two_minutes_of_faults_with_kafka_brokers_lose_no_acknowledged_record(

@@ -86,6 +86,7 @@ class KafkaWorkload:
     reassignments: collections.Counter[str] = field(default_factory=collections.Counter)
     outcomes: collections.Counter[str] = field(default_factory=collections.Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _producers: list[KafkaProducer] = field(default_factory=list)  # open ones
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
@@ -141,6 +142,10 @@ class KafkaWorkload:
             if thread.is_alive():
                 self._count(f"{thread.name}: abandoned at the stop")
         self._threads.clear()
+        with self.lock:
+            left = list(self._producers)
+        for producer in left:  # an abandoned thread's: its sender thread must not live on
+            close_producer(producer, 0.0)
 
     def _guard(self, name: str, loop: Callable[[], None]) -> Callable[[], None]:
         """Run ``loop`` again (new clients) after anything it did not handle."""
@@ -166,9 +171,20 @@ class KafkaWorkload:
 
     # -- the loops --------------------------------------------------------------------------
 
+    def _open_producer(self, **config: Any) -> KafkaProducer:
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, **config)
+        with self.lock:
+            self._producers.append(producer)
+        return producer
+
+    def _close_producer(self, producer: KafkaProducer, timeout_s: float) -> None:
+        close_producer(producer, timeout_s)
+        with self.lock:
+            if producer in self._producers:
+                self._producers.remove(producer)
+
     def _produce(self, producer_id: int) -> None:
-        producer = KafkaProducer(
-            bootstrap_servers=self.bootstrap,
+        producer = self._open_producer(
             acks="all",
             enable_idempotence=True,
             linger_ms=5,
@@ -191,15 +207,14 @@ class KafkaWorkload:
                 self._stop.wait(interval)
             producer.flush(timeout=60)
         finally:
-            producer.close(timeout=10)
+            self._close_producer(producer, 10.0)
 
     def _acked(self, producer_id: int, seq: int, meta: Any) -> None:
         with self.lock:
             self.acks.append(Ack(producer_id, seq, int(meta.partition), int(meta.offset)))
 
     def _transact(self) -> None:
-        producer = KafkaProducer(
-            bootstrap_servers=self.bootstrap,
+        producer = self._open_producer(
             transactional_id="faults-tx",
             request_timeout_ms=_CLIENT_TIMEOUT_MS,
             max_block_ms=10_000,
@@ -233,7 +248,7 @@ class KafkaWorkload:
                     return  # the outcome is unknown; a new producer fences this one
                 self._stop.wait(0.2)
         finally:
-            producer.close(timeout=10)
+            self._close_producer(producer, 10.0)
 
     @staticmethod
     def _commit(producer: KafkaProducer, sends: list[Any]) -> bool:
@@ -328,3 +343,18 @@ class KafkaWorkload:
         with self.lock:
             self.reassignments["accepted" if not errors else errors[0].__name__] += 1
         return False
+
+
+def close_producer(producer: KafkaProducer, timeout_s: float) -> None:
+    """Close for sure. kafka-python's ``close`` flushes first and raises when the flush
+    times out, leaving its sender thread running (retrying, drawing from the global
+    ``random``, for the rest of the process); then the sender is force-closed."""
+    try:
+        producer.close(timeout=timeout_s)
+        return
+    except KafkaError:
+        pass
+    sender = getattr(producer, "_sender", None)  # kafka-python has no public way
+    if sender is not None:
+        sender.force_close()
+        sender.join(5.0)
