@@ -130,14 +130,9 @@ class BrokerSide:
         elif kind == "broker-disk":
             self.cluster.fill_disk(target)
         elif self.network is not None and kind == "fence":
-            for controller in self.cluster.nodes:
-                self.network.drop(target, controller)
-                self.network.drop(controller, target)
+            self.network.cut([target], list(self.cluster.nodes))
         elif self.network is not None and kind == "isr":
-            for other in self.ids:
-                if other != target:
-                    self.network.drop(target, other)
-                    self.network.drop(other, target)
+            self.network.cut([target], self.ids)
 
     def before_heal(self, kind: str, target: int) -> None:
         """A broker cut off from the controllers for longer than the session timeout is

@@ -112,6 +112,14 @@ class Network:
             "dev", _IFACE, "nud", "permanent", netns=self.ns(src),
         )  # fmt: skip
 
+    def cut(self, side: Sequence[int], others: Sequence[int]) -> None:
+        """No packets between ``side`` and ``others``, either way (a split)."""
+        for a in side:
+            for b in others:
+                if a != b:
+                    self.drop(a, b)
+                    self.drop(b, a)
+
     def heal(self) -> None:
         for i in self.ids:
             _ip("link", "set", self._port(i), "up", check=False)

@@ -623,12 +623,7 @@ def _apply(cluster: FaultCluster, network: Network | None, fault: Fault) -> None
     elif network is not None and kind == "isolate":
         network.isolate(targets[0])
     elif network is not None and kind == "split":
-        minority = set(targets)
-        for a in minority:
-            for b in cluster.nodes:
-                if b not in minority:
-                    network.drop(a, b)
-                    network.drop(b, a)
+        network.cut(targets, [n for n in cluster.nodes if n not in targets])
     elif network is not None and kind == "oneway":
         network.drop(targets[0], targets[1])
 
