@@ -3,10 +3,10 @@
 # the local cluster of the main job. Nothing is downloaded but through Maven (interop/*/pom.xml);
 # the jars land in .cache/kafka-<dist>/lib (git-ignored).
 #
-#   scripts/kafka.sh fetch [4|4.4|3.9|all]  resolve and copy the jars (idempotent: a second run
-#                                           is offline and instant); prints the classpath
-#   scripts/kafka.sh classpath [4|4.4|3.9]  the classpath (fetches first when needed)
-#   scripts/kafka.sh version [4|4.4|3.9]    the Kafka version a distribution pins
+#   scripts/kafka.sh fetch [4|4.4|4.1|3.9|all]  resolve and copy the jars (idempotent: a second run
+#                                               is offline and instant); prints the classpath
+#   scripts/kafka.sh classpath [4|4.4|4.1|3.9]  the classpath (fetches first when needed)
+#   scripts/kafka.sh version [4|4.4|4.1|3.9]    the Kafka version a distribution pins
 #
 # Needs Java 17+ and Maven; PYKRAFT_KAFKA_CACHE moves the cache directory.
 set -euo pipefail
@@ -17,7 +17,7 @@ die() { echo "kafka.sh: $*" >&2; exit 2; }
 
 pom_of() {
     local pom="$ROOT/interop/kafka-$1/pom.xml"
-    [ -f "$pom" ] || die "unknown distribution '$1' (have: 4, 4.4, 3.9)"
+    [ -f "$pom" ] || die "unknown distribution '$1' (have: 4, 4.4, 4.1, 3.9)"
     echo "$pom"
 }
 
@@ -57,6 +57,7 @@ case "$cmd" in
         if [ "$dist" = all ]; then
             fetch 4
             fetch 4.4
+            fetch 4.1
             fetch 3.9
             exit 0
         fi

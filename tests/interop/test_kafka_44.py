@@ -1,11 +1,13 @@
 """Kafka 4.4.0 beside pykraft (issue 28): the bootstrap records ``pykraft storage format``
 writes for each release equal Kafka 4.4.0's ``kafka-storage format`` (which writes them into
-the 0-0 checkpoint, KIP-1170); and a live cluster of Kafka 4.3.1 and 4.4.0 brokers on a
+the 0-0 checkpoint, KIP-1170); and a live cluster of Kafka 4.1.2, 4.3.1 and 4.4.0 brokers on a
 pykraft controller whose directory Kafka 4.4.0's tool formatted (KIP-1170's layout, read as a
-4.4 controller reads it), upgraded with Kafka 4.4.0's own ``kafka-features upgrade
---release-version 4.4`` under produce load: refused while a 4.3.1 broker is registered,
-accepted once it is rolled to 4.4.0, nothing acknowledged lost, and a 4.3.1 broker cannot
-join the upgraded cluster."""
+4.4 controller reads it), upgraded with Kafka 4.4.0's own ``kafka-features upgrade`` under
+produce load: to ``--release-version 4.1`` (eligible leader replicas on) with all three, to
+4.4 refused while an older broker is registered and accepted once both are rolled to 4.4.0,
+nothing acknowledged lost, and a 4.1.2 broker cannot join the upgraded cluster. The
+controller answers the 4.4.0 brokers' and tools' ApiVersions v5 (KIP-1242) without the
+UNSUPPORTED_VERSION fallback."""
 
 from __future__ import annotations
 
@@ -77,10 +79,19 @@ def test_format_writes_kafka_4_4s_bootstrap_features(
 
 
 @pytest.fixture(scope="module")
+def kafka41() -> KafkaDist:
+    """Apache Kafka 4.1.2 (``interop/kafka-4.1/pom.xml``)."""
+    return KafkaDist.get("4.1")
+
+
+@pytest.fixture(scope="module")
 def cluster(
-    kafka: KafkaDist, kafka44: KafkaDist, tmp_path_factory: pytest.TempPathFactory
+    kafka: KafkaDist,
+    kafka41: KafkaDist,
+    kafka44: KafkaDist,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[KafkaCluster]:
-    """One pykraft controller; brokers 100 (Kafka 4.3.1), 101 and 102 (Kafka 4.4.0). The
+    """One pykraft controller; brokers 100 (Kafka 4.1.2), 101 (4.3.1) and 102 (4.4.0). The
     controller's directory is formatted by Kafka 4.4.0's ``kafka-storage format
     --release-version 4.0`` (KIP-1170: no ``bootstrap.checkpoint``, the bootstrap records in
     the 0-0 checkpoint), which pykraft reads as a 4.4 controller does."""
@@ -92,7 +103,8 @@ def cluster(
         brokers=3,
         broker_overrides={"broker.heartbeat.interval.ms": 500},
     )
-    c.brokers[0].dist = kafka
+    c.brokers[0].dist = kafka41
+    c.brokers[1].dist = kafka
     controller = c.controllers[0]
     shutil.rmtree(controller.data)
     config = tmp / "kafka-format.properties"
@@ -129,7 +141,7 @@ def _whole(kafka44: KafkaDist, cluster: KafkaCluster) -> bool:
 
 
 def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
-    kafka: KafkaDist, kafka44: KafkaDist, cluster: KafkaCluster
+    kafka41: KafkaDist, kafka44: KafkaDist, cluster: KafkaCluster
 ) -> None:
     kafka44.run(
         "topics",
@@ -158,30 +170,43 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
     load.start()
     try:
         wait_for(lambda: load.count() > 500, "the load to run")
-        upgrade = (
-            "features",
-            "--bootstrap-server",
-            cluster.bootstrap,
-            "upgrade",
-            "--release-version",
-            "4.4",
-        )
-        refused = kafka44.run(*upgrade, check=False)
-        assert refused.returncode != 0, refused.stdout
-        assert "Broker 100 only supports versions" in refused.stdout, refused.stdout
+
+        def upgrade(release: str) -> tuple[str, ...]:
+            return (
+                "features",
+                "--bootstrap-server",
+                cluster.bootstrap,
+                "upgrade",
+                "--release-version",
+                release,
+            )
+
         # As Kafka 4.4.0's format wrote them into the 0-0 checkpoint (KIP-1170).
         start = _finalized(kafka44, cluster)
         assert start["metadata.version"] == "4.0-IV3", start
         assert start["transaction.version"] == "2" and start["group.version"] == "1", start
+        assert start.get("eligible.leader.replicas.version", "0") == "0", start
 
-        # Roll broker 100 to Kafka 4.4.0 on the same data.
-        old = cluster.brokers[0]
-        assert old.stop() in (0, 143)
-        old.dist = kafka44
-        old.start()
-        wait_for(lambda: _whole(kafka44, cluster), "broker 100 back on 4.4.0", 90)
+        # Every broker runs 4.1: the cluster goes there first, eligible leader replicas on.
+        to_41 = kafka44.run(*upgrade("4.1")).stdout
+        assert "metadata.version was upgraded to 27" in to_41, to_41
+        at_41 = _finalized(kafka44, cluster)
+        assert at_41["metadata.version"] == "4.1-IV1", at_41
+        assert at_41["eligible.leader.replicas.version"] == "1", at_41
+        wait_for(lambda: _whole(kafka44, cluster), "the topic whole at 4.1")
 
-        upgraded = kafka44.run(*upgrade).stdout
+        refused = kafka44.run(*upgrade("4.4"), check=False)
+        assert refused.returncode != 0, refused.stdout
+        assert re.search(r"Broker 10[01] only supports versions", refused.stdout), refused.stdout
+
+        # Roll brokers 100 (4.1.2) and 101 (4.3.1) to Kafka 4.4.0 on the same data.
+        for old in cluster.brokers[:2]:
+            assert old.stop() in (0, 143)
+            old.dist = kafka44
+            old.start()
+            wait_for(lambda: _whole(kafka44, cluster), f"broker {old.node_id} back on 4.4.0", 90)
+
+        upgraded = kafka44.run(*upgrade("4.4")).stdout
         assert "metadata.version was upgraded to 33" in upgraded, upgraded
         finalized = _finalized(kafka44, cluster)
         assert finalized["metadata.version"] == "4.4-IV2", finalized
@@ -196,10 +221,14 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
     assert load.errors == 0
     assert_nothing_lost(load, consume_all(cluster.bootstrap, TOPIC, PARTITIONS))
 
-    # A Kafka 4.3.1 broker cannot join the 4.4-IV2 cluster (it supports up to 4.3-IV0).
+    # The 4.4.0 brokers and tools spoke ApiVersions v5 to the controller: no fallback.
+    controller_log = cluster.controllers[0].text()
+    assert "unsupported api key 18 version 5" not in controller_log
+
+    # A Kafka 4.1.2 broker cannot join the 4.4-IV2 cluster (it supports up to 4.1-IV1).
     late = cluster.brokers[2]
     assert late.stop() in (0, 143)
-    late.dist = kafka
+    late.dist = kafka41
     late.start()
     try:
         wait_for(

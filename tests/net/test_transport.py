@@ -18,7 +18,14 @@ from pykraft.net.apis import request_from_kio, response_to_kio
 from pykraft.net.client import Connection, PeerChannel
 from pykraft.net.security import Session
 from pykraft.net.server import KafkaServer
-from pykraft.protocol import DecodedRequest, ErrorCode, decode_response, encode_request
+from pykraft.protocol import (
+    ApiKey,
+    DecodedRequest,
+    ErrorCode,
+    decode_response,
+    encode_request,
+    request_schema,
+)
 from pykraft.raft.messages import (
     FetchRequest,
     FetchResponse,
@@ -207,6 +214,51 @@ def test_request_timeout_fails_request() -> None:
         channel.send(7, request)
         assert await results.get() == (7, None)
         await channel.close()
+        await server.close()
+
+    run(main)
+
+
+def test_api_versions_v5_as_kafka_4_4_sends_it() -> None:
+    """KIP-1242: Kafka 4.4's clients send ApiVersions v5 (ClusterId, NodeId) first. A
+    controller answers it at v5 with every row (ApiVersions 0-5), ignores the two fields, and
+    answers INVALID_REQUEST with no rows when only one of them is set or the client software
+    name is malformed (Kafka's ApiVersionsRequest.isValid in ControllerApis)."""
+    v5 = request_schema(ApiKey.API_VERSIONS, 5)
+
+    async def ask(reader: Any, writer: Any, cid: int, message: Any) -> Any:
+        writer.write(encode_request(cid, "kafka-4.4", message))
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        body = await reader.readexactly(size)
+        return decode_response(body, {cid: (ApiKey.API_VERSIONS, 5)}).message
+
+    def request(**fields: Any) -> Any:
+        base = {"client_software_name": "apache-kafka-java", "client_software_version": "4.4.0"}
+        return v5(**{**base, **fields})  # type: ignore[call-arg]
+
+    async def main() -> None:
+        server = await start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        ok = await ask(reader, writer, 1, request(cluster_id="other-cluster", node_id=9))
+        assert ok.error_code == ErrorCode.none
+        rows = {k.api_key: (k.min_version, k.max_version) for k in ok.api_keys}
+        assert rows[ApiKey.API_VERSIONS] == (0, 5)
+        assert ok == await ask(reader, writer, 2, request())  # both unset: the same answer
+        for cid, bad in enumerate(
+            (
+                request(cluster_id="c"),  # ClusterId without NodeId
+                request(node_id=3),  # NodeId without ClusterId
+                request(client_software_name="-bad name"),
+                request(client_software_version=""),
+            ),
+            start=3,
+        ):
+            answer = await ask(reader, writer, cid, bad)
+            assert (answer.error_code, answer.api_keys) == (ErrorCode.invalid_request, ())
+        # The connection stays usable after the refusals.
+        assert (await ask(reader, writer, 9, request())).error_code == ErrorCode.none
+        writer.close()
+        await writer.wait_closed()
         await server.close()
 
     run(main)

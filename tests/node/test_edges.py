@@ -340,7 +340,7 @@ def test_unsupported_version_gets_unsupported_version_and_keeps_the_connection(
         answer = cast(Any, decode_response(body, {41: (ApiKey.API_VERSIONS, 0)}).message)
         assert answer.error_code == ErrorCode.unsupported_version
         row = next(k for k in answer.api_keys if k.api_key == ApiKey.API_VERSIONS)
-        assert (row.min_version, row.max_version) == (0, 4)
+        assert (row.min_version, row.max_version) == (0, 5)
         # The connection is still usable.
         assert client.request(api_versions()).error_code == ErrorCode.none
         (topic,) = client.request(describe_quorum_request()).topics

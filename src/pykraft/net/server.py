@@ -63,6 +63,7 @@ from pykraft.protocol import (
     ProtocolError,
     RequestReader,
     UnsupportedApiVersion,
+    api_versions_request_valid,
     build_api_versions_response,
     encode_response,
     error_response,
@@ -484,7 +485,7 @@ class _ServerConnection(asyncio.Protocol):
             self._close()
             return
         if request.api_key == ApiKey.API_VERSIONS:
-            self._queue(request.correlation_id, Answer(server.api_versions(request.api_version)))
+            self._queue(request.correlation_id, Answer(self._api_versions(request)))
             return
         if request.api_key in _SASL_APIS:
             # No exchange is due: a PLAINTEXT/SSL listener, or already authenticated.
@@ -507,16 +508,22 @@ class _ServerConnection(asyncio.Protocol):
         self._slots.append((request.correlation_id, task))
         task.add_done_callback(self._task_done)
 
+    def _api_versions(self, request: DecodedRequest) -> ResponsePayload:
+        """The listener's ApiVersions answer; an invalid request (``ClusterId`` without
+        ``NodeId``, a malformed client software name) gets ``INVALID_REQUEST`` and no rows, as
+        from Kafka's ``ControllerApis``."""
+        if not api_versions_request_valid(request.api_version, request.message):
+            return build_api_versions_response(
+                request.api_version, ApiTable(()), error_code=ErrorCode.invalid_request
+            )
+        return self._server.api_versions(request.api_version)
+
     def _authenticate(self, request: DecodedRequest) -> None:
         """One request of the SASL exchange (Kafka's order and errors: ``net/sasl.py``)."""
         server = self._server
         sasl = self._sasl
         assert sasl is not None
-        versions = (
-            server.api_versions(request.api_version)
-            if request.api_key == ApiKey.API_VERSIONS
-            else None
-        )
+        versions = self._api_versions(request) if request.api_key == ApiKey.API_VERSIONS else None
         step = sasl.step(request, versions)
         if step.action is Action.CLOSE:
             log.warning("Unexpected error from %s; closing connection: %s", self._peer, step.reason)

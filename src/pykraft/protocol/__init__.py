@@ -18,6 +18,7 @@ from .api_versions import (
     API_VERSIONS_ROW,
     KRAFT_SUPPORTED_FEATURES,
     ApiVersionsResponse,
+    api_versions_request_valid,
     build_api_versions_response,
     unsupported_api_versions_response,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "ResponseReader",
     "UnknownCorrelationId",
     "UnsupportedApiVersion",
+    "api_versions_request_valid",
     "build_api_versions_response",
     "decode_request",
     "decode_response",

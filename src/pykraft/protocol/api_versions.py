@@ -12,13 +12,21 @@ Kafka's rules, kept here in one place:
 * A request at a version the server does not know is answered at v0 with
   ``UNSUPPORTED_VERSION`` and, as KIP-511 prescribes, only the ApiVersions row, so the client
   can retry at a version both sides speak.
+* v5 (KIP-1242, Kafka 4.4; kio stops at v4, so pykraft's generated class from Kafka's JSON)
+  adds ``ClusterId`` and ``NodeId`` to the request. A request is valid (Kafka's
+  ``ApiVersionsRequest.isValid``) when, from v5, both or neither are set, and, from v3, the
+  client software name and version match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``;
+  a controller answers an invalid one ``INVALID_REQUEST`` with no rows (Kafka's
+  ``ControllerApis``). Only brokers compare the two fields with their own (and answer
+  ``REBOOTSTRAP_REQUIRED``); a controller ignores them, and so does pykraft.
 """
 
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Iterable, Mapping
-from typing import Final, TypeAlias, TypeVar
+from typing import Final, TypeAlias, TypeVar, cast
 
 import kio.schema.api_versions.v0.response as v0
 import kio.schema.api_versions.v1.response as v1
@@ -26,14 +34,17 @@ import kio.schema.api_versions.v2.response as v2
 import kio.schema.api_versions.v3.response as v3
 import kio.schema.api_versions.v4.response as v4
 from kio.static.primitive import i16, i32Timedelta, i64
+from kio.static.protocol import ResponsePayload
 
-from .apis import ApiKey, ApiTable, ApiVersionRange
+from .apis import ApiKey, ApiTable, ApiVersionRange, response_schema
 from .errors import ErrorCode
+from .generated import api_versions_response as v5
 
 __all__ = [
     "API_VERSIONS_ROW",
     "KRAFT_SUPPORTED_FEATURES",
     "ApiVersionsResponse",
+    "api_versions_request_valid",
     "build_api_versions_response",
     "unsupported_api_versions_response",
 ]
@@ -45,16 +56,39 @@ ApiVersionsResponse: TypeAlias = (
     | v3.ApiVersionsResponse
     | v4.ApiVersionsResponse
 )
+"""kio's ApiVersions responses (v0-4); v5 is pykraft's generated class, typed as the
+``ResponsePayload`` the wire layer takes (``protocol.ext``)."""
 
-API_VERSIONS_ROW: Final = ApiVersionRange(ApiKey.API_VERSIONS, 0, 4)
-"""The versions of ApiVersions this module answers (v0-4): every listener serves this row."""
+API_VERSIONS_ROW: Final = ApiVersionRange(ApiKey.API_VERSIONS, 0, 5)
+"""The versions of ApiVersions this module answers (v0-5, as Kafka 4.4): every listener serves
+this row."""
+
+_SOFTWARE_NAME_VERSION: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 KRAFT_SUPPORTED_FEATURES: Final[Mapping[str, tuple[int, int]]] = {"kraft.version": (0, 1)}
 """Feature name -> (min, max) supported version: KIP-853's kraft.version 0 (static voters)
 and 1 (dynamic voters)."""
 
 
-A = TypeVar("A", v0.ApiVersion, v1.ApiVersion, v2.ApiVersion, v3.ApiVersion, v4.ApiVersion)
+A = TypeVar(
+    "A", v0.ApiVersion, v1.ApiVersion, v2.ApiVersion, v3.ApiVersion, v4.ApiVersion, v5.ApiVersion
+)
+
+
+def api_versions_request_valid(api_version: int, request: object) -> bool:
+    """Kafka's ``ApiVersionsRequest.isValid`` (see the module docstring)."""
+    if api_version >= 5:
+        cluster_id = getattr(request, "cluster_id", None)
+        node_id = int(getattr(request, "node_id", -1))
+        if (cluster_id is None) != (node_id == -1):
+            return False
+    if api_version >= 3:
+        name = str(getattr(request, "client_software_name", ""))
+        version = str(getattr(request, "client_software_version", ""))
+        return bool(_SOFTWARE_NAME_VERSION.fullmatch(name)) and bool(
+            _SOFTWARE_NAME_VERSION.fullmatch(version)
+        )
+    return True
 
 
 def _api_keys(row_type: type[A], apis: Iterable[ApiVersionRange]) -> tuple[A, ...]:
@@ -76,7 +110,7 @@ def build_api_versions_response(
     finalized_features: Mapping[str, int] | None = None,
     finalized_features_epoch: int = -1,
     zk_migration_ready: bool = False,
-) -> ApiVersionsResponse:
+) -> ApiVersionsResponse | ResponsePayload:
     """The ApiVersions response at ``api_version`` advertising ``apis`` and the features.
 
     ``finalized_features`` maps feature name -> finalized level.
@@ -125,6 +159,34 @@ def build_api_versions_response(
                 zk_migration_ready=zk_migration_ready,
             )
             return response
+        case 5:
+            # pykraft's generated class (``ext``): plain ints, Kafka's field names.
+            cls = cast("type[v5.ApiVersionsResponse]", response_schema(ApiKey.API_VERSIONS, 5))
+            return cast(
+                ResponsePayload,
+                cls(
+                    error_code=int(error_code),
+                    api_keys=tuple(
+                        v5.ApiVersion(
+                            api_key=r.api_key, min_version=r.min_version, max_version=r.max_version
+                        )
+                        for r in apis
+                    ),
+                    throttle_time_ms=throttle_time_ms,
+                    supported_features=tuple(
+                        v5.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+                        for name, (lo, hi) in sorted(supported_features.items())
+                    ),
+                    finalized_features_epoch=finalized_features_epoch,
+                    finalized_features=tuple(
+                        v5.FinalizedFeatureKey(
+                            name=name, max_version_level=level, min_version_level=level
+                        )
+                        for name, level in sorted((finalized_features or {}).items())
+                    ),
+                    zk_migration_ready=zk_migration_ready,
+                ),
+            )
     raise ValueError(f"no ApiVersions response v{api_version}")
 
 

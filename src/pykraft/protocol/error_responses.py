@@ -41,7 +41,10 @@ def error_response(
     if api_key == ApiKey.API_VERSIONS:
         if apis is None:  # a table of the one row every listener serves
             apis = ApiTable([API_VERSIONS_ROW])
-        if error_code == ErrorCode.unsupported_version or not 0 <= api_version <= 4:
+        if (
+            error_code == ErrorCode.unsupported_version
+            or not 0 <= api_version <= API_VERSIONS_ROW.max_version
+        ):
             return unsupported_api_versions_response(apis)
         return build_api_versions_response(api_version, apis, error_code=error_code)
     cls = response_schema(api_key, api_version)

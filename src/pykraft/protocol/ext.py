@@ -1,6 +1,7 @@
 """RPC versions kio does not have, served beside kio's: KIP-435's
-ListPartitionReassignments v1 (pykraft's, ``schemas/ListPartitionReassignments*.json``) and
-Kafka 4.4.0's UnregisterController v0 (Kafka's JSON, ``schemas/UnregisterController*.json``),
+ListPartitionReassignments v1 (pykraft's, ``schemas/ListPartitionReassignments*.json``),
+Kafka 4.4.0's UnregisterController v0 (Kafka's JSON, ``schemas/UnregisterController*.json``)
+and Kafka 4.4.0's ApiVersions v5 (KIP-1242, ``schemas/ApiVersions*.json``; kio stops at v4),
 generated into ``generated/`` by ``python -m pykraft.schema.generate``.
 
 ``request_schema``/``response_schema`` return, for these versions, a subclass of the generated
@@ -18,6 +19,8 @@ import typing
 from functools import cache
 from typing import Any, Final
 
+from pykraft.protocol.generated.api_versions_request import ApiVersionsRequest
+from pykraft.protocol.generated.api_versions_response import ApiVersionsResponse
 from pykraft.protocol.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
@@ -35,6 +38,7 @@ __all__ = ["EXTENSIONS", "UnknownFieldError", "is_generated", "make_generated", 
 
 LIST_PARTITION_REASSIGNMENTS: Final = 46
 UNREGISTER_CONTROLLER: Final = 94
+API_VERSIONS: Final = 18
 
 
 def _versioned(base: type, version: int) -> type:
@@ -61,6 +65,10 @@ EXTENSIONS: Final[dict[tuple[int, int], tuple[type, type]]] = {
     (UNREGISTER_CONTROLLER, 0): (
         _versioned(UnregisterControllerRequest, 0),
         _versioned(UnregisterControllerResponse, 0),
+    ),
+    (API_VERSIONS, 5): (
+        _versioned(ApiVersionsRequest, 5),
+        _versioned(ApiVersionsResponse, 5),
     ),
 }
 

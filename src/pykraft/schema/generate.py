@@ -64,8 +64,9 @@ PACKAGES: Final = (
         "pykraft.metadata.records",
         registry=True,
     ),
-    # RPC versions Kafka does not define (KIP-435's ListPartitionReassignments v1), served
-    # beside kio's through ``pykraft.protocol.ext``.
+    # RPC versions kio does not have (KIP-435's ListPartitionReassignments v1, Kafka 4.4.0's
+    # UnregisterController v0 and ApiVersions v5), served beside kio's through
+    # ``pykraft.protocol.ext``.
     Package(
         _ROOT / "protocol" / "schemas",
         _ROOT / "protocol" / "generated",

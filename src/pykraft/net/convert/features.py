@@ -20,10 +20,9 @@ from pykraft.net.convert._common import (
     Converters,
     RejectedRequest,
     check_answers,
-    kio_module,
     milliseconds,
 )
-from pykraft.protocol import ApiKey, ErrorCode, response_schema
+from pykraft.protocol import ApiKey, ErrorCode, request_schema, response_schema
 from pykraft.protocol.build import make
 from pykraft.raft.messages import (
     ApiVersionsRequest,
@@ -96,11 +95,11 @@ def api_versions_request(version: int) -> RequestPayload:
 
 
 def api_versions_to_kio(_request: ApiVersionsRequest, version: int) -> RequestPayload:
-    mod = kio_module(ApiKey.API_VERSIONS, version, "request")
     fields: dict[str, object] = {}
     if version >= 3:
         fields = {"client_software_name": "pykraft", "client_software_version": __version__}
-    result: RequestPayload = mod.ApiVersionsRequest(**fields)
+    # v0-4 are kio's classes, v5 pykraft's generated one (``protocol.ext``): one lookup.
+    result: RequestPayload = request_schema(ApiKey.API_VERSIONS, version)(**fields)
     return result
 
 
