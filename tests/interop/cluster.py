@@ -31,6 +31,7 @@ class KafkaCluster(LocalCluster):
         controller_extra: str = "",
         broker_overrides: dict[str, object] | None = None,
         controller_kind: str = "pykraft",
+        release_version: str = "4.0-IV3",
     ) -> None:
         config = _properties(FAST_QUORUM) if controller_kind == "pykraft" else {}
         config.update(_properties(controller_extra))
@@ -43,4 +44,5 @@ class KafkaCluster(LocalCluster):
             controller_config=config,
             broker_config=broker_overrides,
             cluster_id=CLUSTER_ID,
+            release_version=release_version,
         )
