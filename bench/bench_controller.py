@@ -199,7 +199,7 @@ async def bench_create(
                         "security_protocol": 0,
                     }
                 ],
-                "features": broker_registration_features(30),
+                "features": broker_registration_features(33),
                 "rack": None,
                 "log_dirs": [uuid.UUID(int=(b + 1) << 64 | 77)],
             },

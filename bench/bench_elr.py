@@ -82,7 +82,7 @@ def build(metadata_version: int, topics: int, partitions: int) -> Cluster:
             listeners=[
                 {"name": "PLAINTEXT", "host": "h", "port": 9000 + b, "security_protocol": 0}
             ],
-            features=broker_registration_features(30),
+            features=broker_registration_features(33),
             rack=None,
             log_dirs=[uuid.UUID(int=(b + 1) << 64)],
         )

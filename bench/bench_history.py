@@ -130,7 +130,7 @@ class Year:
                     "security_protocol": 0,
                 }
             ],
-            features=broker_registration_features(30),
+            features=broker_registration_features(33),
             rack=f"r{broker % 10}",
             log_dirs=[uuid.UUID(int=(broker << 64) + 500)],
         )

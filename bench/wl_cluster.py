@@ -52,7 +52,7 @@ from pykraft.protocol.build import make
 
 HEARTBEAT_S = 30
 SIM_BROKERS = 1_000
-FEATURES = broker_registration_features(30)  # a Kafka 4.3.1 broker's
+FEATURES = broker_registration_features(33)  # a Kafka 4.4.0 broker's
 
 
 def emit(row: dict[str, Any]) -> None:

@@ -195,6 +195,13 @@ class MixedQuorum:
         if member.kind == "kafka":
             self.dist.format_storage(member.config, CLUSTER_ID, *mode, *self.kafka_format)
         else:
+            # The level Kafka's tool formats its side at, so that either side may bootstrap.
+            flags = list(self.kafka_format)
+            release = (
+                flags[flags.index("--release-version") + 1]
+                if "--release-version" in flags
+                else self.dist.default_release
+            )
             result = cli(
                 "storage",
                 "format",
@@ -202,6 +209,8 @@ class MixedQuorum:
                 str(member.config),
                 "--cluster-id",
                 CLUSTER_ID,
+                "--release-version",
+                release,
                 *mode,
             )
             assert result.returncode == 0, result.stderr

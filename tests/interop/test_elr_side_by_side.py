@@ -143,11 +143,13 @@ def scenario(kafka44: KafkaDist, cluster: KafkaCluster) -> list[State]:
     reached.append(
         settle(cluster, 101, (101, frozenset({101}), frozenset({102})), "ELR member 101 leads")
     )
-    seen = consume_all(cluster.bootstrap, TOPIC, 1)
-    assert sorted(int(v) for values in seen.values() for v in values) == list(range(RECORDS))
     b[102].start()
     b[100].start()
     reached.append(settle(cluster, 101, (101, frozenset({100, 101, 102}), frozenset()), "whole"))
+    # Read back once the ISR is at min ISR again: below it the new leader's high watermark
+    # does not advance (KIP-966), so offsets may be unavailable for a while on either side.
+    seen = consume_all(cluster.bootstrap, TOPIC, 1)
+    assert sorted(int(v) for values in seen.values() for v in values) == list(range(RECORDS))
 
     # 2. An ELR member that shut down uncleanly leaves the ELR; the clean one leads.
     assert b[100].stop() in (0, 143)

@@ -283,13 +283,17 @@ def _log_batches(log: FileLog) -> Iterator[int]:
 
 
 def test_kafka_reads_pykrafts_bootstrap_checkpoint(kafka: KafkaDist, tmp_path: Path) -> None:
-    """``bootstrap.checkpoint`` from ``pykraft storage format`` (default 4.0-IV3) is the file
-    Kafka's format writes: Kafka's dump tool decodes its FeatureLevelRecords, metadata.version
-    first and the release's default features after it (Kafka's ``BootstrapMetadata``)."""
-    config = _single_voter(tmp_path)  # formats (default metadata.version 4.0-IV3 = 25)
+    """``bootstrap.checkpoint`` from ``pykraft storage format`` (default 4.4-IV2, Kafka
+    4.4.0's) is the file Kafka's format writes: Kafka's dump tool decodes its
+    FeatureLevelRecords, metadata.version first and the release's default features after it,
+    by name (Kafka's ``BootstrapMetadata``)."""
+    config = _single_voter(tmp_path)  # formats (default metadata.version 4.4-IV2 = 33)
     del config
     assert feature_levels(kafka, tmp_path / "data" / "bootstrap.checkpoint") == [
-        ("metadata.version", 25),
+        ("metadata.version", 33),
+        ("eligible.leader.replicas.version", 1),
         ("group.version", 1),
+        ("share.version", 2),
+        ("streams.version", 1),
         ("transaction.version", 2),
     ]

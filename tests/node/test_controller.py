@@ -109,7 +109,7 @@ def test_image_survives_restarts_through_snapshots(tmp_path: Path) -> None:
         node.stop(signal.SIGTERM)
         described = cli("cluster", "describe", "--metadata-log-dir", str(node.data))
         assert described.returncode == 0, described.stderr
-        assert "MetadataVersion: 25" in described.stdout
+        assert "MetadataVersion: 33" in described.stdout  # 4.4-IV2, the default
     finally:
         node.kill()
 
@@ -184,7 +184,7 @@ def test_a_write_that_cannot_commit_in_its_timeout_is_request_timed_out(tmp_path
     slow = "controller.quorum.fetch.timeout.ms=3000\n"  # after FAST_QUORUM's: it wins
     nodes = [make_config(tmp_path, i + 1, ports[i], voters=voters, extra=slow) for i in range(3)]
     for p in nodes:
-        fmt(p)
+        fmt(p, "--release-version", "4.0")  # share.version 0: the update below writes
     for p in nodes:
         p.start()
     try:

@@ -182,9 +182,13 @@ def test_format_default_bootstrap_metadata(tmp_path: Path) -> None:
     from pykraft.storage.bootstrap import read_bootstrap_metadata
 
     config = load_config(_controller_config(tmp_path, static=True))
-    # The release's default features unless given (as kafka-storage): 0 turns one off.
-    format_storage(config, "X5SvYNT7TJu0jYq2_o3_vg", features={"group.version": 0})
+    # Kafka 4.4.0's kafka-storage default, 4.4-IV2, and the release's default features unless
+    # given (KAFKA-4.4-CONTRACT 2.3): 0 turns one off.
+    format_storage(config, "X5SvYNT7TJu0jYq2_o3_vg", features={"transaction.version": 0})
     assert read_bootstrap_metadata(tmp_path / "d") == {
-        "metadata.version": 25,
-        "transaction.version": 2,
+        "metadata.version": 33,
+        "eligible.leader.replicas.version": 1,
+        "group.version": 1,
+        "share.version": 2,
+        "streams.version": 1,
     }

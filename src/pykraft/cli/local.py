@@ -1,7 +1,7 @@
 """``pykraft local up``: a local Kafka cluster whose controllers are pykraft, for development.
 
 First run: picks free ports on 127.0.0.1, writes ``controller-<id>.properties`` (and with
-``--brokers N``, Apache Kafka ``broker-<id>.properties``, ids 100, 101, ...) under ``--dir``,
+``--brokers N``, Apache Kafka 4.4.0 ``broker-<id>.properties``, ids 100, 101, ...) under ``--dir``,
 formats each data directory (one cluster id, kept in ``cluster.id``; the brokers with Kafka's
 own ``kafka-storage format``). Later runs reuse the files and data. Starts one ``pykraft
 server start`` per controller (logs in ``controller-<id>.log``) and one Kafka broker per broker
@@ -140,9 +140,9 @@ def _prepare_brokers(
 ) -> list[Path]:
     """Broker configs (first run) and Kafka's format of their log directories; raises
     ``KafkaError`` when Kafka cannot run here."""
-    from pykraft.interop.kafka import KafkaDist, write_properties
+    from pykraft.interop.kafka import REFERENCE_DIST, KafkaDist, write_properties
 
-    dist = KafkaDist.get("4")
+    dist = KafkaDist.get(REFERENCE_DIST)
     configs = [base / f"broker-{100 + i}.properties" for i in range(count)]
     listener = "PLAINTEXT" if secure is None else BROKER_LISTENER
     if not all(c.exists() for c in configs):
@@ -513,9 +513,9 @@ def _up(args: argparse.Namespace) -> int:
     ]
     ports = [port for _, port, _ in controllers]
     if broker_configs:
-        from pykraft.interop.kafka import KafkaDist
+        from pykraft.interop.kafka import REFERENCE_DIST, KafkaDist
 
-        dist = KafkaDist.get("4")
+        dist = KafkaDist.get(REFERENCE_DIST)
         for config in broker_configs:
             log = args.dir / (config.stem + ".log")
             broker_id = int(config.stem.split("-", 1)[1])

@@ -30,7 +30,10 @@ def register(sub: Any) -> None:
         "--release-version",
         "-r",
         metavar="VERSION",
-        help="the metadata.version to start with, e.g. 3.9 or 4.0-IV3 (default 4.0-IV3)",
+        help=(
+            "the metadata.version to start with, e.g. 3.9 or 4.0-IV3 (default 4.4-IV2, as "
+            "Kafka 4.4.0's kafka-storage; name the brokers' release when they run an older Kafka)"
+        ),
     )
     fmt.add_argument("--feature", "-f", action="append", default=[], metavar="NAME=LEVEL")
     fmt.add_argument("--ignore-formatted", "-g", action="store_true")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pykraft.metadata.versions import DEFAULT_METADATA_VERSION
+
 __all__ = ["ControllerConfig", "RandomSource"]
 
 
@@ -41,8 +43,9 @@ class ControllerConfig:
     # min.insync.replicas (the controller's own): the cluster-wide value written when
     # eligible leader replicas are turned on, at bootstrap or by UpdateFeatures (KIP-966).
     min_insync_replicas: int = 1
-    # Feature levels written into an empty log when the directory has no bootstrap.checkpoint.
-    bootstrap_metadata_version: int = 25
+    # Feature levels written into an empty log when the directory has no bootstrap records
+    # (Kafka: the latest production level, as ``storage format`` defaults to).
+    bootstrap_metadata_version: int = DEFAULT_METADATA_VERSION.level
     # zookeeper.metadata.migration.enable (KIP-866): this quorum migrates a ZooKeeper cluster.
     zk_migration_enabled: bool = False
     # inter.broker.listener.name: the listener every migrating ZooKeeper broker must register.

@@ -6,10 +6,11 @@ of its own with its ``log.dirs`` on a small tmpfs too, formatted with Kafka's ow
 ``kafka-storage format``; the controllers fence a broker after ``broker.session.timeout.ms``
 (4 s here: a fault held longer than that fences it).
 
-With ``controllers="kafka"`` the controllers are Apache Kafka's own (``kafka.Kafka`` with
-``process.roles=controller``, formatted by ``kafka-storage format --release-version 4.0``, the
-level pykraft bootstraps), for the same schedule side by side; the monitor reads them through
-``kafka_quorum.py``.
+Both kinds of controller are formatted at ``FAULT_RUN_RELEASE`` (4.0-IV3, the level every
+Kafka 4.x broker runs and the one the reported runs used). With ``controllers="kafka"`` the
+controllers are Apache Kafka's own (``kafka.Kafka`` with ``process.roles=controller``,
+formatted by its ``kafka-storage format``), for the same schedule side by side; the monitor
+reads them through ``kafka_quorum.py``.
 
 Voters are formatted with ``--initial-controllers`` (kraft.version 1) and find each other
 through ``controller.quorum.bootstrap.servers``; observers are formatted with
@@ -37,7 +38,9 @@ from pykraft.interop.cluster import free_ports, read_metrics
 from pykraft.interop.kafka import KafkaDist, write_properties
 from pykraft.storage.meta import random_uuid, uuid_to_kafka
 
-__all__ = ["FaultCluster", "Node"]
+__all__ = ["FAULT_RUN_RELEASE", "FaultCluster", "Node"]
+
+FAULT_RUN_RELEASE = "4.0"  # both tools' --release-version
 
 CONTROLLER_PORT = 9093
 BROKER_PORT = 9092
@@ -246,6 +249,7 @@ class FaultCluster:
             )
             argv = [sys.executable, "-m", "pykraft.cli.main", "storage", "format"]
             argv += ["--config", str(node.config), "--cluster-id", self.cluster_id, *mode]
+            argv += ["--release-version", FAULT_RUN_RELEASE]
             result = subprocess.run(argv, capture_output=True, text=True, check=False)
             if result.returncode != 0:
                 raise RuntimeError(f"format of node {node.node_id}: {result.stderr.strip()}")
@@ -303,7 +307,9 @@ class FaultCluster:
             },
         )
         mode = ["--initial-controllers", initial] if node.voter else ["--no-initial-controllers"]
-        self.kafka.format_storage(node.config, self.cluster_id, "--release-version", "4.0", *mode)
+        self.kafka.format_storage(
+            node.config, self.cluster_id, "--release-version", FAULT_RUN_RELEASE, *mode
+        )
 
     def teardown(self) -> None:
         for node in self.every_node:

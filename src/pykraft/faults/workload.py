@@ -31,8 +31,8 @@ from pykraft.protocol.build import make
 
 __all__ = ["Ack", "Workload"]
 
-# A Kafka 4.3.1 broker's features (4.3-IV0 is its newest level).
-_FEATURES = broker_registration_features(30)
+# A Kafka 4.4.0 broker's features (4.4-IV2 is its newest level).
+_FEATURES = broker_registration_features(33)
 _NOT_CONTROLLER = 41
 _REQUEST_TIMEOUT_MS = 5_000
 _FIRST_BROKER_ID = 10_000

@@ -33,6 +33,7 @@ from typing import ClassVar, Final
 
 __all__ = [
     "KAFKA_MAIN",
+    "REFERENCE_DIST",
     "KafkaDist",
     "KafkaError",
     "KafkaProcess",
@@ -76,6 +77,13 @@ class KafkaError(RuntimeError):
 def repo_root() -> Path:
     """The source tree this package runs from (``scripts/`` and ``interop/`` live there)."""
     return Path(__file__).resolve().parents[3]
+
+
+REFERENCE_DIST: Final = "4.4"
+"""The distribution pykraft's own tooling runs brokers from (``pykraft local up``, the main
+job): Kafka 4.4.0, the newest release, whose ``kafka-storage format`` default (4.4-IV2) is
+``storage format``'s too. The interop tests name theirs (``"4"``: 4.3.1, the long-standing
+peer; ``"4.4"``, ``"4.1"``, ``"3.9"``)."""
 
 
 def pom_version(name: str) -> str:
@@ -124,6 +132,12 @@ class KafkaDist:
     def label(self) -> str:
         """How tests name it: ``kafka-4.3.1``."""
         return f"kafka-{self.version}"
+
+    @property
+    def default_release(self) -> str:
+        """The release its ``kafka-storage format`` starts a cluster at when none is named
+        (its own: ``4.3`` for 4.3.1, at 4.3-IV0)."""
+        return ".".join(self.version.split(".")[:2])
 
     @property
     def major(self) -> int:

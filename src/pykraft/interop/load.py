@@ -85,12 +85,12 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[i
         bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=30_000
     )
     tps = [TopicPartition(topic, p) for p in range(partitions)]
-    consumer.assign(tps)
-    consumer.seek_to_beginning(*tps)
-    ends = consumer.end_offsets(tps)
     seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
-    remaining = {tp.partition for tp in tps if ends[tp] > 0}
-    try:
+    try:  # closed whatever fails: no client thread outlives the call
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        remaining = {tp.partition for tp in tps if ends[tp] > 0}
         for message in consumer:
             seen[message.partition].append(int(message.value))
             if message.offset + 1 >= ends[TopicPartition(topic, message.partition)]:

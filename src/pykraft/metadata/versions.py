@@ -12,9 +12,12 @@ every feature at the highest level whose bootstrap level it reaches (``default_l
 level may depend on other features (eligible.leader.replicas.version 1 needs metadata.version
 4.0-IV1, where the partition records gained the ELR fields).
 
-pykraft's controller formats new clusters at ``DEFAULT_METADATA_VERSION``: 4.0-IV3 (25), the
-newest level every Kafka 4.x broker (4.0 through 4.3) accepts, which also has the record
-shapes of 3.7-IV2+ (directory ids) and of 4.0-IV1+ (PartitionRecord/PartitionChangeRecord v2).
+``storage format`` without ``--release-version`` starts a cluster at
+``DEFAULT_METADATA_VERSION``: 4.4-IV2 (33), Kafka 4.4.0's ``LATEST_PRODUCTION``, which is what
+Kafka 4.4.0's ``kafka-storage format`` writes when no release is named. As with Kafka's tool,
+a cluster whose brokers run an older Kafka is formatted at their release
+(``--release-version 4.3`` for 4.3.1 brokers): a broker refuses to register where the
+finalized level is above the highest it supports.
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ VERSIONS: Final = tuple(
 )
 _BY_LEVEL: Final = {v.level: v for v in VERSIONS}
 MINIMUM_METADATA_VERSION: Final = _BY_LEVEL[7]
-DEFAULT_METADATA_VERSION: Final = _BY_LEVEL[25]
+DEFAULT_METADATA_VERSION: Final = _BY_LEVEL[33]  # Kafka 4.4.0's kafka-storage default
 # Levels of interest to the controller (the record shapes each one writes).
 IBP_3_4_IV0: Final = 8  # ZooKeeper brokers may register (KIP-866 migration)
 IBP_3_5_IV2: Final = 11  # SCRAM credentials in the log (UserScramCredentialRecord)

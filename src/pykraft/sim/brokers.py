@@ -50,8 +50,8 @@ CRASH_PER_TICK: Final = 0.004
 SHUTDOWN_PER_TICK: Final = 0.003
 ISR_CHANGE_PER_TICK: Final = 0.05
 DOWN_MS: Final = (1_000, 12_000)
-# A Kafka 4.3.1 broker's features (4.3-IV0 is its newest level).
-FEATURES: Final = tuple(broker_registration_features(30))
+# A Kafka 4.4.0 broker's features (4.4-IV2 is its newest level).
+FEATURES: Final = tuple(broker_registration_features(33))
 
 
 @dataclass
