@@ -86,7 +86,7 @@ def kafka41() -> KafkaDist:
 
 @pytest.fixture(scope="module")
 def cluster(
-    kafka: KafkaDist,
+    kafka431: KafkaDist,
     kafka41: KafkaDist,
     kafka44: KafkaDist,
     tmp_path_factory: pytest.TempPathFactory,
@@ -104,7 +104,7 @@ def cluster(
         broker_overrides={"broker.heartbeat.interval.ms": 500},
     )
     c.brokers[0].dist = kafka41
-    c.brokers[1].dist = kafka
+    c.brokers[1].dist = kafka431
     controller = c.controllers[0]
     shutil.rmtree(controller.data)
     config = tmp / "kafka-format.properties"

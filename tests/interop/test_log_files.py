@@ -175,12 +175,14 @@ def test_kafka_dump_log_reads_what_pykraft_wrote(kafka: KafkaDist, pykraft_dir: 
     assert {"FEATURE_LEVEL_RECORD", "REGISTER_BROKER_RECORD", "PARTITION_RECORD"} <= seen_types
 
 
-def test_kafka_metadata_shell_opens_a_pykraft_snapshot(kafka: KafkaDist, pykraft_dir: Path) -> None:
+def test_kafka_metadata_shell_opens_a_pykraft_snapshot(
+    kafka431: KafkaDist, pykraft_dir: Path
+) -> None:
     snapshot = max(pykraft_dir.glob("*.checkpoint"))
     assert not snapshot.name.startswith("00000000000000000000-")
 
-    def shell(*command: str) -> str:
-        return kafka.run("metadata-shell", "--snapshot", str(snapshot), *command).stdout
+    def shell(*command: str) -> str:  # kafka-shell 4.4.0 is not on Maven Central
+        return kafka431.run("metadata-shell", "--snapshot", str(snapshot), *command).stdout
 
     assert shell("ls", "/image/topics/byName").split() == ["orders"]
     partition = shell("cat", "/image/topics/byName/orders/0")

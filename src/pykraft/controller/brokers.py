@@ -46,6 +46,7 @@ from pykraft.controller.partitions import (
     Acceptable,
     acceptor,
     change_record,
+    effective_min_isr,
     elr_enabled,
     partition_version,
 )
@@ -186,9 +187,16 @@ def _leader_and_isr_updates(
     ``unclean_shutdown`` leaves the ISR and the ELR."""
     version = partition_version(image.metadata_version or 0)
     out: RecordList = []
+    elr_on = elr_enabled(image)
+    min_isr_of: dict[uuid.UUID, int] = {}  # one min.insync.replicas lookup per topic
     for p in list(partitions):
         isr = tuple(b for b in p.isr if b != remove)
         election = "unclean" if p.topic_id in unclean else "default"
+        min_isr = None
+        if elr_on:
+            min_isr = min_isr_of.get(p.topic_id)
+            if min_isr is None:
+                min_isr = min_isr_of[p.topic_id] = effective_min_isr(image, p)
         record = change_record(
             image,
             p,
@@ -197,6 +205,7 @@ def _leader_and_isr_updates(
             election=election,
             version=version,
             unclean_shutdown=unclean_shutdown,
+            min_isr=min_isr,
         )
         if record is not None:
             out.append((record, version))

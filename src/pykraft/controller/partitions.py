@@ -281,6 +281,7 @@ def change_record(
     version: int = 2,
     final_target: tuple[int, ...] | None = None,
     unclean_shutdown: int = NO_LEADER,
+    min_isr: int | None = None,
 ) -> PartitionChangeRecord | None:
     """The record moving ``p`` to the new replicas/ISR/adding/removing (None fields:
     unchanged) and the leader the rules pick; None when nothing would change.
@@ -296,7 +297,9 @@ def change_record(
     replicas reach it: every replica change states the plan.
 
     ``unclean_shutdown``: a broker that registered again after an unclean shutdown; it
-    leaves the ISR and the ELR and may not lead (Kafka's ``setUncleanShutdownReplicas``)."""
+    leaves the ISR and the ELR and may not lead (Kafka's ``setUncleanShutdownReplicas``).
+    ``min_isr``: the topic's ``effective_min_isr`` when the caller has it (one lookup per
+    topic for a request that changes many of its partitions)."""
     new_replicas, target_isr, new_adding, new_removing = _complete_reassignment(
         p.replicas if replicas is None else replicas,
         p.isr if isr is None else isr,
@@ -307,7 +310,9 @@ def change_record(
     elr_on = version >= 2 and elr_enabled(image)
     target_elr: tuple[int, ...] = ()
     if elr_on:
-        target_elr = _target_elr(p, new_isr, effective_min_isr(image, p), unclean_shutdown)
+        if min_isr is None:
+            min_isr = effective_min_isr(image, p)
+        target_elr = _target_elr(p, new_isr, min_isr, unclean_shutdown)
     elif not new_isr:
         new_isr = p.isr  # KIP-841: the ISR never empties; the partition goes offline
     leader, unclean = choose_leader(

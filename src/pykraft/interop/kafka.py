@@ -64,6 +64,12 @@ KAFKA_MAIN: Final = {
     "zookeeper": "org.apache.zookeeper.server.ZooKeeperServerMain",
 }
 
+# Tools whose main class moved, from the release (major, minor) on: Kafka 4.4 moved
+# ConfigCommand from the core (Scala) jar to kafka-tools.
+KAFKA_MAIN_MOVED: Final = {
+    "configs": ((4, 4), "org.apache.kafka.tools.ConfigCommand"),
+}
+
 # A tool's JVM: small heap, quick start (C1 only, serial GC); servers get the full JIT.
 TOOL_JVM: Final = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SERVER_JVM: Final = ("-Xms128m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
@@ -134,6 +140,11 @@ class KafkaDist:
         return f"kafka-{self.version}"
 
     @property
+    def _release(self) -> tuple[int, int]:
+        major, minor = self.version.split(".")[:2]
+        return int(major), int(minor)
+
+    @property
     def default_release(self) -> str:
         """The release its ``kafka-storage format`` starts a cluster at when none is named
         (its own: ``4.3`` for 4.3.1, at 4.3-IV0)."""
@@ -162,6 +173,9 @@ class KafkaDist:
     ) -> list[str]:
         """The ``java`` command line running ``main`` (a class name or a ``KAFKA_MAIN`` key)."""
         main_class = KAFKA_MAIN.get(main, main)
+        moved = KAFKA_MAIN_MOVED.get(main)
+        if moved is not None and self._release >= moved[0]:
+            main_class = moved[1]
         return [
             "java",
             *jvm,
