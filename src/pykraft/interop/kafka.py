@@ -148,7 +148,7 @@ class KafkaDist:
     def default_release(self) -> str:
         """The release its ``kafka-storage format`` starts a cluster at when none is named
         (its own: ``4.3`` for 4.3.1, at 4.3-IV0)."""
-        return ".".join(self.version.split(".")[:2])
+        return "{}.{}".format(*self._release)
 
     @property
     def major(self) -> int:

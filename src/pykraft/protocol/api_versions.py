@@ -166,12 +166,7 @@ def build_api_versions_response(
                 ResponsePayload,
                 cls(
                     error_code=int(error_code),
-                    api_keys=tuple(
-                        v5.ApiVersion(
-                            api_key=r.api_key, min_version=r.min_version, max_version=r.max_version
-                        )
-                        for r in apis
-                    ),
+                    api_keys=_api_keys(v5.ApiVersion, apis),
                     throttle_time_ms=throttle_time_ms,
                     supported_features=tuple(
                         v5.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
