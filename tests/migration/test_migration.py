@@ -31,6 +31,7 @@ from kafka.admin import (
     ResourceType,
 )
 from kafka.errors import NoError, TopicAuthorizationFailedError
+from kazoo.client import KazooClient
 
 from pykraft.interop.cluster import BROKER_STARTED, Server, read_metrics
 from pykraft.interop.zookeeper import ZK_BROKER_STARTED
@@ -472,6 +473,13 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
     until(lambda: _lag(migrated) == 0.0, "ZooKeeper caught up")
 
 
+def _notes(zk: KazooClient, parent: str) -> list[bytes]:
+    """The data of every change note under ``parent`` (none while it does not exist)."""
+    if zk.exists(parent) is None:
+        return []
+    return [zk.get(f"{parent}/{c}")[0] for c in zk.get_children(parent)]
+
+
 def test_acls_from_zookeeper_are_enforced_and_changes_dual_written(migrated: Migrated) -> None:
     """Issue 27 part 5: the ACLs ZooKeeper held were migrated (AccessControlEntryRecords) and
     the KRaft brokers' StandardAuthorizer enforces them; ACLs created and deleted through
@@ -524,10 +532,11 @@ def test_acls_from_zookeeper_are_enforced_and_changes_dual_written(migrated: Mig
             lambda: zk.exists("/kafka-acl-extended/prefixed/Topic/blocked-") is None,
             "blocked- gone from ZooKeeper",
         )
-        notes = [
-            zk.get(f"/kafka-acl-changes/{c}")[0] for c in zk.get_children("/kafka-acl-changes")
-        ]
-        assert b"TOPIC:dual-acl" in notes
+        # The change notes follow the fenced writes (as Kafka writes them): wait for them too.
+        until(
+            lambda: b"TOPIC:dual-acl" in _notes(zk, "/kafka-acl-changes"),
+            "the dual-acl change note in ZooKeeper",
+        )
     listed = zk_acl_command(old, "--list", "--topic", "dual-acl")
     assert "User:ANONYMOUS" in listed and "DENY" in listed and "READ" in listed
     listed = zk_acl_command(old, "--list")
@@ -548,10 +557,10 @@ def test_acls_from_zookeeper_are_enforced_and_changes_dual_written(migrated: Mig
             "the expired token deleted from ZooKeeper",
             TOKEN_LIFETIME_MS / 1000 + 60,
         )
-        changes = zk.get_children("/delegation_token/token_changes")
-        assert TOKEN_ID.encode() in [
-            zk.get(f"/delegation_token/token_changes/{c}")[0] for c in changes
-        ]
+        until(
+            lambda: TOKEN_ID.encode() in _notes(zk, "/delegation_token/token_changes"),
+            "the token's change note in ZooKeeper",
+        )
     assert "name=blocked-, patternType=PREFIXED)`:" not in listed
     # With the DENY gone, the brokers let the write through.
     producer = KafkaProducer(bootstrap_servers=old.kafka.bootstrap, acks="all")
