@@ -26,7 +26,7 @@ def test_primitives_revert_and_read_at_committed() -> None:
         value = 0
 
     box = Box()
-    tl.recording = True
+    tl.record_uncommitted(True)
     tl.offset = 5
     tl.put(d, "a", 2)
     tl.put(d, "b", 3)

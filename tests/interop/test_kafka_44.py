@@ -22,6 +22,7 @@ from pykraft.interop.kafka import KafkaDist
 from pykraft.interop.load import Load, assert_nothing_lost, consume_all
 
 from ..node.procs import CLUSTER_ID, cli, free_ports, wait_for
+from . import describe
 from .cluster import KafkaCluster
 from .dumplog import feature_levels
 
@@ -125,15 +126,8 @@ def _finalized(kafka44: KafkaDist, cluster: KafkaCluster) -> dict[str, str]:
     return dict(re.findall(r"Feature: (\S+)\s.*FinalizedVersionLevel: (\S+)", described))
 
 
-def _whole(kafka44: KafkaDist, cluster: KafkaCluster) -> bool:
-    out = kafka44.run(
-        "topics", "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", TOPIC
-    ).stdout
-    parts = [
-        dict(re.findall(r"(\w+): ([^\t]*)", line))
-        for line in out.splitlines()
-        if "Partition:" in line
-    ]
+def _whole(cluster: KafkaCluster) -> bool:
+    parts = describe.partitions(cluster.bootstrap, TOPIC)
     return len(parts) == PARTITIONS and all(
         p["Leader"] != "none" and set(p["Isr"].split(",")) == set(p["Replicas"].split(","))
         for p in parts
@@ -157,7 +151,7 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
         "--config",
         "min.insync.replicas=2",
     )
-    wait_for(lambda: _whole(kafka44, cluster), "the topic whole")
+    wait_for(lambda: _whole(cluster), "the topic whole")
     kafka44.run(
         "features",
         "--bootstrap-controller",
@@ -193,7 +187,7 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
         at_41 = _finalized(kafka44, cluster)
         assert at_41["metadata.version"] == "4.1-IV1", at_41
         assert at_41["eligible.leader.replicas.version"] == "1", at_41
-        wait_for(lambda: _whole(kafka44, cluster), "the topic whole at 4.1")
+        wait_for(lambda: _whole(cluster), "the topic whole at 4.1")
 
         refused = kafka44.run(*upgrade("4.4"), check=False)
         assert refused.returncode != 0, refused.stdout
@@ -204,7 +198,7 @@ def test_mixed_brokers_upgraded_to_4_4_with_kafkas_tool_under_load(
             assert old.stop() in (0, 143)
             old.dist = kafka44
             old.start()
-            wait_for(lambda: _whole(kafka44, cluster), f"broker {old.node_id} back on 4.4.0", 90)
+            wait_for(lambda: _whole(cluster), f"broker {old.node_id} back on 4.4.0", 90)
 
         upgraded = kafka44.run(*upgrade("4.4")).stdout
         assert "metadata.version was upgraded to 33" in upgraded, upgraded

@@ -6,7 +6,6 @@ and every record Kafka's ``kafka-dump-log --cluster-metadata-decoder`` prints is
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from pykraft.pipeline.ingest import LogDir, run_ingest
 from pykraft.storage import uuid_to_kafka
 
 from ..node.procs import FAST_QUORUM, wait_for
+from . import describe
 from .dumplog import kafka_dump
 
 CLUSTERS = {
@@ -36,15 +36,6 @@ SESSION = {"broker.session.timeout.ms": 6000}
 
 def _props(text: str) -> dict[str, object]:
     return dict(line.split("=", 1) for line in text.strip().splitlines())
-
-
-def _describe(kafka: KafkaDist, bootstrap: str, topic: str) -> list[dict[str, str]]:
-    out = kafka.run("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", topic)
-    return [
-        dict(re.findall(r"(\w+): ([^\t]*)", line))
-        for line in out.stdout.splitlines()
-        if "Partition:" in line
-    ]
 
 
 def _scenario(kafka: KafkaDist, cluster: LocalCluster) -> None:
@@ -61,7 +52,7 @@ def _scenario(kafka: KafkaDist, cluster: LocalCluster) -> None:
             ]
         )
         wait_for(
-            lambda: all(p["Leader"] != "none" for p in _describe(kafka, bootstrap, "orders")),
+            lambda: describe.every(bootstrap, "orders", lambda p: p["Leader"] != "none"),
             "orders led",
         )
         admin.alter_configs(
@@ -79,24 +70,21 @@ def _scenario(kafka: KafkaDist, cluster: LocalCluster) -> None:
         victim = cluster.brokers[2]  # broker 102
         victim.kill()
         wait_for(
-            lambda: all(
-                "102" not in p["Isr"].split(",") for p in _describe(kafka, bootstrap, "orders")
-            ),
+            lambda: describe.every(bootstrap, "orders", lambda p: "102" not in p["Isr"].split(",")),
             "broker 102 out of every ISR",
             60,
         )
         victim.start()
         wait_for(
-            lambda: all(
-                set(p["Isr"].split(",")) == {"100", "101", "102"}
-                for p in _describe(kafka, bootstrap, "orders")
+            lambda: describe.every(
+                bootstrap, "orders", lambda p: set(p["Isr"].split(",")) == {"100", "101", "102"}
             ),
             "broker 102 back in every ISR",
             90,
         )
         admin.alter_partition_reassignments({TopicPartition("moving", 0): [101]})
         wait_for(
-            lambda: _describe(kafka, bootstrap, "moving")[0]["Replicas"] == "101",
+            lambda: describe.every(bootstrap, "moving", lambda p: p["Replicas"] == "101"),
             "moving-0 on broker 101",
             60,
         )

@@ -165,7 +165,7 @@ class Image:
     def record_uncommitted(self, on: bool) -> None:
         """Remember what each applied record changes, until it commits (the active
         controller applies records before they commit); off, the undo log is dropped."""
-        self.timeline.recording = on
+        self.timeline.record_uncommitted(on)
         if not on:
             self.timeline.commit(self.last_offset)
 
@@ -496,9 +496,15 @@ class Image:
 
     def records(self, partition_version: int, broker_version: int) -> list[tuple[Any, int]]:
         """The image as (record, version) pairs, in the order a snapshot holds them."""
-        out: list[tuple[Any, int]] = []
+        return list(self.iter_records(partition_version, broker_version))
+
+    def iter_records(
+        self, partition_version: int, broker_version: int
+    ) -> Iterator[tuple[Any, int]]:
+        """``records`` one at a time. Each collection is listed (sorted) when the iteration
+        reaches it, so it may be resumed later with the image as it was (``Timeline.at``)."""
         if METADATA_VERSION in self.features:
-            out.append(
+            yield (
                 (
                     r.FeatureLevelRecord(
                         name=METADATA_VERSION, feature_level=self.features[METADATA_VERSION]
@@ -508,11 +514,11 @@ class Image:
             )
         for name, level in sorted(self.features.items()):
             if name != METADATA_VERSION:
-                out.append((r.FeatureLevelRecord(name=name, feature_level=level), 0))
+                yield ((r.FeatureLevelRecord(name=name, feature_level=level), 0))
         if self.migration_state:
-            out.append((r.ZkMigrationStateRecord(zk_migration_state=self.migration_state), 0))
+            yield ((r.ZkMigrationStateRecord(zk_migration_state=self.migration_state), 0))
         for _, c in sorted(self.controllers.items()):
-            out.append(
+            yield (
                 (
                     r.RegisterControllerRecord(
                         controller_id=c.controller_id,
@@ -530,14 +536,14 @@ class Image:
                 )
             )
         for _, b in sorted(self.brokers.items()):
-            out.append((broker_record(b, broker_version), broker_version))
+            yield ((broker_record(b, broker_version), broker_version))
         for topic in sorted(self.topics.values(), key=lambda t: t.name):
-            out.append((r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
+            yield ((r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
             for _, p in sorted(topic.partitions.items()):
-                out.append((partition_record(p, partition_version), partition_version))
+                yield ((partition_record(p, partition_version), partition_version))
         for (resource_type, resource_name), configs in sorted(self.configs.items()):
             for name, value in sorted(configs.items()):
-                out.append(
+                yield (
                     (
                         r.ConfigRecord(
                             resource_type=resource_type,
@@ -550,7 +556,7 @@ class Image:
                 )
         if self.next_producer_id:
             broker_id, epoch = self.producer_ids_owner
-            out.append(
+            yield (
                 (
                     r.ProducerIdsRecord(
                         broker_id=broker_id,
@@ -560,8 +566,7 @@ class Image:
                     0,
                 )
             )
-        out.extend(value for _, value in sorted(self.opaque.items(), key=lambda kv: repr(kv[0])))
-        return out
+        yield from (value for _, value in sorted(self.opaque.items(), key=lambda kv: repr(kv[0])))
 
     # -- invariants ------------------------------------------------------------------------
 

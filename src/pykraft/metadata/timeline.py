@@ -25,12 +25,19 @@ value it replaces, tagged with the offset of the record being applied. Then:
   nothing a failover could lose (Kafka's reads at ``lastCommittedOffset``).
 
 Not recording, a primitive is the plain mutation (one attribute test more).
+
+A reader that needs the image as of an older committed offset for a while (the snapshot
+generator, which writes a large image in slices between other events: Kafka's
+``SnapshotGenerator`` reading its timeline at the snapshot's epoch) pins that offset:
+while pinned, the primitives record on every controller (a standby too) and ``commit`` keeps
+what the records after the pin changed, so that ``at(offset)`` can show the image as it was
+there; ``unpin`` lets them go. ``at_committed()`` is ``at`` the last committed offset.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableSequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Final, TypeVar
 
 __all__ = ["Timeline"]
@@ -64,12 +71,15 @@ class Timeline:
     """Invariant: ``_entries`` is in non-decreasing offset order, and undoing them newest
     first turns the image back into its state before the oldest one's record."""
 
-    __slots__ = ("_entries", "offset", "recording")
+    __slots__ = ("_active", "_entries", "_pins", "committed_offset", "offset", "recording")
 
     def __init__(self) -> None:
         self._entries: list[_Entry] = []
-        self.recording = False
+        self._active = False  # the active controller records its uncommitted changes
+        self._pins: list[int] = []  # offsets a reader still needs the image at
+        self.recording = False  # _active or pinned: the primitives remember what they replace
         self.offset = -1  # the offset of the record whose changes are being made
+        self.committed_offset = -1  # the last offset ``commit`` was told of
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -114,8 +124,32 @@ class Timeline:
 
     # -- commit, revert, read at the committed offset -------------------------------------------
 
+    def record_uncommitted(self, on: bool) -> None:
+        """On: this is the active controller, which applies records before they commit."""
+        self._active = on
+        self.recording = on or bool(self._pins)
+
     def commit(self, offset: int) -> None:
-        """The records up to ``offset`` committed: forget their changes."""
+        """The records up to ``offset`` committed: forget their changes (those after the
+        oldest pin are kept for its reader)."""
+        self.committed_offset = max(self.committed_offset, offset)
+        self._forget(min(offset, self._pins[0]) if self._pins else offset)
+
+    def pin(self, offset: int) -> None:
+        """Keep being able to show the image at ``offset`` (<= the committed offset, which
+        the image holds now) until ``unpin``."""
+        self._pins.append(offset)
+        self._pins.sort()
+        self.recording = True
+
+    def unpin(self, offset: int) -> None:
+        self._pins.remove(offset)
+        self.recording = self._active or bool(self._pins)
+        self._forget(
+            min(self.committed_offset, self._pins[0]) if self._pins else self.committed_offset
+        )
+
+    def _forget(self, offset: int) -> None:
         entries = self._entries
         if not entries or entries[0][0] > offset:
             return
@@ -140,15 +174,24 @@ class Timeline:
             undone += 1
         return undone
 
+    def at_committed(self) -> AbstractContextManager[None]:
+        """The image as of the last ``commit`` inside the block."""
+        return self.at(self.committed_offset)
+
     @contextmanager
-    def at_committed(self) -> Iterator[None]:
-        """The image as of the last ``commit`` inside the block (changes after it undone on
-        entry, redone on exit). Nothing may change the image inside."""
+    def at(self, offset: int) -> Iterator[None]:
+        """The image as of ``offset`` inside the block (the changes of later records undone
+        on entry, redone on exit): the last committed offset, or a pinned one. Nothing may
+        change the image inside."""
         entries = self._entries
-        if not entries:
+        first = len(entries)
+        while first and entries[first - 1][0] > offset:
+            first -= 1
+        if first == len(entries):
             yield
             return
-        redo = [_capture(entry) for entry in reversed(entries)]  # undoes as it captures
+        # Undone newest first as they are captured.
+        redo = [_capture(entries[i]) for i in range(len(entries) - 1, first - 1, -1)]
         recording, self.recording = self.recording, False
         try:
             yield

@@ -7,11 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pykraft.controller.brokers import register_broker_version
-from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import QuorumController
+from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.metadata.image import Image
-from pykraft.metadata.serde import decode_record, encode_record
+from pykraft.metadata.serde import decode_record
 from pykraft.records import decode_records, iter_batches
 from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, read_snapshot
 
@@ -22,14 +21,10 @@ SNAPSHOT_CHUNK_RECORDS = 2000  # records per append to a snapshot writer (one ba
 
 def snapshot_values(controller: QuorumController) -> list[bytes]:
     """The image as the encoded records of a metadata snapshot, at the versions the
-    finalized metadata.version writes."""
-    mv = controller.metadata_version
-    return [
-        encode_record(record, version)
-        for record, version in controller.image.records(
-            partition_version(mv), register_broker_version(mv)
-        )
-    ]
+    finalized metadata.version writes, all at once (tools; a running controller generates
+    them in slices: ``SnapshotGenerator``)."""
+    image = controller.image
+    return SnapshotGenerator(image, image.last_offset + 1).all_values()
 
 
 def write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:

@@ -55,6 +55,7 @@ from pykraft.controller.log_listener import MetaLogListener
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import QuorumController
 from pykraft.controller.result import RecordList
+from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.controller.steps import Limits
 from pykraft.metadata import records as r
 from pykraft.metadata.image import BROKER_RESOURCE, NO_LEADER_CHANGE, Image, PartitionState
@@ -197,13 +198,7 @@ class SimController:
         not exactly the committed state there."""
         if self.listener.position != offset:
             return None
-        mv = self.listener.controller.metadata_version
-        return [
-            encode_record(record, version)
-            for record, version in self.image.records(
-                partition_version(mv), register_broker_version(mv)
-            )
-        ]
+        return SnapshotGenerator(self.image, offset).all_values()
 
 
 def check_elections(

@@ -1,0 +1,92 @@
+"""A snapshot generated in slices (``controller/snapshot_generator.py``) holds exactly the image
+at its offset, whatever the controller does between the slices: new records on the active
+controller (some committed, some reverted after a lost leadership), committed records on a
+standby; and once it is done the timeline forgets what it kept for it."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pykraft.controller.snapshot_generator import SnapshotGenerator
+from pykraft.metadata.serde import encode_record
+from tests.controller.harness import Harness
+
+
+def _encoded(records: list[tuple[object, int]]) -> list[bytes]:
+    return [encode_record(record, version) for record, version in records]
+
+
+def _harness(seed: int) -> Harness:
+    h = Harness(seed=seed, bootstrap={"metadata.version": 27})
+    for broker in (1, 2, 3):
+        h.live_broker(broker)
+    return h
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), slice_=st.integers(1, 12))
+def test_slices_on_the_active_controller_read_the_image_at_the_pin(seed: int, slice_: int) -> None:
+    rng = random.Random(seed)
+    h = _harness(seed)
+    h.random_requests(rng, 8)
+    image = h.image
+    image.record_uncommitted(True)
+    end = h.offset
+    image.committed(end - 1)
+    expected = _encoded(image.records(2, 3))
+    generator = SnapshotGenerator(image, end)
+    got: list[bytes] = []
+    committed = end - 1
+    while not generator.done:
+        got.extend(generator.next_values(slice_))
+        h.random_requests(rng, 1)  # applied before it commits, as the active controller does
+        if rng.random() < 0.5:
+            committed = h.offset - 1
+            image.committed(committed)
+        elif rng.random() < 0.2:
+            image.revert(committed)  # leadership lost: back to the committed offset
+            h.offset = committed + 1
+    assert got == expected
+    assert generator.count == len(expected)
+    image.committed(h.offset - 1)
+    assert len(image.timeline) == 0  # nothing kept once the generator let go
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), slice_=st.integers(1, 12))
+def test_slices_on_a_standby_read_the_image_at_the_pin(seed: int, slice_: int) -> None:
+    rng = random.Random(seed)
+    h = _harness(seed)
+    h.random_requests(rng, 8)
+    standby = h.standby  # replays committed records only: it records nothing by itself
+    assert not standby.timeline.recording
+    expected = _encoded(standby.records(2, 3))
+    generator = SnapshotGenerator(standby, h.offset)
+    assert standby.timeline.recording  # while pinned
+    got: list[bytes] = []
+    while not generator.done:
+        got.extend(generator.next_values(slice_))
+        h.random_requests(rng, 1)
+        standby.committed(h.offset - 1)
+        assert standby.timeline.recording or generator.done
+    assert got == expected
+    assert not standby.timeline.recording and len(standby.timeline) == 0
+    assert _encoded(standby.records(2, 3)) == _encoded(h.image.records(2, 3))
+
+
+def test_a_generator_closed_half_way_lets_go() -> None:
+    rng = random.Random(3)
+    h = _harness(3)
+    h.random_requests(rng, 5)
+    standby = h.standby
+    generator = SnapshotGenerator(standby, h.offset)
+    assert generator.next_values(2)
+    h.random_requests(rng, 2)
+    assert len(standby.timeline) > 0
+    generator.close()
+    generator.close()
+    standby.committed(h.offset - 1)
+    assert not standby.timeline.recording and len(standby.timeline) == 0
