@@ -98,6 +98,9 @@ def test_metrics_endpoint(quorum: list[Proc]) -> None:
     # Static voters at kraft.version 0: the setting is in use.
     assert m["kafka_raft_metrics_ignored_static_voters"] == 0
     assert m["kafka_raft_metrics_log_end_epoch"] == m["kafka_raft_metrics_current_epoch"]
+    # The loop-lag sampler runs (node/loop_lag.py): the window's longest is the longest ever
+    # at most.
+    assert 0 <= m["pykraft_event_loop_lag_max_ms"] <= m["pykraft_event_loop_lag_max_ever_ms"]
     assert 0 < m["kafka_raft_metrics_high_watermark"] <= m["kafka_raft_metrics_log_end_offset"]
     assert m["kafka_raft_metrics_append_records_total"] > 0
     assert m["kafka_raft_metrics_append_records_rate"] > 0

@@ -82,6 +82,7 @@ from pykraft.node.inbound import (
     source_of,
     wall_clock,
 )
+from pykraft.node.loop_lag import LoopLag
 from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, record_count, snapshot_of
 from pykraft.node.peers import Peers
 from pykraft.node.registration import ControllerRegistrar
@@ -147,6 +148,7 @@ class RaftNode:
         self._fatal_stop: asyncio.Future[None] | None = None
         self._deferred: collections.deque[Callable[[], None]] = collections.deque()
         self.metrics: RaftMetrics | None = None
+        self.loop_lag = LoopLag()  # the longest the loop was held (node/loop_lag.py)
         self._voter_log = VoterSetLog()
         self._metrics_server: MetricsServer | None = None
         self.stopped = asyncio.Event()
@@ -206,6 +208,7 @@ class RaftNode:
             security=None if cfg.security is None else cfg.security.client,
         )
         self.metrics = RaftMetrics(self.now_ms(), cfg.quorum_fetch_timeout_ms)
+        self.loop_lag.start(self._loop)
         if cfg.metrics_port is not None:
             self._metrics_server = MetricsServer(self._loop, self.metrics_snapshot)
             self._metrics_server.start(self.listener.host, cfg.metrics_port)
@@ -239,6 +242,7 @@ class RaftNode:
             # Give EndQuorumEpoch a moment to leave before the channels close.
             await asyncio.sleep(0.05)
         self._stopping = True
+        self.loop_lag.stop()
         for handle in (self._timer, self._linger):
             if handle is not None:
                 handle.cancel()
@@ -413,6 +417,7 @@ class RaftNode:
         extra = list(self.application.metrics()) if self.application is not None else []
         if self._server is not None:
             extra += authentication_metrics(self._server.stats)
+        extra += self.loop_lag.metrics()
         return dataclasses.replace(snapshot, extra=tuple(extra))
 
     def _schedule_poll(self, deadline_ms: int) -> None:
@@ -482,8 +487,8 @@ class RaftNode:
 
     def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
         """A SCRAM user's credential from the metadata log (the application's image)."""
-        return None if self.application is None else self.application.scram_credential(
-            mechanism, user
+        return (
+            None if self.application is None else self.application.scram_credential(mechanism, user)
         )
 
     def handle_request(self, request: DecodedRequest, session: Session) -> Answer:
