@@ -56,6 +56,7 @@ def _image(leader: int = 1, fenced: bool = False) -> Image:
     )
     image.topics[tid] = topic
     image.topics_by_name["t"] = tid
+    image.partition_count = 1  # as a replay of the partition would count it
     return image
 
 

@@ -151,6 +151,12 @@ class Image:
         self.moving: set[tuple[uuid.UUID, int]] = set()
         self.last_offset = -1
         self.last_change_offset = -1  # the last record that was not a NoOpRecord
+        # Kept as partitions change (Kafka's ControllerMetricsChanges), so that the metrics
+        # never walk a million partitions: partitions, those without a leader, those not led
+        # by their first replica.
+        self.partition_count = 0
+        self.offline_count = 0
+        self.imbalanced_count = 0
         self._offset = -1  # the offset of the record being applied
         self._transaction: list[tuple[Any, int, int]] | None = None
         # Every change below goes through the timeline: on the active controller it can be
@@ -366,14 +372,21 @@ class Image:
         tl.delete(self.topics, rec.topic_id)
         tl.delete(self.topics_by_name, topic.name)
         tl.delete(self.configs, (TOPIC_RESOURCE, topic.name))
-        for pid in topic.partitions:
+        offline = imbalanced = 0
+        for pid, p in topic.partitions.items():
             tl.discard(self.stepping, (rec.topic_id, pid))
             tl.discard(self.moving, (rec.topic_id, pid))
+            offline += p.leader < 0
+            imbalanced += _imbalanced(p)
+        self._count(-len(topic.partitions), -offline, -imbalanced)
 
     def _partition(self, rec: r.PartitionRecord, _v: int) -> None:
         topic = self.topics.get(rec.topic_id)
         if topic is None:
             raise ImageError(f"PartitionRecord for unknown topic {rec.topic_id}")
+        old = topic.partitions.get(rec.partition_id)
+        if old is not None:  # a PartitionRecord replaces the partition
+            self._count(-1, -(old.leader < 0), -_imbalanced(old))
         self.timeline.put(
             topic.partitions,
             rec.partition_id,
@@ -394,12 +407,24 @@ class Image:
                 final_target=final_target_of(rec) or None,
             ),
         )
-        self._track(topic.partitions[rec.partition_id])
+        p = topic.partitions[rec.partition_id]
+        self._count(1, p.leader < 0, _imbalanced(p))
+        self._track(p)
+
+    def _count(self, partitions: int, offline: int, imbalanced: int) -> None:
+        set_ = self.timeline.assign
+        if partitions:
+            set_(self, "partition_count", self.partition_count + partitions)
+        if offline:
+            set_(self, "offline_count", self.offline_count + offline)
+        if imbalanced:
+            set_(self, "imbalanced_count", self.imbalanced_count + imbalanced)
 
     def _partition_change(self, rec: r.PartitionChangeRecord, _v: int) -> None:
         p = self.partition(rec.topic_id, rec.partition_id)
         if p is None:
             raise ImageError(f"PartitionChange of unknown {rec.topic_id}-{rec.partition_id}")
+        was_offline, was_imbalanced = p.leader < 0, _imbalanced(p)
         set_ = self.timeline.assign
         if rec.replicas is not None:
             set_(p, "replicas", rec.replicas)
@@ -428,6 +453,7 @@ class Image:
             # Written by a controller that does not know KIP-435 (Kafka's, in a mixed
             # quorum): the stepped plan ends where that controller left the replicas.
             set_(p, "final_target", None)
+        self._count(0, (p.leader < 0) - was_offline, _imbalanced(p) - was_imbalanced)
         self._track(p)
 
     def _track(self, p: PartitionState) -> None:
@@ -574,9 +600,13 @@ class Image:
         assert len(self.topics) == len(self.topics_by_name)
         stepping: set[tuple[uuid.UUID, int]] = set()
         moving: set[tuple[uuid.UUID, int]] = set()
+        counts = [0, 0, 0]  # partitions, offline, imbalanced
         for topic in self.topics.values():
             assert self.topics_by_name[topic.name] == topic.topic_id, topic.name
             for p in topic.partitions.values():
+                counts[0] += 1
+                counts[1] += p.leader < 0
+                counts[2] += _imbalanced(p)
                 assert set(p.isr) <= set(p.replicas), (topic.name, p)
                 assert p.leader == NO_LEADER or (p.leader in p.isr and p.leader in p.replicas), (
                     topic.name,
@@ -588,6 +618,13 @@ class Image:
                     moving.add((p.topic_id, p.partition_id))
         assert self.stepping == stepping, (self.stepping, stepping)
         assert self.moving == moving, (self.moving, moving)
+        kept = [self.partition_count, self.offline_count, self.imbalanced_count]
+        assert kept == counts, (kept, counts)
+
+
+def _imbalanced(p: PartitionState) -> int:
+    """1 when the partition is not led by its first (preferred) replica."""
+    return int(bool(p.replicas) and p.leader != p.replicas[0])
 
 
 def broker_record(b: BrokerState, version: int) -> r.RegisterBrokerRecord:

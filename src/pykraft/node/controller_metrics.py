@@ -43,21 +43,16 @@ def controller_metrics(
 ) -> list[tuple[str, str, float]]:
     """(name, help, value) of every controller metric now."""
     image = controller.image
-    partitions = list(image.all_partitions())
     brokers = list(image.brokers.values())
     values = [
         ("ActiveControllerCount", "1 on the active controller", float(controller.active)),
         ("GlobalTopicCount", "topics in the metadata image", len(image.topics)),
-        ("GlobalPartitionCount", "partitions in the metadata image", len(partitions)),
-        (
-            "OfflinePartitionsCount",
-            "partitions without a leader",
-            sum(1 for p in partitions if p.leader < 0),
-        ),
+        ("GlobalPartitionCount", "partitions in the metadata image", image.partition_count),
+        ("OfflinePartitionsCount", "partitions without a leader", image.offline_count),
         (
             "PreferredReplicaImbalanceCount",
             "partitions not led by their first replica",
-            sum(1 for p in partitions if p.replicas and p.leader != p.replicas[0]),
+            image.imbalanced_count,
         ),
         ("FencedBrokerCount", "registered brokers fenced", sum(b.fenced for b in brokers)),
         ("ActiveBrokerCount", "registered brokers not fenced", sum(not b.fenced for b in brokers)),
