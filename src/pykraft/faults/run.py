@@ -293,8 +293,14 @@ class Monitor:
         results = list(self._pool.map(self._scrape, nodes))
         now = time.monotonic()
         with self.lock:
+            # A node restarted while it was scraped may have answered from its new process
+            # (a fresh Kafka controller reports the high watermark of its log's recovery
+            # point, below what the old one knew): that sample is dropped, not judged as
+            # the old process's.
             self.samples = {
-                n.node_id: r for n, r in zip(nodes, results, strict=True) if r is not None
+                n.node_id: r
+                for n, r in zip(nodes, results, strict=True)
+                if r is not None and n.incarnation == incarnations[n.node_id]
             }
             self.sampled_at = now
             self._judge(now, incarnations)

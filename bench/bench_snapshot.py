@@ -1,0 +1,107 @@
+"""A metadata snapshot of a large image, in memory (issue 30: the event loop never held more
+than 100 ms by a snapshot; snapshot load in seconds):
+
+    .venv/bin/python bench/bench_snapshot.py [--partitions 100000 1000000]
+
+The real metadata controller with six brokers and ``--partitions`` partitions (topics of 100,
+RF 3) built through CreateTopics. Then, as a running controller does it: the snapshot's
+records generated in slices of ``SNAPSHOT_SLICE_RECORDS`` (``SnapshotGenerator``; the
+longest slice is the longest the event loop is held, with the garbage collections that fell
+in it), the batches built, and the snapshot loaded back (decoded and replayed into a fresh
+image, as a restarted controller does). Also the memory the image takes (RSS growth) and the
+longest full garbage collection with the image in memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import resource
+import time
+
+from bench_elr import build
+from pykraft.controller.snapshot_generator import SnapshotGenerator
+from pykraft.metadata.image import Image
+from pykraft.metadata.serde import decode_record
+from pykraft.node.controller_host import SNAPSHOT_SLICE_RECORDS
+from pykraft.node.metadata_files import SNAPSHOT_CHUNK_RECORDS
+from pykraft.records import build_batch
+
+PER_TOPIC = 100
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def measure(partitions: int) -> dict[str, float]:
+    gc.collect()
+    before = rss_mb()
+    start = time.perf_counter()
+    cluster = build(25, partitions // PER_TOPIC, PER_TOPIC)
+    built_s = time.perf_counter() - start
+    gc.collect()
+    image = cluster.c.image
+    image.record_uncommitted(False)
+    grown = rss_mb() - before
+    start = time.perf_counter()
+    gc.collect()
+    full_gc_ms = (time.perf_counter() - start) * 1000
+    generator = SnapshotGenerator(image, image.last_offset + 1)
+    values: list[bytes] = []
+    slices: list[float] = []
+    start = time.perf_counter()
+    while not generator.done:
+        t = time.perf_counter()
+        values.extend(generator.next_values(SNAPSHOT_SLICE_RECORDS))
+        slices.append((time.perf_counter() - t) * 1000)
+    generated_s = time.perf_counter() - start
+    slices.sort()
+    start = time.perf_counter()
+    batches = [
+        build_batch(i, 1, values[i : i + SNAPSHOT_CHUNK_RECORDS], 0)
+        for i in range(0, len(values), SNAPSHOT_CHUNK_RECORDS)
+    ]
+    batches_ms = (time.perf_counter() - start) * 1000
+    start = time.perf_counter()
+    loaded = Image()
+    for offset, value in enumerate(values):
+        record, version = decode_record(value)
+        loaded.replay(record, version, offset)
+    load_s = time.perf_counter() - start
+    assert loaded.partition_count == image.partition_count == partitions
+    return {
+        "partitions": partitions,
+        "records": len(values),
+        "snapshot MB": sum(map(len, batches)) / 1e6,
+        "build s": built_s,
+        "image RSS MB": grown,
+        "bytes/partition": grown * 2**20 / partitions,
+        "full gc ms": full_gc_ms,
+        "generate s": generated_s,
+        "slice p50 ms": slices[len(slices) // 2],
+        "slice max ms": slices[-1],
+        "batches ms": batches_ms,
+        "load s": load_s,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--partitions", type=int, nargs="+", default=[100_000])
+    args = parser.parse_args()
+    rows = [measure(n) for n in args.partitions]
+    keys = list(rows[0])
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for row in rows:
+        print(
+            "| "
+            + " | ".join(f"{row[k]:,.0f}" if row[k] >= 100 else f"{row[k]:.2f}" for k in keys)
+            + " |"
+        )
+
+
+if __name__ == "__main__":
+    main()
