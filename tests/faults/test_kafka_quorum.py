@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pykraft.faults.kafka_quorum import QuorumBoard, scrape_kafka_controller
+from pykraft.faults.kafka_quorum import DERIVED, QuorumBoard, scrape_kafka_controller
 from pykraft.storage import PARTITION_DIR_NAME
 
 
@@ -31,7 +31,12 @@ def test_a_follower_reports_its_leader_and_the_progress_the_leader_saw(tmp_path:
     quorum_state(tmp_path / "n3", leader=1, epoch=4)
     two = scrape_kafka_controller(2, "127.0.0.1:1", tmp_path / "n2", board)
     three = scrape_kafka_controller(3, "127.0.0.1:1", tmp_path / "n3", board)
-    assert two == {"current_epoch": 4, "current_leader": 1, "high_watermark": 100}
+    assert two == {
+        "current_epoch": 4,
+        "current_leader": 1,
+        "high_watermark": 100,
+        DERIVED: 1,  # the leader's view of node 2: not judged as its own high watermark
+    }
     # Past the leader's high watermark: what is committed is what counts.
     assert three is not None and three["high_watermark"] == 120
     assert "state=leader" not in two

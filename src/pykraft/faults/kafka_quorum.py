@@ -11,7 +11,10 @@ Python harness cannot read without an agent. So, for a Kafka controller:
   each replica's log end offset, kept on the shared ``QuorumBoard``;
 - a follower's ``high_watermark`` is then its log end offset as the newest leader answer
   reports it, capped at that leader's high watermark (a follower's own high watermark is in
-  JMX only); convergence ("every node reached the target") holds the same.
+  JMX only); convergence ("every node reached the target") holds the same. That value is
+  not the follower's high watermark and may go down (a new leader reports the followers'
+  log end offsets as it last heard them): the sample says so (``DERIVED``), and the
+  monitor's "high watermark went down" judges only the leaders' own.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from pykraft.admin import AdminClient, AdminError
 from pykraft.storage import PARTITION_DIR_NAME
 from pykraft.storage.quorum_state import FileQuorumStateStore, QuorumStateError
 
-__all__ = ["QuorumBoard", "scrape_kafka_controller"]
+__all__ = ["DERIVED", "QuorumBoard", "scrape_kafka_controller"]
+
+DERIVED = "high_watermark_derived"  # 1: high_watermark is a leader's view, not the node's
 
 _TIMEOUT_MS = 500
 
@@ -69,6 +74,7 @@ def scrape_kafka_controller(
         end = board.log_end.get(node_id)
         if end is not None and board.high_watermark >= 0:
             values["high_watermark"] = min(end, board.high_watermark)
+            values[DERIVED] = 1
     return values
 
 

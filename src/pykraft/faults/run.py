@@ -55,6 +55,7 @@ from pykraft.faults.broker_side import (
 )
 from pykraft.faults.check import Verdict, check, read_replica
 from pykraft.faults.cluster import BROKER_BASE, FaultCluster, Node
+from pykraft.faults.kafka_quorum import DERIVED
 from pykraft.faults.net import Network
 from pykraft.faults.workload import Workload
 from pykraft.interop.kafka import KafkaDist
@@ -320,7 +321,7 @@ class Monitor:
                 votes[(int(s["current_leader"]), epoch)] += 1
             hwm = s.get("high_watermark", -1)
             key = (node_id, incarnations[node_id])
-            if hwm >= 0:
+            if hwm >= 0 and not s.get(DERIVED):
                 last = self._hwm.get(key, -1)
                 if hwm < last:
                     self.hwm_decreases.append(f"node {node_id}: {last:.0f} -> {hwm:.0f}")
