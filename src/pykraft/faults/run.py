@@ -294,10 +294,9 @@ class Monitor:
         results = list(self._pool.map(self._scrape, nodes))
         now = time.monotonic()
         with self.lock:
-            # A node restarted while it was scraped may have answered from its new process
-            # (a fresh Kafka controller reports the high watermark of its log's recovery
-            # point, below what the old one knew): that sample is dropped, not judged as
-            # the old process's.
+            # A node restarted while it was scraped may have answered from its new process:
+            # that sample is dropped rather than judged as the old process's (keyed by the
+            # incarnation read before the scrape).
             self.samples = {
                 n.node_id: r
                 for n, r in zip(nodes, results, strict=True)

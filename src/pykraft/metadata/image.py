@@ -531,66 +531,58 @@ class Image:
         reaches it, so it may be resumed later with the image as it was (``Timeline.at``)."""
         if METADATA_VERSION in self.features:
             yield (
-                (
-                    r.FeatureLevelRecord(
-                        name=METADATA_VERSION, feature_level=self.features[METADATA_VERSION]
-                    ),
-                    0,
-                )
+                r.FeatureLevelRecord(
+                    name=METADATA_VERSION, feature_level=self.features[METADATA_VERSION]
+                ),
+                0,
             )
         for name, level in sorted(self.features.items()):
             if name != METADATA_VERSION:
-                yield ((r.FeatureLevelRecord(name=name, feature_level=level), 0))
+                yield (r.FeatureLevelRecord(name=name, feature_level=level), 0)
         if self.migration_state:
-            yield ((r.ZkMigrationStateRecord(zk_migration_state=self.migration_state), 0))
+            yield (r.ZkMigrationStateRecord(zk_migration_state=self.migration_state), 0)
         for _, c in sorted(self.controllers.items()):
             yield (
-                (
-                    r.RegisterControllerRecord(
-                        controller_id=c.controller_id,
-                        incarnation_id=c.incarnation_id,
-                        zk_migration_ready=c.zk_migration_ready,
-                        end_points=c.endpoints,
-                        features=tuple(
-                            r.register_controller_record.ControllerFeature(
-                                name=n, min_supported_version=lo, max_supported_version=hi
-                            )
-                            for n, (lo, hi) in sorted(c.features.items())
-                        ),
+                r.RegisterControllerRecord(
+                    controller_id=c.controller_id,
+                    incarnation_id=c.incarnation_id,
+                    zk_migration_ready=c.zk_migration_ready,
+                    end_points=c.endpoints,
+                    features=tuple(
+                        r.register_controller_record.ControllerFeature(
+                            name=n, min_supported_version=lo, max_supported_version=hi
+                        )
+                        for n, (lo, hi) in sorted(c.features.items())
                     ),
-                    0,
-                )
+                ),
+                0,
             )
         for _, b in sorted(self.brokers.items()):
-            yield ((broker_record(b, broker_version), broker_version))
+            yield (broker_record(b, broker_version), broker_version)
         for topic in sorted(self.topics.values(), key=lambda t: t.name):
-            yield ((r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
+            yield (r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0)
             for _, p in sorted(topic.partitions.items()):
-                yield ((partition_record(p, partition_version), partition_version))
+                yield (partition_record(p, partition_version), partition_version)
         for (resource_type, resource_name), configs in sorted(self.configs.items()):
             for name, value in sorted(configs.items()):
                 yield (
-                    (
-                        r.ConfigRecord(
-                            resource_type=resource_type,
-                            resource_name=resource_name,
-                            name=name,
-                            value=value,
-                        ),
-                        0,
-                    )
+                    r.ConfigRecord(
+                        resource_type=resource_type,
+                        resource_name=resource_name,
+                        name=name,
+                        value=value,
+                    ),
+                    0,
                 )
         if self.next_producer_id:
             broker_id, epoch = self.producer_ids_owner
             yield (
-                (
-                    r.ProducerIdsRecord(
-                        broker_id=broker_id,
-                        broker_epoch=epoch,
-                        next_producer_id=self.next_producer_id,
-                    ),
-                    0,
-                )
+                r.ProducerIdsRecord(
+                    broker_id=broker_id,
+                    broker_epoch=epoch,
+                    next_producer_id=self.next_producer_id,
+                ),
+                0,
             )
         yield from (value for _, value in sorted(self.opaque.items(), key=lambda kv: repr(kv[0])))
 

@@ -133,7 +133,7 @@ class Timeline:
         """The records up to ``offset`` committed: forget their changes (those after the
         oldest pin are kept for its reader)."""
         self.committed_offset = max(self.committed_offset, offset)
-        self._forget(min(offset, self._pins[0]) if self._pins else offset)
+        self._forget_committed()
 
     def pin(self, offset: int) -> None:
         """Keep being able to show the image at ``offset`` (<= the committed offset, which
@@ -145,11 +145,13 @@ class Timeline:
     def unpin(self, offset: int) -> None:
         self._pins.remove(offset)
         self.recording = self._active or bool(self._pins)
-        self._forget(
-            min(self.committed_offset, self._pins[0]) if self._pins else self.committed_offset
-        )
+        self._forget_committed()
 
-    def _forget(self, offset: int) -> None:
+    def _forget_committed(self) -> None:
+        """Drop the changes of committed records that no pin still needs."""
+        offset = self.committed_offset
+        if self._pins:
+            offset = min(offset, self._pins[0])
         entries = self._entries
         if not entries or entries[0][0] > offset:
             return
