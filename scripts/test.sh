@@ -26,4 +26,20 @@ echo "== mypy"; mypy
 echo "== generated codecs"; python -m pykraft.schema.generate --check
 echo "== docs/RULES.md"; python scripts/rules.py --check
 # The slowest tests are listed at the end (the CI budget is watched by them).
-echo "== pytest"; python -m pytest -q --durations=20 "$@"
+if [ $# -gt 0 ]; then
+    echo "== pytest"; exec python -m pytest -q --durations=20 "$@"
+fi
+# The in-process suites (no JVM, no cluster of processes, no wall-clock bounds that a busy
+# core could break) run on both cores through pytest-xdist, a file per worker at a time; then
+# the suites of real processes, Kafka's JVMs and fault runs, one test at a time, with the
+# machine to themselves. Together they are the whole of tests/.
+IN_PROCESS=(tests/admin tests/controller tests/protocol tests/raft tests/records tests/schema
+            tests/sim tests/storage tests/test_layering.py)
+ignored=()
+for path in "${IN_PROCESS[@]}"; do ignored+=(--ignore "$path"); done
+rc=0
+echo "== pytest: in-process suites, two workers"
+python -m pytest -q --durations=20 -n 2 --dist loadfile "${IN_PROCESS[@]}" || rc=$?
+echo "== pytest: processes, clusters and Kafka"
+python -m pytest -q --durations=20 "${ignored[@]}" tests || rc=$?
+exit "$rc"
