@@ -5,9 +5,11 @@ than 100 ms by a snapshot; snapshot load in seconds):
 
 The real metadata controller with six brokers and ``--partitions`` partitions (topics of 100,
 RF 3) built through CreateTopics. Then, as a running controller does it: the snapshot's
-records generated in slices of ``SNAPSHOT_SLICE_RECORDS`` (``SnapshotGenerator``; the
-longest slice is the longest the event loop is held, with the garbage collections that fell
-in it), the batches built, and the snapshot loaded back (decoded and replayed into a fresh
+records generated in slices of ``SNAPSHOT_SLICE_RECORDS`` (``SnapshotGenerator``), each
+slice framed as one batch and written to a real snapshot file (the longest slice is the
+longest the event loop is held, with the garbage collections that fell in it); the file
+sealed and made durable (fsync, CRC check: a node does that off its event loop) and
+published (on the loop); and the snapshot loaded back (decoded and replayed into a fresh
 image, as a restarted controller does). Also the memory the image takes (RSS growth) and the
 longest full garbage collection with the image in memory.
 """
@@ -17,15 +19,18 @@ from __future__ import annotations
 import argparse
 import gc
 import resource
+import tempfile
 import time
+from pathlib import Path
 
 from bench_elr import build
 from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.metadata.image import Image
 from pykraft.metadata.serde import decode_record
 from pykraft.node.controller_host import SNAPSHOT_SLICE_RECORDS
-from pykraft.node.metadata_files import SNAPSHOT_CHUNK_RECORDS
-from pykraft.records import build_batch
+from pykraft.raft.snapshots import RaftSnapshotWriter
+from pykraft.raft.types import OffsetAndEpoch
+from pykraft.storage import FileSnapshotStore
 
 PER_TOPIC = 100
 
@@ -56,19 +61,27 @@ def measure(partitions: int) -> dict[str, float]:
     generator = SnapshotGenerator(image, image.last_offset + 1)
     values: list[bytes] = []
     slices: list[float] = []
-    start = time.perf_counter()
-    while not generator.done:
-        t = time.perf_counter()
-        values.extend(generator.next_values(SNAPSHOT_SLICE_RECORDS))
-        slices.append((time.perf_counter() - t) * 1000)
-    generated_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        store = FileSnapshotStore.open(Path(tmp))
+        sid = OffsetAndEpoch(generator.end, 1)
+        writer = RaftSnapshotWriter(store.create(sid), sid, 0, lambda _: None)
+        start = time.perf_counter()
+        while not generator.done:
+            t = time.perf_counter()
+            chunk = generator.next_values(SNAPSHOT_SLICE_RECORDS)
+            writer.append(chunk, 0)
+            slices.append((time.perf_counter() - t) * 1000)
+            values.extend(chunk)
+        generated_s = time.perf_counter() - start
+        writer.seal(0)
+        start = time.perf_counter()
+        writer.make_durable()
+        durable_s = time.perf_counter() - start
+        start = time.perf_counter()
+        writer.freeze(0)
+        publish_ms = (time.perf_counter() - start) * 1000
+        snapshot_mb = (store.size(sid) or 0) / 1e6
     slices.sort()
-    start = time.perf_counter()
-    batches = [
-        build_batch(i, 1, values[i : i + SNAPSHOT_CHUNK_RECORDS], 0)
-        for i in range(0, len(values), SNAPSHOT_CHUNK_RECORDS)
-    ]
-    batches_ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
     loaded = Image()
     for offset, value in enumerate(values):
@@ -79,7 +92,7 @@ def measure(partitions: int) -> dict[str, float]:
     return {
         "partitions": partitions,
         "records": len(values),
-        "snapshot MB": sum(map(len, batches)) / 1e6,
+        "snapshot MB": snapshot_mb,
         "build s": built_s,
         "image RSS MB": grown,
         "bytes/partition": grown * 2**20 / partitions,
@@ -88,7 +101,8 @@ def measure(partitions: int) -> dict[str, float]:
         "generate s": generated_s,
         "slice p50 ms": slices[len(slices) // 2],
         "slice max ms": slices[-1],
-        "batches ms": batches_ms,
+        "durable s (off loop)": durable_s,
+        "publish ms": publish_ms,
         "load s": load_s,
     }
 

@@ -225,3 +225,55 @@ def test_create_snapshot_writes_the_state_at_the_high_watermark_and_drops_a_fail
             await node.wait_committed(after)
 
     asyncio.run(go())
+
+
+def test_a_snapshot_written_over_many_turns_is_made_durable_off_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    """RaftNode.open_snapshot / freeze_snapshot (a large image's snapshot, as the metadata
+    controller writes it a slice per turn): the log goes on committing between the slices and
+    while the snapshot's fsync and check run on another thread; the snapshot holds the
+    slices at the offset it was opened at. A second writer of the same id gets a file of its
+    own, and one aborted leaves nothing behind."""
+    config = load_config(single_voter(tmp_path))
+
+    async def go() -> None:
+        async with leader_node(config) as node:
+            core = node.core
+            assert core is not None
+            await node.wait_committed(await node.append([b"a"] * 20))
+            end = core.high_watermark
+            writer = node.open_snapshot()
+            other = node.open_snapshot()
+            other.append([b"other"])
+            other.abort()
+            committed_while_durable = threading.Event()
+            threads: list[threading.Thread] = []
+            storage = writer._writer
+            made_durable = storage.make_durable
+
+            def slow_make_durable() -> None:
+                threads.append(threading.current_thread())
+                # Returns only once the loop has committed a record meanwhile: on the
+                # loop's own thread this would wait its whole 20 s and the test fail.
+                assert committed_while_durable.wait(20), "the event loop was held"
+                made_durable()
+
+            storage.make_durable = slow_make_durable  # type: ignore[method-assign]
+            for n in range(5):
+                writer.append([b"slice-%d-%d" % (n, i) for i in range(3)], node.now_ms())
+                await node.wait_committed(await node.append([b"between"]))
+            freezing = asyncio.ensure_future(node.freeze_snapshot(writer))
+            while not threads:
+                await asyncio.sleep(0.01)
+            await node.wait_committed(await node.append([b"during"]))
+            committed_while_durable.set()
+            sid = await freezing
+            assert threads[0] is not threading.main_thread()
+            assert sid.offset == end
+            values = [r.value for r in read_snapshot(core.snapshots, sid).records]
+            assert values == [b"slice-%d-%d" % (n, i) for n in range(5) for i in range(3)]
+            assert core.snapshots.latest() == sid
+            assert not list(core.snapshots.dir.glob("*.part"))
+
+    asyncio.run(go())

@@ -73,13 +73,14 @@ from pykraft.net.security import Session
 from pykraft.net.server import Answer
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope, envelope_error
-from pykraft.node.metadata_files import load_image, write_chunks
+from pykraft.node.metadata_files import load_image
 from pykraft.node.snapshot_policy import SnapshotPolicy
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
 from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, response_schema
 from pykraft.protocol.build import make
 from pykraft.raft.api import RaftApi
 from pykraft.raft.interfaces import Ready
+from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.storage import StorageError
 
 if TYPE_CHECKING:
@@ -540,28 +541,31 @@ class ControllerHost:
         self._snapshot_task = asyncio.ensure_future(self._snapshot(generator))
 
     async def _snapshot(self, generator: SnapshotGenerator) -> None:
-        """The image's records a slice per turn of the event loop (each slice under
-        ``SNAPSHOT_SLICE_RECORDS``: the loop goes on answering between them), then the
-        snapshot written."""
+        """The image's records a slice per turn of the event loop, each slice encoded and
+        framed as one batch of the snapshot file (``SNAPSHOT_SLICE_RECORDS``: the loop goes
+        on answering between them), then the snapshot sealed, made durable off the loop and
+        published (``RaftNode.freeze_snapshot``)."""
         started = time.monotonic()
         end = generator.end
-        values: list[bytes] = []
+        writer: RaftSnapshotWriter | None = None
         try:
+            writer = self.node.open_snapshot(end)
             while not generator.done and not self._stopped:
-                values.extend(generator.next_values(SNAPSHOT_SLICE_RECORDS))
+                writer.append(generator.next_values(SNAPSHOT_SLICE_RECORDS), self.node.now_ms())
                 await asyncio.sleep(0)
             if not generator.done:
+                writer.abort()
                 return  # stopped
-            sid = await self.node.create_snapshot(
-                lambda writer: write_chunks(writer, values, self.node.now_ms()), end
-            )
+            sid = await self.node.freeze_snapshot(writer)
         except Exception as e:
+            if writer is not None:
+                writer.abort()
             log.warning("metadata snapshot at %d not written: %s", end, e)
         else:
             log.info(
                 "metadata snapshot written snapshot_id=%s records=%d in %.0f ms",
                 sid,
-                len(values),
+                generator.count,
                 (time.monotonic() - started) * 1000,
             )
         finally:

@@ -595,17 +595,37 @@ class RaftNode:
         self, write: Callable[[RaftSnapshotWriter], None], end_offset: int | None = None
     ) -> OffsetAndEpoch:
         """A snapshot of the committed log below ``end_offset`` (default: the high
-        watermark). ``write`` appends the application's state to the writer and must not
-        await: the log is not touched while it runs, then the snapshot is frozen (durable,
-        visible) and the log start may move past it. On an error the snapshot is dropped."""
+        watermark). ``write`` appends the application's state to the writer at once, then
+        the snapshot is frozen (``freeze_snapshot``). On an error the snapshot is dropped."""
+        writer = self.open_snapshot(end_offset)
+        try:
+            write(writer)
+        except BaseException:
+            writer.abort()
+            raise
+        return await self.freeze_snapshot(writer)
+
+    def open_snapshot(self, end_offset: int | None = None) -> RaftSnapshotWriter:
+        """A writer for a snapshot of the committed log below ``end_offset`` (default: the
+        high watermark), for an application that appends its state over several turns of
+        the event loop and then calls ``freeze_snapshot`` (or ``abort``s the writer)."""
         core = self.core
         if core is None or self._stopping:
             raise ConnectionError("node is not running")
-        await self._flush_done()  # freezing moves the log start: never during a flush
         end = core.high_watermark if end_offset is None else end_offset
-        writer = core.create_snapshot(end, self.now_ms())
+        return core.create_snapshot(end, self.now_ms())
+
+    async def freeze_snapshot(self, writer: RaftSnapshotWriter) -> OffsetAndEpoch:
+        """Seal the snapshot, make it durable off the event loop (its fsync and CRC check
+        take seconds for a large image: ``make_durable`` touches only its own file), then
+        publish it, after which the log start may move past it. On an error, or if the node
+        stopped meanwhile, the snapshot is dropped."""
         try:
-            write(writer)
+            writer.seal(self.now_ms())
+            await asyncio.get_running_loop().run_in_executor(None, writer.make_durable)
+            if self.core is None or self._stopping:
+                raise ConnectionError("node is not running")
+            await self._flush_done()  # freezing moves the log start: never during a flush
             writer.freeze(self.now_ms())
         except BaseException:
             writer.abort()

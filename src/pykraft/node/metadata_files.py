@@ -14,9 +14,7 @@ from pykraft.metadata.serde import decode_record
 from pykraft.records import decode_records, iter_batches
 from pykraft.storage import PARTITION_DIR_NAME, FileSnapshotStore, read_snapshot
 
-__all__ = ["SNAPSHOT_CHUNK_RECORDS", "load_image", "snapshot_values", "write_chunks"]
-
-SNAPSHOT_CHUNK_RECORDS = 2000  # records per append to a snapshot writer (one batch each)
+__all__ = ["load_image", "snapshot_values"]
 
 
 def snapshot_values(controller: QuorumController) -> list[bytes]:
@@ -25,11 +23,6 @@ def snapshot_values(controller: QuorumController) -> list[bytes]:
     them in slices: ``SnapshotGenerator``)."""
     image = controller.image
     return SnapshotGenerator(image, image.last_offset + 1).all_values()
-
-
-def write_chunks(writer: Any, values: list[bytes], now_ms: int) -> None:
-    for i in range(0, len(values), SNAPSHOT_CHUNK_RECORDS):
-        writer.append(values[i : i + SNAPSHOT_CHUNK_RECORDS], now_ms)
 
 
 def load_image(

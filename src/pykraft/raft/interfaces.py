@@ -131,8 +131,16 @@ class SnapshotWriter(Protocol):
 
     def append(self, data: bytes) -> None: ...
 
+    def make_durable(self) -> None:
+        """Optional first half of ``freeze``: fsync, validate and rename ``.part`` away,
+        touching nothing but this writer's own files, so that a node may run it off its
+        event loop (a large snapshot's fsync and CRC check take seconds); ``freeze`` then
+        only publishes. No further ``append`` after it."""
+        ...
+
     def freeze(self) -> None:
-        """Validate, fsync and publish the snapshot (rename ``.part`` away)."""
+        """Validate, fsync and publish the snapshot (rename ``.part`` away); after
+        ``make_durable``, publish only."""
         ...
 
     def abort(self) -> None: ...

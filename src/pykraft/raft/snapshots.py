@@ -4,6 +4,11 @@
 records with a SnapshotHeader batch (offset 0) and, on ``freeze``, a SnapshotFooter batch, then
 publishes the snapshot through the store and tells the core, whose retention policy decides
 whether the log start offset advances (``ReplicatedLog.delete_before``).
+
+A node with a large snapshot splits ``freeze`` in three: ``seal`` (the footer), then
+``make_durable`` (the store's fsync and CRC check, which touch only the snapshot's own file
+and may run on another thread), then ``freeze`` (publish and tell the core, back on the
+node's own thread).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ class RaftSnapshotWriter:
         "_closed",
         "_next_offset",
         "_on_frozen",
+        "_sealed",
         "_writer",
         "snapshot_id",
     )
@@ -47,6 +53,7 @@ class RaftSnapshotWriter:
         self._writer = writer
         self._on_frozen = on_frozen
         self._closed = False
+        self._sealed = False
         self._clock_offset_ms = clock_offset_ms  # RaftConfig.clock_offset_ms
         # last_contained_log_timestamp: the core does not track record timestamps; now
         # is an upper bound of it.
@@ -61,7 +68,7 @@ class RaftSnapshotWriter:
 
     def append(self, values: Sequence[bytes], now_ms: int = 0) -> None:
         """Append one batch of application records."""
-        if self._closed:
+        if self._closed or self._sealed:
             raise ValueError("snapshot writer is closed")
         if not values:
             return
@@ -71,15 +78,30 @@ class RaftSnapshotWriter:
         )
         self._next_offset += len(values)
 
-    def freeze(self, now_ms: int = 0) -> None:
-        """Write the footer, make the snapshot durable and visible, then let the core apply
-        its retention policy (advance the log start)."""
-        if self._closed:
+    def seal(self, now_ms: int = 0) -> None:
+        """Write the footer: no record may follow (``freeze`` seals if this was not called)."""
+        if self._closed or self._sealed:
             raise ValueError("snapshot writer is closed")
         timestamp_ms = now_ms + self._clock_offset_ms
         self._writer.append(
             snapshot_footer_batch(self._next_offset, self.snapshot_id.epoch, timestamp_ms)
         )
+        self._sealed = True
+
+    def make_durable(self) -> None:
+        """The store's fsync and check of the sealed snapshot (may run on another thread:
+        it touches only the snapshot's file, not the core)."""
+        if self._closed or not self._sealed:
+            raise ValueError("snapshot writer is not sealed")
+        self._writer.make_durable()
+
+    def freeze(self, now_ms: int = 0) -> None:
+        """Write the footer (unless sealed), make the snapshot durable and visible, then let
+        the core apply its retention policy (advance the log start)."""
+        if self._closed:
+            raise ValueError("snapshot writer is closed")
+        if not self._sealed:
+            self.seal(now_ms)
         self._writer.freeze()
         self._closed = True
         self._on_frozen(self.snapshot_id)

@@ -242,6 +242,9 @@ class MemorySnapshotWriter:
             raise ValueError("snapshot writer is closed")
         self._buf += data
 
+    def make_durable(self) -> None:
+        """Nothing to do off the loop in memory: ``freeze`` does it all."""
+
     def freeze(self) -> None:
         if self._done:
             raise ValueError("snapshot writer is closed")

@@ -2,7 +2,7 @@
 
 A snapshot is a sequence of v2 batches with dense offsets from 0: a SnapshotHeader control
 batch first, the application's records (and KRaftVersion / Voters control records), a
-SnapshotFooter control batch last. Writers fill ``<name>.checkpoint.part``; ``freeze`` fsyncs
+SnapshotFooter control batch last. Writers fill ``<name>-<unique>.checkpoint.part``; ``freeze`` fsyncs
 it, reads it back and validates it whole, renames it into place and fsyncs the directory.
 Files are validated as a stream (``validate_snapshot_file``: chunks of at most 8 MiB, or one
 batch when a batch is bigger), so a snapshot of any size costs bounded memory.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,16 +176,21 @@ def _check_framing(first: bytes, last: bytes, name: str) -> None:
 
 
 class FileSnapshotWriter:
-    """Writes one ``.checkpoint.part`` file; implements ``SnapshotWriter``."""
+    """Writes one ``<name>-<unique>.checkpoint.part`` file; implements ``SnapshotWriter``."""
 
     def __init__(self, store: FileSnapshotStore, snapshot_id: OffsetAndEpoch) -> None:
         self._store = store
         self._id = snapshot_id
         self.path = store.dir / snapshot_file_name(snapshot_id)
-        self.part_path = self.path.with_name(self.path.name + ".part")
-        self._fd: int | None = os.open(
-            self.part_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644
+        # A name of its own (as Kafka's temporary snapshot files): a snapshot written over
+        # several turns of a node's event loop never shares its file with another writer of
+        # the same id (one fetched from the leader meanwhile).
+        fd, part = tempfile.mkstemp(
+            suffix=".checkpoint.part", prefix=self.path.stem + "-", dir=store.dir
         )
+        self.part_path = Path(part)
+        self._fd: int | None = fd
+        self._durable = False
 
     @property
     def snapshot_id(self) -> OffsetAndEpoch:
@@ -197,7 +203,11 @@ class FileSnapshotWriter:
         while view:
             view = view[os.write(self._fd, view) :]
 
-    def freeze(self) -> None:
+    def make_durable(self) -> None:
+        """fsync, validate, rename into place: safe on another thread (only this writer's
+        files are touched; the store learns of the snapshot in ``freeze``)."""
+        if self._durable:
+            return
         assert self._fd is not None, "writer already frozen or aborted"
         fd, self._fd = self._fd, None
         try:
@@ -211,6 +221,10 @@ class FileSnapshotWriter:
             raise
         os.replace(self.part_path, self.path)
         fsync_dir(self._store.dir)
+        self._durable = True
+
+    def freeze(self) -> None:
+        self.make_durable()
         self._store._add(self._id)
 
     def abort(self) -> None:
