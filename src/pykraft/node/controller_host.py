@@ -120,6 +120,7 @@ class ControllerHost:
         self._snapshots = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
         self._snapshot_task: asyncio.Future[None] | None = None
         self._refreeze = False  # a snapshot was installed: freeze the new image (gc)
+        self._caught_up = False  # replayed up to the high watermark once since the start
         self._stopped = False
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
@@ -460,6 +461,17 @@ class ControllerHost:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
+        if not self._caught_up and listener.position >= core.high_watermark > 0:
+            # The image replayed from the log at start (all of it, without a snapshot, or
+            # what followed the snapshot) is as long-lived as one loaded from a snapshot:
+            # frozen out of the cyclic collector's full collections too.
+            self._caught_up = True
+            gc.freeze()
+            log.info(
+                "metadata image caught up position=%d; %d objects frozen out of full collections",
+                listener.position,
+                gc.get_freeze_count(),
+            )
         if change is LeaderChange.DEACTIVATED or (change is LeaderChange.ACTIVATED and epoch >= 0):
             log.info(
                 "no longer the active controller epoch=%d (%d uncommitted changes reverted)",

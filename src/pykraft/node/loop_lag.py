@@ -11,13 +11,16 @@ the loop, so the sampler measures how late a timer that should have run fires. A
 ``t`` that runs at ``t + lag`` saw the loop held for at least ``lag``; sampled every 10 ms, any
 stall longer than that is seen. Exported as ``pykraft_event_loop_lag_max_ms`` (the last
 minute's longest, as Kafka's ``-max`` metrics over their window) and
-``pykraft_event_loop_lag_max_ever_ms``.
+``pykraft_event_loop_lag_max_ever_ms``. Beside them ``pykraft_gc_frozen_objects``: a full
+collection walks every object the collector tracks, and the controller keeps its image out of
+its reach once loaded (``gc.freeze``), which this shows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import logging
 import time
 from typing import Final
@@ -95,5 +98,11 @@ class LoopLag:
                 PREFIX + "lag_max_ever_ms",
                 "the longest a 10 ms timer ran late since the node started (ms)",
                 self.max_ever_ms,
+            ),
+            (
+                "pykraft_gc_frozen_objects",
+                "objects kept out of the cyclic collector's full collections (the metadata "
+                "image once loaded or replayed: gc.freeze)",
+                float(gc.get_freeze_count()),
             ),
         ]
