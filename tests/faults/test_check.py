@@ -79,3 +79,27 @@ def test_with_brokers_the_schedule_adds_the_broker_kinds_and_keeps_the_controlle
             assert all(t <= 4 for t in f.targets)
         if f.kind in ("fence", "isr"):  # held past the session timeout / replica lag time
             assert f.hold_s >= MIN_HOLD_S[f.kind] + 2.0
+
+
+def test_topic_results_against_the_final_listing() -> None:
+    """A deleted topic listed at the end is a disagreement, unless a create of it went
+    unanswered (it may take effect later: a broker's forwarded retry); a topic created and
+    never deleted must be listed."""
+    from pykraft.faults.kafka_check import KafkaVerdict, topic_results_disagree
+    from pykraft.faults.kafka_workload import TopicOp
+
+    ops = [
+        TopicOp("create", "a", True),
+        TopicOp("create", "b", True),
+        TopicOp("delete", "b", True),
+        TopicOp("create", "c", False),  # no answer: it may still be created
+        TopicOp("delete", "c", True),
+        TopicOp("create", "d", True),
+    ]
+    verdict = KafkaVerdict()
+    assert topic_results_disagree(ops, {"a", "b", "c"}, verdict) == [
+        "b: deleted, still listed",
+        "d: created, never deleted, missing",
+    ]
+    assert verdict.recreated == ["c"]
+    assert topic_results_disagree(ops, {"a", "d"}, KafkaVerdict()) == []

@@ -243,7 +243,8 @@ class BrokerSide:
             f"{len(v.duplicated)}, out of order {len(v.out_of_order)}",
             f"transactions: committed {len(w.tx_committed)} (checked {v.tx_checked}), "
             f"aborted {len(w.tx_aborted)}; group commits {len(w.commits)}; topic operations "
-            f"{len(w.topic_ops)}; reassignments {dict(w.reassignments)}",
+            f"{len(w.topic_ops)} ({len(v.recreated)} deleted topics re-created by a create "
+            f"left unanswered); reassignments {dict(w.reassignments)}",
             f"client outcomes: {dict(sorted(w.outcomes.items()))}",
             f"leader changes in the metadata log: {v.leader_changes}; unsafe elections: "
             f"{len(v.elections)}; leader epochs gone back: {len(self.watch.epochs_back)}",

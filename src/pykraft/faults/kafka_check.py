@@ -34,7 +34,14 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
 from pykraft.faults.broker_watch import BrokerView
-from pykraft.faults.kafka_workload import ACKED_TOPIC, GROUP, TX_SIZE, TX_TOPIC, KafkaWorkload
+from pykraft.faults.kafka_workload import (
+    ACKED_TOPIC,
+    GROUP,
+    TX_SIZE,
+    TX_TOPIC,
+    KafkaWorkload,
+    TopicOp,
+)
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image
 from pykraft.node.metadata_files import load_image
@@ -60,6 +67,8 @@ class KafkaVerdict:
     elections: list[str] = field(default_factory=list)
     views: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)  # checks that could not read
+    # Deleted topics listed again after a create of theirs went unanswered (not a failure).
+    recreated: list[str] = field(default_factory=list)
     leader_changes: int = 0  # in the metadata log, for the report
 
     @property
@@ -230,13 +239,30 @@ def _check_topics(workload: KafkaWorkload, verdict: KafkaVerdict) -> None:
         present = set(admin.list_topics())
     finally:
         admin.close()
-    attempted_delete = {op.topic for op in workload.topic_ops if op.op == "delete"}
-    for op in workload.topic_ops:
+    verdict.topics.extend(topic_results_disagree(workload.topic_ops, present, verdict))
+
+
+def topic_results_disagree(
+    ops: list[TopicOp], present: set[str], verdict: KafkaVerdict
+) -> list[str]:
+    """What the final topic listing contradicts. A create without a successful answer may
+    still take effect at any later time (a broker retries a forwarded CreateTopics across a
+    controller failover until it is answered, seen re-creating a topic 7 s after the
+    client's delete of it succeeded): a deleted topic listed again after such a create is
+    counted in ``verdict.recreated``, not a disagreement."""
+    out: list[str] = []
+    attempted_delete = {op.topic for op in ops if op.op == "delete"}
+    uncertain_create = {op.topic for op in ops if op.op == "create" and not op.ok}
+    for op in ops:
         if op.ok and op.op == "create" and op.topic not in attempted_delete:
             if op.topic not in present:
-                verdict.topics.append(f"{op.topic}: created, never deleted, missing")
+                out.append(f"{op.topic}: created, never deleted, missing")
         elif op.ok and op.op == "delete" and op.topic in present:
-            verdict.topics.append(f"{op.topic}: deleted, still listed")
+            if op.topic in uncertain_create:
+                verdict.recreated.append(op.topic)
+            else:
+                out.append(f"{op.topic}: deleted, still listed")
+    return out
 
 
 # -- the metadata log -------------------------------------------------------------------------
