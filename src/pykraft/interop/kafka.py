@@ -33,12 +33,15 @@ from typing import ClassVar, Final
 
 __all__ = [
     "KAFKA_MAIN",
+    "QUICK_SERVER_JVM",
     "REFERENCE_DIST",
+    "SERVER_JVM_ENV",
     "KafkaDist",
     "KafkaError",
     "KafkaProcess",
     "pom_version",
     "repo_root",
+    "server_jvm",
     "write_properties",
 ]
 
@@ -73,7 +76,20 @@ KAFKA_MAIN_MOVED: Final = {
 # A tool's JVM: small heap, quick start (C1 only, serial GC); servers get the full JIT.
 TOOL_JVM: Final = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SERVER_JVM: Final = ("-Xms128m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+# Servers that live seconds to minutes and move little data (the test suite's): C1 only and
+# the serial collector, as the tools; C2's compile threads cost more CPU than they win back
+# there, and a 2-core machine runs several such JVMs at once.
+QUICK_SERVER_JVM: Final = ("-Xms64m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+SERVER_JVM_ENV: Final = "PYKRAFT_KAFKA_SERVER_JVM"
 COMMON_JVM: Final = ("-Djava.awt.headless=true", "-Dfile.encoding=UTF-8")
+
+
+def server_jvm() -> tuple[str, ...]:
+    """The JVM options of a server started without its own: ``SERVER_JVM``, or the
+    space-separated options in ``PYKRAFT_KAFKA_SERVER_JVM`` (the test suite sets
+    ``QUICK_SERVER_JVM`` there; benchmarks and ``pykraft local up`` keep the full JIT)."""
+    options = os.environ.get(SERVER_JVM_ENV, "").split()
+    return tuple(options) if options else SERVER_JVM
 
 
 class KafkaError(RuntimeError):
@@ -216,11 +232,13 @@ class KafkaDist:
         main: str,
         *args: str,
         log: Path,
-        jvm: Sequence[str] = SERVER_JVM,
+        jvm: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> KafkaProcess:
-        """Start a long-lived process; its stdout and stderr are appended to ``log``."""
-        return KafkaProcess.spawn(self.command(main, args, jvm=jvm, server=True), log=log, env=env)
+        """Start a long-lived process; its stdout and stderr are appended to ``log``.
+        Without ``jvm``: ``server_jvm()``."""
+        argv = self.command(main, args, jvm=server_jvm() if jvm is None else jvm, server=True)
+        return KafkaProcess.spawn(argv, log=log, env=env)
 
     def format_storage(
         self,
