@@ -211,7 +211,9 @@ class MetaLogListener:
                 continue
             for record in decode_records(data[pos : pos + header.size]):
                 if record.value is not None:
-                    self._replay_value(record.value, offset, f"snapshot {latest}")
+                    # Not counted as applied: a snapshot's records are already in one (the
+                    # policy's bytes since the last snapshot, as Kafka resets them on a load).
+                    self._replay_value(record.value, offset, f"snapshot {latest}", counted=False)
         self.position = max(self.position, latest.offset)
         return latest
 
@@ -269,8 +271,8 @@ class MetaLogListener:
             if not progressed:
                 return
 
-    def _replay_value(self, value: bytes, offset: int, where: str) -> None:
-        if self.on_applied is not None:
+    def _replay_value(self, value: bytes, offset: int, where: str, counted: bool = True) -> None:
+        if counted and self.on_applied is not None:
             self.on_applied(len(value))
         try:
             record, version = decode_record(value)

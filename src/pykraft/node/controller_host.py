@@ -458,6 +458,7 @@ class ControllerHost:
             # back to the collector (its controller's cycles would keep it alive), and the
             # new one frozen in its place. One full collection, on a rare event.
             self._refreeze = False
+            self._snapshots.reloaded()
             gc.unfreeze()
             gc.collect()
             gc.freeze()
