@@ -57,7 +57,7 @@ def open_storage(cfg: NodeConfig) -> NodeStorage:
     partition_dir = cfg.metadata_log_dir / PARTITION_DIR_NAME
     try:
         log_ = FileLog.open(partition_dir, segment_bytes=cfg.metadata_log_segment_bytes)
-        snapshots = FileSnapshotStore.open(partition_dir)
+        snapshots = FileSnapshotStore.open(partition_dir, owner=True)
     except (StorageError, ValueError) as e:
         raise NodeStartError(f"cannot open {partition_dir}: {e}") from None
     return NodeStorage(

@@ -8,7 +8,8 @@ Files are validated as a stream (``validate_snapshot_file``: chunks of at most 8
 batch when a batch is bigger), so a snapshot of any size costs bounded memory.
 A snapshot that fails validation (framing, CRC, header, footer) is refused: ``open`` logs
 it and leaves it out of the store; it is never served or loaded. Stale ``.part`` files
-(a crash mid-write) are deleted on open.
+(a crash mid-write) are deleted when the node that owns the directory opens it
+(``open(owner=True)``), never by a tool reading a live node's directory.
 """
 
 from __future__ import annotations
@@ -244,10 +245,14 @@ class FileSnapshotStore:
         self.refused: list[Path] = []  # snapshots found invalid on open
 
     @classmethod
-    def open(cls, partition_dir: Path) -> FileSnapshotStore:
+    def open(cls, partition_dir: Path, *, owner: bool = False) -> FileSnapshotStore:
+        """The valid snapshots in ``partition_dir``. ``owner``: the node that writes there
+        opens it (at start), and unfinished ``.part`` files are left from a crash and
+        deleted; a tool reading a live node's directory leaves them alone (they are that
+        node's snapshots being written)."""
         partition_dir.mkdir(parents=True, exist_ok=True)
         self = cls(partition_dir)
-        for part in partition_dir.glob("*.checkpoint.part"):
+        for part in partition_dir.glob("*.checkpoint.part") if owner else ():
             log.warning("deleting unfinished snapshot %s", part)
             part.unlink()
         for path in sorted(partition_dir.glob("*.checkpoint")):
