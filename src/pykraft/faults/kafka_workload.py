@@ -313,7 +313,11 @@ class KafkaWorkload:
                     answer = admin.create_topics([NewTopic(topic, 1, 3)], raise_errors=False)
                 else:
                     answer = admin.delete_topics([topic], raise_errors=False)
-                ok = all(t["error_code"] == 0 for t in answer["topics"])
+                codes = [t["error_code"] for t in answer["topics"]]
+                ok = all(code == 0 for code in codes)
+                for code in codes:
+                    if code:
+                        self._count(f"{op}: error code {code}")  # 36: TOPIC_ALREADY_EXISTS
             except KafkaError as e:
                 self._count(f"{op}: {type(e).__name__}")
                 ok, failed = False, True
