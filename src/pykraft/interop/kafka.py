@@ -76,9 +76,9 @@ KAFKA_MAIN_MOVED: Final = {
 # A tool's JVM: small heap, quick start (C1 only, serial GC); servers get the full JIT.
 TOOL_JVM: Final = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SERVER_JVM: Final = ("-Xms128m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
-# Servers that live seconds to minutes and move little data (the test suite's): C1 only and
-# the serial collector, as the tools; C2's compile threads cost more CPU than they win back
-# there, and a 2-core machine runs several such JVMs at once.
+# Servers that live seconds to minutes and move little data (the test suite's): the quick
+# compiler only and the serial collector, as the tools; the optimizing compiler's threads
+# cost more CPU than they win back there, and a 2-core machine runs several such JVMs.
 QUICK_SERVER_JVM: Final = ("-Xms64m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SERVER_JVM_ENV: Final = "PYKRAFT_KAFKA_SERVER_JVM"
 COMMON_JVM: Final = ("-Djava.awt.headless=true", "-Dfile.encoding=UTF-8")
