@@ -567,12 +567,9 @@ class ControllerHost:
                 writer.append(generator.next_values(SNAPSHOT_SLICE_RECORDS), self.node.now_ms())
                 await asyncio.sleep(0)
             if not generator.done:
-                writer.abort()
-                return  # stopped
+                return  # stopped: the writer is aborted below
             sid = await self.node.freeze_snapshot(writer)
         except Exception as e:
-            if writer is not None:
-                writer.abort()
             log.warning("metadata snapshot at %d not written: %s", end, e)
         else:
             log.info(
@@ -582,6 +579,8 @@ class ControllerHost:
                 (time.monotonic() - started) * 1000,
             )
         finally:
+            if writer is not None:
+                writer.abort()  # a no-op once frozen
             generator.close()
             self._snapshots.finished()
 
