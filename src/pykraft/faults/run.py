@@ -67,6 +67,7 @@ PROCESS_KINDS = ("kill", "pause", "restart", "disk")
 LEADER = 0  # a fault's target: whichever node leads when the fault is applied
 NETWORK_KINDS = ("isolate", "split", "oneway")
 _SAMPLE_S = 0.2
+FULL_DISK_RATE = 20.0  # registrations/s while a controller's disk is full (see full_disk_rate)
 _STALL_S = 1.5  # a leader whose high watermark has not moved for this long is not leading
 
 
@@ -92,7 +93,7 @@ class RunConfig:
     # The registration workload's rate (simulated brokers through the controllers' RPCs);
     # None: 20/s, or 2/s beside real brokers (simulated brokers never heartbeat, and Kafka's
     # controller fences stale brokers one at a time: a flood of them would delay the
-    # fencing of the real ones).
+    # fencing of the real ones). While a controller's disk is full it is FULL_DISK_RATE.
     rate: float | None = None
     converge_s: float = 60.0
     recovery_bound_s: float = 20.0  # a leader back after each heal within this
@@ -103,6 +104,14 @@ class RunConfig:
     broker_rate: float = 100.0  # records per second per idempotent producer
     unsafe_controller: bool = False  # the broken controller (the checker must fail)
     controllers: str = "pykraft"  # or "kafka": Apache Kafka's own, for the side by side
+
+    @property
+    def full_disk_rate(self) -> float:
+        """The registration rate while a controller's disk is full: enough records that the
+        node must allocate a new page within the fault's hold (at 2/s, a 2-s hold wrote
+        ~1 KiB, which a tmpfs page the segment already had could take: the fault then tested
+        nothing)."""
+        return max(self.registration_rate, FULL_DISK_RATE)
 
     @property
     def registration_rate(self) -> float:
@@ -469,7 +478,7 @@ def run(config: RunConfig) -> Report:
                 f"cluster up (leader {monitor.leader}); {len(faults)} faults over {config.seconds:g} s"
             )
             t0 = time.monotonic()
-            _inject(config, cluster, network, monitor, faults, report, t0, side)
+            _inject(config, cluster, network, monitor, faults, report, t0, side, load)
             _sleep_until(t0 + config.seconds)
             load.stop()
             if side is not None:
@@ -522,6 +531,7 @@ def _inject(
     report: Report,
     t0: float,
     side: BrokerSide | None = None,
+    load: _WorkloadThread | None = None,
 ) -> None:
     """The fault phase: each fault at its time (aimed at the leader of the moment where it
     says LEADER, the busiest partition's leader where BUSY), held, healed; after each heal
@@ -541,6 +551,8 @@ def _inject(
             assert side is not None
             side.apply(fault.kind, fault.targets[0])
         else:
+            if load is not None and fault.kind == "disk":
+                load.workload.rate = config.full_disk_rate
             _apply(cluster, network, fault)
         # Held for its whole hold, also when applied late (a slow heal before it): a fence
         # must outlast the session timeout, an isr fault the replica lag time.
@@ -551,6 +563,8 @@ def _inject(
             side.heal(fault.kind, fault.targets[0])
         else:
             _heal(cluster, network, fault, report)
+            if load is not None:
+                load.workload.rate = config.registration_rate
         healed = time.monotonic()
         if monitor.wait(lambda: monitor.leader is not None, config.recovery_bound_s * 3):
             report.recoveries_ms.append((time.monotonic() - healed) * 1000)

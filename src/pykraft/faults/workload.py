@@ -71,9 +71,9 @@ class Workload:
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks: set[asyncio.Task[None]] = set()
-        period = 1.0 / self.rate
         next_at = time.monotonic()
         while not stop.is_set():
+            period = 1.0 / self.rate  # read each time: the run raises it while a disk is full
             await self._slots.acquire()
             broker_id = self._ids.popleft()
             self._ids.append(broker_id)
