@@ -16,6 +16,7 @@ PySyncObj gives them) and ``AsyncLoad`` (coroutines, for the pykraft embedding A
 from __future__ import annotations
 
 import asyncio
+import collections
 import heapq
 import threading
 import time
@@ -35,6 +36,9 @@ class LoadSpec:
     appenders: int
     records_per_call: int = 1
     rate_rps: float | None = None  # offered records/s over all appenders; None = closed loop
+    # One paced caller of RaftNode.schedule_append (Kafka's scheduleAppend, as
+    # TestRaftServer's workload thread calls it) instead of ``appenders`` coroutines.
+    schedule: bool = False
     warmup_s: float = 1.0
     measure_s: float = 5.0
 
@@ -218,6 +222,60 @@ class AsyncLoad:
         for task in done:
             if task.exception() is not None:
                 tally.errors += 1
+        result = tally.result()
+        result["undrained_calls"] = len(pending)
+        return result
+
+
+class ScheduleLoad:
+    """Kafka's ``TestRaftServer`` workload: one paced caller of ``schedule(values) -> last
+    offset`` (``RaftNode.schedule_append``), open loop, one record per call; a record's
+    latency runs from its call to the first ``on_commit(high_watermark)`` past its offset.
+    Needs ``rate_rps``; ``appenders`` is ignored."""
+
+    def __init__(self, schedule: Callable[[list[bytes]], int]):
+        self._schedule = schedule
+        self._pending: collections.deque[tuple[int, float]] = collections.deque()
+        self._tally: _Tally | None = None
+
+    def on_commit(self, high_watermark: int) -> None:
+        tally = self._tally
+        pending = self._pending
+        if tally is None or not pending:
+            return
+        now = time.perf_counter()
+        while pending and pending[0][0] < high_watermark:
+            tally.done(pending.popleft()[1], now, True)
+
+    async def run(self, spec: LoadSpec) -> dict[str, Any]:
+        assert spec.rate_rps, "a scheduled load is paced"
+        values = [b"x" * spec.record_bytes] * spec.records_per_call
+        tally = self._tally = _Tally(spec)
+        self._pending.clear()
+        start = time.perf_counter()
+        tally.t_warm = start + spec.warmup_s
+        tally.t_end = tally.t_warm + spec.measure_s
+        calls_per_s = spec.rate_rps / spec.records_per_call
+        issued = 0
+        schedule = self._schedule
+        pending = self._pending
+        while True:
+            await asyncio.sleep(TICK_S)
+            now = time.perf_counter()
+            if now >= tally.t_end:
+                break
+            due = int((now - start) * calls_per_s)
+            for _ in range(due - issued):
+                tally.calls += 1
+                try:
+                    pending.append((schedule(values), now))
+                except Exception:
+                    tally.errors += 1
+            issued = due
+        drain_end = time.perf_counter() + DRAIN_MAX_S
+        while pending and pending[0][1] < tally.t_end and time.perf_counter() < drain_end:
+            await asyncio.sleep(0.01)
+        self._tally = None
         result = tally.result()
         result["undrained_calls"] = len(pending)
         return result

@@ -9,7 +9,9 @@ answers JSON-line commands on stdin with ``@@ {json}`` lines on stdout:
 
 - ``status``: role, epoch, leader, high watermark, log end offset;
 - ``load``: the appender load of ``_load.py`` through the embedding API, timed from the
-  ``append`` call to the commit callback (``on_commit``) that covers its last offset;
+  ``append`` call to the commit callback (``on_commit``) that covers its last offset; with
+  ``schedule`` in the spec, one paced caller of ``schedule_append`` instead (Kafka's
+  ``TestRaftServer`` workload);
 - ``fill``: append ``records_per_call`` records of ``record_bytes`` per call from
   ``appenders`` concurrent callers until ``target_bytes`` more log bytes are committed (the
   catch-up benchmark's fast log builder);
@@ -52,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import LOOPBACK, emit
-from _load import AsyncLoad, LoadSpec
+from _load import AsyncLoad, LoadSpec, ScheduleLoad
 from pykraft.node.config import NodeConfig
 from pykraft.node.driver import RaftNode
 from pykraft.raft.snapshots import RaftSnapshotWriter
@@ -139,7 +141,7 @@ async def steady_appender(node: RaftNode, committed: Committed, interval_ms: int
                 emit({"type": "first_commit", "epoch": epoch, "t": time.time(), "offset": offset})
 
 
-async def profiled(load: AsyncLoad, spec: LoadSpec, out: Path) -> dict[str, Any]:
+async def profiled(load: AsyncLoad | ScheduleLoad, spec: LoadSpec, out: Path) -> dict[str, Any]:
     """The load under pyinstrument (the whole process: node, network, appenders)."""
     from pyinstrument import Profiler
 
@@ -312,7 +314,15 @@ async def serve(args: argparse.Namespace) -> None:
     args.dir.mkdir(parents=True, exist_ok=True)
     format_dir(args, props)
     committed = Committed()
-    node = RaftNode(NodeConfig.from_properties(props), on_commit=committed.on_commit)
+    scheduled: list[ScheduleLoad] = []
+
+    def on_commit(high_watermark: int) -> None:
+        committed.on_commit(high_watermark)
+        if scheduled:
+            scheduled[0].on_commit(high_watermark)
+
+    node = RaftNode(NodeConfig.from_properties(props), on_commit=on_commit)
+    scheduled.append(ScheduleLoad(node.schedule_append))
     await node.start()
     watch = DataWatch(node)
 
@@ -364,10 +374,11 @@ async def serve(args: argparse.Namespace) -> None:
         elif cmd["cmd"] == "load":
             spec = LoadSpec.from_dict(cmd["spec"])
             t0 = time.perf_counter()
+            driver = scheduled[0] if spec.schedule else load
             if cmd.get("profile"):
-                result = await profiled(load, spec, Path(cmd["profile"]))
+                result = await profiled(driver, spec, Path(cmd["profile"]))
             else:
-                result = await load.run(spec)
+                result = await driver.run(spec)
             result["wall_s"] = time.perf_counter() - t0
             emit({"type": "load", "result": result})
         elif cmd["cmd"] == "quit":

@@ -17,10 +17,12 @@ import pytest
 from pykraft.admin.describe import describe_quorum_request
 from pykraft.net.client import Connection
 from pykraft.node import flush as flush_module
+from pykraft.node.appends import APPEND_BATCH_RECORDS_MAX
 from pykraft.node.config import NodeConfig, load_config
 from pykraft.node.driver import RaftNode
 from pykraft.node.flush import FLUSH_INLINE_MAX_MS, Flusher
 from pykraft.raft.snapshots import RaftSnapshotWriter
+from pykraft.records import decode_records, iter_batches
 from pykraft.storage import format_storage, read_snapshot
 
 from .procs import CLUSTER_ID, free_ports
@@ -190,6 +192,37 @@ def test_concurrent_appends_get_dense_offsets(tmp_path: Path) -> None:
             lasts = await asyncio.gather(*(node.append([b"x"] * n) for n in (1, 2, 3)))
             assert lasts[1] - lasts[0] == 2 and lasts[2] - lasts[1] == 3
             await node.wait_committed(lasts[2])
+
+    asyncio.run(go())
+
+
+def test_scheduled_records_commit_at_the_offsets_they_were_promised(tmp_path: Path) -> None:
+    """schedule_append (Kafka's scheduleAppend) answers offsets at once; mixed with append
+    calls and past the batch limit, each record commits at the offset it was promised."""
+    config = load_config(single_voter(tmp_path))
+
+    async def go() -> None:
+        async with leader_node(config) as node:
+            assert node.core is not None
+            epoch = node.core.epoch
+            promised = {node.schedule_append([b"s%d" % i]): b"s%d" % i for i in range(5)}
+            appended = node.append([b"a0", b"a1"])  # after the five scheduled ones
+            promised.update({node.schedule_append([b"t%d" % i]): b"t%d" % i for i in range(3)})
+            last_a = await appended
+            promised[last_a] = b"a1"
+            many = [b"m%d" % i for i in range(APPEND_BATCH_RECORDS_MAX + 10)]
+            promised[node.schedule_append(many)] = many[-1]  # appended at once
+            assert sorted(promised) == sorted(set(promised))  # no offset promised twice
+            end = max(promised)
+            await node.wait_committed(end, epoch)
+            data = node.log.read(min(promised), 1 << 24)
+            values = {
+                r.offset: r.value
+                for header, pos in iter_batches(data)
+                for r in decode_records(data[pos : pos + header.size])
+            }
+            assert {o: values[o] for o in promised} == promised
+            assert not node.core.scheduled_count
 
     asyncio.run(go())
 

@@ -397,3 +397,19 @@ def test_a_fetch_answer_stating_a_lower_high_watermark_is_detected() -> None:
         FetchResponse(ErrorCode.not_leader_or_follower, 3, -1, 9, 0),
     ):
         check_stated_hwm(1, receiver, fine)
+
+
+def test_a_scheduled_record_committed_elsewhere_is_detected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """schedule_append's answer is a promise: a core that answers one offset too far for a
+    multi-record call is caught when the records commit."""
+    honest = RaftCore.schedule_append
+
+    def off_by_one(self: RaftCore, values: Any) -> int:
+        return honest(self, values) + (1 if len(values) > 1 else 0)
+
+    monkeypatch.setattr(RaftCore, "schedule_append", off_by_one)
+    result = run(SimConfig.make(3, "none", events=3000))
+    assert result.violation is not None
+    assert result.violation.invariant == "scheduled-offset", result.violation

@@ -139,6 +139,7 @@ class RaftNode:
         self._inbound = PendingAnswers()  # requests stepped into the core, by our ids
         self._timer: asyncio.TimerHandle | None = None
         self._linger: asyncio.TimerHandle | None = None
+        self._append_deferred = False  # _append_pending is queued in _deferred
         self._appends = LingerBatch()
         self._commits = CommitTracker()
         self._stopping = False
@@ -553,6 +554,28 @@ class RaftNode:
             )
         return await done
 
+    def schedule_append(self, values: Sequence[bytes]) -> int:
+        """Kafka's ``RaftClient.scheduleAppend``: take records for the next batch and return
+        the offset the last of them will have, without a future or a turn of the loop per
+        call. They are appended with the linger batch (``controller.quorum.append.linger.ms``,
+        or at once past ``APPEND_BATCH_RECORDS_MAX`` records); the ``on_commit`` callback or
+        :meth:`wait_committed` with the epoch (``core.epoch`` now) tells when they commit.
+        Raises ``NotLeaderError`` on a non-leader. Records scheduled when leadership is lost
+        never reach the log: :meth:`wait_committed` with the epoch raises
+        ``AppendLostError`` for them."""
+        core = self.core
+        if core is None or self._stopping:
+            raise ConnectionError("node is not running")
+        last = core.schedule_append(values)
+        if core.scheduled_count + len(self._appends.values) >= APPEND_BATCH_RECORDS_MAX:
+            self._flush_appends()
+        elif self._linger is None:
+            assert self._loop is not None
+            self._linger = self._loop.call_later(
+                self.config.quorum_append_linger_ms / 1000, self._flush_appends
+            )
+        return last
+
     def _fail_appends(self, error: BaseException) -> None:
         batch, self._appends = self._appends, LingerBatch()
         batch.fail(error)
@@ -562,34 +585,45 @@ class RaftNode:
             self._linger.cancel()
             self._linger = None
         core = self.core
-        if not self._appends.values or core is None or self._stopping:
+        if core is None or self._stopping or not (self._appends.values or core.scheduled_count):
             return
         if self._flushing is not None:
-            # Appended after the running flush, together with whatever else arrives.
-            self._deferred.append(self._append_pending)
+            # Appended after the running flush, together with whatever else arrives (queued
+            # once: calls past the batch limit during a flush all end here).
+            if not self._append_deferred:
+                self._append_deferred = True
+                self._deferred.append(self._append_pending)
             return
         if self._step(self._append_pending):
             self._pump()
 
     def _append_pending(self) -> None:
+        self._append_deferred = False
         core = self.core
-        batch = self._appends
-        if not batch.values or core is None or self._stopping:
+        if core is None or self._stopping:
             return
+        batch = self._appends
         self._appends = LingerBatch()
         now = self.now_ms()
+        scheduled = core.scheduled_count
         try:
-            last = core.append(batch.values, now)
+            # The scheduled records first: they were promised the offsets after the log end.
+            last: int | None = core.drain_scheduled(now) if scheduled else None
+            if batch.values:
+                last = core.append(batch.values, now)
         except NotLeaderError as e:
             batch.fail(e)
             return
         except (OSError, StorageError) as e:
             batch.fail(ConnectionError(f"metadata log write failed: {e}"))
             raise
+        if last is None:
+            return
         if self.metrics is not None:
-            self.metrics.on_append(now, len(batch.values))
+            self.metrics.on_append(now, scheduled + len(batch.values))
         self._commits.mark(last, now)
-        batch.appended(last)
+        if batch.values:
+            batch.appended(last)
 
     async def create_snapshot(
         self, write: Callable[[RaftSnapshotWriter], None], end_offset: int | None = None

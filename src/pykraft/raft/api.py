@@ -11,8 +11,9 @@ they check its invariants from the inside.
 =========================  ============================================================
 group                      members
 =========================  ============================================================
-drive (the Ready loop)     ``step``, ``poll``, ``append``, ``on_flushed``, ``ready``,
-                           ``create_snapshot``, ``shutdown``
+drive (the Ready loop)     ``step``, ``poll``, ``append``, ``schedule_append``,
+                           ``drain_scheduled``, ``scheduled_count``, ``on_flushed``,
+                           ``ready``, ``create_snapshot``, ``shutdown``
 admin (KIP-853, KIP-642)   ``add_voter``, ``remove_voter``, ``update_kraft_version``,
                            ``set_target_voters``, ``describe_quorum``,
                            ``reassignment_progress``
@@ -88,6 +89,13 @@ class RaftApi(CoreView, Protocol):
     def poll(self, now_ms: int) -> None: ...
 
     def append(self, values: Sequence[bytes], now_ms: int) -> int: ...
+
+    def schedule_append(self, values: Sequence[bytes]) -> int: ...
+
+    def drain_scheduled(self, now_ms: int) -> int | None: ...
+
+    @property
+    def scheduled_count(self) -> int: ...
 
     def on_flushed(self, now_ms: int) -> None: ...
 

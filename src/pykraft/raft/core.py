@@ -72,6 +72,7 @@ class RaftCore:
         "_outbox",
         "_qs",
         "_requests",
+        "_scheduled",
         "bootstrap_servers",
         "changes",
         "config",
@@ -135,6 +136,10 @@ class RaftCore:
         self._driven_ms = -1  # the time of the last _drive
         self._requests = RequestManager()
         self.fetch = replication.FetchState()
+        # Records scheduled by schedule_append, not yet in the log (Kafka's BatchAccumulator):
+        # they take the offsets right after the log end offset, in order. Invariant: empty
+        # unless this replica leads; every append to the log drains it first.
+        self._scheduled: list[bytes] = []
         # Policy hook: may the log start advance to a snapshot just frozen? (KIP-630 retention)
         self.snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], bool] = (
             lambda _sid, _log: True
@@ -232,12 +237,43 @@ class RaftCore:
         self._drive(now_ms)
 
     def append(self, values: Sequence[bytes], now_ms: int) -> int:
-        """Append one batch of records as leader; returns its last offset."""
+        """Append one batch of records as leader (after any scheduled ones); returns its last
+        offset."""
         role = self._qs.role
         if not isinstance(role, Leader):
             raise NotLeaderError(self._qs.leader_id, self._qs.epoch)
         if not values:
             raise ValueError("append needs at least one record")
+        self.drain_scheduled(now_ms)
+        return replication.leader_append(self, role, values, now_ms)
+
+    def schedule_append(self, values: Sequence[bytes]) -> int:
+        """Kafka's ``RaftClient.scheduleAppend``: as leader, take ``values`` for the next
+        batch without writing the log; returns the offset the last of them will have. The
+        records reach the log at the next :meth:`drain_scheduled` (the driver's linger), or
+        before anything else is appended; they are dropped if this replica stops leading
+        first (their offsets then hold another leader's records: the application checks the
+        epoch of what commits, as Kafka's does)."""
+        if not isinstance(self._qs.role, Leader):
+            raise NotLeaderError(self._qs.leader_id, self._qs.epoch)
+        if not values:
+            raise ValueError("append needs at least one record")
+        scheduled = self._scheduled
+        scheduled.extend(values)
+        return self.log.end_offset + len(scheduled) - 1
+
+    @property
+    def scheduled_count(self) -> int:
+        """Records taken by :meth:`schedule_append` and not yet in the log."""
+        return len(self._scheduled)
+
+    def drain_scheduled(self, now_ms: int) -> int | None:
+        """Append the scheduled records as one batch; their last offset, or None if none."""
+        if not self._scheduled:
+            return None
+        role = self._qs.role
+        assert isinstance(role, Leader), "records scheduled on a replica that does not lead"
+        values, self._scheduled = self._scheduled, []
         return replication.leader_append(self, role, values, now_ms)
 
     def on_flushed(self, now_ms: int) -> None:
@@ -368,7 +404,10 @@ class RaftCore:
     # -- the log's control records (D2): every change of the log goes through here ----------
 
     def append_own(self, batches: bytes, now_ms: int) -> int:
-        """Append batches this leader wrote; returns the new log end offset."""
+        """Append batches this leader wrote; returns the new log end offset. A control
+        record's writer drains the scheduled records first (``drain_scheduled``): they were
+        promised the offsets after the log end."""
+        assert not self._scheduled, "an append ahead of the scheduled records"
         end = self.log.append(batches)
         self.control.apply_batches(batches)
         self.request_flush()
@@ -469,6 +508,7 @@ class RaftCore:
     def _on_transition(self, old: Role, new: Role) -> None:
         # Kafka's RequestManager reset: answers to anything sent before are now stale.
         self._requests.clear()
+        self._scheduled.clear()  # never appended: their offsets go to the next leader
         replication.on_transition(self, old, new)
         if isinstance(old, Leader):
             membership.leadership_lost(self)

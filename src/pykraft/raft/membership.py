@@ -225,6 +225,7 @@ def caught_up(core: CoreContext, leader: Leader, key: ReplicaKey, now_ms: int) -
 def append_voters(core: CoreContext, leader: Leader, voters: VoterSet, now_ms: int) -> int:
     """Append a VotersRecord; returns its offset. The two safety rules are asserted here."""
     assert ready_to_change(core, leader), "voter change before the epoch or last change committed"
+    core.drain_scheduled(now_ms)
     log = core.log
     offset = log.end_offset
     ts = core.config.timestamp_ms(now_ms)
@@ -475,6 +476,7 @@ def _append_kraft_upgrade(
     local = core.local_key
     low, high = core.config.kraft_versions
     voters = voters.with_voter(VoterInfo(local, core.endpoints, low, high))
+    core.drain_scheduled(now_ms)
     offset = core.log.end_offset
     core.append_own(
         bootstrap_batches(offset, leader.epoch, now_ms, change.target_version, voters), now_ms

@@ -114,6 +114,7 @@ def submit(core: CoreContext, voters: Sequence[VoterInfo], reply: Reply, now_ms:
     ):
         membership.answer_now(core, OPERATION, reply, ErrorCode.none, None)  # already durable
         return
+    core.drain_scheduled(now_ms)
     offset = core.log.end_offset
     ts = core.config.timestamp_ms(now_ms)
     # The original voter set stays the one the first target started from (KIP-455).
@@ -275,6 +276,7 @@ def step(core: CoreContext, leader: Leader, now_ms: int) -> None:
         return
     current = core.voters
     if same_members(current, target):
+        core.drain_scheduled(now_ms)
         cleared = target_voters_batch(
             core.log.end_offset,
             leader.epoch,

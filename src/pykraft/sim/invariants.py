@@ -55,7 +55,14 @@ from kio.schema.errors import ErrorCode
 from pykraft.raft.messages import FetchResponse
 from pykraft.raft.roles import Leader
 from pykraft.raft.voters import VoterSet
-from pykraft.records import BATCH_FIELDS, BATCH_LENGTH_OVERHEAD, CONTROL_FLAG, scan_batches
+from pykraft.records import (
+    BATCH_FIELDS,
+    BATCH_LENGTH_OVERHEAD,
+    CONTROL_FLAG,
+    decode_records,
+    read_header,
+    scan_batches,
+)
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.node import LEADER, Ghost, SimNode
 from pykraft.sim.voter_invariants import VoterInvariants
@@ -81,7 +88,15 @@ class Observer(Protocol):
 class InvariantChecker:
     """Invariant: ``leaders_by_epoch[e]`` is the only node id ever seen leading epoch ``e``."""
 
-    __slots__ = ("_checks", "_observer", "history", "leaders_by_epoch", "nodes", "voters")
+    __slots__ = (
+        "_checks",
+        "_observer",
+        "history",
+        "leaders_by_epoch",
+        "nodes",
+        "promises",
+        "voters",
+    )
 
     def __init__(
         self,
@@ -96,6 +111,10 @@ class InvariantChecker:
         self.leaders_by_epoch: dict[int, int] = {}
         self._checks = 0
         self.voters = VoterInvariants(nodes, history, initial_voters)
+        # RaftCore.schedule_append's answers: offset -> (epoch, the last record's value). A
+        # promise is kept if that offset commits in that epoch (else the records were
+        # dropped with the leadership, legally); checked and forgotten when it commits.
+        self.promises: dict[int, tuple[int, bytes]] = {}
 
     def invalidate(self) -> None:
         """Nodes may have changed outside their own events (see ``VoterInvariants``)."""
@@ -264,11 +283,30 @@ class InvariantChecker:
                 data_records = 0 if attrs & CONTROL_FLAG else delta + 1
                 if history.record(base, nxt, epoch, crc, data_records, now_ms, node.id):
                     self._check_majority(node, base, nxt, epoch)
+                    if self.promises and data_records:
+                        self._check_promises(node, data[pos - BATCH_LENGTH_OVERHEAD - length : pos])
                     if not data_records:
                         self.voters.committed_control_batch(node, base, nxt)
                     self._observer.committed(node, base, nxt, now_ms)
                 offset = nxt
         raise AssertionError("unreachable: the loop bound covers every offset")
+
+    def _check_promises(self, node: SimNode, batch: bytes) -> None:
+        """A record scheduled at an offset (``schedule_append``'s answer) is the record that
+        commits there in its epoch: the scheduled records kept their place in the log."""
+        header = read_header(batch)
+        promises = self.promises
+        for record in decode_records(batch):
+            promise = promises.pop(record.offset, None)
+            if promise is None or promise[0] != header.partition_leader_epoch:
+                continue
+            if record.value != promise[1]:
+                raise InvariantViolation(
+                    "scheduled-offset",
+                    f"offset {record.offset} was promised to {promise[1]!r} in epoch "
+                    f"{promise[0]} but commits {record.value!r}",
+                    node.id,
+                )
 
     def _check_majority(self, leader: SimNode, base: int, nxt: int, epoch: int) -> None:
         """Held by a majority of the leader's voter set (the latest one, committed or not,

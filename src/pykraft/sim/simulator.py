@@ -560,8 +560,15 @@ class Simulation:
         values = [b"n%d-a%d-r%d" % (node.id, base, i) for i in range(count)]
         if node.controller is not None:
             values = [tagged_noop(v) for v in values]
+        # Half the calls take Kafka's scheduleAppend path: the records wait in the core until
+        # a later append, a control record or a leadership change (which drops them).
+        scheduled = rng.random() < 0.5
         try:
-            last_offset = core.append(values, self.now_ms)
+            if scheduled:
+                last_offset = core.schedule_append(values)
+                self.checker.promises[last_offset] = (core.epoch, values[-1])
+            else:
+                last_offset = core.append(values, self.now_ms)
         except NotLeaderError:
             return
         self.result.appends += 1
