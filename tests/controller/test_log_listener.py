@@ -253,3 +253,36 @@ def test_a_loaded_snapshot_does_not_count_toward_the_next_one() -> None:
     commit_all(core, listener, request_id=12)
     loaded.sync(core, NOW)
     assert len(applied) == 1 and applied[0] > 0
+
+
+def test_a_snapshot_installed_from_the_leader_loads_in_slices_beside_the_old_image() -> None:
+    """With a budget, a snapshot the replica installed is replayed into a fresh controller
+    over several syncs while the old image stays in use (at its old position); it replaces
+    the old one, whole, when the last slice is done."""
+    from pykraft.controller.snapshot_generator import SnapshotGenerator
+
+    core, listener = active()
+    for n in range(5):
+        alter_config(core, listener, f"{n}", "v" * 100)
+    commit_all(core, listener, request_id=11)
+    end = core.high_watermark
+    writer = core.create_snapshot(end, NOW)
+    writer.append(SnapshotGenerator(listener.image, end).all_values(), NOW)
+    writer.freeze(NOW)
+    expected = image_digest(listener.image)
+    lose_leadership(core)  # the standby below follows; it never activates
+
+    standby = new_listener()
+    old = standby.image
+    standby.snapshot_loaded()
+    slices = 0
+    while True:
+        standby.sync(core, NOW, max_records=3)
+        slices += 1
+        if not standby.more:
+            break
+        assert standby.loading and standby.image is old and standby.position == 0
+        assert slices < 1_000
+    assert slices >= 3 and not standby.loading
+    assert standby.loaded is not None and standby.loaded.offset == end
+    assert standby.position == end and image_digest(standby.image) == expected

@@ -47,6 +47,7 @@ from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
 from pykraft.controller.log_listener import (
+    LOAD_SLICE_RECORDS,
     NOT_ACTIVE,
     ActivationRefused,
     Handled,
@@ -449,11 +450,18 @@ class ControllerHost:
             return
         epoch = listener.epoch
         try:
-            change = listener.sync(core, self.node.now_ms())
+            change = listener.sync(core, self.node.now_ms(), LOAD_SLICE_RECORDS)
         except (MigrationRefused, ActivationRefused) as e:
             self.node.halt(f"cannot become the active controller: {e}", e)
             return
-        if self._refreeze:
+        if listener.more and not self._sync_scheduled:
+            # The slice is spent: the rest on a later turn, after what the loop has waiting.
+            self._sync_scheduled = True
+            asyncio.get_running_loop().call_soon(self._run_sync)
+        if listener.loaded is not None:
+            log.info("metadata image loaded from snapshot %s", listener.loaded)
+            listener.loaded = None
+        if self._refreeze and not listener.loading:
             # A snapshot from the leader replaced the image: the frozen old one is handed
             # back to the collector (its controller's cycles would keep it alive), and the
             # new one frozen in its place. One full collection, on a rare event.

@@ -67,6 +67,7 @@ from pykraft.sim.history import InvariantViolation
 __all__ = ["CLUSTER_ID", "ControllerChecker", "SimController"]
 
 CLUSTER_ID = "sim-cluster"
+SIM_SLICE_RECORDS = 64  # records per listener sync (the node: LOAD_SLICE_RECORDS)
 Deliver = Callable[[dict[str, Any] | None], None]
 
 
@@ -135,7 +136,9 @@ class SimController:
         """After the node's Ready: the listener's sync, then the invariants over the
         committed image (the active controller's as of its committed offset)."""
         listener = self.listener
-        listener.sync(core, now_ms)
+        # In slices, as the node does (the rest at this node's next event): a snapshot
+        # installed from the leader loads on the side while the old image is checked.
+        listener.sync(core, now_ms, SIM_SLICE_RECORDS)
         if listener.metadata_errors:
             raise InvariantViolation(
                 "replay-clean",

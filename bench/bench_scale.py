@@ -1,0 +1,347 @@
+"""Cost curves at 10,000 / 100,000 / 1,000,000 partitions: pykraft's controllers beside Apache
+Kafka 4.3.1's, same machine, same run (issue 30).
+
+    .venv/bin/python bench/bench_scale.py [--partitions 10000 100000 1000000] [--reps 2]
+
+For each size the image (topics of 100 partitions, RF 3, six brokers) is built once in memory
+by pykraft's controller (``sim/standalone.py``) and laid down as the snapshot two controllers
+of a three-voter static quorum start from, as a quorum that ran a long time would have it;
+the third starts empty. The same snapshot file goes to both kinds (Kafka's controller reads
+the records pykraft writes: they are Kafka's). Brokers in the image never heartbeat here, so
+``broker.session.timeout.ms`` is an hour on both sides. Then, on each side:
+
+* ``ready_s``: from the spawn of the three controllers to the first CreateTopics (one
+  partition, RF 3, sent to the controllers) answered NONE: two snapshot loads, an election,
+  the active controller's activation;
+* ``standby_catchup_s``: from the same spawn until the empty controller's log end offset, as
+  the leader reports it (DescribeQuorum), passed the snapshot: FetchSnapshot of the whole
+  image and the log after it;
+* ``rss_mb`` of each controller, and for Kafka the heap in use after a full GC
+  (``jcmd GC.run`` then ``GC.heap_info``); per partition in bytes;
+* ``create_partitions_per_s``: 20 CreateTopics of 10 topics x 10 partitions, one after the
+  other, on the loaded controller;
+* ``failover_s``: kill -9 of the active controller to the next CreateTopics answered NONE by
+  a survivor (``--reps`` times; the victim restarts and is caught up before the next);
+* ``restart_s``: that victim, from its spawn (it loads its own snapshot or the seeded one,
+  and its log) until its log end offset reaches the leader's high watermark;
+* ``snapshot_bytes``: the seeded snapshot's size (the same for both);
+* pykraft only: ``standby_loop_max_ms``, the longest the empty controller's event loop was
+  held (``pykraft_event_loop_lag_max_ever_ms``) while it installed the snapshot, and
+  ``start_loop_max_ms`` of the two that loaded it at start.
+
+Kafka's controllers run with ``-Xmx4g`` (its 1 GB default would not hold a million
+partitions) and otherwise this project's server JVM options (G1, full JIT). Prints one JSON
+line per (size, side), then a Markdown table (bench/REPORT.md section 18).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pykraft.admin import AdminClient
+from pykraft.controller.snapshot_generator import SnapshotGenerator
+from pykraft.interop.cluster import LocalCluster, Server
+from pykraft.interop.kafka import SERVER_JVM_ENV, KafkaDist
+from pykraft.net.client import Connection
+from pykraft.protocol import ApiKey
+from pykraft.protocol.apis import request_schema
+from pykraft.protocol.build import make
+from pykraft.raft.types import ElectionState, OffsetAndEpoch
+from pykraft.sim.standalone import build_cluster
+from pykraft.storage import (
+    PARTITION_DIR_NAME,
+    FileLog,
+    FileQuorumStateStore,
+    FileSnapshotStore,
+    write_snapshot,
+)
+
+PER_TOPIC = 100
+METADATA_VERSION = 25  # 4.0-IV3: LocalCluster's release on both sides
+KAFKA_JVM = "-Xms512m -Xmx4g -XX:+UseG1GC -XX:MaxGCPauseMillis=20"
+STEP_S = 600.0
+CONTROLLER_CONFIG = {"broker.session.timeout.ms": 3_600_000}
+NOT_CONTROLLER = 41
+
+
+def emit(row: dict[str, Any]) -> None:
+    print(json.dumps(row), flush=True)
+
+
+def snapshot_values(partitions: int) -> tuple[list[bytes], OffsetAndEpoch]:
+    cluster = build_cluster(METADATA_VERSION, partitions // PER_TOPIC, PER_TOPIC)
+    assert cluster.c.image.partition_count == partitions
+    values = SnapshotGenerator(cluster.c.image, cluster.offset).all_values()
+    return values, OffsetAndEpoch(len(values) + 1000, 1)
+
+
+def lay_down(
+    server: Server, sid: OffsetAndEpoch, values: list[bytes], voters: tuple[int, ...]
+) -> int:
+    """``server``'s formatted directory as if its log had been compacted into ``sid``; the
+    snapshot file's size."""
+    partition = server.data / PARTITION_DIR_NAME
+    store = FileSnapshotStore.open(partition)
+    write_snapshot(store, sid, values, timestamp_ms=0, last_contained_log_timestamp_ms=0)
+    log = FileLog.open(partition)
+    try:
+        log.reset_to_snapshot(sid)
+    finally:
+        log.close()
+    FileQuorumStateStore(partition).write(
+        ElectionState(epoch=sid.epoch), kraft_version=0, voter_ids=voters
+    )
+    return sum(f.stat().st_size for f in partition.glob("*.checkpoint"))
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def kafka_heap_used_mb(pid: int) -> float | None:
+    """The JVM's heap in use after a full collection (``jcmd``)."""
+    try:
+        subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120)
+        out = subprocess.run(
+            ["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"used (\d+)K", out)
+    return int(m.group(1)) / 1024 if m else None
+
+
+async def describe(bootstrap: str) -> Any:
+    async with AdminClient(bootstrap, timeout_ms=2_000, request_timeout_ms=2_000) as admin:
+        return await admin.describe_quorum()
+
+
+async def create_topics(conn: Connection, names: list[str], partitions: int) -> int:
+    """CreateTopics v7 to a controller; the first non-NONE error code, or 0."""
+    m: Any = await conn.request(
+        make(
+            request_schema(ApiKey.CREATE_TOPICS, 7),
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": 3,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                    for name in names
+                ],
+                "timeout_ms": 30_000,
+                "validate_only": False,
+            },
+        ),
+        timeout_ms=60_000,
+    )
+    return next((int(t.error_code) for t in m.topics if int(t.error_code)), 0)
+
+
+class Controllers:
+    """A connection to whichever controller is active, found by trying each."""
+
+    def __init__(self, servers: list[Server]) -> None:
+        self.servers = servers
+        self.conn: Connection | None = None
+
+    async def create(self, names: list[str], partitions: int, deadline_s: float) -> float:
+        """Retry until the topics are created; the seconds it took."""
+        started = time.monotonic()
+        while time.monotonic() - started < deadline_s:
+            for server in self.servers:
+                if not server.running:
+                    continue
+                try:
+                    if self.conn is None or self.conn.closed:
+                        host, port = server.address.split(":")
+                        self.conn = await Connection.open(
+                            host, int(port), timeout_ms=2_000, client_id="bench-scale"
+                        )
+                    code = await create_topics(self.conn, names, partitions)
+                except (ConnectionError, TimeoutError, OSError):
+                    code = -1
+                if code == 0:
+                    return time.monotonic() - started
+                if self.conn is not None:
+                    self.conn.abort()
+                self.conn = None
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"CreateTopics {names[:1]} not answered NONE in {deadline_s} s")
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.abort()
+
+
+async def wait_log_end(bootstrap: str, node_id: int, offset: int, deadline_s: float) -> float:
+    """Until the leader reports ``node_id``'s log end offset at or past ``offset``."""
+    started = time.monotonic()
+    while time.monotonic() - started < deadline_s:
+        with contextlib.suppress(Exception):
+            info = await describe(bootstrap)
+            ends = {v.replica_id: v.log_end_offset for v in info.voters}
+            if ends.get(node_id, -1) >= offset:
+                return time.monotonic() - started
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"controller {node_id} not at {offset} within {deadline_s} s")
+
+
+def measure(
+    kind: str, dist: KafkaDist, work: Path, values: list[bytes], sid: OffsetAndEpoch, reps: int
+) -> dict[str, Any]:
+    partitions = sum(1 for v in values if len(v) > 1 and v[1] == 3)
+    cluster = LocalCluster(
+        dist,
+        work / f"{kind}-{partitions}",
+        controllers=3,
+        brokers=0,
+        controller_kind=kind,
+        controller_config=CONTROLLER_CONFIG,
+        metrics=kind == "pykraft",
+    )
+    row: dict[str, Any] = {"bench": "scale", "controllers": kind, "partitions": partitions}
+    voters = tuple(c.node_id for c in cluster.controllers)
+    seeded, empty = cluster.controllers[:2], cluster.controllers[2]
+    for c in seeded:
+        row["snapshot_bytes"] = lay_down(c, sid, values, voters)
+    bootstrap = cluster.bootstrap_controllers
+    try:
+
+        async def go() -> None:
+            ctl = Controllers(cluster.controllers)
+            spawned = time.monotonic()
+            for c in cluster.controllers:
+                c.start()
+            row["ready_s"] = round(await ctl.create(["ready"], 1, STEP_S), 2)
+            await wait_log_end(bootstrap, empty.node_id, sid.offset, STEP_S)
+            row["standby_catchup_s"] = round(time.monotonic() - spawned, 2)
+            if kind == "pykraft":
+                # The longest the standby's event loop was held while it installed the
+                # snapshot (loaded on the side, in slices); the seeded ones loaded theirs at
+                # start, in one go, before serving.
+                await asyncio.sleep(2)
+                lag = "pykraft_event_loop_lag_max_ever_ms"
+                row["standby_loop_max_ms"] = round(empty.scrape().get(lag, -1))
+                row["start_loop_max_ms"] = [round(c.scrape().get(lag, -1)) for c in seeded]
+            await asyncio.sleep(5)
+            rss = []
+            heaps = []
+            for c in cluster.controllers:
+                assert c.process is not None
+                if kind == "kafka":
+                    heap = kafka_heap_used_mb(c.process.pid)
+                    if heap is not None:
+                        heaps.append(heap)
+                rss.append(rss_mb(c.process.pid))
+            row["rss_mb"] = [round(x) for x in rss]
+            row["rss_bytes_per_partition"] = round(max(rss) * 2**20 / partitions)
+            if heaps:
+                row["heap_used_mb"] = [round(x) for x in heaps]
+                row["heap_bytes_per_partition"] = round(max(heaps) * 2**20 / partitions)
+            started = time.monotonic()
+            for batch in range(20):
+                await ctl.create([f"ct-{batch}-{i}" for i in range(10)], 10, STEP_S)
+            row["create_partitions_per_s"] = round(2_000 / (time.monotonic() - started))
+            failovers, restarts = [], []
+            for rep in range(reps):
+                info = await describe(bootstrap)
+                victim = next(c for c in cluster.controllers if c.node_id == info.leader_id)
+                hwm = info.high_watermark
+                victim.kill()
+                failovers.append(await ctl.create([f"failover-{rep}"], 1, STEP_S))
+                spawned = time.monotonic()
+                victim.start()
+                survivors = ",".join(c.address for c in cluster.controllers if c is not victim)
+                await wait_log_end(survivors, victim.node_id, hwm, STEP_S)
+                restarts.append(time.monotonic() - spawned)
+            row["failover_s"] = [round(x, 2) for x in failovers]
+            row["restart_s"] = [round(x, 2) for x in restarts]
+            ctl.close()
+
+        asyncio.run(go())
+    finally:
+        cluster.kill()
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    def med(xs: list[float]) -> float:
+        return sorted(xs)[len(xs) // 2] if xs else float("nan")
+
+    lines = [
+        "| partitions | controllers | snapshot MB | ready s | standby catch-up s | RSS MB "
+        "(max) | B/partition (RSS; Kafka heap) | CreateTopics p/s | failover s (p50) | "
+        "restart s (p50) | loop held ms: install / start load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['partitions']:,} | {r['controllers']} | error: {r['error']} |")
+            continue
+        per = f"{r['rss_bytes_per_partition']:,}"
+        if "heap_bytes_per_partition" in r:
+            per += f"; heap {r['heap_bytes_per_partition']:,}"
+        lines.append(
+            f"| {r['partitions']:,} | {r['controllers']} | {r['snapshot_bytes'] / 1e6:.1f} | "
+            f"{r['ready_s']} | {r['standby_catchup_s']} | {max(r['rss_mb']):,} | {per} | "
+            f"{r['create_partitions_per_s']:,} | {med(r['failover_s'])} | "
+            f"{med(r['restart_s'])} | "
+            f"{r.get('standby_loop_max_ms', '-')} / {max(r.get('start_loop_max_ms') or [0]) or '-'} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--partitions", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--kinds", default="pykraft,kafka")
+    parser.add_argument("--reps", type=int, default=2)
+    args = parser.parse_args()
+    os.environ[SERVER_JVM_ENV] = KAFKA_JVM
+    dist = KafkaDist.get("4")
+    work = Path(tempfile.mkdtemp(prefix="pykraft-scale-"))
+    rows: list[dict[str, Any]] = []
+    try:
+        for partitions in args.partitions:
+            started = time.monotonic()
+            values, sid = snapshot_values(partitions)
+            print(f"# {partitions:,} partitions: image built in {time.monotonic() - started:.1f} s")
+            for kind in args.kinds.split(","):
+                try:
+                    row = measure(kind, dist, work, values, sid, args.reps)
+                except Exception as e:
+                    row = {"bench": "scale", "controllers": kind, "partitions": partitions}
+                    row["error"] = f"{type(e).__name__}: {e}"[:300]
+                    for log in sorted((work / f"{kind}-{partitions}").glob("controller*.log")):
+                        print(f"# {log.name}:")
+                        print("\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+                emit(row)
+                rows.append(row)
+                shutil.rmtree(work / f"{kind}-{partitions}", ignore_errors=True)
+            del values
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
