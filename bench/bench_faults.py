@@ -42,13 +42,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--seed", type=int, nargs="+", default=[30])
     parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument(
+        "--controllers",
+        default="pykraft,kafka",
+        help="the sides to run, in order (e.g. pykraft alone to rerun one side of a seed)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     rows: list[str] = []
     reports: list[str] = []  # printed as each run ends
     for seed in args.seed:
-        for controllers in ("pykraft", "kafka"):
+        for controllers in args.controllers.split(","):
             report = run(
                 RunConfig(
                     seed=seed,
