@@ -258,11 +258,20 @@ def _failover_row(system: str, samples: list[float], failures: int) -> dict[str,
     }
 
 
-def run_kafka_anchor(workdir: Path, *, quick: bool, log: Any = print) -> dict[str, Any]:
+def run_kafka_anchor(
+    workdir: Path,
+    *,
+    quick: bool,
+    log: Any = print,
+    sizes: tuple[int, ...] | None = None,
+    failover_reps: int | None = None,
+) -> dict[str, Any]:
     """Every point of both systems, interleaved (Kafka first on even points, pykraft first on
-    odd ones), then both failovers."""
+    odd ones), then both failovers (``sizes``: only those record sizes' points)."""
     kafka = KafkaDist.get("4")
     points = QUICK_POINTS if quick else FULL_POINTS
+    if sizes is not None:
+        points = {size: rates for size, rates in points.items() if size in sizes}
     kafka_s = 20.0 if quick else KAFKA_POINT_S
     warm, measure = (2.0, 5.0) if quick else (PYKRAFT_WARMUP_S, PYKRAFT_MEASURE_S)
     rows: list[dict[str, Any]] = []
@@ -282,7 +291,7 @@ def run_kafka_anchor(workdir: Path, *, quick: bool, log: Any = print) -> dict[st
                     f"p99 {row.get('p99_ms') or 0:6.1f} ms {row.get('error', '')}"
                 )
             n += 1
-    reps = 2 if quick else 10
+    reps = failover_reps if failover_reps is not None else 2 if quick else 10
     failovers = [kafka_failover(kafka, workdir, reps, log), pykraft_failover(workdir, reps, log)]
     return {"kafka_version": kafka.version, "points": rows, "failover": failovers}
 
@@ -290,11 +299,18 @@ def run_kafka_anchor(workdir: Path, *, quick: bool, log: Any = print) -> dict[st
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", type=int, nargs="+", help="record sizes (default: all)")
+    parser.add_argument("--failover-reps", type=int, help="default: 10 (2 with --quick)")
     args = parser.parse_args()
     install_reaper()
     work = Path(tempfile.mkdtemp(prefix="pykraft-kafka-anchor-"))
     try:
-        result = run_kafka_anchor(work, quick=args.quick)
+        result = run_kafka_anchor(
+            work,
+            quick=args.quick,
+            sizes=tuple(args.sizes) if args.sizes else None,
+            failover_reps=args.failover_reps,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=1))
