@@ -147,7 +147,7 @@ async def create_topics(conn: Connection, names: list[str], partitions: int) -> 
                     }
                     for name in names
                 ],
-                "timeout_ms": 30_000,
+                "timeout": 30_000,
                 "validate_only": False,
             },
         ),

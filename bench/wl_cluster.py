@@ -384,7 +384,7 @@ async def _create_topic(conn: Connection, name: str) -> int:
                         "configs": [],
                     }
                 ],
-                "timeout_ms": 5_000,
+                "timeout": 5_000,
                 "validate_only": False,
             },
         ),
