@@ -410,6 +410,6 @@ def test_a_scheduled_record_committed_elsewhere_is_detected(
         return honest(self, values) + (1 if len(values) > 1 else 0)
 
     monkeypatch.setattr(RaftCore, "schedule_append", off_by_one)
-    result = run(SimConfig.make(3, "none", events=3000))
+    result = run(SimConfig.make(3, "none", events=3000, schedule_appends=True))
     assert result.violation is not None
     assert result.violation.invariant == "scheduled-offset", result.violation

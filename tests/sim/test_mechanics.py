@@ -171,3 +171,39 @@ def test_upgrade_profile_starts_at_kraft_version_0_and_upgrades() -> None:
     result = Simulation(SimConfig.make(1, "upgrade", observers=1, events=6000, hook=hook)).run()
     assert result.violation is None, result.summary()
     assert seen[0] == 0 and seen[-1] == 1, seen
+
+
+def test_scheduled_appends_and_sliced_controller_syncs_run_clean() -> None:
+    """With ``schedule_appends`` half the appends are RaftCore.schedule_append's (each kept
+    promise checked when it commits) and with ``sync_slice_records`` the controllers' listener
+    replays in slices, installed snapshots loading on the side: clean runs, work done."""
+    from pykraft.controller.log_listener import MetaLogListener
+    from pykraft.sim import run
+
+    side_loads = 0
+    begin = MetaLogListener._begin_side_load
+
+    def counting(self: MetaLogListener, core: object) -> None:
+        nonlocal side_loads
+        begin(self, core)  # type: ignore[arg-type]
+        side_loads += self.loading
+
+    MetaLogListener._begin_side_load = counting  # type: ignore[method-assign]
+    try:
+        for seed in (1, 2, 3):
+            result = run(
+                SimConfig.make(
+                    seed,
+                    "controller",
+                    events=20_000,
+                    schedule_appends=True,
+                    sync_slice_records=64,
+                )
+            )
+            assert result.violation is None, result.summary()
+            assert result.committed_records > 0
+        plain = run(SimConfig.make(3, "chaos", events=20_000, schedule_appends=True))
+        assert plain.violation is None, plain.summary()
+    finally:
+        MetaLogListener._begin_side_load = begin  # type: ignore[method-assign]
+    assert side_loads > 0

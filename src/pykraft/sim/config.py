@@ -72,6 +72,12 @@ class SimConfig:
     # on average (uniform in [0.5, 1.5) of it).
     append_interval_ms: int = 50
     append_records_max: int = 3
+    # Half the appends through RaftCore.schedule_append (the scheduled-offset invariant
+    # checks them), and the controller's listener synced in slices of this many records
+    # (side loads of installed snapshots; None: in one go). Off by default, so that the
+    # seeds other tests pin keep their runs; tests/sim/test_mechanics.py turns them on.
+    schedule_appends: bool = False
+    sync_slice_records: int | None = None
     # Every node's application snapshots after about this many committed records (each node
     # draws its own threshold in [0.5, 1.5) of it, so snapshots are not aligned).
     snapshot_interval_records: int = 200

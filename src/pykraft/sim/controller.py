@@ -67,7 +67,6 @@ from pykraft.sim.history import InvariantViolation
 __all__ = ["CLUSTER_ID", "ControllerChecker", "SimController"]
 
 CLUSTER_ID = "sim-cluster"
-SIM_SLICE_RECORDS = 64  # records per listener sync (the node: LOAD_SLICE_RECORDS)
 Deliver = Callable[[dict[str, Any] | None], None]
 
 
@@ -81,6 +80,7 @@ class SimController:
         self.config = config
         self.seed = seed
         self.checker = checker
+        self.slice_records: int | None = None  # SimConfig.sync_slice_records
         self._generation = 0
         self.replay_errors: list[str] = []
         self.listener = MetaLogListener(
@@ -136,9 +136,10 @@ class SimController:
         """After the node's Ready: the listener's sync, then the invariants over the
         committed image (the active controller's as of its committed offset)."""
         listener = self.listener
-        # In slices, as the node does (the rest at this node's next event): a snapshot
-        # installed from the leader loads on the side while the old image is checked.
-        listener.sync(core, now_ms, SIM_SLICE_RECORDS)
+        # In slices when configured, as the node does (the rest at this node's next event):
+        # a snapshot installed from the leader loads on the side while the old image is
+        # checked.
+        listener.sync(core, now_ms, self.slice_records)
         if listener.metadata_errors:
             raise InvariantViolation(
                 "replay-clean",

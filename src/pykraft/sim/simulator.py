@@ -193,6 +193,7 @@ class Simulation:
             node.controller = SimController(
                 node.id, controller_config, config.seed * 1_000_003 + node.id, checker
             )
+            node.controller.slice_records = config.sync_slice_records
         self.brokers = SimBrokers(
             self,
             random.Random(config.seed * 7_919 + 104_729),
@@ -562,7 +563,7 @@ class Simulation:
             values = [tagged_noop(v) for v in values]
         # Half the calls take Kafka's scheduleAppend path: the records wait in the core until
         # a later append, a control record or a leadership change (which drops them).
-        scheduled = rng.random() < 0.5
+        scheduled = self.config.schedule_appends and rng.random() < 0.5
         try:
             if scheduled:
                 last_offset = core.schedule_append(values)
