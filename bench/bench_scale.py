@@ -57,15 +57,9 @@ from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
-from pykraft.raft.types import ElectionState, OffsetAndEpoch
+from pykraft.raft.types import OffsetAndEpoch
 from pykraft.sim.standalone import build_cluster
-from pykraft.storage import (
-    PARTITION_DIR_NAME,
-    FileLog,
-    FileQuorumStateStore,
-    FileSnapshotStore,
-    write_snapshot,
-)
+from pykraft.storage import PARTITION_DIR_NAME, lay_down_compacted
 
 PER_TOPIC = 100
 METADATA_VERSION = 25  # 4.0-IV3: LocalCluster's release on both sides
@@ -92,16 +86,7 @@ def lay_down(
     """``server``'s formatted directory as if its log had been compacted into ``sid``; the
     snapshot file's size."""
     partition = server.data / PARTITION_DIR_NAME
-    store = FileSnapshotStore.open(partition)
-    write_snapshot(store, sid, values, timestamp_ms=0, last_contained_log_timestamp_ms=0)
-    log = FileLog.open(partition)
-    try:
-        log.reset_to_snapshot(sid)
-    finally:
-        log.close()
-    FileQuorumStateStore(partition).write(
-        ElectionState(epoch=sid.epoch), kraft_version=0, voter_ids=voters
-    )
+    lay_down_compacted(partition, sid, values, voters)
     return sum(f.stat().st_size for f in partition.glob("*.checkpoint"))
 
 

@@ -22,15 +22,13 @@ import signal
 from pathlib import Path
 
 from pykraft.controller.snapshot_generator import SnapshotGenerator
-from pykraft.raft.types import ElectionState, OffsetAndEpoch
+from pykraft.raft.types import OffsetAndEpoch
 from pykraft.sim.standalone import build_cluster
 from pykraft.storage import (
     PARTITION_DIR_NAME,
-    FileLog,
-    FileQuorumStateStore,
     FileSnapshotStore,
+    lay_down_compacted,
     read_snapshot,
-    write_snapshot,
 )
 
 from .procs import Proc, describe_quorum, fmt, free_ports, make_config, wait_for
@@ -51,27 +49,6 @@ SCALE_STEP_S = 240
 
 def _partition_dir(p: Proc) -> Path:
     return p.data / PARTITION_DIR_NAME
-
-
-def _lay_down(p: Proc, sid: OffsetAndEpoch, values: list[bytes], voters: tuple[int, ...]) -> None:
-    """``p``'s formatted directory as if its log had been compacted into ``sid``: the
-    snapshot, the log starting after it, the (static) quorum at its epoch."""
-    partition = _partition_dir(p)
-    write_snapshot(
-        FileSnapshotStore.open(partition),
-        sid,
-        values,
-        timestamp_ms=0,
-        last_contained_log_timestamp_ms=0,
-    )
-    log = FileLog.open(partition)
-    try:
-        log.reset_to_snapshot(sid)
-    finally:
-        log.close()
-    FileQuorumStateStore(partition).write(
-        ElectionState(epoch=sid.epoch), kraft_version=0, voter_ids=voters
-    )
 
 
 def _newest_written(p: Proc, before: OffsetAndEpoch) -> OffsetAndEpoch | None:
@@ -126,7 +103,7 @@ def test_a_million_partitions_load_replicate_snapshot_and_restart(tmp_path: Path
         for p in procs:
             fmt(p)
         for p in seeded:
-            _lay_down(p, sid, values, tuple(q.node_id for q in procs))
+            lay_down_compacted(_partition_dir(p), sid, values, tuple(q.node_id for q in procs))
         del values
         for p in procs:
             p.start()

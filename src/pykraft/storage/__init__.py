@@ -7,6 +7,7 @@
 """
 
 from pykraft.storage._files import StorageError
+from pykraft.storage.compacted import lay_down_compacted
 from pykraft.storage.format import (
     AlreadyFormattedError,
     InitialController,
@@ -53,6 +54,7 @@ __all__ = [
     "StorageError",
     "format_storage",
     "kafka_to_uuid",
+    "lay_down_compacted",
     "parse_initial_controllers",
     "parse_properties",
     "random_uuid",
