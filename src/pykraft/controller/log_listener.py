@@ -18,8 +18,8 @@ calls it again on a later turn of its event loop, so a large log never holds the
 snapshot installed from the leader is loaded *on the side*: a fresh controller replays it
 slice by slice while the old image (at its old position: consistent, only behind) keeps
 answering reads; it replaces the old one when complete (``loaded`` names it once). The
-simulator does too with ``SimConfig.sync_slice_records``. The start-up load (``load_snapshot``) stays
-in one go: the node serves nothing before it.
+simulator does too with ``SimConfig.sync_slice_records``. The start-up load
+(``load_snapshot``) stays in one go: the node serves nothing before it.
 
 *Leadership.* On the raft leader, once its epoch is established (the high watermark passed
 its LeaderChange) and everything committed is replayed, the controller activates and the
