@@ -29,9 +29,16 @@ the records pykraft writes: they are Kafka's). Brokers in the image never heartb
   held (``pykraft_event_loop_lag_max_ever_ms``) while it installed the snapshot, and
   ``start_loop_max_ms`` of the two that loaded it at start.
 
+The broker-count axis (``--brokers``, default 100 / 1,000 / 5,000): on a fresh three-
+controller quorum of each kind, that many simulated brokers (``wl_cluster.SimBrokers``:
+BrokerRegistration, then a heartbeat every 2 s each, Kafka's default interval, over a pool
+of connections) for ``wl_cluster.HEARTBEAT_S`` seconds: heartbeat p50/p99 and the active
+controller's CPU.
+
 Kafka's controllers run with ``-Xmx4g`` (its 1 GB default would not hold a million
 partitions) and otherwise this project's server JVM options (G1, full JIT). Prints one JSON
-line per (size, side), then a Markdown table (bench/REPORT.md section 18).
+line per (size, side), then a Markdown table (bench/REPORT.md section 18). ``run_all.py
+--only scale`` runs the same (``run_scale``) and plots the curves.
 """
 
 from __future__ import annotations
@@ -295,37 +302,81 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--partitions", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--kinds", default="pykraft,kafka")
-    parser.add_argument("--reps", type=int, default=2)
-    args = parser.parse_args()
+def heartbeat_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| brokers | controllers | heartbeats | p50 ms | p99 ms | active controller CPU % |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['brokers']:,} | {r['controllers']} | error: {r['error']} |")
+            continue
+        lines.append(
+            f"| {r['brokers']:,} | {r['controllers']} | {r['heartbeats']:,} | {r['p50_ms']} | "
+            f"{r['p99_ms']} | {r['controller_cpu_pct']} |"
+        )
+    return "\n".join(lines)
+
+
+def _error_row(row: dict[str, Any], e: Exception, logs: Path) -> dict[str, Any]:
+    row["error"] = f"{type(e).__name__}: {e}"[:300]
+    for log in sorted(logs.glob("*/*.log")) + sorted(logs.glob("*.log")):
+        print(f"# {log.name}:")
+        print("\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+    return row
+
+
+def run_scale(
+    partitions: list[int], brokers: list[int], kinds: list[str], reps: int
+) -> list[dict[str, Any]]:
+    """Every point of both axes, a row each (``bench`` "scale" or "cluster_heartbeats")."""
+    from wl_cluster import heartbeats_and_catchup
+
     os.environ[SERVER_JVM_ENV] = KAFKA_JVM
     dist = KafkaDist.get("4")
     work = Path(tempfile.mkdtemp(prefix="pykraft-scale-"))
     rows: list[dict[str, Any]] = []
     try:
-        for partitions in args.partitions:
-            started = time.monotonic()
-            values, sid = snapshot_values(partitions)
-            print(f"# {partitions:,} partitions: image built in {time.monotonic() - started:.1f} s")
-            for kind in args.kinds.split(","):
+        for count in brokers:
+            for kind in kinds:
                 try:
-                    row = measure(kind, dist, work, values, sid, args.reps)
+                    got = heartbeats_and_catchup(kind, dist, work, False, {"heartbeats"}, count)
                 except Exception as e:
-                    row = {"bench": "scale", "controllers": kind, "partitions": partitions}
-                    row["error"] = f"{type(e).__name__}: {e}"[:300]
-                    for log in sorted((work / f"{kind}-{partitions}").glob("controller*.log")):
-                        print(f"# {log.name}:")
-                        print("\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+                    row = {"bench": "cluster_heartbeats", "controllers": kind, "brokers": count}
+                    got = [_error_row(row, e, work / f"{kind}-load")]
+                for row in got:
+                    emit(row)
+                rows += got
+                shutil.rmtree(work / f"{kind}-load", ignore_errors=True)
+        for size in partitions:
+            started = time.monotonic()
+            values, sid = snapshot_values(size)
+            print(f"# {size:,} partitions: image built in {time.monotonic() - started:.1f} s")
+            for kind in kinds:
+                try:
+                    row = measure(kind, dist, work, values, sid, reps)
+                except Exception as e:
+                    row = {"bench": "scale", "controllers": kind, "partitions": size}
+                    row = _error_row(row, e, work / f"{kind}-{size}")
                 emit(row)
                 rows.append(row)
-                shutil.rmtree(work / f"{kind}-{partitions}", ignore_errors=True)
+                shutil.rmtree(work / f"{kind}-{size}", ignore_errors=True)
             del values
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(table(rows))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--partitions", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--brokers", type=int, nargs="*", default=[100, 1_000, 5_000])
+    parser.add_argument("--kinds", default="pykraft,kafka")
+    parser.add_argument("--reps", type=int, default=2)
+    args = parser.parse_args()
+    rows = run_scale(args.partitions, args.brokers, args.kinds.split(","), args.reps)
+    print(heartbeat_table([r for r in rows if r["bench"] == "cluster_heartbeats"]))
+    print(table([r for r in rows if r["bench"] == "scale"]))
 
 
 if __name__ == "__main__":

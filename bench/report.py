@@ -18,15 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from report_plots import (
+    SCALE_PANELS,
     Row,
     best_row,
     closed_loop,
     fmt,
     plot_failover,
+    plot_heartbeats,
     plot_kafka_anchor,
     plot_latency,
     plot_ratio,
+    plot_scale,
     plot_throughput,
+    scale_value,
 )
 
 # ------------------------------------------------------------------ report
@@ -695,6 +699,56 @@ def _section_cluster(rep: Report) -> None:
     rep.table(["measurement", "pykraft", "Kafka", "ratio"], table)
 
 
+def _section_scale(rep: Report) -> None:
+    """Issue 30: the cost curves against partitions and brokers, beside Kafka's controllers."""
+    rows = rep.r.get("scale") or []
+    if not rows:
+        return
+    from bench_scale import heartbeat_table, table
+
+    sizes = [r for r in rows if r["bench"] == "scale"]
+    beats = [r for r in rows if r["bench"] == "cluster_heartbeats"]
+    rep.add(
+        "## Scale: cost curves beside Kafka's controllers",
+        "",
+        "`bench/bench_scale.py` (docstring: what each column measures): the same snapshot "
+        "laid down for pykraft's and Apache Kafka 4.3.1's controllers, same machine, same run; "
+        "then simulated brokers heartbeating a fresh quorum of each kind.",
+        "",
+    )
+    if sizes:
+        rep.add(table(sizes), "", f"![scale curves](./{plot_scale(sizes, rep.out)})", "")
+        by = {(r["partitions"], r["controllers"]): r for r in sizes if "error" not in r}
+        ratios = []
+        largest = max((p for p, k in by if k == "pykraft" and (p, "kafka") in by), default=None)
+        for key, label in SCALE_PANELS:
+            cells = [label]
+            for size in sorted({p for p, _ in by}):
+                mine, theirs = by.get((size, "pykraft")), by.get((size, "kafka"))
+                ratio = (
+                    _ratio(scale_value(mine, key), scale_value(theirs, key))
+                    if mine and theirs
+                    else None
+                )
+                cells.append(fmt(ratio, "x", 2))
+                if size == largest:
+                    higher = key == "create_partitions_per_s"
+                    rep.target(
+                        f"scale at {size:,} partitions: {label}, pykraft/Kafka",
+                        ratio,
+                        2.0 if key == "bytes_per_partition" else 1.0,
+                        "x",
+                        higher=higher,
+                        note="issue 30 (memory <= 2x Kafka's heap, times <= 1.0x)",
+                    )
+            ratios.append(cells)
+        head = ["pykraft / Kafka"] + [f"{p:,}" for p in sorted({p for p, _ in by})]
+        rep.table(head, ratios)
+    if beats:
+        rep.add(heartbeat_table(beats), "", f"![heartbeats](./{plot_heartbeats(beats, rep.out)})")
+        rep.add("")
+
+
 def _section_reassign(rep: Report) -> None:
     """Issue 17: real data moved by reassignment, plain KIP-455 vs KIP-435 limits."""
     rows = rep.r.get("reassign") or []
@@ -760,6 +814,7 @@ def write(results: dict[str, Any], out: Path) -> Path:
         _section_single,
         _section_cluster,
         _section_reassign,
+        _section_scale,
     ]
     body = Report(results, out)
     for section in sections:

@@ -160,3 +160,94 @@ def plot_kafka_anchor(points: list[Row], size: int, out: Path) -> str:
     fig.savefig(out / name, dpi=110)
     plt.close(fig)
     return name
+
+
+# The scale curves (issue 30): (row key, axis label, how a row's value is read).
+SCALE_PANELS: tuple[tuple[str, str], ...] = (
+    ("ready_s", "ready: spawn -> CreateTopics (s)"),
+    ("standby_catchup_s", "empty standby caught up (s)"),
+    ("bytes_per_partition", "bytes per partition"),
+    ("create_partitions_per_s", "CreateTopics (partitions/s)"),
+    ("failover_s", "kill -9 active -> CreateTopics (s)"),
+    ("restart_s", "restart -> at the high watermark (s)"),
+)
+
+
+def scale_value(row: Row, key: str) -> float | None:
+    """A scale row's value for one panel: lists by their median; bytes per partition as
+    pykraft's RSS and Kafka's heap after a full GC."""
+    if key == "bytes_per_partition":
+        key = (
+            "heap_bytes_per_partition"
+            if "heap_bytes_per_partition" in row
+            else ("rss_bytes_per_partition")
+        )
+    value = row.get(key)
+    if isinstance(value, list):
+        value = sorted(value)[len(value) // 2] if value else None
+    return None if value is None else float(value)
+
+
+def plot_scale(rows: list[Row], out: Path) -> str:
+    """The cost curves against the partition count, pykraft beside Kafka's controllers."""
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
+    for ax, (key, label) in zip(axes.flat, SCALE_PANELS, strict=True):
+        for system, color in (("pykraft", "tab:blue"), ("kafka", "tab:orange")):
+            pts = sorted(
+                (r["partitions"], v)
+                for r in rows
+                if r["controllers"] == system
+                and "error" not in r
+                and (v := scale_value(r, key)) is not None
+            )
+            if pts:
+                name = (
+                    system
+                    if key != "bytes_per_partition"
+                    else ("pykraft (RSS)" if system == "pykraft" else "Kafka (heap after GC)")
+                )
+                ax.plot(*zip(*pts, strict=True), marker="o", color=color, label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("partitions (RF 3)")
+        ax.set_title(label, fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("Controller cost curves: pykraft vs Apache Kafka 4.3.1's controllers")
+    name = "scale-curves.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_heartbeats(rows: list[Row], out: Path) -> str:
+    """Heartbeat latency and the active controller's CPU against the broker count."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for system, color in (("pykraft", "tab:blue"), ("kafka", "tab:orange")):
+        pts = sorted(
+            (r["brokers"], r["p50_ms"], r["p99_ms"], r["controller_cpu_pct"])
+            for r in rows
+            if r["controllers"] == system and "error" not in r and r.get("p99_ms") is not None
+        )
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        a1.plot(xs, [p[2] for p in pts], marker="o", color=color, label=f"{system} p99")
+        a1.plot(xs, [p[1] for p in pts], ls="--", color=color, label=f"{system} p50")
+        a2.plot(xs, [p[3] for p in pts], marker="o", color=color, label=system)
+    for ax in (a1, a2):
+        ax.set_xscale("log")
+        ax.set_xlabel("brokers (simulated, a heartbeat every 2 s each)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    a1.set_yscale("log")
+    a1.set_ylabel("heartbeat latency, ms")
+    a1.set_title("BrokerHeartbeat round trip")
+    a2.set_ylabel("active controller CPU, % of a core")
+    a2.set_title("Active controller CPU")
+    name = "scale-heartbeats.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name

@@ -8,7 +8,9 @@ against pykraft at the same offered loads, interleaved, and both failovers (``wl
 and linger 0), the same load on PySyncObj (4 configurations), pykraft failover (Kafka's
 default timeouts and tuned ones), catch-up (a follower down, a new voter), a profile of pykraft at saturation, the
 simulator's speed and the single-area benches (``bench_log.py``, ``bench_protocol.py``,
-``bench_sim.py``). A phase that fails is recorded as an error in the report; the others
+``bench_sim.py``), Kafka clusters on each kind of controller (``wl_cluster.py``), reassignment
+(``wl_reassign.py``) and the scale curves (``bench_scale.py``: 10,000 to 1,000,000 partitions,
+100 to 5,000 brokers, ~40 min). A phase that fails is recorded as an error in the report; the others
 still run. Results go to ``<out>/results.json``, the report to ``<out>/REPORT.md`` with its
 PNGs beside it; ``--publish`` copies them to ``bench/REPORT.md`` and ``bench/plots/``.
 
@@ -56,6 +58,7 @@ PHASES = (
     "single",
     "cluster",
     "reassign",
+    "scale",
 )
 
 
@@ -311,6 +314,19 @@ def main() -> int:
                 results,
                 "reassign",
                 lambda: [run_mode(mode, dist, work, gib) for mode in ("kip455", "kip435")],
+            )
+        if "scale" in only:
+            from bench_scale import run_scale
+
+            phase(
+                results,
+                "scale",
+                lambda: run_scale(
+                    [10_000] if args.quick else [10_000, 100_000, 1_000_000],
+                    [100] if args.quick else [100, 1_000, 5_000],
+                    ["pykraft", "kafka"],
+                    1 if args.quick else 2,
+                ),
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -286,3 +286,45 @@ def test_a_snapshot_installed_from_the_leader_loads_in_slices_beside_the_old_ima
     assert slices >= 3 and not standby.loading
     assert standby.loaded is not None and standby.loaded.offset == end
     assert standby.position == end and image_digest(standby.image) == expected
+
+
+def test_the_start_up_load_runs_in_slices_and_the_listener_is_cold_until_it_is_in() -> None:
+    """``begin_load`` at start: the snapshot is replayed by the next budgeted syncs (the
+    node's raft runs meanwhile); ``cold`` holds until the image is in, then the records
+    after the snapshot replay as usual. Without a budget the same call loads in one go."""
+    from pykraft.controller.snapshot_generator import SnapshotGenerator
+
+    core, listener = active()
+    for n in range(5):
+        alter_config(core, listener, f"{n}", "v" * 100)
+    commit_all(core, listener, request_id=11)
+    end = core.high_watermark
+    writer = core.create_snapshot(end, NOW)
+    writer.append(SnapshotGenerator(listener.image, end).all_values(), NOW)
+    writer.freeze(NOW)
+    alter_config(core, listener, "after", "w")  # committed after the snapshot
+    commit_all(core, listener, request_id=12)
+    expected = image_digest(listener.image)
+    lose_leadership(core)
+
+    restarted = new_listener()
+    restarted.begin_load()
+    assert restarted.cold
+    slices = 0
+    while True:
+        restarted.sync(core, NOW, max_records=3)
+        slices += 1
+        if not restarted.more:
+            break
+        assert restarted.cold and restarted.position == 0 and not restarted.active
+        assert slices < 1_000
+    assert slices >= 3 and not restarted.cold and not restarted.loading
+    assert restarted.loaded is not None and restarted.loaded.offset == end
+    assert restarted.position == core.high_watermark
+    assert image_digest(restarted.image) == expected
+
+    at_once = new_listener()
+    at_once.begin_load()
+    at_once.sync(core, NOW)  # no budget: one go
+    assert not at_once.cold and not at_once.more
+    assert image_digest(at_once.image) == expected

@@ -18,8 +18,13 @@ calls it again on a later turn of its event loop, so a large log never holds the
 snapshot installed from the leader is loaded *on the side*: a fresh controller replays it
 slice by slice while the old image (at its old position: consistent, only behind) keeps
 answering reads; it replaces the old one when complete (``loaded`` names it once). The
-simulator does too with ``SimConfig.sync_slice_records``. The start-up load
-(``load_snapshot``) stays in one go: the node serves nothing before it.
+simulator does too with ``SimConfig.sync_slice_records``. The start-up load goes the same
+way (``begin_load``): the replica's raft starts at once (it votes, fetches and acknowledges
+while its image loads, as Kafka's raft client runs beside its metadata loader), and until
+the snapshot is in the listener is ``cold``: the host answers controller requests with
+NOT_CONTROLLER and lets only super users past its authorizer (Kafka's authorizer before its
+initial load). Without a budget (``max_records`` None) every load is one go
+(``load_snapshot``).
 
 *Leadership.* On the raft leader, once its epoch is established (the high watermark passed
 its LeaderChange) and everything committed is replayed, the controller activates and the
@@ -193,6 +198,7 @@ class MetaLogListener:
         self._budget: int | None = None  # records left in this sync's slice (None: no limit)
         self.more = False  # the last sync stopped at its budget: call it again
         self.loaded: OffsetAndEpoch | None = None  # a side load just completed (the host logs)
+        self.cold = False  # the start-up load (``begin_load``) has not completed yet
 
     @property
     def image(self) -> Image:
@@ -210,6 +216,7 @@ class MetaLogListener:
         self.position = 0
         self.epoch = -1
         self._side = None
+        self.cold = False
         self.waiters.fail_all()
 
     @property
@@ -222,11 +229,22 @@ class MetaLogListener:
         starts over from it."""
         self._reload = True
 
-    def load_snapshot(self, core: RaftApi) -> OffsetAndEpoch | None:
-        """The newest snapshot into a fresh image; ``position`` = its end offset (or the
-        log start without one). The snapshot's id, if any."""
+    def begin_load(self) -> None:
+        """At start: the newest snapshot is loaded by the next ``sync`` calls, in slices
+        when they have a budget; ``cold`` until it is in (see the module docstring)."""
         self.controller = self._new_controller()
         self.epoch = -1
+        self.position = 0
+        self._side = None
+        self._reload = True
+        self.cold = True
+
+    def load_snapshot(self, core: RaftApi) -> OffsetAndEpoch | None:
+        """The newest snapshot into a fresh image, in one go; ``position`` = its end offset
+        (or the log start without one). The snapshot's id, if any."""
+        self.controller = self._new_controller()
+        self.epoch = -1
+        self.cold = False
         self.position = core.log.start_offset
         store = core.snapshots
         latest = store.latest()
@@ -290,6 +308,7 @@ class MetaLogListener:
         self.epoch = -1
         self.position = side.snapshot_id.offset
         self.loaded = side.snapshot_id
+        self.cold = False
         return True
 
     def sync(

@@ -17,7 +17,8 @@ ZooKeeper migration halts the node with one line when it would become active.
 they cannot tell from Kafka's, SPEC F2). The APIs of ``CONTROLLER_API_VERSIONS`` go to the
 controller when active
 (otherwise NOT_CONTROLLER at once, which sends a Kafka broker looking for the new active
-controller); reads (``READ_APIS``) are answered by any controller from its image as of the
+controller; so too while its image loads at start, when only super users pass the
+authorizer); reads (``READ_APIS``) are answered by any controller from its image as of the
 committed offset. The response is sent once the request's records (or everything appended
 before it) committed, or REQUEST_TIMED_OUT past the request's own timeout. Envelope (a broker
 forwarding a client's request) is unwrapped by ``node/envelope.py``.
@@ -95,6 +96,8 @@ log = logging.getLogger("pykraft.controller")
 # Records per slice of a snapshot generated between other events (about 40 us each to build
 # and encode: a slice holds the event loop for some 40 ms).
 SNAPSHOT_SLICE_RECORDS: Final = 1000
+LOADING: Final = "This controller is loading its metadata image"
+AUTHORIZER_NOT_READY: Final = "The authorizer is not ready: the metadata image is loading"
 
 
 class ControllerHost:
@@ -131,7 +134,9 @@ class ControllerHost:
 
     @property
     def controller(self) -> QuorumController | None:
-        return None if self.listener is None else self.listener.controller
+        """The controller serving requests: None until the start-up load is in."""
+        listener = self.listener
+        return None if listener is None or listener.cold else listener.controller
 
     @property
     def position(self) -> int:
@@ -172,16 +177,12 @@ class ControllerHost:
             on_applied=self._snapshots.applied,
         )
         self.listener = listener
-        latest = listener.load_snapshot(self._core())
-        if latest is not None:
-            log.info("metadata image loaded from snapshot %s", latest)
-            # The image just loaded lives as long as the process: its objects are put out of
-            # the cyclic collector's reach (gc.freeze), whose full collections would walk
-            # them all (some 0.7 s for a million partitions, the event loop held: bench/
-            # bench_snapshot.py). Its records are acyclic: reference counting still frees
-            # what later records replace.
-            gc.freeze()
-        log.info("metadata controller started node.id=%d position=%d", node_id, self.position)
+        # The newest snapshot loads in slices on the loop's turns while the raft runs (the
+        # listener is cold meanwhile: see its docstring); the first sync starts it.
+        listener.begin_load()
+        asyncio.get_running_loop().call_soon(self._run_sync)
+        self._sync_scheduled = True
+        log.info("metadata controller started node.id=%d", node_id)
         if self.config.zk_migration_enabled:
             from pykraft.node.migration_host import MigrationHost  # kazoo only when migrating
 
@@ -256,7 +257,8 @@ class ControllerHost:
             return None
         controller = self.controller
         if controller is None:
-            return Answer(self._error(request, ErrorCode.broker_not_available))
+            # Loading its image at start: the broker looks for the active controller.
+            return Answer(self._error(request, ErrorCode.not_controller, LOADING))
         caller = _caller(session, request.client_id)
         if api_key in READ_APIS:
             answer = Answer()
@@ -272,11 +274,27 @@ class ControllerHost:
         """Kafka's ControllerApis cluster check, before anything else looks at ``request``
         (the quorum's RPCs included): the error response when the session's principal lacks
         the operation the API needs on the cluster; None to go on."""
-        controller = self.controller
+        listener = self.listener
         op = authorization.cluster_operation(request.api_key)
-        if controller is None or op is None or controller.allowed(_caller(session), op):
+        if listener is None or op is None:
             return None
         principal = session.principal
+        if listener.cold:
+            # Kafka's authorizer before its initial load: super users only; the others get
+            # AuthorizerNotReadyException, which reaches the client as UNKNOWN_SERVER_ERROR.
+            authorizer = listener.controller.authorizer
+            if authorizer is None or str(principal) in authorizer.super_users:
+                return None
+            log.error(
+                "Unexpected error handling request %s from %s: the authorizer is not ready",
+                ApiKey(request.api_key).name,
+                session.client_host,
+            )
+            if request.api_key == ApiKey.ENVELOPE:
+                return envelope_error(request.api_version, ErrorCode.unknown_server_error)
+            return self._error(request, ErrorCode.unknown_server_error, AUTHORIZER_NOT_READY)
+        if listener.controller.allowed(_caller(session), op):
+            return None
         log.error(
             "Unexpected error handling request %s from %s: Principal %s is not authorized",
             ApiKey(request.api_key).name,
@@ -461,6 +479,13 @@ class ControllerHost:
         if listener.loaded is not None:
             log.info("metadata image loaded from snapshot %s", listener.loaded)
             listener.loaded = None
+            if not self._refreeze:
+                # Loaded at start: the image lives as long as the process, so its objects
+                # are put out of the cyclic collector's reach (gc.freeze), whose full
+                # collections would walk them all (some 0.7 s for a million partitions, the
+                # loop held: bench/bench_snapshot.py). Its records are acyclic: reference
+                # counting still frees what later records replace.
+                gc.freeze()
         if self._refreeze and not listener.loading:
             # A snapshot from the leader replaced the image: the frozen old one is handed
             # back to the collector (its controller's cycles would keep it alive), and the
@@ -553,11 +578,10 @@ class ControllerHost:
         now = self.node.now_ms()
         if listener is None or self.node.core is None or not self._snapshots.due(now):
             return
-        end = listener.snapshot_end(self._core())
+        end = None if listener.cold else listener.snapshot_end(self._core())
         if end is None:
-            return  # applied records not committed yet, or nothing new
-        assert self.controller is not None
-        generator = SnapshotGenerator(self.controller.image, end)
+            return  # loading, applied records not committed yet, or nothing new
+        generator = SnapshotGenerator(listener.image, end)
         self._snapshots.started(now)
         self._snapshot_task = asyncio.ensure_future(self._snapshot(generator))
 

@@ -123,8 +123,12 @@ class SimController:
         self.checker.forget(self.node_id)
 
     def load_snapshot(self, core: RaftCore) -> None:
-        """At start: the newest snapshot (or nothing) into a fresh image."""
-        self.listener.load_snapshot(core)
+        """At start: the newest snapshot (or nothing) into a fresh image; in slices by the
+        next syncs when they are sliced, as the node loads it."""
+        if self.slice_records is None:
+            self.listener.load_snapshot(core)
+        else:
+            self.listener.begin_load()
         self.checker.forget(self.node_id)
 
     def snapshot_loaded(self) -> None:
