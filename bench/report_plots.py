@@ -169,7 +169,7 @@ SCALE_PANELS: tuple[tuple[str, str], ...] = (
     ("bytes_per_partition", "bytes per partition"),
     ("create_partitions_per_s", "CreateTopics (partitions/s)"),
     ("failover_s", "kill -9 active -> CreateTopics (s)"),
-    ("restart_s", "restart -> at the high watermark (s)"),
+    ("restart_image_s", "restart -> image at the high watermark (s)"),
 )
 
 

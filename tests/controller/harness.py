@@ -59,6 +59,16 @@ class Harness:
         self.image.check()
         return self.offset - 1
 
+    def revert(self, committed: int) -> None:
+        """Leadership lost: the active image back to ``committed``, the log truncated after
+        it, and the standby rebuilt from what is left (it had replayed what was reverted)."""
+        self.image.revert(committed)
+        self.offset = committed + 1
+        self.written = [w for w in self.written if w[2] <= committed]
+        self.standby = Image()
+        for record, version, offset in self.written:
+            self.standby.replay(record, version, offset)
+
     def context(self) -> Context:
         return Context(
             now_ms=self.now,

@@ -47,8 +47,7 @@ def test_slices_on_the_active_controller_read_the_image_at_the_pin(seed: int, sl
             committed = h.offset - 1
             image.committed(committed)
         elif rng.random() < 0.2:
-            image.revert(committed)  # leadership lost: back to the committed offset
-            h.offset = committed + 1
+            h.revert(committed)  # leadership lost: back to the committed offset
     assert got == expected
     assert generator.count == len(expected)
     image.committed(h.offset - 1)

@@ -123,7 +123,8 @@ class ControllerHost:
         self._timer: asyncio.TimerHandle | None = None
         self._snapshots = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
         self._snapshot_task: asyncio.Future[None] | None = None
-        self._refreeze = False  # a snapshot was installed: freeze the new image (gc)
+        self._image_frozen = False  # the image in use holds records and is frozen (gc)
+        self._refreeze = False  # a snapshot replaces a frozen image: unfreeze, collect
         self._caught_up = False  # replayed up to the high watermark once since the start
         self._stopped = False
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
@@ -234,8 +235,11 @@ class ControllerHost:
     def after_ready(self, ready: Ready) -> None:
         if ready.snapshot_loaded is not None:
             if self.listener is not None:
+                # A frozen image to hand back to the collector once the new one is in; none
+                # while the start-up load runs (the image in use is the empty one).
+                # A side load cut short left its frozen part behind: collected the same way.
+                self._refreeze = self._refreeze or self._image_frozen or self.listener.loading
                 self.listener.snapshot_loaded()
-                self._refreeze = True
         elif ready.high_watermark is None and ready.leader_change is None:
             return  # nothing the controller follows changed
         if not self._sync_scheduled and not self._stopped:
@@ -476,31 +480,28 @@ class ControllerHost:
             # The slice is spent: the rest on a later turn, after what the loop has waiting.
             self._sync_scheduled = True
             asyncio.get_running_loop().call_soon(self._run_sync)
+            # What the slice built is as long-lived as the image: frozen at once, so that the
+            # collector's full collections, which the load's allocations trigger, never walk
+            # the image being built (at 100,000 partitions they held the loop 45 ms each).
+            gc.freeze()
         if listener.loaded is not None:
             log.info("metadata image loaded from snapshot %s", listener.loaded)
             listener.loaded = None
-            if not self._refreeze:
-                # Loaded at start: the image lives as long as the process, so its objects
-                # are put out of the cyclic collector's reach (gc.freeze), whose full
-                # collections would walk them all (some 0.7 s for a million partitions, the
-                # loop held: bench/bench_snapshot.py). Its records are acyclic: reference
-                # counting still frees what later records replace.
-                gc.freeze()
-        if self._refreeze and not listener.loading:
-            # A snapshot from the leader replaced the image: the frozen old one is handed
-            # back to the collector (its controller's cycles would keep it alive), and the
-            # new one frozen in its place. One full collection, on a rare event.
-            self._refreeze = False
             self._snapshots.reloaded()
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
+            if self._refreeze:
+                # It replaced a frozen image: that one is handed back to the collector (its
+                # controller's cycles would keep it alive). One full collection, on a rare
+                # event (a standby that fell behind the leader's log start).
+                gc.unfreeze()
+                gc.collect()
+            self._freeze_image()
+            self._refreeze = False
         if not self._caught_up and listener.position >= core.high_watermark > 0:
             # The image replayed from the log at start (all of it, without a snapshot, or
             # what followed the snapshot) is as long-lived as one loaded from a snapshot:
             # frozen out of the cyclic collector's full collections too.
             self._caught_up = True
-            gc.freeze()
+            self._freeze_image()
             log.info(
                 "metadata image caught up position=%d; %d objects frozen out of full collections",
                 listener.position,
@@ -527,6 +528,16 @@ class ControllerHost:
         self._schedule_tick()
         if self.migration is not None:
             self._poke_migration(listener.image)
+
+    def _freeze_image(self) -> None:
+        """The image in use lives as long as the process (until a snapshot replaces it): its
+        objects are put out of the cyclic collector's reach (gc.freeze), whose full
+        collections would walk them all (some 0.7 s for a million partitions, the loop held:
+        bench/bench_snapshot.py). Its records are acyclic: reference counting still frees
+        what later records replace."""
+        gc.freeze()
+        listener = self.listener
+        self._image_frozen = listener is not None and listener.position > 0
 
     def _poke_migration(self, image: Image) -> None:
         migration = self.migration

@@ -90,6 +90,13 @@ async def serve(config: NodeConfig) -> int:
         node, config.controller_config(), bootstrap=bootstrap, bootstrap_records=bootstrap_records
     )
     node.application = host
+    # Everything imported so far (modules, kio's schema classes) lives as long as the process:
+    # keep it out of the cyclic GC's scans. A full collection over it took 30-50 ms on a
+    # loaded leader (the K=1024 bench's p99); frozen, a collection sees only what the load
+    # allocates. Collected here, before the node's loop-lag sampler runs: after the start it
+    # held the loop 100-120 ms, counted as the node's longest stall (bench/bench_scale.py).
+    gc.collect()
+    gc.freeze()
     try:
         await node.start()
     except NodeStartError as e:
@@ -98,11 +105,7 @@ async def serve(config: NodeConfig) -> int:
     except OSError as e:
         log.error("cannot listen on %s: %s", config.controller_listener, e)
         return 1
-    # Everything built so far (modules, kio's schema classes, the core) lives as long as the
-    # process: keep it out of the cyclic GC's scans. A full collection over it took 30-50 ms
-    # on a loaded leader (the K=1024 bench's p99); frozen, a collection sees only what the
-    # load allocates.
-    gc.collect()
+    # What the start built (the core, the storage's index) joins it, without a collection.
     gc.freeze()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
