@@ -20,6 +20,9 @@ the records pykraft writes: they are Kafka's). Brokers in the image never heartb
   (``jcmd GC.run`` then ``GC.heap_info``); per partition in bytes;
 * ``create_partitions_per_s``: 20 CreateTopics of 10 topics x 10 partitions, one after the
   other, on the loaded controller;
+* ``snapshot_write_s``: with ``metadata.log.max.record.bytes.between.snapshots`` at
+  ``SNAPSHOT_BYTES`` on both sides, topics created until a controller begins a snapshot;
+  each controller's time to write it (``snapshot_write_s``'s docstring);
 * ``failover_s``: kill -9 of the active controller to the next CreateTopics answered NONE by
   a survivor (``--reps`` times; the victim restarts and is caught up before the next);
 * ``restart_s``: that victim, from its spawn (it loads its own snapshot or the seeded one,
@@ -75,7 +78,19 @@ PER_TOPIC = 100
 METADATA_VERSION = 25  # 4.0-IV3: LocalCluster's release on both sides
 KAFKA_JVM = "-Xms512m -Xmx4g -XX:+UseG1GC -XX:MaxGCPauseMillis=20"
 STEP_S = 600.0
-CONTROLLER_CONFIG = {"broker.session.timeout.ms": 3_600_000}
+# Both kinds snapshot after this many bytes of records (Kafka's config, pykraft's too): the
+# CreateTopics phase stays under it, the snapshot step goes past it.
+SNAPSHOT_BYTES = 1_000_000
+CONTROLLER_CONFIG = {
+    "broker.session.timeout.ms": 3_600_000,
+    "metadata.log.max.record.bytes.between.snapshots": SNAPSHOT_BYTES,
+}
+# A snapshot written (and Kafka's begun), as each kind logs it.
+SNAPSHOT_WRITTEN = {
+    "pykraft": r"(?m)^(\S+ \S+) .*metadata snapshot written .* in (\d+) ms",
+    "kafka": r"(?m)^\[(\S+ \S+)\] INFO .*Successfully wrote snapshot",
+}
+KAFKA_BEGUN = r"(?m)^\[(\S+ \S+)\] INFO .*Creating new KRaft snapshot file"
 NOT_CONTROLLER = 41
 # The line each kind logs once its image is loaded and replayed up to the high watermark.
 IMAGE_CAUGHT_UP = {
@@ -205,6 +220,42 @@ async def wait_log_end(bootstrap: str, node_id: int, offset: int, deadline_s: fl
     raise TimeoutError(f"controller {node_id} not at {offset} within {deadline_s} s")
 
 
+def _stamp(text: str) -> float:
+    """A log line's ``YYYY-MM-DD HH:MM:SS,mmm`` as seconds."""
+    return time.mktime(time.strptime(text[:19], "%Y-%m-%d %H:%M:%S")) + int(text[20:23]) / 1000
+
+
+async def snapshot_write_s(kind: str, servers: list[Server], ctl: Controllers) -> list[float]:
+    """Topics of 100 partitions created until every controller wrote a snapshot (past
+    ``SNAPSHOT_BYTES``); each controller's time to write its snapshot: pykraft's own
+    figure (the generator's start to the file made durable and published), Kafka's from its
+    "Creating new KRaft snapshot file" line to its "Successfully wrote" line."""
+    after = [len(c.text()) for c in servers]
+    # Each controller counts its own bytes (a restarted one from its load): topics until all
+    # three have written one.
+    written: dict[int, re.Match[str]] = {}
+    for batch in range(200):
+        for c, a in zip(servers, after, strict=True):
+            if c.node_id not in written and (m := re.search(SNAPSHOT_WRITTEN[kind], c.text()[a:])):
+                written[c.node_id] = m
+        if len(written) == len(servers):
+            break
+        await ctl.create([f"snap-{batch}-{i}" for i in range(10)], 100, STEP_S)
+        await asyncio.sleep(0.3)
+    else:
+        raise TimeoutError(f"snapshots written by {sorted(written)} only")
+    seconds = []
+    for c, a in zip(servers, after, strict=True):
+        done = written[c.node_id]
+        if kind == "pykraft":
+            seconds.append(int(done.group(2)) / 1000)
+        else:
+            begun = re.search(KAFKA_BEGUN, c.text()[a:])
+            assert begun is not None
+            seconds.append(_stamp(done.group(1)) - _stamp(begun.group(1)))
+    return [round(x, 2) for x in seconds]
+
+
 def measure(
     kind: str, dist: KafkaDist, work: Path, values: list[bytes], sid: OffsetAndEpoch, reps: int
 ) -> dict[str, Any]:
@@ -284,6 +335,11 @@ def measure(
             row["failover_s"] = [round(x, 2) for x in failovers]
             row["restart_s"] = [round(x, 2) for x in restarts]
             row["restart_image_s"] = [round(x, 2) for x in loaded]
+            # Last: the topics it creates would change the size the other figures are for.
+            try:
+                row["snapshot_write_s"] = await snapshot_write_s(kind, cluster.controllers, ctl)
+            except TimeoutError as e:
+                row["snapshot_error"] = str(e)
             ctl.close()
 
         asyncio.run(go())
@@ -298,9 +354,10 @@ def table(rows: list[dict[str, Any]]) -> str:
 
     lines = [
         "| partitions | controllers | snapshot MB | ready s | standby catch-up s | RSS MB "
-        "(max) | B/partition (RSS; Kafka heap) | CreateTopics p/s | failover s (p50) | "
+        "(max) | B/partition (RSS; Kafka heap) | CreateTopics p/s | snapshot write s (max) | "
+        "failover s (p50) | "
         "restart s (p50): raft / image | loop held ms: install / start load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
@@ -312,7 +369,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['partitions']:,} | {r['controllers']} | {r['snapshot_bytes'] / 1e6:.1f} | "
             f"{r['ready_s']} | {r['standby_catchup_s']} | {max(r['rss_mb']):,} | {per} | "
-            f"{r['create_partitions_per_s']:,} | {med(r['failover_s'])} | "
+            f"{r['create_partitions_per_s']:,} | {max(r.get('snapshot_write_s') or ['-'])} | "
+            f"{med(r['failover_s'])} | "
             f"{med(r['restart_s'])} / {med(r.get('restart_image_s') or [])} | "
             f"{r.get('standby_loop_max_ms', '-')} / {max(r.get('start_loop_max_ms') or [0]) or '-'} |"
         )
