@@ -42,6 +42,14 @@ def systems_of(rows: Iterable[Row]) -> list[str]:
 # ------------------------------------------------------------------ plots
 
 
+def _save(fig: Any, out: Path, name: str) -> str:
+    """``fig`` written as ``out/name`` (PNG) and closed; its file name."""
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
 def plot_throughput(rows: list[Row], size: int, out: Path) -> str:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for system in systems_of(rows):
@@ -59,11 +67,7 @@ def plot_throughput(rows: list[Row], size: int, out: Path) -> str:
     ax.set_title(f"Throughput vs offered load, {size}-byte records, 3 voters")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    name = f"throughput-{size}B.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, out, f"throughput-{size}B.png")
 
 
 def plot_latency(rows: list[Row], size: int, out: Path) -> str:
@@ -87,11 +91,7 @@ def plot_latency(rows: list[Row], size: int, out: Path) -> str:
     ax.set_title(f"Commit latency (append call to commit callback), {size}-byte records")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    name = f"latency-{size}B.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, out, f"latency-{size}B.png")
 
 
 def plot_ratio(ratios: list[tuple[str, float]], out: Path) -> str:
@@ -104,11 +104,7 @@ def plot_ratio(ratios: list[tuple[str, float]], out: Path) -> str:
     ax.set_ylabel("pykraft / best PySyncObj (records/s)")
     ax.set_title("Throughput ratio at equal record size and concurrency")
     ax.legend()
-    name = "ratio.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, out, "ratio.png")
 
 
 def plot_failover(failovers: list[Row], out: Path) -> str:
@@ -121,11 +117,7 @@ def plot_failover(failovers: list[Row], out: Path) -> str:
     ax.set_ylabel("SIGKILL of leader -> first commit in new epoch, ms")
     ax.set_title("Failover")
     ax.grid(True, axis="y", alpha=0.3)
-    name = "failover.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, out, "failover.png")
 
 
 def plot_kafka_anchor(points: list[Row], size: int, out: Path) -> str:
@@ -155,11 +147,7 @@ def plot_kafka_anchor(points: list[Row], size: int, out: Path) -> str:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(f"pykraft vs Kafka's raft (TestRaftServer), {size} B records, 3 voters, fsync")
-    name = f"kafka-anchor-{size}.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, out, f"kafka-anchor-{size}.png")
 
 
 # The scale curves (issue 30): (row key, axis label, how a row's value is read).
@@ -214,11 +202,7 @@ def plot_scale(rows: list[Row], out: Path) -> str:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("Controller cost curves: pykraft vs Apache Kafka 4.3.1's controllers")
-    name = "scale-curves.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, out, "scale-curves.png")
 
 
 def plot_heartbeats(rows: list[Row], out: Path) -> str:
@@ -246,8 +230,4 @@ def plot_heartbeats(rows: list[Row], out: Path) -> str:
     a1.set_title("BrokerHeartbeat round trip")
     a2.set_ylabel("active controller CPU, % of a core")
     a2.set_title("Active controller CPU")
-    name = "scale-heartbeats.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, out, "scale-heartbeats.png")

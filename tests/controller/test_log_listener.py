@@ -255,10 +255,9 @@ def test_a_loaded_snapshot_does_not_count_toward_the_next_one() -> None:
     assert len(applied) == 1 and applied[0] > 0
 
 
-def test_a_snapshot_installed_from_the_leader_loads_in_slices_beside_the_old_image() -> None:
-    """With a budget, a snapshot the replica installed is replayed into a fresh controller
-    over several syncs while the old image stays in use (at its old position); it replaces
-    the old one, whole, when the last slice is done."""
+def _with_snapshot() -> tuple[RaftCore, MetaLogListener, int]:
+    """An active controller with a few configs committed and a snapshot at its high
+    watermark; that offset."""
     from pykraft.controller.snapshot_generator import SnapshotGenerator
 
     core, listener = active()
@@ -269,6 +268,14 @@ def test_a_snapshot_installed_from_the_leader_loads_in_slices_beside_the_old_ima
     writer = core.create_snapshot(end, NOW)
     writer.append(SnapshotGenerator(listener.image, end).all_values(), NOW)
     writer.freeze(NOW)
+    return core, listener, end
+
+
+def test_a_snapshot_installed_from_the_leader_loads_in_slices_beside_the_old_image() -> None:
+    """With a budget, a snapshot the replica installed is replayed into a fresh controller
+    over several syncs while the old image stays in use (at its old position); it replaces
+    the old one, whole, when the last slice is done."""
+    core, listener, end = _with_snapshot()
     expected = image_digest(listener.image)
     lose_leadership(core)  # the standby below follows; it never activates
 
@@ -292,16 +299,7 @@ def test_the_start_up_load_runs_in_slices_and_the_listener_is_cold_until_it_is_i
     """``begin_load`` at start: the snapshot is replayed by the next budgeted syncs (the
     node's raft runs meanwhile); ``cold`` holds until the image is in, then the records
     after the snapshot replay as usual. Without a budget the same call loads in one go."""
-    from pykraft.controller.snapshot_generator import SnapshotGenerator
-
-    core, listener = active()
-    for n in range(5):
-        alter_config(core, listener, f"{n}", "v" * 100)
-    commit_all(core, listener, request_id=11)
-    end = core.high_watermark
-    writer = core.create_snapshot(end, NOW)
-    writer.append(SnapshotGenerator(listener.image, end).all_values(), NOW)
-    writer.freeze(NOW)
+    core, listener, end = _with_snapshot()
     alter_config(core, listener, "after", "w")  # committed after the snapshot
     commit_all(core, listener, request_id=12)
     expected = image_digest(listener.image)

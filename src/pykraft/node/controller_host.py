@@ -289,29 +289,28 @@ class ControllerHost:
             authorizer = listener.controller.authorizer
             if authorizer is None or str(principal) in authorizer.super_users:
                 return None
-            log.error(
-                "Unexpected error handling request %s from %s: the authorizer is not ready",
-                ApiKey(request.api_key).name,
-                session.client_host,
+            why, code, message = (
+                "the authorizer is not ready",
+                ErrorCode.unknown_server_error,
+                AUTHORIZER_NOT_READY,
             )
-            if request.api_key == ApiKey.ENVELOPE:
-                return envelope_error(request.api_version, ErrorCode.unknown_server_error)
-            return self._error(request, ErrorCode.unknown_server_error, AUTHORIZER_NOT_READY)
-        if listener.controller.allowed(_caller(session), op):
+        elif listener.controller.allowed(_caller(session), op):
             return None
+        else:
+            why = f"Principal {principal} is not authorized"
+            code, message = (
+                ErrorCode.cluster_authorization_failed,
+                authorization.CLUSTER_AUTHORIZATION_FAILED,
+            )
         log.error(
-            "Unexpected error handling request %s from %s: Principal %s is not authorized",
+            "Unexpected error handling request %s from %s: %s",
             ApiKey(request.api_key).name,
             session.client_host,
-            principal,
+            why,
         )
         if request.api_key == ApiKey.ENVELOPE:
-            return envelope_error(request.api_version, ErrorCode.cluster_authorization_failed)
-        return self._error(
-            request,
-            ErrorCode.cluster_authorization_failed,
-            authorization.CLUSTER_AUTHORIZATION_FAILED,
-        )
+            return envelope_error(request.api_version, code)
+        return self._error(request, code, message)
 
     # -- requests -----------------------------------------------------------------------------
 
