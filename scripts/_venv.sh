@@ -15,3 +15,9 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
 fi
 export PATH="$VENV/bin:$PATH"
 cd "$ROOT"
+# The consensus core compiled by mypyc (pykraft.native; about a minute, only when its
+# sources changed). Without a compiler everything runs interpreted, as it says.
+if [ "${PYKRAFT_NATIVE:-1}" != 0 ]; then
+    "$VENV/bin/python" -m pykraft.native build >/dev/null \
+        || echo "pykraft.native: the build failed; the interpreted core runs" >&2
+fi

@@ -12,6 +12,16 @@ if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]
         echo "iproute2 (ip) is missing: install it (the fault-run tests need it)" >&2
     fi
 fi
+# pykraft.native compiles the consensus core with a C compiler (built by _venv.sh; rebuilt
+# here once the compiler is in).
+if ! command -v cc >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && apt-get install -y -qq gcc >/dev/null
+        python -m pykraft.native build >/dev/null
+    else
+        echo "a C compiler (cc) is missing: the compiled core (pykraft.native) cannot be built" >&2
+    fi
+fi
 # The cluster history report's test renders the page in a real browser (headless Chromium).
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

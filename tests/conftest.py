@@ -1,17 +1,31 @@
 """Session-wide test set-up: one local SparkSession for the whole test session (starting Spark
 costs seconds), shared by the pipeline jobs' tests and the migration's dry run, started only
 when a test asks for it; a fix for a socket leak in kafka-python; the JVM options of the
-Kafka servers the tests start (below)."""
+Kafka servers the tests start (below).
+
+The tests' own process runs the interpreted core (tests patch the core's functions and
+classes to prove the checkers catch a broken one, which compiled modules refuse); the
+processes they start -- nodes, fault runs -- use the compiled build when it is current
+(``pykraft.native``), and ``tests/sim/test_native.py`` holds the two to the same events."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
-import pytest
+os.environ["PYKRAFT_NATIVE"], _native_env = "0", os.environ.get("PYKRAFT_NATIVE")
+import pykraft  # noqa: E402  (installs no compiled module in this process)
 
-from pykraft.interop.kafka import QUICK_SERVER_JVM, SERVER_JVM_ENV
+if _native_env is None:
+    del os.environ["PYKRAFT_NATIVE"]
+else:
+    os.environ["PYKRAFT_NATIVE"] = _native_env
+assert not pykraft.native.status().active
+from collections.abc import Iterator  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+from pykraft.interop.kafka import QUICK_SERVER_JVM, SERVER_JVM_ENV  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -25,6 +25,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from pykraft import native
 from pykraft.metadata.tagged import tagged_noop, tagged_value
 from pykraft.node.config import ConfigError, NodeConfig, load_config
 from pykraft.node.controller_host import ControllerHost
@@ -90,6 +91,12 @@ async def serve(config: NodeConfig) -> int:
         node, config.controller_config(), bootstrap=bootstrap, bootstrap_records=bootstrap_records
     )
     node.application = host
+    core_build = native.status()
+    log.info(
+        "consensus core: %s (%s)",
+        "compiled" if core_build.active else "interpreted",
+        core_build.reason,
+    )
     # Everything imported so far (modules, kio's schema classes) lives as long as the process:
     # keep it out of the cyclic GC's scans. A full collection over it took 30-50 ms on a
     # loaded leader (the K=1024 bench's p99); frozen, a collection sees only what the load

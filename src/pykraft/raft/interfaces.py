@@ -201,13 +201,13 @@ class Ready:
     """
 
     must_flush: bool = False
-    messages: list[Outbound] = field(default_factory=list)
-    messages_after_flush: list[Outbound] = field(default_factory=list)
+    messages: Sequence[Outbound] = field(default_factory=list)
+    messages_after_flush: Sequence[Outbound] = field(default_factory=list)
     snapshot_loaded: OffsetAndEpoch | None = None
     high_watermark: int | None = None
     leader_change: LeaderAndEpoch | None = None
     next_deadline_ms: int = 0
-    completed: list[OperationResult] = field(default_factory=list)
+    completed: Sequence[OperationResult] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

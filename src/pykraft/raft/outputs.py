@@ -73,21 +73,19 @@ class IdleReady(Ready):
     so it is read-only: setting a field raises, and its lists are empty tuples (a driver that
     appended to a shared list would resend those messages on every later idle Ready)."""
 
-    __slots__ = ()
+    __slots__ = ("sealed",)
 
     def __init__(self, next_deadline_ms: int) -> None:
-        init = object.__setattr__
-        init(self, "must_flush", False)
-        init(self, "messages", ())
-        init(self, "messages_after_flush", ())
-        init(self, "snapshot_loaded", None)
-        init(self, "high_watermark", None)
-        init(self, "leader_change", None)
-        init(self, "next_deadline_ms", next_deadline_ms)
-        init(self, "completed", ())
+        # Through Ready's own initializer (mypyc's compiled classes refuse object.__setattr__
+        # from outside), then sealed.
+        self.sealed = False
+        Ready.__init__(self, False, (), (), None, None, None, next_deadline_ms, ())
+        self.sealed = True
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"IdleReady is shared and read-only: cannot set {name}")
+        if name != "sealed" and self.sealed:
+            raise AttributeError(f"IdleReady is shared and read-only: cannot set {name}")
+        super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"IdleReady is shared and read-only: cannot delete {name}")

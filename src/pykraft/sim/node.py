@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pykraft.raft.core import RaftCore
 from pykraft.raft.interfaces import OperationResult
@@ -34,7 +34,7 @@ LEADER = "leader"
 Ghost = tuple[int, int, list[int], list[int]]
 Sender = Callable[["SimNode", Outbound, int], None]
 Observe = Callable[["SimNode", int], None]
-Completed = Callable[["SimNode", list[OperationResult]], None]
+Completed = Callable[["SimNode", Sequence[OperationResult]], None]
 
 
 def new_directory_id(rng: random.Random) -> uuid.UUID:

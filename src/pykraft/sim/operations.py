@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -148,7 +149,7 @@ class Operations:
             sim.after(leader)
         return targets
 
-    def completed(self, node: SimNode, results: list[OperationResult]) -> None:
+    def completed(self, node: SimNode, results: Sequence[OperationResult]) -> None:
         for r in results:
             self.counts[f"{r.operation}:{r.error.name}"] += 1
             self._sim.trace_event(

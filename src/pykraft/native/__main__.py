@@ -1,0 +1,93 @@
+"""``python -m pykraft.native build [--force] | status``: compile ``MODULES`` with mypyc into
+``build_dir()``, or say whether this interpreter would use the build (``pykraft.native``'s
+docstring)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from pykraft.native import ENV, MANIFEST, MODULES, SRC, SUFFIX, build_dir, check, digest, source_of
+
+_SETUP = """
+import sys
+from setuptools import setup
+from mypyc.build import mypycify
+paths, target = sys.argv.pop(1).split(","), sys.argv.pop(1)
+setup(name="pykraft-native", ext_modules=mypycify(paths, opt_level="3", target_dir=target))
+"""
+
+
+def build(force: bool = False) -> Path:
+    """Compile ``MODULES`` into ``build_dir()`` (nothing to do when it is current). The new
+    build replaces the old one only once complete."""
+    root = build_dir()
+    saved = os.environ.pop(ENV, None)
+    try:
+        current, _group = check(root)
+    finally:
+        if saved is not None:
+            os.environ[ENV] = saved
+    if current.active and not force:
+        return root
+    import mypy.version
+
+    digests = {module: digest(source_of(module)) for module in MODULES}
+    paths = ",".join(str(source_of(m).relative_to(SRC)) for m in MODULES)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
+        out = Path(tmp) / "lib"
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _SETUP,
+                paths,
+                str(Path(tmp) / "c"),
+                "build_ext",
+                "--build-lib",
+                str(out),
+                "--build-temp",
+                str(Path(tmp) / "temp"),
+            ],
+            cwd=SRC,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        groups = [p.name[: -len(SUFFIX)] for p in out.glob(f"*__mypyc{SUFFIX}")]
+        if len(groups) != 1:
+            raise RuntimeError(f"expected one mypyc group library in {out}, found {groups}")
+        manifest = {
+            "suffix": SUFFIX,
+            "mypy": mypy.version.__version__,
+            "group": groups[0],
+            "modules": digests,
+        }
+        (out / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        if root.exists():
+            old = Path(tmp) / "old"
+            root.rename(old)
+        out.rename(root)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["build"] or args == ["build", "--force"]:
+        print(f"pykraft.native: built {build(force='--force' in args)}")
+        return 0
+    if args == ["status"]:
+        verdict, _group = check()
+        print(f"pykraft.native: {'on' if verdict.active else 'off'} ({verdict.reason})")
+        return 0
+    print("usage: python -m pykraft.native build [--force] | status", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
