@@ -58,6 +58,7 @@ def build(force: bool = False) -> Path:
             cwd=SRC,
             check=True,
             stdout=subprocess.DEVNULL,
+            env={**os.environ, "MYPY_CACHE_DIR": str(Path(tmp) / "mypy-cache")},
         )
         groups = [p.name[: -len(SUFFIX)] for p in out.glob(f"*__mypyc{SUFFIX}")]
         if len(groups) != 1:
