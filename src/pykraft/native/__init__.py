@@ -160,7 +160,7 @@ def check(root: Path | None = None) -> tuple[Status, str]:
                 return Status(False, f"{module} changed since the build: rebuild"), ""
         except OSError:
             return Status(False, f"{module}'s source is missing"), ""
-    return Status(True, f"compiled by mypyc {manifest.get('mypy')} at {root}"), manifest["group"]
+    return Status(True, f"mypyc {manifest.get('mypy')} build at {root}"), manifest["group"]
 
 
 def install() -> Status:
