@@ -30,6 +30,11 @@ the records pykraft writes: they are Kafka's). Brokers in the image never heartb
   ``restart_image_s`` until its image is loaded and replayed to the high watermark (the line
   ``IMAGE_CAUGHT_UP`` in its log: Kafka's MetadataLoader's, pykraft's host's), when it can
   lead: the next repetition's kill waits for it;
+* ``broker_start_s`` / ``broker_restart_s``: a real Kafka 4.3.1 broker (node 100, in no
+  replica set: what it costs is the metadata, not logs) from its spawn to "Kafka Server
+  started" (RUNNING: registered, caught up with the metadata log, unfenced), first with an
+  empty directory (the whole image fetched from the active controller), then after kill -9
+  (its own metadata snapshot and log, then the tail);
 * ``snapshot_bytes``: the seeded snapshot's size (the same for both);
 * pykraft only: ``standby_loop_max_ms``, the longest the empty controller's event loop was
   held (``pykraft_event_loop_lag_max_ever_ms``) while it installed the snapshot, and
@@ -64,7 +69,7 @@ from typing import Any
 
 from pykraft.admin import AdminClient
 from pykraft.controller.snapshot_generator import SnapshotGenerator
-from pykraft.interop.cluster import LocalCluster, Server
+from pykraft.interop.cluster import BROKER_STARTED, LocalCluster, Server
 from pykraft.interop.kafka import SERVER_JVM_ENV, KafkaDist
 from pykraft.net.client import Connection
 from pykraft.protocol import ApiKey
@@ -225,6 +230,22 @@ def _stamp(text: str) -> float:
     return time.mktime(time.strptime(text[:19], "%Y-%m-%d %H:%M:%S")) + int(text[20:23]) / 1000
 
 
+async def broker_start_s(broker: Server) -> tuple[float, float]:
+    """(spawn to RUNNING with an empty directory, and again after kill -9)."""
+    loop = asyncio.get_running_loop()
+    times = []
+    for _ in range(2):
+        after = len(broker.text())
+        spawned = time.monotonic()
+        broker.start()
+        await loop.run_in_executor(
+            None, lambda a=after: broker.wait_for(BROKER_STARTED, STEP_S, after=a)
+        )
+        times.append(round(time.monotonic() - spawned, 2))
+        broker.kill()
+    return times[0], times[1]
+
+
 async def snapshot_write_s(kind: str, servers: list[Server], ctl: Controllers) -> list[float]:
     """Topics of 100 partitions created until every controller wrote a snapshot (past
     ``SNAPSHOT_BYTES``); each controller's time to write its snapshot: pykraft's own
@@ -264,7 +285,7 @@ def measure(
         dist,
         work / f"{kind}-{partitions}",
         controllers=3,
-        brokers=0,
+        brokers=1,  # started after the controllers' figures (broker_start_s)
         controller_kind=kind,
         controller_config=CONTROLLER_CONFIG,
         metrics=kind == "pykraft",
@@ -335,6 +356,12 @@ def measure(
             row["failover_s"] = [round(x, 2) for x in failovers]
             row["restart_s"] = [round(x, 2) for x in restarts]
             row["restart_image_s"] = [round(x, 2) for x in loaded]
+            try:
+                row["broker_start_s"], row["broker_restart_s"] = await broker_start_s(
+                    cluster.brokers[0]
+                )
+            except (TimeoutError, RuntimeError) as e:
+                row["broker_error"] = str(e)[:300]
             # Last: the topics it creates would change the size the other figures are for.
             try:
                 row["snapshot_write_s"] = await snapshot_write_s(kind, cluster.controllers, ctl)
@@ -356,8 +383,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         "| partitions | controllers | snapshot MB | ready s | standby catch-up s | RSS MB "
         "(max) | B/partition (RSS; Kafka heap) | CreateTopics p/s | snapshot write s (max) | "
         "failover s (p50) | "
-        "restart s (p50): raft / image | loop held ms: install / start load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "restart s (p50): raft / image | broker to RUNNING s: new / restart | "
+        "loop held ms: install / start load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
@@ -372,6 +400,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"{r['create_partitions_per_s']:,} | {max(r.get('snapshot_write_s') or ['-'])} | "
             f"{med(r['failover_s'])} | "
             f"{med(r['restart_s'])} / {med(r.get('restart_image_s') or [])} | "
+            f"{r.get('broker_start_s', '-')} / {r.get('broker_restart_s', '-')} | "
             f"{r.get('standby_loop_max_ms', '-')} / {max(r.get('start_loop_max_ms') or [0]) or '-'} |"
         )
     return "\n".join(lines)

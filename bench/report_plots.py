@@ -158,6 +158,8 @@ SCALE_PANELS: tuple[tuple[str, str], ...] = (
     ("create_partitions_per_s", "CreateTopics (partitions/s)"),
     ("failover_s", "kill -9 active -> CreateTopics (s)"),
     ("restart_image_s", "restart -> image at the high watermark (s)"),
+    ("snapshot_write_s", "snapshot write (s)"),
+    ("broker_restart_s", "Kafka broker restart -> RUNNING (s)"),
 )
 
 
@@ -178,7 +180,7 @@ def scale_value(row: Row, key: str) -> float | None:
 
 def plot_scale(rows: list[Row], out: Path) -> str:
     """The cost curves against the partition count, pykraft beside Kafka's controllers."""
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
+    fig, axes = plt.subplots(2, 4, figsize=(16, 6.5))
     for ax, (key, label) in zip(axes.flat, SCALE_PANELS, strict=True):
         for system, color in (("pykraft", "tab:blue"), ("kafka", "tab:orange")):
             pts = sorted(

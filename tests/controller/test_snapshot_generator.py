@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.metadata.serde import encode_record
+from pykraft.metadata.timeline import Timeline
 from tests.controller.harness import Harness
 
 
@@ -89,3 +91,31 @@ def test_a_generator_closed_half_way_lets_go() -> None:
     generator.close()
     standby.committed(h.offset - 1)
     assert not standby.timeline.recording and len(standby.timeline) == 0
+
+
+def test_a_slice_reads_through_the_pins_view_not_by_undoing_later_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each slice costs what it reads, however much changed since the pin: a slice that
+    undid and redid every later change (``Timeline.at``) grew with a write load until a
+    snapshot of a million partitions took 300 s (bench/REPORT.md section 18)."""
+    rng = random.Random(5)
+    h = _harness(5)
+    h.random_requests(rng, 6)
+    image = h.image
+    image.record_uncommitted(True)
+    end = h.offset
+    image.committed(end - 1)
+    expected = _encoded(image.records(2, 3))
+    generator = SnapshotGenerator(image, end)
+    got = generator.next_values(1)
+    h.random_requests(rng, 6)  # changes after the pin, uncommitted
+    assert len(image.timeline) > 0
+
+    def refuse(_timeline: Timeline, offset: int) -> object:
+        raise AssertionError(f"a slice read the image through Timeline.at({offset})")
+
+    monkeypatch.setattr(Timeline, "at", refuse)
+    while not generator.done:
+        got.extend(generator.next_values(2))
+    assert got == expected

@@ -7,15 +7,16 @@ vote. Kafka generates its snapshots from an immutable image on another thread; p
 mutable image (``metadata/image.py``) gets the same from its timeline instead:
 
 * when the image is exactly the committed state at ``end`` (every applied record
-  committed), the generator *pins* ``end - 1`` in the image's timeline: from then on every
-  change the image makes is remembered (on a standby too), and commits keep those after
-  the pin;
+  committed), the generator *pins* ``end - 1`` in the image's timeline: from then on the
+  first change to each key or attribute remembers the value it had at the pin (on a
+  standby too);
 * each :meth:`SnapshotGenerator.next_values` resumes the image's record iterator
-  (``Image.iter_records``) for a bounded number of records inside ``Timeline.at(end - 1)``:
-  the changes made since the pin are undone for the slice and redone after it, so every
-  slice reads the image exactly as it was at the pin whatever the controller did between
-  slices (new records, a revert after a lost leadership);
-* :meth:`close` unpins (the remembered changes are then forgotten as they commit).
+  (``Image.iter_records``) for a bounded number of records, reading through the pin's view
+  (``Timeline.view(end - 1)``): every slice sees the image exactly as it was at the pin
+  whatever the controller did between slices (new records, a revert after a lost
+  leadership), at a cost that does not grow with what changed since (an earlier design
+  undid and redid every later change per slice: quadratic under a write load);
+* :meth:`close` unpins (the remembered values are forgotten).
 
 The metadata.version, and so the record versions, are those at the pin. A controller that
 replaces its image (a snapshot loaded from the leader) leaves the old image alone: the
@@ -45,10 +46,10 @@ class SnapshotGenerator:
         self.end = end
         self._offset = end - 1
         mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
-        self._records: Iterator[tuple[Any, int]] | None = image.iter_records(
-            partition_version(mv), register_broker_version(mv)
-        )
         image.timeline.pin(self._offset)
+        self._records: Iterator[tuple[Any, int]] | None = image.iter_records(
+            partition_version(mv), register_broker_version(mv), image.timeline.view(self._offset)
+        )
         self.count = 0  # records generated so far
 
     @property
@@ -63,14 +64,13 @@ class SnapshotGenerator:
             return []
         out: list[bytes] = []
         finished = True
-        with self.image.timeline.at(self._offset):
-            for record, version in records:
-                out.append(encode_record(record, version))
-                if len(out) >= limit:
-                    finished = False
-                    break
+        for record, version in records:
+            out.append(encode_record(record, version))
+            if len(out) >= limit:
+                finished = False
+                break
         if finished:
-            self.close()  # outside ``at``: it restores the timeline's recording on exit
+            self.close()
         self.count += len(out)
         return out
 

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from pykraft.metadata import records as r
 from pykraft.metadata.tagged import final_target_of, with_final_target
-from pykraft.metadata.timeline import Timeline
+from pykraft.metadata.timeline import NOW, PinnedView, Timeline
 from pykraft.metadata.versions import METADATA_VERSION
 
 __all__ = [
@@ -525,23 +525,28 @@ class Image:
         return list(self.iter_records(partition_version, broker_version))
 
     def iter_records(
-        self, partition_version: int, broker_version: int
+        self, partition_version: int, broker_version: int, view: PinnedView = NOW
     ) -> Iterator[tuple[Any, int]]:
-        """``records`` one at a time. Each collection is listed (sorted) when the iteration
-        reaches it, so it may be resumed later with the image as it was (``Timeline.at``)."""
-        if METADATA_VERSION in self.features:
+        """``records`` one at a time, read through ``view``: the image now, or as of a
+        pinned offset (``Timeline.view``) however it changes between the steps of the
+        iteration (the snapshot generator's slices)."""
+        features = dict(view.items(self.features))
+        if METADATA_VERSION in features:
             yield (
                 r.FeatureLevelRecord(
-                    name=METADATA_VERSION, feature_level=self.features[METADATA_VERSION]
+                    name=METADATA_VERSION, feature_level=features[METADATA_VERSION]
                 ),
                 0,
             )
-        for name, level in sorted(self.features.items()):
+        for name, level in sorted(features.items()):
             if name != METADATA_VERSION:
                 yield (r.FeatureLevelRecord(name=name, feature_level=level), 0)
-        if self.migration_state:
-            yield (r.ZkMigrationStateRecord(zk_migration_state=self.migration_state), 0)
-        for _, c in sorted(self.controllers.items()):
+        migration_state = view.attr(self, "migration_state")
+        assert isinstance(migration_state, int)
+        if migration_state:
+            yield (r.ZkMigrationStateRecord(zk_migration_state=migration_state), 0)
+        for _, c in sorted(view.items(self.controllers)):
+            c = view.obj(c)
             yield (
                 r.RegisterControllerRecord(
                     controller_id=c.controller_id,
@@ -557,14 +562,14 @@ class Image:
                 ),
                 0,
             )
-        for _, b in sorted(self.brokers.items()):
-            yield (broker_record(b, broker_version), broker_version)
-        for topic in sorted(self.topics.values(), key=lambda t: t.name):
+        for _, b in sorted(view.items(self.brokers)):
+            yield (broker_record(view.obj(b), broker_version), broker_version)
+        for _, topic in sorted(view.items(self.topics), key=lambda kv: kv[1].name):
             yield (r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0)
-            for _, p in sorted(topic.partitions.items()):
-                yield (partition_record(p, partition_version), partition_version)
-        for (resource_type, resource_name), configs in sorted(self.configs.items()):
-            for name, value in sorted(configs.items()):
+            for _, p in sorted(view.items(topic.partitions)):
+                yield (partition_record(view.obj(p), partition_version), partition_version)
+        for (resource_type, resource_name), configs in sorted(view.items(self.configs)):
+            for name, value in sorted(view.items(configs)):
                 yield (
                     r.ConfigRecord(
                         resource_type=resource_type,
@@ -574,17 +579,23 @@ class Image:
                     ),
                     0,
                 )
-        if self.next_producer_id:
-            broker_id, epoch = self.producer_ids_owner
+        next_producer_id = view.attr(self, "next_producer_id")
+        assert isinstance(next_producer_id, int)
+        if next_producer_id:
+            owner = view.attr(self, "producer_ids_owner")
+            assert isinstance(owner, tuple)
+            broker_id, epoch = owner
             yield (
                 r.ProducerIdsRecord(
                     broker_id=broker_id,
                     broker_epoch=epoch,
-                    next_producer_id=self.next_producer_id,
+                    next_producer_id=next_producer_id,
                 ),
                 0,
             )
-        yield from (value for _, value in sorted(self.opaque.items(), key=lambda kv: repr(kv[0])))
+        yield from (
+            value for _, value in sorted(view.items(self.opaque), key=lambda kv: repr(kv[0]))
+        )
 
     # -- invariants ------------------------------------------------------------------------
 

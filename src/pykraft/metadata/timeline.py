@@ -28,19 +28,26 @@ Not recording, a primitive is the plain mutation (one attribute test more).
 
 A reader that needs the image as of an older committed offset for a while (the snapshot
 generator, which writes a large image in slices between other events: Kafka's
-``SnapshotGenerator`` reading its timeline at the snapshot's epoch) pins that offset:
-while pinned, the primitives record on every controller (a standby too) and ``commit`` keeps
-what the records after the pin changed, so that ``at(offset)`` can show the image as it was
-there; ``unpin`` lets them go. ``at_committed()`` is ``at`` the last committed offset.
+``SnapshotGenerator`` reading its timeline at the snapshot's epoch) pins that offset, which
+the image holds at that moment. While pinned, the primitives record on every controller (a
+standby too) and also keep, per target, the value each key or attribute had at the pin (the
+first change after it wins): ``view(offset)`` reads the image as it was there through that
+map (``PinnedView``), without undoing anything, at a cost per read independent of how much
+changed since. ``unpin`` lets the map go. (An earlier design read at the pin with ``at``,
+undoing every later change on each slice's entry and redoing it on exit: under a stream of
+CreateTopics during a snapshot of a million partitions the slices grew to 800 ms and the
+snapshot to 300 s, bench/REPORT.md section 18.) ``at_committed()`` is ``at`` the last
+committed offset.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, MutableSequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Final, TypeVar
 
-__all__ = ["Timeline"]
+__all__ = ["PinnedView", "Timeline"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -65,18 +72,72 @@ _LIST: Final = 3  # an append to a list; undone by removing the last item
 _REAPPEND: Final = 4  # only in at_committed's redo list: append the old value again
 
 _Entry = tuple[int, int, object, object, object]
+# Per pinned offset: id(target) -> (target, {key or attribute or set member: its value at
+# the pin}). The target is held, so its id cannot be reused while it is in the map.
+_AtPin = dict[int, tuple[object, dict[object, object]]]
+
+
+class PinnedView:
+    """The image as of a pinned offset (``Timeline.view``): collections and objects read
+    through the values their changes since the pin replaced. Dicts and attributes only (the
+    image's lists and sets are not in its snapshot)."""
+
+    __slots__ = ("_olds",)
+
+    def __init__(self, olds: _AtPin) -> None:
+        self._olds = olds
+
+    def items(self, target: dict[K, V]) -> list[tuple[K, V]]:
+        """``target``'s items at the pin (in no particular order)."""
+        changed = self._olds.get(id(target))
+        if changed is None:
+            return list(target.items())
+        olds = changed[1]
+        out = [(k, v) for k, v in target.items() if k not in olds]
+        out += [(k, v) for k, v in olds.items() if v is not MISSING]  # type: ignore[misc]
+        return out
+
+    def attr(self, target: object, name: str) -> object:
+        changed = self._olds.get(id(target))
+        if changed is not None and name in changed[1]:
+            return changed[1][name]
+        return getattr(target, name)
+
+    def obj(self, target: V) -> V:
+        """``target`` itself when unchanged since the pin, else a copy with the attributes it
+        had there (the image's state objects are changed in place by ``assign``)."""
+        changed = self._olds.get(id(target))
+        if changed is None:
+            return target
+        out = copy.copy(target)
+        for name, value in changed[1].items():
+            assert isinstance(name, str)
+            setattr(out, name, value)
+        return out
+
+
+NOW: Final = PinnedView({})  # the image as it is (no pin)
 
 
 class Timeline:
     """Invariant: ``_entries`` is in non-decreasing offset order, and undoing them newest
     first turns the image back into its state before the oldest one's record."""
 
-    __slots__ = ("_active", "_entries", "_pins", "committed_offset", "offset", "recording")
+    __slots__ = (
+        "_active",
+        "_at_pins",
+        "_entries",
+        "_pins",
+        "committed_offset",
+        "offset",
+        "recording",
+    )
 
     def __init__(self) -> None:
         self._entries: list[_Entry] = []
         self._active = False  # the active controller records its uncommitted changes
         self._pins: list[int] = []  # offsets a reader still needs the image at
+        self._at_pins: list[tuple[int, _AtPin]] = []  # what each pin's view reads
         self.recording = False  # _active or pinned: the primitives remember what they replace
         self.offset = -1  # the offset of the record whose changes are being made
         self.committed_offset = -1  # the last offset ``commit`` was told of
@@ -88,34 +149,45 @@ class Timeline:
 
     def put(self, target: dict[K, V], key: K, value: V) -> None:
         if self.recording:
-            self._entries.append((self.offset, _DICT, target, key, target.get(key, MISSING)))
+            self._record(_DICT, target, key, target.get(key, MISSING))
         target[key] = value
 
     def delete(self, target: dict[K, V], key: K) -> None:
         if key not in target:
             return
         if self.recording:
-            self._entries.append((self.offset, _DICT, target, key, target[key]))
+            self._record(_DICT, target, key, target[key])
         del target[key]
 
     def assign(self, target: object, name: str, value: object) -> None:
         if self.recording:
-            self._entries.append((self.offset, _ATTR, target, name, getattr(target, name)))
+            self._record(_ATTR, target, name, getattr(target, name))
         setattr(target, name, value)
 
     def add(self, target: set[K], item: K) -> None:
         if item in target:
             return
         if self.recording:
-            self._entries.append((self.offset, _SET, target, item, False))
+            self._record(_SET, target, item, False)
         target.add(item)
 
     def discard(self, target: set[K], item: K) -> None:
         if item not in target:
             return
         if self.recording:
-            self._entries.append((self.offset, _SET, target, item, True))
+            self._record(_SET, target, item, True)
         target.discard(item)
+
+    def _record(self, kind: int, target: object, key: object, old: object) -> None:
+        offset = self.offset
+        self._entries.append((offset, kind, target, key, old))
+        for pin, olds in self._at_pins:
+            if offset > pin:
+                changed = olds.get(id(target))
+                if changed is None:
+                    olds[id(target)] = (target, {key: old})
+                elif key not in changed[1]:
+                    changed[1][key] = old
 
     def append(self, target: MutableSequence[V], item: V) -> None:
         if self.recording:
@@ -130,28 +202,37 @@ class Timeline:
         self.recording = on or bool(self._pins)
 
     def commit(self, offset: int) -> None:
-        """The records up to ``offset`` committed: forget their changes (those after the
-        oldest pin are kept for its reader)."""
+        """The records up to ``offset`` committed: forget their changes (a pin's reader reads
+        through its own map, ``view``)."""
         self.committed_offset = max(self.committed_offset, offset)
         self._forget_committed()
 
     def pin(self, offset: int) -> None:
         """Keep being able to show the image at ``offset`` (<= the committed offset, which
-        the image holds now) until ``unpin``."""
+        the image holds now) until ``unpin``: ``view(offset)``."""
         self._pins.append(offset)
         self._pins.sort()
+        if all(pin != offset for pin, _ in self._at_pins):
+            self._at_pins.append((offset, {}))
         self.recording = True
 
     def unpin(self, offset: int) -> None:
         self._pins.remove(offset)
+        if offset not in self._pins:
+            self._at_pins = [(pin, olds) for pin, olds in self._at_pins if pin != offset]
         self.recording = self._active or bool(self._pins)
         self._forget_committed()
 
+    def view(self, offset: int) -> PinnedView:
+        """The image as of the pinned ``offset``, read without changing it."""
+        for pin, olds in self._at_pins:
+            if pin == offset:
+                return PinnedView(olds)
+        raise KeyError(f"offset {offset} is not pinned")
+
     def _forget_committed(self) -> None:
-        """Drop the changes of committed records that no pin still needs."""
+        """Drop the changes of committed records (``revert`` never goes below them)."""
         offset = self.committed_offset
-        if self._pins:
-            offset = min(offset, self._pins[0])
         entries = self._entries
         if not entries or entries[0][0] > offset:
             return
