@@ -33,8 +33,8 @@ the records pykraft writes: they are Kafka's). Brokers in the image never heartb
 * ``broker_start_s`` / ``broker_restart_s``: a real Kafka 4.3.1 broker (node 100, in no
   replica set: what it costs is the metadata, not logs) from its spawn to "Kafka Server
   started" (RUNNING: registered, caught up with the metadata log, unfenced), first with an
-  empty directory (the whole image fetched from the active controller), then after kill -9
-  (its own metadata snapshot and log, then the tail);
+  empty directory (the whole image fetched from the active controller), then after a clean
+  stop (its own metadata snapshot and log, then the tail);
 * ``snapshot_bytes``: the seeded snapshot's size (the same for both);
 * pykraft only: ``standby_loop_max_ms``, the longest the empty controller's event loop was
   held (``pykraft_event_loop_lag_max_ever_ms``) while it installed the snapshot, and
@@ -231,7 +231,10 @@ def _stamp(text: str) -> float:
 
 
 async def broker_start_s(broker: Server) -> tuple[float, float]:
-    """(spawn to RUNNING with an empty directory, and again after kill -9)."""
+    """(spawn to RUNNING with an empty directory, and again after a clean stop). The stop is
+    SIGTERM (a controlled shutdown): after kill -9 a controller refuses a new incarnation with
+    DUPLICATE_BROKER_REGISTRATION until the old one's session expires (an hour here), on
+    both kinds, as Kafka's BrokerHeartbeatManager does."""
     loop = asyncio.get_running_loop()
     times = []
     for _ in range(2):
@@ -242,7 +245,7 @@ async def broker_start_s(broker: Server) -> tuple[float, float]:
             None, lambda a=after: broker.wait_for(BROKER_STARTED, STEP_S, after=a)
         )
         times.append(round(time.monotonic() - spawned, 2))
-        broker.kill()
+        await loop.run_in_executor(None, broker.stop)
     return times[0], times[1]
 
 
