@@ -159,7 +159,7 @@ SCALE_PANELS: tuple[tuple[str, str], ...] = (
     ("failover_s", "kill -9 active -> CreateTopics (s)"),
     ("restart_image_s", "restart -> image at the high watermark (s)"),
     ("snapshot_write_s", "snapshot write (s)"),
-    ("broker_restart_s", "Kafka broker restart -> RUNNING (s)"),
+    ("broker_start_s", "a Kafka broker started -> RUNNING (s)"),
 )
 
 
