@@ -28,20 +28,28 @@ def _harness(seed: int) -> Harness:
     return h
 
 
+def _pinned_on_the_active(
+    rng: random.Random, h: Harness, requests: int
+) -> tuple[SnapshotGenerator, list[bytes]]:
+    """An active controller after ``requests`` random requests, all committed; a generator
+    pinned there and the records it must give."""
+    h.random_requests(rng, requests)
+    image = h.image
+    image.record_uncommitted(True)
+    end = h.offset
+    image.committed(end - 1)
+    return SnapshotGenerator(image, end), _encoded(image.records(2, 3))
+
+
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), slice_=st.integers(1, 12))
 def test_slices_on_the_active_controller_read_the_image_at_the_pin(seed: int, slice_: int) -> None:
     rng = random.Random(seed)
     h = _harness(seed)
-    h.random_requests(rng, 8)
+    generator, expected = _pinned_on_the_active(rng, h, 8)
     image = h.image
-    image.record_uncommitted(True)
-    end = h.offset
-    image.committed(end - 1)
-    expected = _encoded(image.records(2, 3))
-    generator = SnapshotGenerator(image, end)
     got: list[bytes] = []
-    committed = end - 1
+    committed = generator.end - 1
     while not generator.done:
         got.extend(generator.next_values(slice_))
         h.random_requests(rng, 1)  # applied before it commits, as the active controller does
@@ -101,16 +109,10 @@ def test_a_slice_reads_through_the_pins_view_not_by_undoing_later_changes(
     snapshot of a million partitions took 300 s (bench/REPORT.md section 18)."""
     rng = random.Random(5)
     h = _harness(5)
-    h.random_requests(rng, 6)
-    image = h.image
-    image.record_uncommitted(True)
-    end = h.offset
-    image.committed(end - 1)
-    expected = _encoded(image.records(2, 3))
-    generator = SnapshotGenerator(image, end)
+    generator, expected = _pinned_on_the_active(rng, h, 6)
     got = generator.next_values(1)
     h.random_requests(rng, 6)  # changes after the pin, uncommitted
-    assert len(image.timeline) > 0
+    assert len(h.image.timeline) > 0
 
     def refuse(_timeline: Timeline, offset: int) -> object:
         raise AssertionError(f"a slice read the image through Timeline.at({offset})")
