@@ -136,8 +136,8 @@ class Timeline:
     def __init__(self) -> None:
         self._entries: list[_Entry] = []
         self._active = False  # the active controller records its uncommitted changes
-        self._pins: list[int] = []  # offsets a reader still needs the image at
-        self._at_pins: list[tuple[int, _AtPin]] = []  # what each pin's view reads
+        self._pins: list[int] = []  # offsets a reader still needs the image at (one per pin)
+        self._at_pins: dict[int, _AtPin] = {}  # what each pinned offset's view reads
         self.recording = False  # _active or pinned: the primitives remember what they replace
         self.offset = -1  # the offset of the record whose changes are being made
         self.committed_offset = -1  # the last offset ``commit`` was told of
@@ -181,7 +181,7 @@ class Timeline:
     def _record(self, kind: int, target: object, key: object, old: object) -> None:
         offset = self.offset
         self._entries.append((offset, kind, target, key, old))
-        for pin, olds in self._at_pins:
+        for pin, olds in self._at_pins.items():
             if offset > pin:
                 changed = olds.get(id(target))
                 if changed is None:
@@ -211,24 +211,22 @@ class Timeline:
         """Keep being able to show the image at ``offset`` (<= the committed offset, which
         the image holds now) until ``unpin``: ``view(offset)``."""
         self._pins.append(offset)
-        self._pins.sort()
-        if all(pin != offset for pin, _ in self._at_pins):
-            self._at_pins.append((offset, {}))
+        self._at_pins.setdefault(offset, {})
         self.recording = True
 
     def unpin(self, offset: int) -> None:
         self._pins.remove(offset)
         if offset not in self._pins:
-            self._at_pins = [(pin, olds) for pin, olds in self._at_pins if pin != offset]
+            del self._at_pins[offset]
         self.recording = self._active or bool(self._pins)
         self._forget_committed()
 
     def view(self, offset: int) -> PinnedView:
         """The image as of the pinned ``offset``, read without changing it."""
-        for pin, olds in self._at_pins:
-            if pin == offset:
-                return PinnedView(olds)
-        raise KeyError(f"offset {offset} is not pinned")
+        olds = self._at_pins.get(offset)
+        if olds is None:
+            raise KeyError(f"offset {offset} is not pinned")
+        return PinnedView(olds)
 
     def _forget_committed(self) -> None:
         """Drop the changes of committed records (``revert`` never goes below them)."""

@@ -139,11 +139,12 @@ class _Finder(importlib.abc.MetaPathFinder):
 _status = Status(False, "not installed")
 
 
-def check(root: Path | None = None) -> tuple[Status, str]:
+def check(root: Path | None = None, *, honour_env: bool = True) -> tuple[Status, str]:
     """(whether the build at ``root`` matches the sources and this interpreter, its mypyc
-    group's module name)."""
+    group's module name); ``honour_env``: ``PYKRAFT_NATIVE=0`` says no (the builder asks
+    whether the build is current whatever the environment says)."""
     root = build_dir() if root is None else root
-    if os.environ.get(ENV, "1") == "0":
+    if honour_env and os.environ.get(ENV, "1") == "0":
         return Status(False, f"{ENV}=0"), ""
     try:
         manifest = json.loads((root / MANIFEST).read_text())

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from pykraft.native import ENV, MANIFEST, MODULES, SRC, SUFFIX, build_dir, check, digest, source_of
+from pykraft.native import MANIFEST, MODULES, SRC, SUFFIX, build_dir, check, digest, source_of
 
 _SETUP = """
 import sys
@@ -27,12 +27,7 @@ def build(force: bool = False) -> Path:
     """Compile ``MODULES`` into ``build_dir()`` (nothing to do when it is current). The new
     build replaces the old one only once complete."""
     root = build_dir()
-    saved = os.environ.pop(ENV, None)
-    try:
-        current, _group = check(root)
-    finally:
-        if saved is not None:
-            os.environ[ENV] = saved
+    current, _group = check(root, honour_env=False)
     if current.active and not force:
         return root
     import mypy.version
