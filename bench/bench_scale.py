@@ -64,6 +64,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,15 @@ async def create_topics(conn: Connection, names: list[str], partitions: int) -> 
     return next((int(t.error_code) for t in m.topics if int(t.error_code)), 0)
 
 
+async def unregister_broker(conn: Connection, broker_id: int) -> int:
+    """UnregisterBroker v0 to a controller; its error code."""
+    m: Any = await conn.request(
+        make(request_schema(ApiKey.UNREGISTER_BROKER, 0), {"broker_id": broker_id}),
+        timeout_ms=60_000,
+    )
+    return int(m.error_code)
+
+
 class Controllers:
     """A connection to whichever controller is active, found by trying each."""
 
@@ -185,6 +195,22 @@ class Controllers:
 
     async def create(self, names: list[str], partitions: int, deadline_s: float) -> float:
         """Retry until the topics are created; the seconds it took."""
+        return await self.call(
+            lambda conn: create_topics(conn, names, partitions),
+            f"CreateTopics {names[:1]}",
+            deadline_s,
+        )
+
+    async def unregister(self, broker_id: int, deadline_s: float) -> float:
+        """UnregisterBroker (what ``kafka-cluster.sh unregister`` sends); the seconds."""
+        return await self.call(
+            lambda conn: unregister_broker(conn, broker_id), "UnregisterBroker", deadline_s
+        )
+
+    async def call(
+        self, send: Callable[[Connection], Awaitable[int]], what: str, deadline_s: float
+    ) -> float:
+        """Retry ``send`` on each controller in turn until it answers NONE; the seconds."""
         started = time.monotonic()
         while time.monotonic() - started < deadline_s:
             for server in self.servers:
@@ -196,7 +222,7 @@ class Controllers:
                         self.conn = await Connection.open(
                             host, int(port), timeout_ms=2_000, client_id="bench-scale"
                         )
-                    code = await create_topics(self.conn, names, partitions)
+                    code = await send(self.conn)
                 except (ConnectionError, TimeoutError, OSError):
                     code = -1
                 if code == 0:
@@ -205,7 +231,7 @@ class Controllers:
                     self.conn.abort()
                 self.conn = None
             await asyncio.sleep(0.05)
-        raise TimeoutError(f"CreateTopics {names[:1]} not answered NONE in {deadline_s} s")
+        raise TimeoutError(f"{what} not answered NONE in {deadline_s} s")
 
     def close(self) -> None:
         if self.conn is not None:
@@ -230,13 +256,13 @@ def _stamp(text: str) -> float:
     return time.mktime(time.strptime(text[:19], "%Y-%m-%d %H:%M:%S")) + int(text[20:23]) / 1000
 
 
-async def broker_start_s(broker: Server, row: dict[str, Any]) -> None:
+async def broker_start_s(broker: Server, ctl: Controllers, row: dict[str, Any]) -> None:
     """``broker_start_s``: spawn to RUNNING with an empty directory; ``broker_restart_s``:
-    again after a clean stop (SIGTERM, a controlled shutdown). A restart the controller
-    refuses is ``broker_error``: Kafka 4.3.1's controllers answer a new incarnation
-    DUPLICATE_BROKER_REGISTRATION while the old one's session lives (an hour in this bench),
-    after kill -9 and after a clean stop alike; pykraft's accept it after a clean stop (the
-    broker is fenced then) and refuse it after kill -9."""
+    again with its data after a clean stop (SIGTERM, a controlled shutdown) and
+    UnregisterBroker. Without the unregistration both kinds of controller answer the new
+    incarnation DUPLICATE_BROKER_REGISTRATION until the old one's session expires (Kafka
+    4.x's ``hasValidSession``: fenced or not), an hour in this bench whose image brokers never
+    heartbeat; a refusal is still ``broker_error``."""
     loop = asyncio.get_running_loop()
     for key in ("broker_start_s", "broker_restart_s"):
         after = len(broker.text())
@@ -253,6 +279,8 @@ async def broker_start_s(broker: Server, row: dict[str, Any]) -> None:
             return
         row[key] = round(time.monotonic() - spawned, 2)
         await loop.run_in_executor(None, broker.stop)
+        if key == "broker_start_s":
+            await ctl.unregister(broker.node_id, STEP_S)
 
 
 async def snapshot_write_s(kind: str, servers: list[Server], ctl: Controllers) -> list[float]:
@@ -365,7 +393,7 @@ def measure(
             row["failover_s"] = [round(x, 2) for x in failovers]
             row["restart_s"] = [round(x, 2) for x in restarts]
             row["restart_image_s"] = [round(x, 2) for x in loaded]
-            await broker_start_s(cluster.brokers[0], row)
+            await broker_start_s(cluster.brokers[0], ctl, row)
             # Last: the topics it creates would change the size the other figures are for.
             try:
                 row["snapshot_write_s"] = await snapshot_write_s(kind, cluster.controllers, ctl)

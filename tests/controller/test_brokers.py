@@ -192,6 +192,38 @@ def test_new_incarnation_after_expiry_fences_the_old_one_first() -> None:
     assert all(p.leader != 1 and 1 not in p.isr for p in h.image.all_partitions())
 
 
+def test_a_cleanly_stopped_broker_keeps_its_session_until_it_expires() -> None:
+    """Kafka 4.x's ``BrokerHeartbeatTracker``: the session belongs to (id, epoch) and lives
+    past the last heartbeat, fenced or not; a new incarnation waits for it to expire."""
+    h = Harness(broker_session_timeout_ms=9_000)
+    h.live_broker(1)
+    assert h.heartbeat(1, want_shut_down=True)["should_shut_down"] is True
+    assert h.image.brokers[1].fenced
+    h.now += 8_000
+    refused = h.register(1, incarnation=uuid.uuid4())
+    assert refused["error_code"] == ErrorCode.duplicate_broker_registration
+    h.now += 1_001  # 9,001 ms after its last heartbeat
+    again = h.register(1, incarnation=uuid.uuid4())
+    assert again["error_code"] == 0
+    # The new registration has no session until it heartbeats: a third incarnation (the
+    # second one died before its first heartbeat) is let in.
+    third = h.register(1, incarnation=uuid.uuid4())
+    assert third["error_code"] == 0 and third["broker_epoch"] > again["broker_epoch"]
+
+
+def test_a_new_active_controller_gives_sessions_only_to_unfenced_brokers() -> None:
+    h = Harness(broker_session_timeout_ms=9_000)
+    h.live_broker(1)
+    h.live_broker(2)
+    assert h.heartbeat(1, want_shut_down=True)["should_shut_down"] is True
+    h.controller.deactivate()
+    h.write(h.controller.activate(h.now, None))
+    # Broker 1 (fenced) has no session on the new active controller; broker 2 has one.
+    assert h.register(1, incarnation=uuid.uuid4())["error_code"] == 0
+    refused = h.register(2, incarnation=uuid.uuid4())
+    assert refused["error_code"] == ErrorCode.duplicate_broker_registration
+
+
 def test_unregister_broker_removes_it_everywhere() -> None:
     h = Harness()
     h.live_broker(1)

@@ -31,6 +31,9 @@ FEATURES_41 = [
 ]
 
 
+SESSION_OVER = 9_001  # past broker.session.timeout.ms since the last heartbeat
+
+
 def elr_harness(**config: Any) -> Harness:
     """A controller bootstrapped at 4.1 (eligible leader replicas on), brokers 1-4 live, and
     topic ``t``: one partition on 1,2,3,4 with min.insync.replicas 3."""
@@ -165,6 +168,7 @@ def test_unclean_restart_leaves_the_elr_and_a_clean_one_stays() -> None:
     for b in (1, 2, 3, 4):
         fence(h, b)
     assert part(h).elr == (2, 3, 4)
+    h.now += SESSION_OVER  # a new incarnation waits for the old session to expire
     # Broker 3 restarts without its clean-shutdown file (PreviousBrokerEpoch -1).
     again = h.register(3, incarnation=uuid.UUID(int=333), features=FEATURES_41)
     assert again["error_code"] == 0
@@ -185,6 +189,7 @@ def test_the_last_known_leader_is_elected_when_isr_and_elr_are_empty() -> None:
     h = elr_harness()
     for b in (1, 2, 3, 4):
         fence(h, b)
+    h.now += SESSION_OVER
     for b in (2, 3, 4):  # every ELR member restarts uncleanly
         h.register(b, incarnation=uuid.UUID(int=1000 + b), features=FEATURES_41)
     p = part(h)

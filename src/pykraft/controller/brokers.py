@@ -98,23 +98,32 @@ def _reserved(directory: uuid.UUID) -> bool:
 
 @dataclass(slots=True)
 class BrokerSessions:
-    """The active controller's view of each broker's liveness (not metadata).
+    """The active controller's view of each broker's liveness (not metadata): Kafka 4.x's
+    ``BrokerHeartbeatTracker``. A session belongs to one registration, (broker id, broker
+    epoch): it starts at a heartbeat (or, for a broker unfenced when this controller
+    activated, at activation) and lives ``session_timeout_ms`` past the last one, fenced or
+    not. So a broker that stopped cleanly (fenced by its controlled shutdown) still holds its
+    session until it expires, and a new incarnation is refused with
+    DUPLICATE_BROKER_REGISTRATION until then, as Kafka refuses it.
     Invariant: the keys of ``contact_ms`` are registered brokers."""
 
     session_timeout_ms: int
-    contact_ms: dict[int, int] = field(default_factory=dict)
+    contact_ms: dict[int, tuple[int, int]] = field(default_factory=dict)  # id: (epoch, ms)
     metadata_offset: dict[int, int] = field(default_factory=dict)
     shutdown_offset: dict[int, int] = field(default_factory=dict)
 
     def reset(self, image: Image, now_ms: int) -> None:
-        """A new active controller: every registered broker's session starts now."""
-        self.contact_ms = {b: now_ms for b in image.brokers}
+        """A new active controller: every unfenced broker's session starts now (Kafka's
+        ``ClusterControlManager.activate``); a fenced broker has none until it heartbeats."""
+        self.contact_ms = {
+            b.broker_id: (b.epoch, now_ms) for b in image.brokers.values() if not b.fenced
+        }
         self.metadata_offset = {}
         self.shutdown_offset = {}
 
-    def touch(self, broker_id: int, now_ms: int, metadata_offset: int) -> None:
-        self.contact_ms[broker_id] = now_ms
-        self.metadata_offset[broker_id] = metadata_offset
+    def touch(self, broker: BrokerState, now_ms: int, metadata_offset: int) -> None:
+        self.contact_ms[broker.broker_id] = (broker.epoch, now_ms)
+        self.metadata_offset[broker.broker_id] = metadata_offset
 
     def forget(self, broker_id: int) -> None:
         self.contact_ms.pop(broker_id, None)
@@ -122,16 +131,19 @@ class BrokerSessions:
         self.shutdown_offset.pop(broker_id, None)
 
     def valid(self, broker: BrokerState, now_ms: int) -> bool:
-        """An unfenced broker heard from within the session timeout."""
-        if broker.fenced:
-            return False
+        """This registration was heard from within the session timeout (Kafka's
+        ``hasValidSession``: fenced or not)."""
         contact = self.contact_ms.get(broker.broker_id)
-        return contact is not None and contact + self.session_timeout_ms >= now_ms
+        return (
+            contact is not None
+            and contact[0] == broker.epoch
+            and contact[1] + self.session_timeout_ms >= now_ms
+        )
 
     def expired(self, image: Image, now_ms: int) -> list[int]:
         """Unfenced brokers whose session has run out, oldest contact first."""
         out = [
-            (self.contact_ms.get(b.broker_id, now_ms), b.broker_id)
+            (self._contact(b, now_ms), b.broker_id)
             for b in image.brokers.values()
             if not b.fenced and not self.valid(b, now_ms)
         ]
@@ -139,11 +151,15 @@ class BrokerSessions:
 
     def next_expiry_ms(self, image: Image) -> int | None:
         times = [
-            self.contact_ms[b.broker_id] + self.session_timeout_ms
+            self._contact(b, 0) + self.session_timeout_ms
             for b in image.brokers.values()
             if not b.fenced and b.broker_id in self.contact_ms
         ]
         return min(times) if times else None
+
+    def _contact(self, broker: BrokerState, default: int) -> int:
+        contact = self.contact_ms.get(broker.broker_id)
+        return contact[1] if contact is not None and contact[0] == broker.epoch else default
 
     def lowest_active_offset(self, image: Image) -> int:
         """The lowest metadata offset an active broker reported (a huge number if none)."""
@@ -435,7 +451,9 @@ def _check_identity(
     ):
         raise ApiError(
             ErrorCode.duplicate_broker_registration,
-            "Another broker is registered with that broker id.",
+            "Another broker is registered with that broker id. If the broker was recently "
+            "restarted this should self-resolve once the heartbeat manager expires the "
+            "broker's session.",
         )
     return broker_id, incarnation, existing
 
@@ -495,8 +513,7 @@ def register_broker(
     )
     records.append((broker_record(state, version), version))
     if not same:
-        sessions.forget(broker_id)
-    sessions.contact_ms[broker_id] = now_ms
+        sessions.forget(broker_id)  # the new registration's session starts at a heartbeat
     return records, state.epoch
 
 
@@ -577,7 +594,7 @@ def heartbeat(
             records += _unfence_records(image, broker, unclean)
         elif nxt == CONTROLLED_SHUTDOWN:
             records += _controlled_shutdown_records(image, broker, unclean)
-    sessions.touch(broker_id, now_ms, offset)
+    sessions.touch(broker, now_ms, offset)
     return Heartbeat(
         records=records,
         caught_up=caught_up,
