@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import pickle
 import uuid
 from pathlib import Path
 
@@ -57,6 +58,8 @@ def test_every_record_round_trips_at_every_version(
     record = data.draw(message_values(cls, SPECS[api_key], version))
     value = encode_record(record, version)
     assert decode_record(value) == (record, version)
+    # Pickled (Spark, processes) by its fields, whether the class is compiled or not.
+    assert pickle.loads(pickle.dumps(record)) == record
     # Every strict prefix is refused, never misread.
     for cut in {0, 1, len(value) // 2, len(value) - 1}:
         with pytest.raises(SchemaDecodeError):

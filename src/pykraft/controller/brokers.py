@@ -174,18 +174,18 @@ class BrokerSessions:
 
 def partitions_with(image: Image, broker_id: int) -> Iterator[PartitionState]:
     """The partitions whose ISR holds ``broker_id``."""
-    for p in image.all_partitions():
+    for p in image.partitions_near(broker_id):
         if broker_id in p.isr:
             yield p
 
 
 def leads_any(image: Image, broker_id: int) -> bool:
-    return any(p.leader == broker_id for p in image.all_partitions())
+    return any(p.leader == broker_id for p in image.partitions_near(broker_id))
 
 
 def partitions_with_elr(image: Image, broker_id: int) -> Iterator[PartitionState]:
     """The partitions whose ELR holds ``broker_id``."""
-    for p in image.all_partitions():
+    for p in image.partitions_near(broker_id):
         if p.elr and broker_id in p.elr:
             yield p
 

@@ -165,7 +165,7 @@ def offline_dir_records(
     broker_id = broker.broker_id
     affected = [
         p
-        for p in image.all_partitions()
+        for p in image.partitions_near(broker_id)
         if broker_id in p.replicas
         and len(p.directories) == len(p.replicas)
         and p.directories[p.replicas.index(broker_id)] in gone

@@ -18,7 +18,7 @@ order (by id or name), so that equal images write equal records.
 
 Invariants (checked by ``check``): every partition's topic exists; ISR is a subset of
 replicas; a leader, when there is one, is in the ISR and among the replicas; topic names and
-ids map one to one.
+ids map one to one; each partition's topic is in ``broker_topics`` of each of its replicas.
 """
 
 from __future__ import annotations
@@ -149,6 +149,12 @@ class Image:
         self.stepping: set[tuple[uuid.UUID, int]] = set()
         # Partitions with a reassignment in flight (adding or removing replicas).
         self.moving: set[tuple[uuid.UUID, int]] = set()
+        # broker id -> the topics with a partition that has it among its replicas (so in
+        # its ISR, ELR, leadership or reassignment), at least: Kafka's ``BrokersToIsrs``
+        # at the grain of topics. A superset (a topic stays after the broker left its
+        # replicas), so ``partitions_near``'s callers filter; it spares fencing a broker, controlled
+        # shutdown and directory failures a walk over every partition.
+        self.broker_topics: dict[int, set[uuid.UUID]] = {}
         self.last_offset = -1
         self.last_change_offset = -1  # the last record that was not a NoOpRecord
         # Kept as partitions change (Kafka's ControllerMetricsChanges), so that the metrics
@@ -197,6 +203,25 @@ class Image:
     def all_partitions(self) -> Iterator[PartitionState]:
         for topic in self.topics.values():
             yield from topic.partitions.values()
+
+    def partitions_near(self, broker_id: int) -> Iterator[PartitionState]:
+        """Every partition with ``broker_id`` among its replicas, and others of the same
+        topics (the caller filters): a walk over the topics ``broker_topics`` names, not
+        over every partition."""
+        topics = self.topics
+        for topic_id in list(self.broker_topics.get(broker_id, ())):
+            topic = topics.get(topic_id)
+            if topic is not None:
+                yield from topic.partitions.values()
+
+    def _index(self, topic_id: uuid.UUID, replicas: tuple[int, ...]) -> None:
+        index = self.broker_topics
+        for b in replicas:
+            topics = index.get(b)
+            if topics is None:
+                self.timeline.put(index, b, {topic_id})
+            elif topic_id not in topics:
+                self.timeline.add(topics, topic_id)
 
     @property
     def in_transaction(self) -> bool:
@@ -373,6 +398,8 @@ class Image:
         tl.delete(self.topics_by_name, topic.name)
         tl.delete(self.configs, (TOPIC_RESOURCE, topic.name))
         offline = imbalanced = 0
+        for topics in self.broker_topics.values():  # those it left by a reassignment too
+            tl.discard(topics, rec.topic_id)
         for pid, p in topic.partitions.items():
             tl.discard(self.stepping, (rec.topic_id, pid))
             tl.discard(self.moving, (rec.topic_id, pid))
@@ -410,6 +437,7 @@ class Image:
         p = topic.partitions[rec.partition_id]
         self._count(1, p.leader < 0, _imbalanced(p))
         self._track(p)
+        self._index(rec.topic_id, rec.replicas)
 
     def _count(self, partitions: int, offline: int, imbalanced: int) -> None:
         set_ = self.timeline.assign
@@ -428,6 +456,7 @@ class Image:
         set_ = self.timeline.assign
         if rec.replicas is not None:
             set_(p, "replicas", rec.replicas)
+            self._index(p.topic_id, rec.replicas)
         if rec.isr is not None:
             set_(p, "isr", rec.isr)
         if rec.removing_replicas is not None:
@@ -607,6 +636,8 @@ class Image:
         for topic in self.topics.values():
             assert self.topics_by_name[topic.name] == topic.topic_id, topic.name
             for p in topic.partitions.values():
+                for b in p.replicas:
+                    assert p.topic_id in self.broker_topics.get(b, ()), (b, topic.name, p)
                 counts[0] += 1
                 counts[1] += p.leader < 0
                 counts[2] += _imbalanced(p)

@@ -4,7 +4,8 @@
     python -m pykraft.native status    # whether this interpreter would use the build, and why
 
 Theory of operation. ``MODULES`` (the sans-I/O raft core, the record batch codec and the
-simulator's parts: the code every simulated event and every replicated batch runs through)
+simulator's parts: the code every simulated event and every replicated batch runs through;
+the metadata records' codec, which snapshots run a million times)
 are compiled by mypyc, mypy's compiler for typed Python, into C extensions under
 ``build/native/<interpreter tag>/`` beside the source tree. The same ``.py`` files remain
 the source of truth: nothing is edited for the build and nothing is copied into ``src/``.
@@ -43,8 +44,9 @@ from typing import Final
 
 # What is compiled: the modules every simulated event and every replicated batch runs
 # through: the core, the batch codec, and the simulator's nodes, network, storage, faults and
-# invariant checks. Not the simulator's event loop (sim/simulator.py: the process crashed in
-# mypyc's code for it; not investigated) nor the controller (not measured yet).
+# invariant checks; and the codec of the metadata records a snapshot holds by the million.
+# Not the simulator's event loop (sim/simulator.py: the process crashed in mypyc's code for
+# it; not investigated) nor the controller and its image (not measured yet).
 MODULES: Final = (
     "pykraft.raft.admin",
     "pykraft.raft.api",
@@ -82,6 +84,14 @@ MODULES: Final = (
     "pykraft.sim.node",
     "pykraft.sim.stats",
     "pykraft.sim.voter_invariants",
+    # The metadata codec of the records a large cluster holds by the million (a snapshot is
+    # one PartitionRecord per partition): their generated classes and the schema runtime.
+    "pykraft.schema.runtime",
+    "pykraft.metadata.serde",
+    "pykraft.metadata.records.partition_record",
+    "pykraft.metadata.records.partition_change_record",
+    "pykraft.metadata.records.topic_record",
+    "pykraft.metadata.records.config_record",
 )
 ENV: Final = "PYKRAFT_NATIVE"  # "0": never use the build
 SRC: Final = Path(__file__).resolve().parents[2]  # the directory holding pykraft/

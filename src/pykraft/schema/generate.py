@@ -254,8 +254,24 @@ class _Gen:
         return sorted(found.get(struct.name, ()))
 
     def dataclass(self, struct: StructSpec, top: bool) -> None:
+        if top:
+            # The message's constants live in a base class, not in the dataclass: mypyc (which
+            # compiles the hot codecs, ``pykraft.native``) hands a dataclass's ClassVars to
+            # ``dataclass`` as fields.
+            self.emit(f"class _{struct.name}Constants:")
+            key = -1 if self.spec.api_key is None else self.spec.api_key
+            self.emit("__slots__ = ()", 1)
+            self.emit(f"API_KEY: ClassVar[int] = {key}", 1)
+            self.emit(f"LOWEST_VERSION: ClassVar[int] = {self.spec.valid.low}", 1)
+            self.emit(f"HIGHEST_VERSION: ClassVar[int] = {self.spec.valid.high}", 1)
+            flexible = self.spec.flexible.low if not self.spec.flexible.empty else -1
+            self.emit(f"FLEXIBLE_FROM: ClassVar[int] = {flexible}  # -1: never", 1)
+            self.emit()
+            self.emit()
         self.emit("@dataclass(frozen=True, slots=True)")
-        self.emit(f"class {struct.name}:")
+        self.emit(
+            f"class {struct.name}(_{struct.name}Constants):" if top else f"class {struct.name}:"
+        )
         if top:
             about = f"Kafka's {struct.name}"
             if self.spec.api_key is not None:
@@ -263,19 +279,17 @@ class _Gen:
             about += f", versions {self.spec.valid.low}-{self.spec.valid.high}."
             self.emit(f'"""{about}"""', 1)
             self.emit()
-            key = -1 if self.spec.api_key is None else self.spec.api_key
-            self.emit(f"API_KEY: ClassVar[int] = {key}", 1)
-            self.emit(f"LOWEST_VERSION: ClassVar[int] = {self.spec.valid.low}", 1)
-            self.emit(f"HIGHEST_VERSION: ClassVar[int] = {self.spec.valid.high}", 1)
-            flexible = self.spec.flexible.low if not self.spec.flexible.empty else -1
-            self.emit(f"FLEXIBLE_FROM: ClassVar[int] = {flexible}  # -1: never", 1)
-            self.emit()
         for f in struct.fields:
             if f.about:
                 for line in textwrap.wrap(f.about, 92):
                     self.emit(f"# {line}", 1)
             self.emit(f"{snake(f.name)}: {self.py_type(f)} = {self.default(f)}", 1)
         self.emit("unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()", 1)
+        # Pickled by its fields, in order (a compiled frozen class has no settable state).
+        self.emit()
+        self.emit("def __reduce__(self) -> tuple[object, tuple[object, ...]]:", 1)
+        values = "".join(f"self.{snake(f.name)}, " for f in struct.fields)
+        self.emit(f"return ({struct.name}, ({values}self.unknown_tagged_fields,))", 2)
         if top:
             name = struct.name
             self.emit()

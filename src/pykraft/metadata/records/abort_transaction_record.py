@@ -38,18 +38,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class AbortTransactionRecord:
-    """Kafka's AbortTransactionRecord (api key 25), versions 0-0."""
-
+class _AbortTransactionRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 25
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class AbortTransactionRecord(_AbortTransactionRecordConstants):
+    """Kafka's AbortTransactionRecord (api key 25), versions 0-0."""
+
     # An optional textual description of why the transaction was aborted.
     reason: str | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (AbortTransactionRecord, (self.reason, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "AbortTransactionRecord")

@@ -45,14 +45,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class AccessControlEntryRecord:
-    """Kafka's AccessControlEntryRecord (api key 18), versions 0-0."""
-
+class _AccessControlEntryRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 18
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord(_AccessControlEntryRecordConstants):
+    """Kafka's AccessControlEntryRecord (api key 18), versions 0-0."""
 
     # The unique ID of this ACL.
     id: uuid.UUID = ZERO_UUID
@@ -71,6 +74,9 @@ class AccessControlEntryRecord:
     # The AclPermissionType.
     permission_type: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (AccessControlEntryRecord, (self.id, self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host, self.operation, self.permission_type, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "AccessControlEntryRecord")

@@ -38,18 +38,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class BeginTransactionRecord:
-    """Kafka's BeginTransactionRecord (api key 23), versions 0-0."""
-
+class _BeginTransactionRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 23
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class BeginTransactionRecord(_BeginTransactionRecordConstants):
+    """Kafka's BeginTransactionRecord (api key 23), versions 0-0."""
+
     # An optional textual description of this transaction.
     name: str | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (BeginTransactionRecord, (self.name, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "BeginTransactionRecord")

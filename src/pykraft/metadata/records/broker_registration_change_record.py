@@ -46,14 +46,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerRegistrationChangeRecord:
-    """Kafka's BrokerRegistrationChangeRecord (api key 17), versions 0-3."""
-
+class _BrokerRegistrationChangeRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 17
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationChangeRecord(_BrokerRegistrationChangeRecordConstants):
+    """Kafka's BrokerRegistrationChangeRecord (api key 17), versions 0-3."""
 
     # The broker id.
     broker_id: int = 0
@@ -68,6 +71,9 @@ class BrokerRegistrationChangeRecord:
     # Log directories that are cordoned or null if no change.
     cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (BrokerRegistrationChangeRecord, (self.broker_id, self.broker_epoch, self.fenced, self.in_controlled_shutdown, self.log_dirs, self.cordoned_log_dirs, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "BrokerRegistrationChangeRecord")

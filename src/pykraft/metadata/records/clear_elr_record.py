@@ -38,18 +38,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class ClearElrRecord:
-    """Kafka's ClearElrRecord (api key 28), versions 0-0."""
-
+class _ClearElrRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 28
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class ClearElrRecord(_ClearElrRecordConstants):
+    """Kafka's ClearElrRecord (api key 28), versions 0-0."""
+
     # The name of the topic to clear ELRs for, or empty if all ELRs should be cleared.
     topic_name: str = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ClearElrRecord, (self.topic_name, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ClearElrRecord")

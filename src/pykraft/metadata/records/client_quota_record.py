@@ -50,15 +50,21 @@ class EntityData:
     entity_name: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (EntityData, (self.entity_type, self.entity_name, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class ClientQuotaRecord:
-    """Kafka's ClientQuotaRecord (api key 14), versions 0-0."""
 
+class _ClientQuotaRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 14
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord(_ClientQuotaRecordConstants):
+    """Kafka's ClientQuotaRecord (api key 14), versions 0-0."""
 
     # The quota entity to alter.
     entity: tuple[EntityData, ...] = ()
@@ -69,6 +75,9 @@ class ClientQuotaRecord:
     # Whether the quota configuration value should be removed, otherwise set.
     remove: bool = False
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ClientQuotaRecord, (self.entity, self.key, self.value, self.remove, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ClientQuotaRecord")

@@ -40,14 +40,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigRecord:
-    """Kafka's ConfigRecord (api key 4), versions 0-0."""
-
+class _ConfigRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 4
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRecord(_ConfigRecordConstants):
+    """Kafka's ConfigRecord (api key 4), versions 0-0."""
 
     # The type of resource this configuration applies to.
     resource_type: int = 0
@@ -58,6 +61,9 @@ class ConfigRecord:
     # The value of the configuration, or null if the it should be deleted.
     value: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ConfigRecord, (self.resource_type, self.resource_name, self.name, self.value, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ConfigRecord")

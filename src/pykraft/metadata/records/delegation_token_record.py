@@ -43,14 +43,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class DelegationTokenRecord:
-    """Kafka's DelegationTokenRecord (api key 10), versions 0-0."""
-
+class _DelegationTokenRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 10
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationTokenRecord(_DelegationTokenRecordConstants):
+    """Kafka's DelegationTokenRecord (api key 10), versions 0-0."""
 
     # The delegation token owner.
     owner: str = ''
@@ -67,6 +70,9 @@ class DelegationTokenRecord:
     # The token id.
     token_id: str = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (DelegationTokenRecord, (self.owner, self.requester, self.renewers, self.issue_timestamp, self.max_timestamp, self.expiration_timestamp, self.token_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "DelegationTokenRecord")

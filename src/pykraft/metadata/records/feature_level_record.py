@@ -40,14 +40,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class FeatureLevelRecord:
-    """Kafka's FeatureLevelRecord (api key 12), versions 0-0."""
-
+class _FeatureLevelRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 12
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureLevelRecord(_FeatureLevelRecordConstants):
+    """Kafka's FeatureLevelRecord (api key 12), versions 0-0."""
 
     # The feature name.
     name: str = ''
@@ -55,6 +58,9 @@ class FeatureLevelRecord:
     # feature not supported.
     feature_level: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (FeatureLevelRecord, (self.name, self.feature_level, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "FeatureLevelRecord")

@@ -37,20 +37,26 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class FenceBrokerRecord:
-    """Kafka's FenceBrokerRecord (api key 7), versions 0-0."""
-
+class _FenceBrokerRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 7
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class FenceBrokerRecord(_FenceBrokerRecordConstants):
+    """Kafka's FenceBrokerRecord (api key 7), versions 0-0."""
 
     # The broker ID to fence. It will be removed from all ISRs.
     id: int = 0
     # The epoch of the broker to fence.
     epoch: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (FenceBrokerRecord, (self.id, self.epoch, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "FenceBrokerRecord")

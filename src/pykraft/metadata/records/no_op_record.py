@@ -35,16 +35,22 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class NoOpRecord:
-    """Kafka's NoOpRecord (api key 20), versions 0-0."""
-
+class _NoOpRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 20
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class NoOpRecord(_NoOpRecordConstants):
+    """Kafka's NoOpRecord (api key 20), versions 0-0."""
+
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (NoOpRecord, (self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "NoOpRecord")

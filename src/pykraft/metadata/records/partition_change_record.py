@@ -50,14 +50,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionChangeRecord:
-    """Kafka's PartitionChangeRecord (api key 5), versions 0-2."""
-
+class _PartitionChangeRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 5
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord(_PartitionChangeRecordConstants):
+    """Kafka's PartitionChangeRecord (api key 5), versions 0-2."""
 
     # The partition id.
     partition_id: int = -1
@@ -84,6 +87,9 @@ class PartitionChangeRecord:
     # null if the LastKnownElr didn't change; the last known eligible leader replicas otherwise.
     last_known_elr: tuple[int, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (PartitionChangeRecord, (self.partition_id, self.topic_id, self.isr, self.leader, self.replicas, self.removing_replicas, self.adding_replicas, self.leader_recovery_state, self.directories, self.eligible_leader_replicas, self.last_known_elr, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "PartitionChangeRecord")

@@ -52,14 +52,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRecord:
-    """Kafka's PartitionRecord (api key 3), versions 0-2."""
-
+class _PartitionRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 3
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord(_PartitionRecordConstants):
+    """Kafka's PartitionRecord (api key 3), versions 0-2."""
 
     # The partition id.
     partition_id: int = -1
@@ -89,6 +92,9 @@ class PartitionRecord:
     # The last known eligible leader replicas of this partition.
     last_known_elr: tuple[int, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (PartitionRecord, (self.partition_id, self.topic_id, self.replicas, self.isr, self.removing_replicas, self.adding_replicas, self.leader, self.leader_recovery_state, self.leader_epoch, self.partition_epoch, self.directories, self.eligible_leader_replicas, self.last_known_elr, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "PartitionRecord")

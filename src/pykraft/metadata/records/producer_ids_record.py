@@ -37,14 +37,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerIdsRecord:
-    """Kafka's ProducerIdsRecord (api key 15), versions 0-0."""
-
+class _ProducerIdsRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 15
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsRecord(_ProducerIdsRecordConstants):
+    """Kafka's ProducerIdsRecord (api key 15), versions 0-0."""
 
     # The ID of the requesting broker
     broker_id: int = 0
@@ -54,6 +57,9 @@ class ProducerIdsRecord:
     # block)
     next_producer_id: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ProducerIdsRecord, (self.broker_id, self.broker_epoch, self.next_producer_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ProducerIdsRecord")

@@ -66,6 +66,9 @@ class BrokerEndpoint:
     security_protocol: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (BrokerEndpoint, (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerFeature:
@@ -77,15 +80,21 @@ class BrokerFeature:
     max_supported_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (BrokerFeature, (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class RegisterBrokerRecord:
-    """Kafka's RegisterBrokerRecord (api key 0), versions 0-4."""
 
+class _RegisterBrokerRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 0
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord(_RegisterBrokerRecordConstants):
+    """Kafka's RegisterBrokerRecord (api key 0), versions 0-4."""
 
     # The broker id.
     broker_id: int = 0
@@ -111,6 +120,9 @@ class RegisterBrokerRecord:
     # the value via its heartbeats.
     cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (RegisterBrokerRecord, (self.broker_id, self.is_migrating_zk_broker, self.incarnation_id, self.broker_epoch, self.end_points, self.features, self.rack, self.fenced, self.in_controlled_shutdown, self.log_dirs, self.cordoned_log_dirs, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "RegisterBrokerRecord")

@@ -59,6 +59,9 @@ class ControllerEndpoint:
     security_protocol: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ControllerEndpoint, (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class ControllerFeature:
@@ -70,15 +73,21 @@ class ControllerFeature:
     max_supported_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ControllerFeature, (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class RegisterControllerRecord:
-    """Kafka's RegisterControllerRecord (api key 27), versions 0-0."""
 
+class _RegisterControllerRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 27
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterControllerRecord(_RegisterControllerRecordConstants):
+    """Kafka's RegisterControllerRecord (api key 27), versions 0-0."""
 
     # The controller id.
     controller_id: int = 0
@@ -91,6 +100,9 @@ class RegisterControllerRecord:
     # The features on this controller
     features: tuple[ControllerFeature, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (RegisterControllerRecord, (self.controller_id, self.incarnation_id, self.zk_migration_ready, self.end_points, self.features, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "RegisterControllerRecord")

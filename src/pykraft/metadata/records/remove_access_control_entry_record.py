@@ -40,18 +40,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveAccessControlEntryRecord:
-    """Kafka's RemoveAccessControlEntryRecord (api key 19), versions 0-0."""
-
+class _RemoveAccessControlEntryRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 19
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord(_RemoveAccessControlEntryRecordConstants):
+    """Kafka's RemoveAccessControlEntryRecord (api key 19), versions 0-0."""
+
     # The ID of the AccessControlEntry to remove.
     id: uuid.UUID = ZERO_UUID
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (RemoveAccessControlEntryRecord, (self.id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "RemoveAccessControlEntryRecord")

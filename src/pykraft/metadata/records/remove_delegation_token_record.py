@@ -38,18 +38,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveDelegationTokenRecord:
-    """Kafka's RemoveDelegationTokenRecord (api key 26), versions 0-0."""
-
+class _RemoveDelegationTokenRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 26
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class RemoveDelegationTokenRecord(_RemoveDelegationTokenRecordConstants):
+    """Kafka's RemoveDelegationTokenRecord (api key 26), versions 0-0."""
+
     # The tokenID to remove.
     token_id: str = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (RemoveDelegationTokenRecord, (self.token_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "RemoveDelegationTokenRecord")

@@ -40,18 +40,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveTopicRecord:
-    """Kafka's RemoveTopicRecord (api key 9), versions 0-0."""
-
+class _RemoveTopicRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 9
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class RemoveTopicRecord(_RemoveTopicRecordConstants):
+    """Kafka's RemoveTopicRecord (api key 9), versions 0-0."""
+
     # The topic to remove. All associated partitions will be removed as well.
     topic_id: uuid.UUID = ZERO_UUID
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (RemoveTopicRecord, (self.topic_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "RemoveTopicRecord")

@@ -40,20 +40,26 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveUserScramCredentialRecord:
-    """Kafka's RemoveUserScramCredentialRecord (api key 22), versions 0-0."""
-
+class _RemoveUserScramCredentialRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 22
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord(_RemoveUserScramCredentialRecordConstants):
+    """Kafka's RemoveUserScramCredentialRecord (api key 22), versions 0-0."""
 
     # The user name.
     name: str = ''
     # The SCRAM mechanism.
     mechanism: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (RemoveUserScramCredentialRecord, (self.name, self.mechanism, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "RemoveUserScramCredentialRecord")

@@ -43,20 +43,26 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class TopicRecord:
-    """Kafka's TopicRecord (api key 2), versions 0-0."""
-
+class _TopicRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 2
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord(_TopicRecordConstants):
+    """Kafka's TopicRecord (api key 2), versions 0-0."""
 
     # The topic name.
     name: str = ''
     # The unique ID of this topic.
     topic_id: uuid.UUID = ZERO_UUID
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (TopicRecord, (self.name, self.topic_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "TopicRecord")

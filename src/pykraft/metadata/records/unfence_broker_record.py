@@ -37,20 +37,26 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class UnfenceBrokerRecord:
-    """Kafka's UnfenceBrokerRecord (api key 8), versions 0-0."""
-
+class _UnfenceBrokerRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 8
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class UnfenceBrokerRecord(_UnfenceBrokerRecordConstants):
+    """Kafka's UnfenceBrokerRecord (api key 8), versions 0-0."""
 
     # The broker ID to unfence.
     id: int = 0
     # The epoch of the broker to unfence.
     epoch: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UnfenceBrokerRecord, (self.id, self.epoch, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UnfenceBrokerRecord")

@@ -37,20 +37,26 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class UnregisterBrokerRecord:
-    """Kafka's UnregisterBrokerRecord (api key 1), versions 0-0."""
-
+class _UnregisterBrokerRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 1
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord(_UnregisterBrokerRecordConstants):
+    """Kafka's UnregisterBrokerRecord (api key 1), versions 0-0."""
 
     # The broker id.
     broker_id: int = 0
     # The broker epoch.
     broker_epoch: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UnregisterBrokerRecord, (self.broker_id, self.broker_epoch, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UnregisterBrokerRecord")

@@ -37,18 +37,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class UnregisterControllerRecord:
-    """Kafka's UnregisterControllerRecord (api key 29), versions 0-0."""
-
+class _UnregisterControllerRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 29
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class UnregisterControllerRecord(_UnregisterControllerRecordConstants):
+    """Kafka's UnregisterControllerRecord (api key 29), versions 0-0."""
+
     # The controller id.
     controller_id: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UnregisterControllerRecord, (self.controller_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UnregisterControllerRecord")

@@ -43,14 +43,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class UserScramCredentialRecord:
-    """Kafka's UserScramCredentialRecord (api key 11), versions 0-0."""
-
+class _UserScramCredentialRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 11
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord(_UserScramCredentialRecordConstants):
+    """Kafka's UserScramCredentialRecord (api key 11), versions 0-0."""
 
     # The user name.
     name: str = ''
@@ -65,6 +68,9 @@ class UserScramCredentialRecord:
     # The number of iterations used in the SCRAM credential.
     iterations: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UserScramCredentialRecord, (self.name, self.mechanism, self.salt, self.stored_key, self.server_key, self.iterations, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UserScramCredentialRecord")

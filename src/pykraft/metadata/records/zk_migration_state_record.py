@@ -37,18 +37,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class ZkMigrationStateRecord:
-    """Kafka's ZkMigrationStateRecord (api key 21), versions 0-0."""
-
+class _ZkMigrationStateRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 21
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class ZkMigrationStateRecord(_ZkMigrationStateRecordConstants):
+    """Kafka's ZkMigrationStateRecord (api key 21), versions 0-0."""
+
     # One of the possible migration states.
     zk_migration_state: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ZkMigrationStateRecord, (self.zk_migration_state, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ZkMigrationStateRecord")

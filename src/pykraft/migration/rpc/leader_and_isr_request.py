@@ -90,6 +90,9 @@ class LeaderAndIsrPartitionState:
     leader_recovery_state: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderAndIsrPartitionState, (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas, self.adding_replicas, self.removing_replicas, self.is_new, self.leader_recovery_state, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsrTopicState:
@@ -100,6 +103,9 @@ class LeaderAndIsrTopicState:
     # The state of each partition
     partition_states: tuple[LeaderAndIsrPartitionState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderAndIsrTopicState, (self.topic_name, self.topic_id, self.partition_states, self.unknown_tagged_fields,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,15 +118,21 @@ class LeaderAndIsrLiveLeader:
     port: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderAndIsrLiveLeader, (self.broker_id, self.host_name, self.port, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsrRequest:
-    """Kafka's LeaderAndIsrRequest (api key 4), versions 0-7."""
 
+class _LeaderAndIsrRequestConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 4
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 7
     FLEXIBLE_FROM: ClassVar[int] = 4  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest(_LeaderAndIsrRequestConstants):
+    """Kafka's LeaderAndIsrRequest (api key 4), versions 0-7."""
 
     # The current controller ID.
     controller_id: int = 0
@@ -139,6 +151,9 @@ class LeaderAndIsrRequest:
     # The current live leaders.
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderAndIsrRequest, (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.type, self.ungrouped_partition_states, self.topic_states, self.live_leaders, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "LeaderAndIsrRequest")

@@ -60,6 +60,9 @@ class LeaderAndIsrPartitionError:
     error_code: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderAndIsrPartitionError, (self.topic_name, self.partition_index, self.error_code, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsrTopicError:
@@ -69,15 +72,21 @@ class LeaderAndIsrTopicError:
     partition_errors: tuple[LeaderAndIsrPartitionError, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderAndIsrTopicError, (self.topic_id, self.partition_errors, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsrResponse:
-    """Kafka's LeaderAndIsrResponse (api key 4), versions 0-7."""
 
+class _LeaderAndIsrResponseConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 4
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 7
     FLEXIBLE_FROM: ClassVar[int] = 4  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrResponse(_LeaderAndIsrResponseConstants):
+    """Kafka's LeaderAndIsrResponse (api key 4), versions 0-7."""
 
     # The error code, or 0 if there was no error.
     error_code: int = 0
@@ -86,6 +95,9 @@ class LeaderAndIsrResponse:
     # Each topic
     topics: tuple[LeaderAndIsrTopicError, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderAndIsrResponse, (self.error_code, self.partition_errors, self.topics, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "LeaderAndIsrResponse")

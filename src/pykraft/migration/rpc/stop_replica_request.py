@@ -59,6 +59,9 @@ class StopReplicaPartitionV0:
     partition_index: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (StopReplicaPartitionV0, (self.topic_name, self.partition_index, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class StopReplicaTopicV1:
@@ -67,6 +70,9 @@ class StopReplicaTopicV1:
     # The partition indexes.
     partition_indexes: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (StopReplicaTopicV1, (self.name, self.partition_indexes, self.unknown_tagged_fields,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,9 @@ class StopReplicaPartitionState:
     delete_partition: bool = False
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (StopReplicaPartitionState, (self.partition_index, self.leader_epoch, self.delete_partition, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class StopReplicaTopicState:
@@ -88,15 +97,21 @@ class StopReplicaTopicState:
     partition_states: tuple[StopReplicaPartitionState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (StopReplicaTopicState, (self.topic_name, self.partition_states, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class StopReplicaRequest:
-    """Kafka's StopReplicaRequest (api key 5), versions 0-4."""
 
+class _StopReplicaRequestConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 5
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 2  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaRequest(_StopReplicaRequestConstants):
+    """Kafka's StopReplicaRequest (api key 5), versions 0-4."""
 
     # The controller id.
     controller_id: int = 0
@@ -115,6 +130,9 @@ class StopReplicaRequest:
     # Each topic.
     topic_states: tuple[StopReplicaTopicState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (StopReplicaRequest, (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.delete_partitions, self.ungrouped_partitions, self.topics, self.topic_states, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "StopReplicaRequest")

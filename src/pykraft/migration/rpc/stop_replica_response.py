@@ -55,21 +55,30 @@ class StopReplicaPartitionError:
     error_code: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (StopReplicaPartitionError, (self.topic_name, self.partition_index, self.error_code, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class StopReplicaResponse:
-    """Kafka's StopReplicaResponse (api key 5), versions 0-4."""
 
+class _StopReplicaResponseConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 5
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 2  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaResponse(_StopReplicaResponseConstants):
+    """Kafka's StopReplicaResponse (api key 5), versions 0-4."""
 
     # The top-level error code, or 0 if there was no top-level error.
     error_code: int = 0
     # The responses for each partition.
     partition_errors: tuple[StopReplicaPartitionError, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (StopReplicaResponse, (self.error_code, self.partition_errors, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "StopReplicaResponse")

@@ -80,6 +80,9 @@ class UpdateMetadataPartitionState:
     offline_replicas: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UpdateMetadataPartitionState, (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.zk_version, self.replicas, self.offline_replicas, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class UpdateMetadataTopicState:
@@ -90,6 +93,9 @@ class UpdateMetadataTopicState:
     # The partition that we would like to update.
     partition_states: tuple[UpdateMetadataPartitionState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UpdateMetadataTopicState, (self.topic_name, self.topic_id, self.partition_states, self.unknown_tagged_fields,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,9 @@ class UpdateMetadataEndpoint:
     # The security protocol type.
     security_protocol: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UpdateMetadataEndpoint, (self.port, self.host, self.listener, self.security_protocol, self.unknown_tagged_fields,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,15 +128,21 @@ class UpdateMetadataBroker:
     rack: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UpdateMetadataBroker, (self.id, self.v0_host, self.v0_port, self.endpoints, self.rack, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class UpdateMetadataRequest:
-    """Kafka's UpdateMetadataRequest (api key 6), versions 0-8."""
 
+class _UpdateMetadataRequestConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 6
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 8
     FLEXIBLE_FROM: ClassVar[int] = 6  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataRequest(_UpdateMetadataRequestConstants):
+    """Kafka's UpdateMetadataRequest (api key 6), versions 0-8."""
 
     # The controller id.
     controller_id: int = 0
@@ -146,6 +161,9 @@ class UpdateMetadataRequest:
     topic_states: tuple[UpdateMetadataTopicState, ...] = ()
     live_brokers: tuple[UpdateMetadataBroker, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UpdateMetadataRequest, (self.controller_id, self.is_k_raft_controller, self.type, self.controller_epoch, self.broker_epoch, self.ungrouped_partition_states, self.topic_states, self.live_brokers, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UpdateMetadataRequest")

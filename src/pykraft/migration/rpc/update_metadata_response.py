@@ -37,18 +37,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class UpdateMetadataResponse:
-    """Kafka's UpdateMetadataResponse (api key 6), versions 0-8."""
-
+class _UpdateMetadataResponseConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 6
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 8
     FLEXIBLE_FROM: ClassVar[int] = 6  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataResponse(_UpdateMetadataResponseConstants):
+    """Kafka's UpdateMetadataResponse (api key 6), versions 0-8."""
+
     # The error code, or 0 if there was no error.
     error_code: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UpdateMetadataResponse, (self.error_code, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UpdateMetadataResponse")

@@ -40,14 +40,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class ApiVersionsRequest:
-    """Kafka's ApiVersionsRequest (api key 18), versions 0-5."""
-
+class _ApiVersionsRequestConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 18
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsRequest(_ApiVersionsRequestConstants):
+    """Kafka's ApiVersionsRequest (api key 18), versions 0-5."""
 
     # The name of the client.
     client_software_name: str = ''
@@ -59,6 +62,9 @@ class ApiVersionsRequest:
     # The node ID the client intends to connect to. Provide both ClusterId and NodeId, if known.
     node_id: int = -1
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ApiVersionsRequest, (self.client_software_name, self.client_software_version, self.cluster_id, self.node_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ApiVersionsRequest")

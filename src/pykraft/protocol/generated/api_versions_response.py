@@ -58,6 +58,9 @@ class ApiVersion:
     max_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ApiVersion, (self.api_key, self.min_version, self.max_version, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class SupportedFeatureKey:
@@ -68,6 +71,9 @@ class SupportedFeatureKey:
     # The maximum supported version for the feature.
     max_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (SupportedFeatureKey, (self.name, self.min_version, self.max_version, self.unknown_tagged_fields,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +86,21 @@ class FinalizedFeatureKey:
     min_version_level: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (FinalizedFeatureKey, (self.name, self.max_version_level, self.min_version_level, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class ApiVersionsResponse:
-    """Kafka's ApiVersionsResponse (api key 18), versions 0-5."""
 
+class _ApiVersionsResponseConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 18
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsResponse(_ApiVersionsResponseConstants):
+    """Kafka's ApiVersionsResponse (api key 18), versions 0-5."""
 
     # The top-level error code.
     error_code: int = 0
@@ -109,6 +121,9 @@ class ApiVersionsResponse:
     # Set by a KRaft controller if the required configurations for ZK migration are present.
     zk_migration_ready: bool = False
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ApiVersionsResponse, (self.error_code, self.api_keys, self.throttle_time_ms, self.supported_features, self.finalized_features_epoch, self.finalized_features, self.zk_migration_ready, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ApiVersionsResponse")

@@ -52,21 +52,30 @@ class ListPartitionReassignmentsTopics:
     partition_indexes: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ListPartitionReassignmentsTopics, (self.name, self.partition_indexes, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class ListPartitionReassignmentsRequest:
-    """Kafka's ListPartitionReassignmentsRequest (api key 46), versions 0-1."""
 
+class _ListPartitionReassignmentsRequestConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 46
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsRequest(_ListPartitionReassignmentsRequestConstants):
+    """Kafka's ListPartitionReassignmentsRequest (api key 46), versions 0-1."""
 
     # The time in ms to wait for the request to complete.
     timeout_ms: int = 60000
     # The topics to list partition reassignments for, or null to list everything.
     topics: tuple[ListPartitionReassignmentsTopics, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ListPartitionReassignmentsRequest, (self.timeout_ms, self.topics, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ListPartitionReassignmentsRequest")

@@ -60,6 +60,9 @@ class OngoingPartitionReassignment:
     final_replicas: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (OngoingPartitionReassignment, (self.partition_index, self.replicas, self.adding_replicas, self.removing_replicas, self.final_replicas, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class OngoingTopicReassignment:
@@ -68,6 +71,9 @@ class OngoingTopicReassignment:
     # The ongoing reassignments for each partition.
     partitions: tuple[OngoingPartitionReassignment, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (OngoingTopicReassignment, (self.name, self.partitions, self.unknown_tagged_fields,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,9 @@ class CurrentPartitionReassignmentBatch:
     target_brokers: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (CurrentPartitionReassignmentBatch, (self.partition_id, self.current_brokers, self.target_brokers, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class CurrentTopicReassignmentBatch:
@@ -89,15 +98,21 @@ class CurrentTopicReassignmentBatch:
     partitions: tuple[CurrentPartitionReassignmentBatch, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (CurrentTopicReassignmentBatch, (self.name, self.partitions, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class ListPartitionReassignmentsResponse:
-    """Kafka's ListPartitionReassignmentsResponse (api key 46), versions 0-1."""
 
+class _ListPartitionReassignmentsResponseConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 46
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsResponse(_ListPartitionReassignmentsResponseConstants):
+    """Kafka's ListPartitionReassignmentsResponse (api key 46), versions 0-1."""
 
     # The duration in milliseconds for which the request was throttled due to a quota violation,
     # or zero if the request did not violate any quota.
@@ -111,6 +126,9 @@ class ListPartitionReassignmentsResponse:
     # The currently executed reassignment batch: the step in flight of each partition.
     current_batch: tuple[CurrentTopicReassignmentBatch, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (ListPartitionReassignmentsResponse, (self.throttle_time_ms, self.error_code, self.error_message, self.topics, self.current_batch, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "ListPartitionReassignmentsResponse")

@@ -37,18 +37,24 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class UnregisterControllerRequest:
-    """Kafka's UnregisterControllerRequest (api key 94), versions 0-0."""
-
+class _UnregisterControllerRequestConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 94
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
 
+
+@dataclass(frozen=True, slots=True)
+class UnregisterControllerRequest(_UnregisterControllerRequestConstants):
+    """Kafka's UnregisterControllerRequest (api key 94), versions 0-0."""
+
     # The controller ID to unregister.
     controller_id: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UnregisterControllerRequest, (self.controller_id, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UnregisterControllerRequest")

@@ -39,14 +39,17 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class UnregisterControllerResponse:
-    """Kafka's UnregisterControllerResponse (api key 94), versions 0-0."""
-
+class _UnregisterControllerResponseConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = 94
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterControllerResponse(_UnregisterControllerResponseConstants):
+    """Kafka's UnregisterControllerResponse (api key 94), versions 0-0."""
 
     # Duration in milliseconds for which the request was throttled due to a quota violation, or
     # zero if the request did not violate any quota.
@@ -56,6 +59,9 @@ class UnregisterControllerResponse:
     # The top-level error message, or `null` if there was no top-level error.
     error_message: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (UnregisterControllerResponse, (self.throttle_time_ms, self.error_code, self.error_message, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "UnregisterControllerResponse")

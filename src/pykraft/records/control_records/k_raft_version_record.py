@@ -37,20 +37,26 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class KRaftVersionRecord:
-    """Kafka's KRaftVersionRecord, versions 0-0."""
-
+class _KRaftVersionRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = -1
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class KRaftVersionRecord(_KRaftVersionRecordConstants):
+    """Kafka's KRaftVersionRecord, versions 0-0."""
 
     # The version of the kraft version record.
     version: int = 0
     # The kraft protocol version.
     k_raft_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (KRaftVersionRecord, (self.version, self.k_raft_version, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "KRaftVersionRecord")

@@ -54,15 +54,21 @@ class Voter:
     voter_directory_id: uuid.UUID = ZERO_UUID
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Voter, (self.voter_id, self.voter_directory_id, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class LeaderChangeMessage:
-    """Kafka's LeaderChangeMessage, versions 0-1."""
 
+class _LeaderChangeMessageConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = -1
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderChangeMessage(_LeaderChangeMessageConstants):
+    """Kafka's LeaderChangeMessage, versions 0-1."""
 
     # The version of the leader change message.
     version: int = 0
@@ -73,6 +79,9 @@ class LeaderChangeMessage:
     # The voters who voted for the leader at the time of election.
     granting_voters: tuple[Voter, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (LeaderChangeMessage, (self.version, self.leader_id, self.voters, self.granting_voters, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "LeaderChangeMessage")

@@ -37,20 +37,26 @@ def _reader(table: Mapping[int, _T], version: int) -> _T:
     return _writer(table, version)
 
 
-@dataclass(frozen=True, slots=True)
-class SnapshotHeaderRecord:
-    """Kafka's SnapshotHeaderRecord, versions 0-0."""
-
+class _SnapshotHeaderRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = -1
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotHeaderRecord(_SnapshotHeaderRecordConstants):
+    """Kafka's SnapshotHeaderRecord, versions 0-0."""
 
     # The version of the snapshot header record.
     version: int = 0
     # The append time of the last record from the log contained in this snapshot.
     last_contained_log_timestamp: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (SnapshotHeaderRecord, (self.version, self.last_contained_log_timestamp, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "SnapshotHeaderRecord")

@@ -58,6 +58,9 @@ class Endpoint:
     port: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Endpoint, (self.name, self.host, self.port, self.unknown_tagged_fields,))
+
 
 @dataclass(frozen=True, slots=True)
 class KRaftVersionFeature:
@@ -66,6 +69,9 @@ class KRaftVersionFeature:
     # The maximum supported KRaft protocol version.
     max_supported_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (KRaftVersionFeature, (self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,21 +86,30 @@ class Voter:
     k_raft_version_feature: KRaftVersionFeature = KRaftVersionFeature()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Voter, (self.voter_id, self.voter_directory_id, self.endpoints, self.k_raft_version_feature, self.unknown_tagged_fields,))
 
-@dataclass(frozen=True, slots=True)
-class VotersRecord:
-    """Kafka's VotersRecord, versions 0-0."""
 
+class _VotersRecordConstants:
+    __slots__ = ()
     API_KEY: ClassVar[int] = -1
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0  # -1: never
+
+
+@dataclass(frozen=True, slots=True)
+class VotersRecord(_VotersRecordConstants):
+    """Kafka's VotersRecord, versions 0-0."""
 
     # The version of the voters record.
     version: int = 0
     # The set of voters in the quorum for this epoch.
     voters: tuple[Voter, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (VotersRecord, (self.version, self.voters, self.unknown_tagged_fields,))
 
     def encode(self, version: int) -> bytes:
         return encode_with(lambda out: self.write(out, version), "VotersRecord")
