@@ -24,7 +24,7 @@ from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import BeginQuorumEpochRequest, Inbound
-from pykraft.raft.types import ReplicaKey
+from pykraft.raft.types import OffsetAndEpoch, ReplicaKey
 from pykraft.sim.controller import image_digest
 from tests.controller.harness import BROKER_FEATURES, CLUSTER_ID
 from tests.raft.test_core import fetch, leader_with_hwm_at_one
@@ -326,3 +326,32 @@ def test_the_start_up_load_runs_in_slices_and_the_listener_is_cold_until_it_is_i
     at_once.sync(core, NOW)  # no budget: one go
     assert not at_once.cold and not at_once.more
     assert image_digest(at_once.image) == expected
+
+
+def test_a_snapshot_is_read_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load reads the snapshot ``SNAPSHOT_READ_BYTES`` at a time (at a million
+    partitions reading all 123 MB at once held the loop over 100 ms): with a window smaller
+    than one batch and batches straddling windows, the image is the same, and the file is
+    never read whole."""
+    from pykraft.controller import log_listener
+
+    core, listener, end = _with_snapshot()
+    expected = image_digest(listener.image)
+    lose_leadership(core)
+    latest = core.snapshots.latest()
+    assert latest is not None and latest.offset == end
+    size = core.snapshots.size(latest) or 0
+    reads: list[int] = []
+    store_type = type(core.snapshots)
+    read = store_type.read
+
+    def counted(store: Any, sid: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        reads.append(max_bytes)
+        return read(store, sid, position, max_bytes)
+
+    monkeypatch.setattr(store_type, "read", counted)
+    monkeypatch.setattr(log_listener, "SNAPSHOT_READ_BYTES", 64)
+    loaded = new_listener()
+    assert loaded.load_snapshot(core) is not None
+    assert image_digest(loaded.image) == expected
+    assert len(reads) > 2 and max(reads) < size, (reads, size)

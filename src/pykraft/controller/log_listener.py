@@ -75,7 +75,7 @@ from pykraft.raft.api import RaftApi
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.roles import Leader
 from pykraft.raft.types import OffsetAndEpoch
-from pykraft.records import decode_records, iter_batches
+from pykraft.records import BatchHeader, IncompleteBatch, decode_records, iter_batches
 
 __all__ = [
     "LOAD_SLICE_RECORDS",
@@ -88,6 +88,9 @@ __all__ = [
 ]
 
 READ_CHUNK_BYTES: Final = 1 << 20
+# A snapshot is read this much at a time while it loads: a million partitions are 123 MB,
+# whose read in one go held the loop over 100 ms in the load's first slice.
+SNAPSHOT_READ_BYTES: Final = 4 << 20
 # Records replayed per sync in the node: 5,000 took 66-82 ms (102 ms once, three nodes
 # loading on two cores) on this project's machine, too close to the 100 ms the loop may be
 # held (bench/bench_scale.py's loop lag); half that keeps a margin.
@@ -162,6 +165,29 @@ class CommitWaiters:
 
 def _ignore(message: str) -> None:
     del message
+
+
+def _snapshot_batches(
+    core: RaftApi, snapshot_id: OffsetAndEpoch
+) -> Iterator[tuple[BatchHeader, bytes]]:
+    """Each batch of the snapshot (header, bytes), read ``SNAPSHOT_READ_BYTES`` at a time
+    (more when one batch is larger); ``IncompleteBatch`` if the file ends inside one."""
+    store = core.snapshots
+    size = store.size(snapshot_id) or 0
+    position, want = 0, SNAPSHOT_READ_BYTES
+    while position < size:
+        data = store.read(snapshot_id, position, want)
+        used = 0
+        try:
+            for header, pos in iter_batches(data):
+                yield header, data[pos : pos + header.size]
+                used = pos + header.size
+        except IncompleteBatch:
+            if used == 0:
+                if position + len(data) >= size:
+                    raise
+                want *= 2  # a batch larger than the window
+        position += used
 
 
 class MetaLogListener:
@@ -265,15 +291,12 @@ class MetaLogListener:
         self, core: RaftApi, snapshot_id: OffsetAndEpoch, controller: QuorumController
     ) -> Iterator[None]:
         """Replay the snapshot's records into ``controller``, yielding after each."""
-        store = core.snapshots
-        size = store.size(snapshot_id)
-        data = store.read(snapshot_id, 0, size or 0)
         offset = snapshot_id.offset - 1
         where = f"snapshot {snapshot_id}"
-        for header, pos in iter_batches(data):
+        for header, batch in _snapshot_batches(core, snapshot_id):
             if header.is_control:
                 continue
-            for record in decode_records(data[pos : pos + header.size]):
+            for record in decode_records(batch):
                 if record.value is not None:
                     # Not counted as applied: a snapshot's records are already in one (the
                     # policy's bytes since the last snapshot, as Kafka resets them on a load).
