@@ -55,13 +55,23 @@ def _scenario(kafka: KafkaDist, cluster: LocalCluster) -> None:
             lambda: describe.every(bootstrap, "orders", lambda p: p["Leader"] != "none"),
             "orders led",
         )
-        admin.alter_configs(
-            [
-                ConfigResource(
-                    ConfigResourceType.TOPIC, "orders", configs={"retention.ms": "3600000"}
+
+        def alter() -> bool:
+            try:
+                admin.alter_configs(
+                    [
+                        ConfigResource(
+                            ConfigResourceType.TOPIC, "orders", configs={"retention.ms": "3600000"}
+                        )
+                    ]
                 )
-            ]
-        )
+            except ValueError:
+                # kafka-python first checks the name against DescribeConfigs from any broker,
+                # which may not know the new topic yet ("Unrecognized configs", seen in CI).
+                return False
+            return True
+
+        wait_for(alter, "retention.ms altered on orders")
         producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
         for i in range(200):
             producer.send("orders", b"%d" % i, partition=i % 2)
