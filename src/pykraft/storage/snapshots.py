@@ -233,7 +233,8 @@ class FileSnapshotWriter:
         # arrives in chunks over many turns of the loop): when the last one arrives only the
         # fsync and the rename are left (reading 123 MB back to check them held a standby's
         # loop some 80 ms at a million partitions).
-        self._check: SnapshotCheck | None = SnapshotCheck(self.part_path.name)
+        self._check = SnapshotCheck(self.part_path.name)
+        self._refused: CorruptSnapshotError | None = None  # the first bad batch appended
 
     @property
     def snapshot_id(self) -> OffsetAndEpoch:
@@ -245,15 +246,11 @@ class FileSnapshotWriter:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
-        self._checked(data)
-
-    def _checked(self, data: bytes) -> None:
-        if self._check is None:
-            return
-        try:
-            self._check.feed(data)
-        except CorruptSnapshotError:
-            self._check = None  # refused at make_durable
+        if self._refused is None:
+            try:
+                self._check.feed(data)
+            except CorruptSnapshotError as e:
+                self._refused = e  # raised by make_durable
 
     def make_durable(self) -> None:
         """fsync, validate, rename into place: safe on another thread (only this writer's
@@ -267,10 +264,8 @@ class FileSnapshotWriter:
         finally:
             os.close(fd)
         try:
-            if self._check is None:
-                # A batch failed its check on the way in: say which, from the file.
-                validate_snapshot_file(self.part_path, self.part_path.name)
-                raise CorruptSnapshotError(f"{self.part_path.name}: refused as written")
+            if self._refused is not None:
+                raise self._refused
             self._check.finish()
         except CorruptSnapshotError:
             self.part_path.unlink(missing_ok=True)
