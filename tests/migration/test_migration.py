@@ -73,7 +73,9 @@ PREFIXED_DENY = (
 
 
 TOKEN_ID = "mig-token"
-TOKEN_LIFETIME_MS = 120_000
+# Long enough to be migrated whole, short enough that the expiry test does not wait for the
+# wall clock (a token that ended before the migration is migrated too, then expired).
+TOKEN_LIFETIME_MS = 60_000
 
 
 def token_znode() -> bytes:
@@ -136,7 +138,7 @@ def migrated(
     # writing ZooKeeper directly): a literal ALLOW and a prefixed DENY.
     zk_acl_command(old_cluster, "--add", *LITERAL_ACL)
     zk_acl_command(old_cluster, "--add", *PREFIXED_DENY)
-    # A delegation token as DelegationTokenManagerZk keeps it, ending two minutes from now.
+    # A delegation token as DelegationTokenManagerZk keeps it, ending a minute from now.
     with zk_client.session(old_cluster.zookeeper.connect) as zk:
         zk.create(f"/delegation_token/tokens/{TOKEN_ID}", token_znode(), makepath=True)
     producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", retries=5)
