@@ -1,7 +1,7 @@
 """A metadata controller driven in memory (no I/O, as the node drives it): requests built
 as kio messages of any version, records written at increasing offsets through their wire
-form (encoded and decoded again), replayed by the active controller and by a standby whose
-image must stay equal."""
+form (encoded and decoded again), replayed by the active controller (with the encodings, as a
+node's) and by a standby (without) whose image must stay equal."""
 
 from __future__ import annotations
 
@@ -48,9 +48,12 @@ class Harness:
     def write(self, records: list[tuple[Any, int]]) -> int:
         """Append ``records`` (through their wire form); returns the last offset."""
         for record, version in records:
-            decoded, decoded_version = decode_record(encode_record(record, version))
+            value = encode_record(record, version)
+            decoded, decoded_version = decode_record(value)
             assert decoded == record
-            self.controller.replay(decoded, decoded_version, self.offset)
+            # The active controller keeps the encodings (as a node's does); the standby
+            # does not, so that both ways of writing a snapshot are exercised.
+            self.controller.replay(decoded, decoded_version, self.offset, value)
             self.standby.replay(decoded, decoded_version, self.offset)
             self.written.append((decoded, decoded_version, self.offset))
             self.offset += 1

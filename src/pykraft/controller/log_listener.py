@@ -421,7 +421,7 @@ class MetaLogListener:
             self.on_applied(len(value))
         try:
             record, version = decode_record(value)
-            (controller or self.controller).replay(record, version, offset)
+            (controller or self.controller).replay(record, version, offset, value)
         except (MetadataRecordError, ImageError) as e:
             # Kafka's controller stops on such a record; a pykraft standby counts it and
             # goes on following (MetadataErrorCount) but will not lead (module docstring).
@@ -491,7 +491,7 @@ class MetaLogListener:
         base = last - len(values) + 1
         controller = self.controller
         for i, (record, version) in enumerate(records):
-            controller.replay(record, version, base + i)
+            controller.replay(record, version, base + i, values[i])
         self.position = last + 1
         if self.on_applied is not None:
             self.on_applied(sum(len(v) for v in values))

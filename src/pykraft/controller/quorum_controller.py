@@ -179,9 +179,10 @@ class QuorumController:
 
     # -- the log ---------------------------------------------------------------------------
 
-    def replay(self, record: Any, version: int, offset: int) -> None:
-        """A committed record (standby), or one this controller wrote (active)."""
-        self.image.replay(record, version, offset)
+    def replay(self, record: Any, version: int, offset: int, value: bytes | None = None) -> None:
+        """A committed record (standby), or one this controller wrote (active); ``value``:
+        its encoding, when the caller has it (``Image.replay``)."""
+        self.image.replay(record, version, offset, value)
         if isinstance(record, _MOVE_RECORDS):
             self._moves_due = True
 

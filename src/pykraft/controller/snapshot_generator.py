@@ -10,8 +10,8 @@ mutable image (``metadata/image.py``) gets the same from its timeline instead:
   committed), the generator *pins* ``end - 1`` in the image's timeline: from then on the
   first change to each key or attribute remembers the value it had at the pin (on a
   standby too);
-* each :meth:`SnapshotGenerator.next_values` resumes the image's record iterator
-  (``Image.iter_records``) for a bounded number of records, reading through the pin's view
+* each :meth:`SnapshotGenerator.next_values` resumes the image's encoded-record iterator
+  (``Image.iter_values``) for a bounded number of records, reading through the pin's view
   (``Timeline.view(end - 1)``): every slice sees the image exactly as it was at the pin
   whatever the controller did between slices (new records, a revert after a lost
   leadership), at a cost that does not grow with what changed since (an earlier design
@@ -25,13 +25,12 @@ generator finishes from it, consistently. Pure: no I/O.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
-from typing import Any
 
 from pykraft.controller.brokers import register_broker_version
 from pykraft.controller.partitions import partition_version
 from pykraft.metadata.image import Image
-from pykraft.metadata.serde import encode_record
 from pykraft.metadata.versions import MINIMUM_METADATA_VERSION
 
 __all__ = ["SnapshotGenerator"]
@@ -47,28 +46,23 @@ class SnapshotGenerator:
         self._offset = end - 1
         mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
         image.timeline.pin(self._offset)
-        self._records: Iterator[tuple[Any, int]] | None = image.iter_records(
+        self._values: Iterator[bytes] | None = image.iter_values(
             partition_version(mv), register_broker_version(mv), image.timeline.view(self._offset)
         )
         self.count = 0  # records generated so far
 
     @property
     def done(self) -> bool:
-        return self._records is None
+        return self._values is None
 
     def next_values(self, limit: int) -> list[bytes]:
         """Up to ``limit`` more encoded records; fewer (possibly none) at the end, which
         closes the generator."""
-        records = self._records
-        if records is None:
+        values = self._values
+        if values is None:
             return []
-        out: list[bytes] = []
-        finished = True
-        for record, version in records:
-            out.append(encode_record(record, version))
-            if len(out) >= limit:
-                finished = False
-                break
+        out = list(itertools.islice(values, limit))
+        finished = len(out) < limit
         if finished:
             self.close()
         self.count += len(out)
@@ -83,6 +77,6 @@ class SnapshotGenerator:
 
     def close(self) -> None:
         """Unpin (idempotent)."""
-        if self._records is not None:
-            self._records = None
+        if self._values is not None:
+            self._values = None
             self.image.timeline.unpin(self._offset)

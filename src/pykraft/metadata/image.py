@@ -18,7 +18,8 @@ order (by id or name), so that equal images write equal records.
 
 Invariants (checked by ``check``): every partition's topic exists; ISR is a subset of
 replicas; a leader, when there is one, is in the ISR and among the replicas; topic names and
-ids map one to one; each partition's topic is in ``broker_topics`` of each of its replicas.
+ids map one to one; each partition's topic is in ``broker_topics`` of each of its replicas;
+a partition's kept encoding (``PartitionState.value``), when it has one, encodes it as it is.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykraft.metadata import records as r
+from pykraft.metadata.serde import encode_record
 from pykraft.metadata.tagged import final_target_of, with_final_target
 from pykraft.metadata.timeline import NOW, PinnedView, Timeline
 from pykraft.metadata.versions import METADATA_VERSION
@@ -119,6 +121,11 @@ class PartitionState:
     # KIP-435: the final target replicas of an incremental reassignment (tag 435 of the
     # partition records, see ``metadata/tagged.py``); None when none is in progress.
     final_target: tuple[int, ...] | None = None
+    # The partition as an encoded PartitionRecord (its version at byte 2), or None: the
+    # bytes it was replayed from or last written to a snapshot as, forgotten (through the
+    # timeline) by every change, so that a snapshot re-encodes only what changed since the
+    # last one (``Image.iter_values``). A cache, not state: not compared, not in ``repr``.
+    value: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -164,7 +171,8 @@ class Image:
         self.offline_count = 0
         self.imbalanced_count = 0
         self._offset = -1  # the offset of the record being applied
-        self._transaction: list[tuple[Any, int, int]] | None = None
+        self._value: bytes | None = None  # its encoding, when the replay was given it
+        self._transaction: list[tuple[Any, int, int, bytes | None]] | None = None
         # Every change below goes through the timeline: on the active controller it can be
         # reverted to the committed offset and read as of it (``timeline.py``).
         self.timeline = Timeline()
@@ -229,8 +237,9 @@ class Image:
 
     # -- replay ----------------------------------------------------------------------------
 
-    def replay(self, record: Any, version: int, offset: int) -> None:
-        """Apply one committed (or, on the active controller, appended) record."""
+    def replay(self, record: Any, version: int, offset: int, value: bytes | None = None) -> None:
+        """Apply one committed (or, on the active controller, appended) record; ``value``:
+        its encoding when the caller has it (a partition keeps it, ``PartitionState.value``)."""
         tl = self.timeline
         tl.offset = offset
         if isinstance(record, r.BeginTransactionRecord):
@@ -242,25 +251,26 @@ class Image:
             if held is None:
                 raise ImageError(f"offset {offset}: EndTransaction without a transaction")
             tl.assign(self, "_transaction", None)
-            for held_record, held_version, held_offset in held:
-                self._apply(held_record, held_version, held_offset)
+            for held_record, held_version, held_offset, held_value in held:
+                self._apply(held_record, held_version, held_offset, held_value)
         elif isinstance(record, r.AbortTransactionRecord):
             if self._transaction is None:
                 raise ImageError(f"offset {offset}: AbortTransaction without a transaction")
             tl.assign(self, "_transaction", None)
         elif self._transaction is not None:
-            tl.append(self._transaction, (record, version, offset))
+            tl.append(self._transaction, (record, version, offset, value))
         else:
-            self._apply(record, version, offset)
+            self._apply(record, version, offset, value)
         tl.assign(self, "last_offset", offset)
         if not isinstance(record, r.NoOpRecord):
             tl.assign(self, "last_change_offset", offset)
 
-    def _apply(self, record: Any, version: int, offset: int) -> None:
+    def _apply(self, record: Any, version: int, offset: int, value: bytes | None) -> None:
         handler = _REPLAY.get(type(record))
         if handler is None:
             raise ImageError(f"no replay rule for {type(record).__name__}")
         self._offset = offset
+        self._value = value
         if self.changes is not None:
             self._note_change(record)
         handler(self, record, version)
@@ -432,6 +442,7 @@ class Image:
                 elr=rec.eligible_leader_replicas,
                 last_known_elr=rec.last_known_elr,
                 final_target=final_target_of(rec) or None,
+                value=self._value,
             ),
         )
         p = topic.partitions[rec.partition_id]
@@ -475,6 +486,7 @@ class Image:
         if rec.last_known_elr is not None:
             set_(p, "last_known_elr", rec.last_known_elr)
         set_(p, "partition_epoch", p.partition_epoch + 1)
+        set_(p, "value", None)
         final = final_target_of(rec)
         if final is not None:
             set_(p, "final_target", final or None)
@@ -536,6 +548,7 @@ class Image:
                     set_(p, "elr", ())
                     set_(p, "last_known_elr", ())
                     set_(p, "partition_epoch", p.partition_epoch + 1)
+                    set_(p, "value", None)
 
     def _noop(self, rec: Any, _v: int) -> None:
         pass
@@ -559,6 +572,38 @@ class Image:
         """``records`` one at a time, read through ``view``: the image now, or as of a
         pinned offset (``Timeline.view``) however it changes between the steps of the
         iteration (the snapshot generator's slices)."""
+        yield from self._head_records(broker_version, view)
+        for _, topic in sorted(view.items(self.topics), key=lambda kv: kv[1].name):
+            yield (r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0)
+            for _, p in sorted(view.items(topic.partitions)):
+                yield (partition_record(view.obj(p), partition_version), partition_version)
+        yield from self._tail_records(view)
+
+    def iter_values(
+        self, partition_version: int, broker_version: int, view: PinnedView = NOW
+    ) -> Iterator[bytes]:
+        """``iter_records`` encoded (a snapshot's record values). A partition's encoding is
+        its ``value`` when it has one at ``partition_version``; one it has not is encoded
+        and, when the partition is the image's own object (unchanged since ``view``'s
+        offset), kept there for the next snapshot."""
+        for record, version in self._head_records(broker_version, view):
+            yield encode_record(record, version)
+        obj = view.obj
+        for _, topic in sorted(view.items(self.topics), key=lambda kv: kv[1].name):
+            yield encode_record(r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0)
+            for _, p in sorted(view.items(topic.partitions)):
+                at = obj(p)
+                value = at.value
+                if value is None or value[2] != partition_version:
+                    value = encode_record(partition_record(at, partition_version), partition_version)
+                    if at is p:
+                        p.value = value
+                yield value
+        for record, version in self._tail_records(view):
+            yield encode_record(record, version)
+
+    def _head_records(self, broker_version: int, view: PinnedView) -> Iterator[tuple[Any, int]]:
+        """Features (``metadata.version`` first), the migration state, controllers, brokers."""
         features = dict(view.items(self.features))
         if METADATA_VERSION in features:
             yield (
@@ -593,10 +638,9 @@ class Image:
             )
         for _, b in sorted(view.items(self.brokers)):
             yield (broker_record(view.obj(b), broker_version), broker_version)
-        for _, topic in sorted(view.items(self.topics), key=lambda kv: kv[1].name):
-            yield (r.TopicRecord(name=topic.name, topic_id=topic.topic_id), 0)
-            for _, p in sorted(view.items(topic.partitions)):
-                yield (partition_record(view.obj(p), partition_version), partition_version)
+
+    def _tail_records(self, view: PinnedView) -> Iterator[tuple[Any, int]]:
+        """Configs, producer ids, then the kinds kept as they were written."""
         for (resource_type, resource_name), configs in sorted(view.items(self.configs)):
             for name, value in sorted(view.items(configs)):
                 yield (
@@ -650,6 +694,9 @@ class Image:
                     stepping.add((p.topic_id, p.partition_id))
                 if p.adding or p.removing:
                     moving.add((p.topic_id, p.partition_id))
+                if p.value is not None:  # the kept encoding is the partition's now
+                    version = p.value[2]
+                    assert p.value == encode_record(partition_record(p, version), version), p
         assert self.stepping == stepping, (self.stepping, stepping)
         assert self.moving == moving, (self.moving, moving)
         kept = [self.partition_count, self.offline_count, self.imbalanced_count]

@@ -47,7 +47,7 @@ def load_image(
         for record in contents.records:
             if record.value is not None:
                 value, version = decode_record(record.value)
-                image.replay(value, version, ids[-1].offset - 1)
+                image.replay(value, version, ids[-1].offset - 1, record.value)
         position = ids[-1].offset
     for segment in sorted(partition_dir.glob("*.log")):
         data = segment.read_bytes()
@@ -61,7 +61,7 @@ def load_image(
                     value, version = decode_record(record.value)
                     if before_replay is not None:
                         before_replay(image, value, record.offset)
-                    image.replay(value, version, record.offset)
+                    image.replay(value, version, record.offset, record.value)
                     if after_replay is not None:
                         after_replay(image, value, record.offset)
             position = header.next_offset

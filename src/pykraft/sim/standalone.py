@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.quorum_controller import Context, QuorumController
+from pykraft.metadata.serde import encode_record
 from pykraft.metadata.versions import broker_registration_features, release_features
 from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
@@ -47,7 +48,8 @@ class StandaloneController:
 
     def _apply(self, records: list[tuple[Any, int]]) -> None:
         for record, version in records:
-            self.c.replay(record, version, self.offset)
+            # Encoded as a controller writes it (``ControllerLogListener.write``).
+            self.c.replay(record, version, self.offset, encode_record(record, version))
             self.offset += 1
         if records:
             self.c.wrote(self.now)
