@@ -103,8 +103,12 @@ class ControllerState:
     features: dict[str, tuple[int, int]]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PartitionState:
+    """One partition's state (Kafka's ``PartitionRegistration``). Its initializer is written
+    out (not generated) so that the compiled image (``pykraft.native``) builds a million of
+    them natively: mypyc leaves a dataclass's generated initializer interpreted."""
+
     topic_id: uuid.UUID
     partition_id: int
     replicas: tuple[int, ...]
@@ -126,6 +130,40 @@ class PartitionState:
     # timeline) by every change, so that a snapshot re-encodes only what changed since the
     # last one (``Image.iter_values``). A cache, not state: not compared, not in ``repr``.
     value: bytes | None = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        topic_id: uuid.UUID,
+        partition_id: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+        removing: tuple[int, ...] = (),
+        adding: tuple[int, ...] = (),
+        leader: int = NO_LEADER,
+        leader_epoch: int = 0,
+        partition_epoch: int = 0,
+        leader_recovery_state: int = 0,
+        directories: tuple[uuid.UUID, ...] = (),
+        elr: tuple[int, ...] | None = None,
+        last_known_elr: tuple[int, ...] | None = None,
+        final_target: tuple[int, ...] | None = None,
+        value: bytes | None = None,
+    ) -> None:
+        self.topic_id = topic_id
+        self.partition_id = partition_id
+        self.replicas = replicas
+        self.isr = isr
+        self.removing = removing
+        self.adding = adding
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+        self.leader_recovery_state = leader_recovery_state
+        self.directories = directories
+        self.elr = elr
+        self.last_known_elr = last_known_elr
+        self.final_target = final_target
+        self.value = value
 
 
 @dataclass(slots=True)
