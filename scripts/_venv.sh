@@ -15,9 +15,26 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
 fi
 export PATH="$VENV/bin:$PATH"
 cd "$ROOT"
-# The consensus core compiled by mypyc (pykraft.native; about a minute, only when its
+# The consensus core compiled by mypyc (pykraft.native; a minute or two, only when its
 # sources changed). Without a compiler everything runs interpreted, as it says.
-if [ "${PYKRAFT_NATIVE:-1}" != 0 ]; then
+# PYKRAFT_NATIVE_BACKGROUND=1 (test.sh): build in the background while the caller does
+# other set-up, and call native_build_wait before anything runs pykraft's processes.
+native_build() {
     "$VENV/bin/python" -m pykraft.native build >/dev/null \
         || echo "pykraft.native: the build failed; the interpreted core runs" >&2
+}
+NATIVE_BUILD_PID=""
+native_build_wait() {
+    if [ -n "$NATIVE_BUILD_PID" ]; then
+        wait "$NATIVE_BUILD_PID" || true
+        NATIVE_BUILD_PID=""
+    fi
+}
+if [ "${PYKRAFT_NATIVE:-1}" != 0 ]; then
+    if [ "${PYKRAFT_NATIVE_BACKGROUND:-0}" = 1 ]; then
+        native_build &
+        NATIVE_BUILD_PID=$!
+    else
+        native_build
+    fi
 fi

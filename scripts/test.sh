@@ -2,7 +2,7 @@
 # Set everything up (first run only) and run the whole default test suite:
 # lint, strict type check, then pytest. The tests against Apache Kafka need its jars, fetched
 # once from Maven Central through scripts/kafka.sh (Java 17 and Maven on the machine).
-source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
+set -euo pipefail
 echo "== system packages"
 # The fault run (tests/faults) puts nodes in network namespaces: iproute2's `ip`.
 if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then
@@ -12,12 +12,10 @@ if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]
         echo "iproute2 (ip) is missing: install it (the fault-run tests need it)" >&2
     fi
 fi
-# pykraft.native compiles the consensus core with a C compiler (built by _venv.sh; rebuilt
-# here once the compiler is in).
+# pykraft.native compiles the consensus core with a C compiler (built by _venv.sh, below).
 if ! command -v cc >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         apt-get update -qq && apt-get install -y -qq gcc >/dev/null
-        python -m pykraft.native build >/dev/null
     else
         echo "a C compiler (cc) is missing: the compiled core (pykraft.native) cannot be built" >&2
     fi
@@ -30,12 +28,17 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
         echo "chromium is missing: install it (the history report's render test needs it)" >&2
     fi
 fi
+# The virtualenv, then the compiled core built in the background while the jars download
+# and the checks run (it is waited for before pytest starts any process).
+PYKRAFT_NATIVE_BACKGROUND=1
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 echo "== kafka jars"; ./scripts/kafka.sh fetch all
 echo "== ruff"; ruff check src tests bench
 echo "== mypy"; mypy
 echo "== generated codecs"; python -m pykraft.schema.generate --check
 echo "== docs/RULES.md"; python scripts/rules.py --check
 # The slowest tests are listed at the end (the CI budget is watched by them).
+echo "== compiled core"; native_build_wait; python -m pykraft.native status
 if [ $# -gt 0 ]; then
     echo "== pytest"; exec python -m pytest -q --durations=20 "$@"
 fi

@@ -5,7 +5,8 @@
 
 Theory of operation. ``MODULES`` (the sans-I/O raft core, the record batch codec and the
 simulator's parts: the code every simulated event and every replicated batch runs through;
-the metadata records' codec, which snapshots run a million times)
+the metadata records' codec, which snapshots run a million times; the metadata image and
+its timeline, which a restarted controller replays a snapshot into)
 are compiled by mypyc, mypy's compiler for typed Python, into C extensions under
 ``build/native/<interpreter tag>/`` beside the source tree. The same ``.py`` files remain
 the source of truth: nothing is edited for the build and nothing is copied into ``src/``.
@@ -92,6 +93,11 @@ MODULES: Final = (
     "pykraft.metadata.records.partition_change_record",
     "pykraft.metadata.records.topic_record",
     "pykraft.metadata.records.config_record",
+    # The metadata image: a restarted controller replays a million PartitionRecords into it
+    # before it is ready (replay 3.5 -> 1.7 us per record at 100,000 partitions).
+    "pykraft.metadata.image",
+    "pykraft.metadata.timeline",
+    "pykraft.metadata.tagged",
 )
 ENV: Final = "PYKRAFT_NATIVE"  # "0": never use the build
 SRC: Final = Path(__file__).resolve().parents[2]  # the directory holding pykraft/
