@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,20 +70,35 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
         p.start()
     q = Quorum(nodes[:3], nodes[3:])
     try:
-        seen: list[object] = []
+        seen: list[object] = []  # the last answer, or (high watermark, since) once settled
 
         def ready() -> bool:
             try:
                 info = describe_quorum(q.bootstrap, timeout_ms=5_000)
             except AdminError:
                 return False  # not listening yet: four interpreters starting on two cores
-            seen[:] = [info]
-            return (
+            settled = (
                 info.leader_id > 0
                 and {o.replica_id for o in info.observers} == {4}
                 and info.high_watermark >= 3
                 and all(v.log_end_offset == info.high_watermark for v in info.voters)
+                # Each other controller's ControllerRegistration is answered before the
+                # leader's RegisterControllerRecord is appended: every one registered with
+                # this leader, and the high watermark unchanged for a second since.
+                and all(
+                    f"registered with leader {info.leader_id} epoch {info.leader_epoch}" in p.text()
+                    for p in nodes
+                    if p.node_id != info.leader_id
+                )
             )
+            if not settled:
+                seen[:] = [info]
+                return False
+            now = time.monotonic()
+            if not (seen and isinstance(seen[0], tuple) and seen[0][0] == info.high_watermark):
+                seen[:] = [(info.high_watermark, now)]
+                return False
+            return now - seen[0][1] >= 1.0
 
         try:
             wait_for(ready, "a leader, its epoch's records committed everywhere and observer 4", 60)
