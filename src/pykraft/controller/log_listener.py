@@ -94,8 +94,10 @@ SNAPSHOT_READ_BYTES: Final = 4 << 20
 # Records replayed per sync in the node: 5,000 took 66-82 ms (102 ms once, three nodes
 # loading on two cores) on this project's machine, too close to the 100 ms the loop may be
 # held (bench/bench_scale.py's loop lag); 2,500 still gave 109 ms once at a million
-# partitions (three controllers loading at once on two cores): 2,000.
-LOAD_SLICE_RECORDS: Final = 2_000
+# partitions (three controllers loading at once on two cores): 2,000. With the kept
+# encodings and the compiled image, 2,000 gave 208-259 ms and 1,000 gave 39-107 ms, and ready
+# came sooner (bench/REPORT.md section 21): 1,000.
+LOAD_SLICE_RECORDS: Final = 1_000
 
 
 @dataclass(slots=True)
