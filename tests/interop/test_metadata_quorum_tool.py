@@ -70,7 +70,8 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
         p.start()
     q = Quorum(nodes[:3], nodes[3:])
     try:
-        seen: list[object] = []  # the last answer, or (high watermark, since) once settled
+        seen: list[object] = []  # the last answer
+        held: dict[int, float] = {}  # a settled high watermark -> when first seen
 
         def ready() -> bool:
             try:
@@ -91,14 +92,15 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
                     if p.node_id != info.leader_id
                 )
             )
+            seen[:] = [info]
             if not settled:
-                seen[:] = [info]
+                held.clear()
                 return False
-            now = time.monotonic()
-            if not (seen and isinstance(seen[0], tuple) and seen[0][0] == info.high_watermark):
-                seen[:] = [(info.high_watermark, now)]
-                return False
-            return now - seen[0][1] >= 1.0
+            since = held.setdefault(info.high_watermark, time.monotonic())
+            if len(held) > 1:  # it moved: start the second again
+                held.clear()
+                held[info.high_watermark] = since = time.monotonic()
+            return time.monotonic() - since >= 1.0
 
         try:
             wait_for(ready, "a leader, its epoch's records committed everywhere and observer 4", 60)
