@@ -202,14 +202,17 @@ def _fail(message: str) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from pykraft.pipeline.ingest import LogDir, NotAMetadataLog, run_ingest
+    from pykraft.pipeline.ingest import LogDir, check_local_dirs, run_ingest
 
     try:
         hwm = parse_node_offsets(args.hwm)
         dirs = [LogDir.parse(spec) for spec in args.log_dir]
+        check_local_dirs(dirs)  # NotAMetadataLog is a ValueError: answered before Spark starts
     except ValueError as exc:
         return _fail(str(exc))
     spark = _session(args, "ingest")
+    from pykraft.pipeline.ingest import NotAMetadataLog
+
     try:
         s = run_ingest(spark, dirs, args.out, hwm, progress_interval_s=args.progress_interval)
     except NotAMetadataLog as exc:
@@ -332,8 +335,12 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from pykraft.pipeline.history import NotIngestOutput, run_history_report
+    from pykraft.pipeline.history import NotIngestOutput, check_local_output, run_history_report
 
+    try:
+        check_local_output(args.metadata)
+    except NotIngestOutput as exc:
+        return _fail(str(exc))
     spark = _session(args, "history")
     try:
         report = run_history_report(
@@ -351,8 +358,12 @@ def _tables(args: argparse.Namespace, app: str) -> dict[str, Any] | str:
     """Ingest's tables (of ``--node`` only, when given), or why not."""
     from pyspark.sql import functions as F
 
-    from pykraft.pipeline.history import NotIngestOutput, load_tables
+    from pykraft.pipeline.history import NotIngestOutput, check_local_output, load_tables
 
+    try:
+        check_local_output(args.metadata)
+    except NotIngestOutput as exc:
+        return str(exc)
     spark = _session(args, app)
     try:
         tables = load_tables(spark, args.metadata, args.cluster)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -53,12 +54,26 @@ class NotIngestOutput(ValueError):
     """The path is not what ``pykraft pipeline ingest`` writes."""
 
 
+def _no_files_table(path: str) -> NotIngestOutput:
+    return NotIngestOutput(
+        f"{path} is not the output of `pykraft pipeline ingest` (no files table)"
+    )
+
+
+def check_local_output(path: str) -> None:
+    """A local ``path`` holds ingest's files table: checked before a Spark session starts,
+    so a mistyped path costs no JVM (a Hadoop URI is checked by ``clusters_in``)."""
+    if "://" in path:
+        return
+    local = path[len("file:") :] if path.startswith("file:") else path
+    if not os.path.isdir(os.path.join(local, "files")):
+        raise _no_files_table(path)
+
+
 def clusters_in(spark: SparkSession, path: str) -> list[str]:
     """The clusters whose tables ingest wrote under ``path``."""
     if not exists(spark, join_path(path, "files")):
-        raise NotIngestOutput(
-            f"{path} is not the output of `pykraft pipeline ingest` (no files table)"
-        )
+        raise _no_files_table(path)
     try:
         rows = spark.read.parquet(join_path(path, "files")).select(CLUSTER_ID).distinct().collect()
     except Exception as e:  # AnalysisException: no such path, or not Parquet

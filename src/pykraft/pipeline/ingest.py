@@ -106,9 +106,7 @@ def meta_of(spark: SparkSession, log_dir: LogDir) -> tuple[int, str]:
     """(``node.id``, ``cluster.id``) from ``<dir>/meta.properties`` (read through Spark: any
     file system); a NODE= given on the command line wins, and a directory without the file
     is then of cluster ``unknown``."""
-    base = log_dir.path.rstrip("/")
-    if base.endswith("/" + PARTITION_DIR):
-        base = base[: -len(PARTITION_DIR) - 1]
+    base = _base(log_dir)
     values: dict[str, str] = {}
     if "://" not in base:
         _check_local(base, log_dir)
@@ -136,6 +134,23 @@ def meta_of(spark: SparkSession, log_dir: LogDir) -> tuple[int, str]:
         return int(values["node.id"]), cluster
     except ValueError:
         raise NotAMetadataLog(f"{base}/meta.properties: node.id is not a number") from None
+
+
+def _base(log_dir: LogDir) -> str:
+    """The log directory itself (``--log-dir`` may name its ``__cluster_metadata-0``)."""
+    base = log_dir.path.rstrip("/")
+    if base.endswith("/" + PARTITION_DIR):
+        base = base[: -len(PARTITION_DIR) - 1]
+    return base
+
+
+def check_local_dirs(dirs: Sequence[LogDir]) -> None:
+    """Every local ``--log-dir`` exists and is a metadata log directory: checked before a
+    Spark session starts, so a mistyped path costs no JVM (``NotAMetadataLog``)."""
+    for log_dir in dirs:
+        base = _base(log_dir)
+        if "://" not in base:
+            _check_local(base, log_dir)
 
 
 def _check_local(base: str, log_dir: LogDir) -> None:
