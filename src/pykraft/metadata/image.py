@@ -536,16 +536,17 @@ class Image:
         self._track(p)
 
     def _track(self, p: PartitionState) -> None:
-        key = (p.topic_id, p.partition_id)
+        # An empty set is not asked to discard: a key's hash is a UUID's, computed in Python
+        # (two of the six hashes a snapshot's PartitionRecord cost when loaded).
         tl = self.timeline
-        if p.final_target is None:
-            tl.discard(self.stepping, key)
-        else:
-            tl.add(self.stepping, key)
+        if p.final_target is not None:
+            tl.add(self.stepping, (p.topic_id, p.partition_id))
+        elif self.stepping:
+            tl.discard(self.stepping, (p.topic_id, p.partition_id))
         if p.adding or p.removing:
-            tl.add(self.moving, key)
-        else:
-            tl.discard(self.moving, key)
+            tl.add(self.moving, (p.topic_id, p.partition_id))
+        elif self.moving:
+            tl.discard(self.moving, (p.topic_id, p.partition_id))
 
     def _config(self, rec: r.ConfigRecord, _v: int) -> None:
         key = (rec.resource_type, rec.resource_name)

@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from crc32c import crc32c
 from typing_extensions import Buffer
 
+from pykraft.schema.runtime import is_compiled
+
 BATCH_HEADER_SIZE = 61
 MAGIC = 2
 CONTROL_FLAG = 0x20
@@ -111,13 +113,41 @@ class BatchHeader:
         return bool(self.attributes & CONTROL_FLAG)
 
 
+_COMPILED = is_compiled(__file__)
+
+
 @dataclass(frozen=True, slots=True)
 class Record:
+    """One record of a batch. Its initializer is written out, as the generated codecs' are
+    (``pykraft.schema.generate``): compiled, it stores straight into the slots; the
+    dataclass's own would stay interpreted (1.7 us of a snapshot record's read)."""
+
     offset: int
     timestamp_ms: int
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[bytes, bytes | None], ...] = ()
+
+    def __init__(
+        self,
+        offset: int,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[bytes, bytes | None], ...] = (),
+    ) -> None:
+        if _COMPILED:
+            self.offset = offset  # type: ignore[misc]
+            self.timestamp_ms = timestamp_ms  # type: ignore[misc]
+            self.key = key  # type: ignore[misc]
+            self.value = value  # type: ignore[misc]
+            self.headers = headers  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "offset", offset)
+            object.__setattr__(self, "timestamp_ms", timestamp_ms)
+            object.__setattr__(self, "key", key)
+            object.__setattr__(self, "value", value)
+            object.__setattr__(self, "headers", headers)
 
 
 # ---------------------------------------------------------------------------------------

@@ -49,6 +49,12 @@ class UnsupportedVersionError(SchemaEncodeError):
     it (Kafka's UnsupportedVersionException)."""
 
 
+def is_compiled(module_file: str) -> bool:
+    """Whether the module loaded from ``module_file`` runs compiled (``pykraft.native``
+    loads a C extension in place of the ``.py`` source)."""
+    return not module_file.endswith(".py")
+
+
 def need(buf: bytes, pos: int, size: int) -> int:
     """``pos + size``, after checking that many bytes are left."""
     end = pos + size

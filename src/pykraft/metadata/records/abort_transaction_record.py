@@ -13,6 +13,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_cstr,
     r_tag_header,
     r_uvarint,
@@ -24,6 +25,7 @@ from pykraft.schema.runtime import (
 __all__ = ['AbortTransactionRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 
 
@@ -53,6 +55,14 @@ class AbortTransactionRecord(_AbortTransactionRecordConstants):
     # An optional textual description of why the transaction was aborted.
     reason: str | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, reason: str | None = None, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.reason = reason  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "reason", reason)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (AbortTransactionRecord, (self.reason, self.unknown_tagged_fields,))

@@ -17,6 +17,7 @@ from pykraft.schema.runtime import (
     as_uuid,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cstr,
     r_tag_header,
@@ -28,6 +29,7 @@ from pykraft.schema.runtime import (
 __all__ = ['AccessControlEntryRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>16sb')
 _F1: Final = struct.Struct('>b')
@@ -74,6 +76,28 @@ class AccessControlEntryRecord(_AccessControlEntryRecordConstants):
     # The AclPermissionType.
     permission_type: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, id: uuid.UUID = ZERO_UUID, resource_type: int = 0, resource_name: str = '', pattern_type: int = 0, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.id = id  # type: ignore[misc]
+            self.resource_type = resource_type  # type: ignore[misc]
+            self.resource_name = resource_name  # type: ignore[misc]
+            self.pattern_type = pattern_type  # type: ignore[misc]
+            self.principal = principal  # type: ignore[misc]
+            self.host = host  # type: ignore[misc]
+            self.operation = operation  # type: ignore[misc]
+            self.permission_type = permission_type  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "id", id)
+            object.__setattr__(self, "resource_type", resource_type)
+            object.__setattr__(self, "resource_name", resource_name)
+            object.__setattr__(self, "pattern_type", pattern_type)
+            object.__setattr__(self, "principal", principal)
+            object.__setattr__(self, "host", host)
+            object.__setattr__(self, "operation", operation)
+            object.__setattr__(self, "permission_type", permission_type)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (AccessControlEntryRecord, (self.id, self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host, self.operation, self.permission_type, self.unknown_tagged_fields,))

@@ -13,6 +13,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_cstr,
     r_tag_header,
     r_uvarint,
@@ -24,6 +25,7 @@ from pykraft.schema.runtime import (
 __all__ = ['BeginTransactionRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 
 
@@ -53,6 +55,14 @@ class BeginTransactionRecord(_BeginTransactionRecordConstants):
     # An optional textual description of this transaction.
     name: str | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str | None = None, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (BeginTransactionRecord, (self.name, self.unknown_tagged_fields,))

@@ -16,6 +16,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_tag_header,
@@ -29,6 +30,7 @@ from pykraft.schema.runtime import (
 __all__ = ['BrokerRegistrationChangeRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>iq')
 _F1: Final = struct.Struct('>b')
@@ -71,6 +73,24 @@ class BrokerRegistrationChangeRecord(_BrokerRegistrationChangeRecordConstants):
     # Log directories that are cordoned or null if no change.
     cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = 0, fenced: int = 0, in_controlled_shutdown: int = 0, log_dirs: tuple[uuid.UUID, ...] = (), cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.broker_id = broker_id  # type: ignore[misc]
+            self.broker_epoch = broker_epoch  # type: ignore[misc]
+            self.fenced = fenced  # type: ignore[misc]
+            self.in_controlled_shutdown = in_controlled_shutdown  # type: ignore[misc]
+            self.log_dirs = log_dirs  # type: ignore[misc]
+            self.cordoned_log_dirs = cordoned_log_dirs  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "broker_id", broker_id)
+            object.__setattr__(self, "broker_epoch", broker_epoch)
+            object.__setattr__(self, "fenced", fenced)
+            object.__setattr__(self, "in_controlled_shutdown", in_controlled_shutdown)
+            object.__setattr__(self, "log_dirs", log_dirs)
+            object.__setattr__(self, "cordoned_log_dirs", cordoned_log_dirs)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (BrokerRegistrationChangeRecord, (self.broker_id, self.broker_epoch, self.fenced, self.in_controlled_shutdown, self.log_dirs, self.cordoned_log_dirs, self.unknown_tagged_fields,))

@@ -13,6 +13,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cstr,
     r_tag_header,
@@ -24,6 +25,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ClearElrRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 
 
@@ -53,6 +55,14 @@ class ClearElrRecord(_ClearElrRecordConstants):
     # The name of the topic to clear ELRs for, or empty if all ELRs should be cleared.
     topic_name: str = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, topic_name: str = '', unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ClearElrRecord, (self.topic_name, self.unknown_tagged_fields,))

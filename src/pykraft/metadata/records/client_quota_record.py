@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -27,6 +28,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ClientQuotaRecord', 'EntityData']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>d?')
 
@@ -49,6 +51,16 @@ class EntityData:
     # The name of the entity, or null if the default.
     entity_name: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.entity_type = entity_type  # type: ignore[misc]
+            self.entity_name = entity_name  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "entity_type", entity_type)
+            object.__setattr__(self, "entity_name", entity_name)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (EntityData, (self.entity_type, self.entity_name, self.unknown_tagged_fields,))
@@ -75,6 +87,20 @@ class ClientQuotaRecord(_ClientQuotaRecordConstants):
     # Whether the quota configuration value should be removed, otherwise set.
     remove: bool = False
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, entity: tuple[EntityData, ...] = (), key: str = '', value: float = 0.0, remove: bool = False, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.entity = entity  # type: ignore[misc]
+            self.key = key  # type: ignore[misc]
+            self.value = value  # type: ignore[misc]
+            self.remove = remove  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "entity", entity)
+            object.__setattr__(self, "key", key)
+            object.__setattr__(self, "value", value)
+            object.__setattr__(self, "remove", remove)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ClientQuotaRecord, (self.entity, self.key, self.value, self.remove, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cstr,
     r_tag_header,
@@ -25,6 +26,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ConfigRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>b')
 
@@ -61,6 +63,20 @@ class ConfigRecord(_ConfigRecordConstants):
     # The value of the configuration, or null if the it should be deleted.
     value: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, resource_type: int = 0, resource_name: str = '', name: str = '', value: str | None = '', unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.resource_type = resource_type  # type: ignore[misc]
+            self.resource_name = resource_name  # type: ignore[misc]
+            self.name = name  # type: ignore[misc]
+            self.value = value  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "resource_type", resource_type)
+            object.__setattr__(self, "resource_name", resource_name)
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "value", value)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ConfigRecord, (self.resource_type, self.resource_name, self.name, self.value, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -28,6 +29,7 @@ from pykraft.schema.runtime import (
 __all__ = ['DelegationTokenRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>qqq')
 
@@ -70,6 +72,26 @@ class DelegationTokenRecord(_DelegationTokenRecordConstants):
     # The token id.
     token_id: str = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, owner: str = '', requester: str = '', renewers: tuple[str, ...] = (), issue_timestamp: int = 0, max_timestamp: int = 0, expiration_timestamp: int = 0, token_id: str = '', unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.owner = owner  # type: ignore[misc]
+            self.requester = requester  # type: ignore[misc]
+            self.renewers = renewers  # type: ignore[misc]
+            self.issue_timestamp = issue_timestamp  # type: ignore[misc]
+            self.max_timestamp = max_timestamp  # type: ignore[misc]
+            self.expiration_timestamp = expiration_timestamp  # type: ignore[misc]
+            self.token_id = token_id  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "owner", owner)
+            object.__setattr__(self, "requester", requester)
+            object.__setattr__(self, "renewers", renewers)
+            object.__setattr__(self, "issue_timestamp", issue_timestamp)
+            object.__setattr__(self, "max_timestamp", max_timestamp)
+            object.__setattr__(self, "expiration_timestamp", expiration_timestamp)
+            object.__setattr__(self, "token_id", token_id)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (DelegationTokenRecord, (self.owner, self.requester, self.renewers, self.issue_timestamp, self.max_timestamp, self.expiration_timestamp, self.token_id, self.unknown_tagged_fields,))

@@ -13,6 +13,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_tag_header,
     r_uvarint,
     w_tagged,
@@ -21,6 +22,7 @@ from pykraft.schema.runtime import (
 __all__ = ['EndTransactionRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 
 
@@ -48,6 +50,12 @@ class EndTransactionRecord(_EndTransactionRecordConstants):
     """Kafka's EndTransactionRecord (api key 24), versions 0-0."""
 
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (EndTransactionRecord, (self.unknown_tagged_fields,))

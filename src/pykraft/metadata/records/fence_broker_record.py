@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_tag_header,
     r_uvarint,
     w_tagged,
@@ -22,6 +23,7 @@ from pykraft.schema.runtime import (
 __all__ = ['FenceBrokerRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>iq')
 
@@ -54,6 +56,16 @@ class FenceBrokerRecord(_FenceBrokerRecordConstants):
     # The epoch of the broker to fence.
     epoch: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, id: int = 0, epoch: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.id = id  # type: ignore[misc]
+            self.epoch = epoch  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "id", id)
+            object.__setattr__(self, "epoch", epoch)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (FenceBrokerRecord, (self.id, self.epoch, self.unknown_tagged_fields,))

@@ -18,6 +18,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     r_array,
     r_fixed_array,
     r_tag_header,
@@ -32,6 +33,7 @@ from pykraft.schema.runtime import (
 __all__ = ['PartitionChangeRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>i16s')
 _F1: Final = struct.Struct('>i')
@@ -87,6 +89,34 @@ class PartitionChangeRecord(_PartitionChangeRecordConstants):
     # null if the LastKnownElr didn't change; the last known eligible leader replicas otherwise.
     last_known_elr: tuple[int, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, partition_id: int = -1, topic_id: uuid.UUID = ZERO_UUID, isr: tuple[int, ...] | None = None, leader: int = -2, replicas: tuple[int, ...] | None = None, removing_replicas: tuple[int, ...] | None = None, adding_replicas: tuple[int, ...] | None = None, leader_recovery_state: int = -1, directories: tuple[uuid.UUID, ...] | None = None, eligible_leader_replicas: tuple[int, ...] | None = None, last_known_elr: tuple[int, ...] | None = None, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.partition_id = partition_id  # type: ignore[misc]
+            self.topic_id = topic_id  # type: ignore[misc]
+            self.isr = isr  # type: ignore[misc]
+            self.leader = leader  # type: ignore[misc]
+            self.replicas = replicas  # type: ignore[misc]
+            self.removing_replicas = removing_replicas  # type: ignore[misc]
+            self.adding_replicas = adding_replicas  # type: ignore[misc]
+            self.leader_recovery_state = leader_recovery_state  # type: ignore[misc]
+            self.directories = directories  # type: ignore[misc]
+            self.eligible_leader_replicas = eligible_leader_replicas  # type: ignore[misc]
+            self.last_known_elr = last_known_elr  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "partition_id", partition_id)
+            object.__setattr__(self, "topic_id", topic_id)
+            object.__setattr__(self, "isr", isr)
+            object.__setattr__(self, "leader", leader)
+            object.__setattr__(self, "replicas", replicas)
+            object.__setattr__(self, "removing_replicas", removing_replicas)
+            object.__setattr__(self, "adding_replicas", adding_replicas)
+            object.__setattr__(self, "leader_recovery_state", leader_recovery_state)
+            object.__setattr__(self, "directories", directories)
+            object.__setattr__(self, "eligible_leader_replicas", eligible_leader_replicas)
+            object.__setattr__(self, "last_known_elr", last_known_elr)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (PartitionChangeRecord, (self.partition_id, self.topic_id, self.isr, self.leader, self.replicas, self.removing_replicas, self.adding_replicas, self.leader_recovery_state, self.directories, self.eligible_leader_replicas, self.last_known_elr, self.unknown_tagged_fields,))

@@ -18,6 +18,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_fixed_array,
@@ -33,6 +34,7 @@ from pykraft.schema.runtime import (
 __all__ = ['PartitionRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>i16s')
 _F1: Final = struct.Struct('>i')
@@ -92,6 +94,38 @@ class PartitionRecord(_PartitionRecordConstants):
     # The last known eligible leader replicas of this partition.
     last_known_elr: tuple[int, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, partition_id: int = -1, topic_id: uuid.UUID = ZERO_UUID, replicas: tuple[int, ...] = (), isr: tuple[int, ...] = (), removing_replicas: tuple[int, ...] = (), adding_replicas: tuple[int, ...] = (), leader: int = -1, leader_recovery_state: int = 0, leader_epoch: int = -1, partition_epoch: int = -1, directories: tuple[uuid.UUID, ...] = (), eligible_leader_replicas: tuple[int, ...] | None = None, last_known_elr: tuple[int, ...] | None = None, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.partition_id = partition_id  # type: ignore[misc]
+            self.topic_id = topic_id  # type: ignore[misc]
+            self.replicas = replicas  # type: ignore[misc]
+            self.isr = isr  # type: ignore[misc]
+            self.removing_replicas = removing_replicas  # type: ignore[misc]
+            self.adding_replicas = adding_replicas  # type: ignore[misc]
+            self.leader = leader  # type: ignore[misc]
+            self.leader_recovery_state = leader_recovery_state  # type: ignore[misc]
+            self.leader_epoch = leader_epoch  # type: ignore[misc]
+            self.partition_epoch = partition_epoch  # type: ignore[misc]
+            self.directories = directories  # type: ignore[misc]
+            self.eligible_leader_replicas = eligible_leader_replicas  # type: ignore[misc]
+            self.last_known_elr = last_known_elr  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "partition_id", partition_id)
+            object.__setattr__(self, "topic_id", topic_id)
+            object.__setattr__(self, "replicas", replicas)
+            object.__setattr__(self, "isr", isr)
+            object.__setattr__(self, "removing_replicas", removing_replicas)
+            object.__setattr__(self, "adding_replicas", adding_replicas)
+            object.__setattr__(self, "leader", leader)
+            object.__setattr__(self, "leader_recovery_state", leader_recovery_state)
+            object.__setattr__(self, "leader_epoch", leader_epoch)
+            object.__setattr__(self, "partition_epoch", partition_epoch)
+            object.__setattr__(self, "directories", directories)
+            object.__setattr__(self, "eligible_leader_replicas", eligible_leader_replicas)
+            object.__setattr__(self, "last_known_elr", last_known_elr)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (PartitionRecord, (self.partition_id, self.topic_id, self.replicas, self.isr, self.removing_replicas, self.adding_replicas, self.leader, self.leader_recovery_state, self.leader_epoch, self.partition_epoch, self.directories, self.eligible_leader_replicas, self.last_known_elr, self.unknown_tagged_fields,))

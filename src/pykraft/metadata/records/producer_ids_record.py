@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_tag_header,
     r_uvarint,
     w_tagged,
@@ -22,6 +23,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ProducerIdsRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>iqq')
 
@@ -57,6 +59,18 @@ class ProducerIdsRecord(_ProducerIdsRecordConstants):
     # block)
     next_producer_id: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, next_producer_id: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.broker_id = broker_id  # type: ignore[misc]
+            self.broker_epoch = broker_epoch  # type: ignore[misc]
+            self.next_producer_id = next_producer_id  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "broker_id", broker_id)
+            object.__setattr__(self, "broker_epoch", broker_epoch)
+            object.__setattr__(self, "next_producer_id", next_producer_id)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ProducerIdsRecord, (self.broker_id, self.broker_epoch, self.next_producer_id, self.unknown_tagged_fields,))

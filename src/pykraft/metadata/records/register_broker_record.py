@@ -18,6 +18,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -33,6 +34,7 @@ from pykraft.schema.runtime import (
 __all__ = ['BrokerEndpoint', 'BrokerFeature', 'RegisterBrokerRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>Hh')
 _F1: Final = struct.Struct('>hh')
@@ -66,6 +68,20 @@ class BrokerEndpoint:
     security_protocol: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.host = host  # type: ignore[misc]
+            self.port = port  # type: ignore[misc]
+            self.security_protocol = security_protocol  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "host", host)
+            object.__setattr__(self, "port", port)
+            object.__setattr__(self, "security_protocol", security_protocol)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (BrokerEndpoint, (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,))
 
@@ -79,6 +95,18 @@ class BrokerFeature:
     # The maximum supported feature level.
     max_supported_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.min_supported_version = min_supported_version  # type: ignore[misc]
+            self.max_supported_version = max_supported_version  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "min_supported_version", min_supported_version)
+            object.__setattr__(self, "max_supported_version", max_supported_version)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (BrokerFeature, (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,))
@@ -120,6 +148,34 @@ class RegisterBrokerRecord(_RegisterBrokerRecordConstants):
     # the value via its heartbeats.
     cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, broker_id: int = 0, is_migrating_zk_broker: bool = False, incarnation_id: uuid.UUID = ZERO_UUID, broker_epoch: int = 0, end_points: tuple[BrokerEndpoint, ...] = (), features: tuple[BrokerFeature, ...] = (), rack: str | None = '', fenced: bool = True, in_controlled_shutdown: bool = False, log_dirs: tuple[uuid.UUID, ...] = (), cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.broker_id = broker_id  # type: ignore[misc]
+            self.is_migrating_zk_broker = is_migrating_zk_broker  # type: ignore[misc]
+            self.incarnation_id = incarnation_id  # type: ignore[misc]
+            self.broker_epoch = broker_epoch  # type: ignore[misc]
+            self.end_points = end_points  # type: ignore[misc]
+            self.features = features  # type: ignore[misc]
+            self.rack = rack  # type: ignore[misc]
+            self.fenced = fenced  # type: ignore[misc]
+            self.in_controlled_shutdown = in_controlled_shutdown  # type: ignore[misc]
+            self.log_dirs = log_dirs  # type: ignore[misc]
+            self.cordoned_log_dirs = cordoned_log_dirs  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "broker_id", broker_id)
+            object.__setattr__(self, "is_migrating_zk_broker", is_migrating_zk_broker)
+            object.__setattr__(self, "incarnation_id", incarnation_id)
+            object.__setattr__(self, "broker_epoch", broker_epoch)
+            object.__setattr__(self, "end_points", end_points)
+            object.__setattr__(self, "features", features)
+            object.__setattr__(self, "rack", rack)
+            object.__setattr__(self, "fenced", fenced)
+            object.__setattr__(self, "in_controlled_shutdown", in_controlled_shutdown)
+            object.__setattr__(self, "log_dirs", log_dirs)
+            object.__setattr__(self, "cordoned_log_dirs", cordoned_log_dirs)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (RegisterBrokerRecord, (self.broker_id, self.is_migrating_zk_broker, self.incarnation_id, self.broker_epoch, self.end_points, self.features, self.rack, self.fenced, self.in_controlled_shutdown, self.log_dirs, self.cordoned_log_dirs, self.unknown_tagged_fields,))

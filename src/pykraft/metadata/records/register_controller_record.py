@@ -17,6 +17,7 @@ from pykraft.schema.runtime import (
     as_uuid,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -30,6 +31,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ControllerEndpoint', 'ControllerFeature', 'RegisterControllerRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>Hh')
 _F1: Final = struct.Struct('>hh')
@@ -59,6 +61,20 @@ class ControllerEndpoint:
     security_protocol: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.host = host  # type: ignore[misc]
+            self.port = port  # type: ignore[misc]
+            self.security_protocol = security_protocol  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "host", host)
+            object.__setattr__(self, "port", port)
+            object.__setattr__(self, "security_protocol", security_protocol)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ControllerEndpoint, (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,))
 
@@ -72,6 +88,18 @@ class ControllerFeature:
     # The maximum supported feature level.
     max_supported_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.min_supported_version = min_supported_version  # type: ignore[misc]
+            self.max_supported_version = max_supported_version  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "min_supported_version", min_supported_version)
+            object.__setattr__(self, "max_supported_version", max_supported_version)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ControllerFeature, (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,))
@@ -100,6 +128,22 @@ class RegisterControllerRecord(_RegisterControllerRecordConstants):
     # The features on this controller
     features: tuple[ControllerFeature, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, controller_id: int = 0, incarnation_id: uuid.UUID = ZERO_UUID, zk_migration_ready: bool = False, end_points: tuple[ControllerEndpoint, ...] = (), features: tuple[ControllerFeature, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.controller_id = controller_id  # type: ignore[misc]
+            self.incarnation_id = incarnation_id  # type: ignore[misc]
+            self.zk_migration_ready = zk_migration_ready  # type: ignore[misc]
+            self.end_points = end_points  # type: ignore[misc]
+            self.features = features  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "controller_id", controller_id)
+            object.__setattr__(self, "incarnation_id", incarnation_id)
+            object.__setattr__(self, "zk_migration_ready", zk_migration_ready)
+            object.__setattr__(self, "end_points", end_points)
+            object.__setattr__(self, "features", features)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (RegisterControllerRecord, (self.controller_id, self.incarnation_id, self.zk_migration_ready, self.end_points, self.features, self.unknown_tagged_fields,))

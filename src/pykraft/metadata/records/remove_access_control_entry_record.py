@@ -17,6 +17,7 @@ from pykraft.schema.runtime import (
     as_uuid,
     encode_with,
     guard,
+    is_compiled,
     r_tag_header,
     r_uvarint,
     w_tagged,
@@ -25,6 +26,7 @@ from pykraft.schema.runtime import (
 __all__ = ['RemoveAccessControlEntryRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>16s')
 
@@ -55,6 +57,14 @@ class RemoveAccessControlEntryRecord(_RemoveAccessControlEntryRecordConstants):
     # The ID of the AccessControlEntry to remove.
     id: uuid.UUID = ZERO_UUID
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.id = id  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "id", id)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (RemoveAccessControlEntryRecord, (self.id, self.unknown_tagged_fields,))

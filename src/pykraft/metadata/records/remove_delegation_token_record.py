@@ -13,6 +13,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cstr,
     r_tag_header,
@@ -24,6 +25,7 @@ from pykraft.schema.runtime import (
 __all__ = ['RemoveDelegationTokenRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 
 
@@ -53,6 +55,14 @@ class RemoveDelegationTokenRecord(_RemoveDelegationTokenRecordConstants):
     # The tokenID to remove.
     token_id: str = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, token_id: str = '', unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.token_id = token_id  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "token_id", token_id)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (RemoveDelegationTokenRecord, (self.token_id, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cstr,
     r_tag_header,
@@ -25,6 +26,7 @@ from pykraft.schema.runtime import (
 __all__ = ['RemoveUserScramCredentialRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>b')
 
@@ -57,6 +59,16 @@ class RemoveUserScramCredentialRecord(_RemoveUserScramCredentialRecordConstants)
     # The SCRAM mechanism.
     mechanism: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', mechanism: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.mechanism = mechanism  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "mechanism", mechanism)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (RemoveUserScramCredentialRecord, (self.name, self.mechanism, self.unknown_tagged_fields,))

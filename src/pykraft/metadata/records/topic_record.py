@@ -17,6 +17,7 @@ from pykraft.schema.runtime import (
     as_uuid,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cstr,
     r_tag_header,
@@ -28,6 +29,7 @@ from pykraft.schema.runtime import (
 __all__ = ['TopicRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>16s')
 
@@ -60,6 +62,16 @@ class TopicRecord(_TopicRecordConstants):
     # The unique ID of this topic.
     topic_id: uuid.UUID = ZERO_UUID
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.topic_id = topic_id  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "topic_id", topic_id)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (TopicRecord, (self.name, self.topic_id, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cbytes,
     r_cstr,
@@ -27,6 +28,7 @@ from pykraft.schema.runtime import (
 __all__ = ['UserScramCredentialRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>b')
 _F1: Final = struct.Struct('>i')
@@ -68,6 +70,24 @@ class UserScramCredentialRecord(_UserScramCredentialRecordConstants):
     # The number of iterations used in the SCRAM credential.
     iterations: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', mechanism: int = 0, salt: bytes = b"", stored_key: bytes = b"", server_key: bytes = b"", iterations: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.mechanism = mechanism  # type: ignore[misc]
+            self.salt = salt  # type: ignore[misc]
+            self.stored_key = stored_key  # type: ignore[misc]
+            self.server_key = server_key  # type: ignore[misc]
+            self.iterations = iterations  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "mechanism", mechanism)
+            object.__setattr__(self, "salt", salt)
+            object.__setattr__(self, "stored_key", stored_key)
+            object.__setattr__(self, "server_key", server_key)
+            object.__setattr__(self, "iterations", iterations)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UserScramCredentialRecord, (self.name, self.mechanism, self.salt, self.stored_key, self.server_key, self.iterations, self.unknown_tagged_fields,))

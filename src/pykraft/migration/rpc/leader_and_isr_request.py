@@ -18,6 +18,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -35,6 +36,7 @@ from pykraft.schema.runtime import (
 __all__ = ['LeaderAndIsrLiveLeader', 'LeaderAndIsrPartitionState', 'LeaderAndIsrRequest', 'LeaderAndIsrTopicState']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>iiii')
 _F1: Final = struct.Struct('>i')
@@ -90,6 +92,36 @@ class LeaderAndIsrPartitionState:
     leader_recovery_state: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: tuple[int, ...] = (), partition_epoch: int = 0, replicas: tuple[int, ...] = (), adding_replicas: tuple[int, ...] = (), removing_replicas: tuple[int, ...] = (), is_new: bool = False, leader_recovery_state: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.partition_index = partition_index  # type: ignore[misc]
+            self.controller_epoch = controller_epoch  # type: ignore[misc]
+            self.leader = leader  # type: ignore[misc]
+            self.leader_epoch = leader_epoch  # type: ignore[misc]
+            self.isr = isr  # type: ignore[misc]
+            self.partition_epoch = partition_epoch  # type: ignore[misc]
+            self.replicas = replicas  # type: ignore[misc]
+            self.adding_replicas = adding_replicas  # type: ignore[misc]
+            self.removing_replicas = removing_replicas  # type: ignore[misc]
+            self.is_new = is_new  # type: ignore[misc]
+            self.leader_recovery_state = leader_recovery_state  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "partition_index", partition_index)
+            object.__setattr__(self, "controller_epoch", controller_epoch)
+            object.__setattr__(self, "leader", leader)
+            object.__setattr__(self, "leader_epoch", leader_epoch)
+            object.__setattr__(self, "isr", isr)
+            object.__setattr__(self, "partition_epoch", partition_epoch)
+            object.__setattr__(self, "replicas", replicas)
+            object.__setattr__(self, "adding_replicas", adding_replicas)
+            object.__setattr__(self, "removing_replicas", removing_replicas)
+            object.__setattr__(self, "is_new", is_new)
+            object.__setattr__(self, "leader_recovery_state", leader_recovery_state)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderAndIsrPartitionState, (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas, self.adding_replicas, self.removing_replicas, self.is_new, self.leader_recovery_state, self.unknown_tagged_fields,))
 
@@ -104,6 +136,18 @@ class LeaderAndIsrTopicState:
     partition_states: tuple[LeaderAndIsrPartitionState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_states: tuple[LeaderAndIsrPartitionState, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.topic_id = topic_id  # type: ignore[misc]
+            self.partition_states = partition_states  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "topic_id", topic_id)
+            object.__setattr__(self, "partition_states", partition_states)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderAndIsrTopicState, (self.topic_name, self.topic_id, self.partition_states, self.unknown_tagged_fields,))
 
@@ -117,6 +161,18 @@ class LeaderAndIsrLiveLeader:
     # The leader's port.
     port: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, broker_id: int = 0, host_name: str = '', port: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.broker_id = broker_id  # type: ignore[misc]
+            self.host_name = host_name  # type: ignore[misc]
+            self.port = port  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "broker_id", broker_id)
+            object.__setattr__(self, "host_name", host_name)
+            object.__setattr__(self, "port", port)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderAndIsrLiveLeader, (self.broker_id, self.host_name, self.port, self.unknown_tagged_fields,))
@@ -151,6 +207,28 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestConstants):
     # The current live leaders.
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, type: int = 0, ungrouped_partition_states: tuple[LeaderAndIsrPartitionState, ...] = (), topic_states: tuple[LeaderAndIsrTopicState, ...] = (), live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.controller_id = controller_id  # type: ignore[misc]
+            self.is_k_raft_controller = is_k_raft_controller  # type: ignore[misc]
+            self.controller_epoch = controller_epoch  # type: ignore[misc]
+            self.broker_epoch = broker_epoch  # type: ignore[misc]
+            self.type = type  # type: ignore[misc]
+            self.ungrouped_partition_states = ungrouped_partition_states  # type: ignore[misc]
+            self.topic_states = topic_states  # type: ignore[misc]
+            self.live_leaders = live_leaders  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "controller_id", controller_id)
+            object.__setattr__(self, "is_k_raft_controller", is_k_raft_controller)
+            object.__setattr__(self, "controller_epoch", controller_epoch)
+            object.__setattr__(self, "broker_epoch", broker_epoch)
+            object.__setattr__(self, "type", type)
+            object.__setattr__(self, "ungrouped_partition_states", ungrouped_partition_states)
+            object.__setattr__(self, "topic_states", topic_states)
+            object.__setattr__(self, "live_leaders", live_leaders)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderAndIsrRequest, (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.type, self.ungrouped_partition_states, self.topic_states, self.live_leaders, self.unknown_tagged_fields,))

@@ -18,6 +18,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -33,6 +34,7 @@ from pykraft.schema.runtime import (
 __all__ = ['LeaderAndIsrPartitionError', 'LeaderAndIsrResponse', 'LeaderAndIsrTopicError']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>ih')
 _F1: Final = struct.Struct('>16s')
@@ -60,6 +62,18 @@ class LeaderAndIsrPartitionError:
     error_code: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.partition_index = partition_index  # type: ignore[misc]
+            self.error_code = error_code  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "partition_index", partition_index)
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderAndIsrPartitionError, (self.topic_name, self.partition_index, self.error_code, self.unknown_tagged_fields,))
 
@@ -71,6 +85,16 @@ class LeaderAndIsrTopicError:
     # Each partition.
     partition_errors: tuple[LeaderAndIsrPartitionError, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partition_errors: tuple[LeaderAndIsrPartitionError, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_id = topic_id  # type: ignore[misc]
+            self.partition_errors = partition_errors  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_id", topic_id)
+            object.__setattr__(self, "partition_errors", partition_errors)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderAndIsrTopicError, (self.topic_id, self.partition_errors, self.unknown_tagged_fields,))
@@ -95,6 +119,18 @@ class LeaderAndIsrResponse(_LeaderAndIsrResponseConstants):
     # Each topic
     topics: tuple[LeaderAndIsrTopicError, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, error_code: int = 0, partition_errors: tuple[LeaderAndIsrPartitionError, ...] = (), topics: tuple[LeaderAndIsrTopicError, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.error_code = error_code  # type: ignore[misc]
+            self.partition_errors = partition_errors  # type: ignore[misc]
+            self.topics = topics  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "partition_errors", partition_errors)
+            object.__setattr__(self, "topics", topics)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderAndIsrResponse, (self.error_code, self.partition_errors, self.topics, self.unknown_tagged_fields,))

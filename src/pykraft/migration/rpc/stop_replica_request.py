@@ -15,6 +15,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -32,6 +33,7 @@ from pykraft.schema.runtime import (
 __all__ = ['StopReplicaPartitionState', 'StopReplicaPartitionV0', 'StopReplicaRequest', 'StopReplicaTopicState', 'StopReplicaTopicV1']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>i')
 _F1: Final = struct.Struct('>ii?')
@@ -59,6 +61,16 @@ class StopReplicaPartitionV0:
     partition_index: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.partition_index = partition_index  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "partition_index", partition_index)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (StopReplicaPartitionV0, (self.topic_name, self.partition_index, self.unknown_tagged_fields,))
 
@@ -70,6 +82,16 @@ class StopReplicaTopicV1:
     # The partition indexes.
     partition_indexes: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', partition_indexes: tuple[int, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.partition_indexes = partition_indexes  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "partition_indexes", partition_indexes)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (StopReplicaTopicV1, (self.name, self.partition_indexes, self.unknown_tagged_fields,))
@@ -85,6 +107,18 @@ class StopReplicaPartitionState:
     delete_partition: bool = False
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, partition_index: int = 0, leader_epoch: int = -1, delete_partition: bool = False, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.partition_index = partition_index  # type: ignore[misc]
+            self.leader_epoch = leader_epoch  # type: ignore[misc]
+            self.delete_partition = delete_partition  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "partition_index", partition_index)
+            object.__setattr__(self, "leader_epoch", leader_epoch)
+            object.__setattr__(self, "delete_partition", delete_partition)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (StopReplicaPartitionState, (self.partition_index, self.leader_epoch, self.delete_partition, self.unknown_tagged_fields,))
 
@@ -96,6 +130,16 @@ class StopReplicaTopicState:
     # The state of each partition
     partition_states: tuple[StopReplicaPartitionState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, topic_name: str = '', partition_states: tuple[StopReplicaPartitionState, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.partition_states = partition_states  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "partition_states", partition_states)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (StopReplicaTopicState, (self.topic_name, self.partition_states, self.unknown_tagged_fields,))
@@ -130,6 +174,28 @@ class StopReplicaRequest(_StopReplicaRequestConstants):
     # Each topic.
     topic_states: tuple[StopReplicaTopicState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, delete_partitions: bool = False, ungrouped_partitions: tuple[StopReplicaPartitionV0, ...] = (), topics: tuple[StopReplicaTopicV1, ...] = (), topic_states: tuple[StopReplicaTopicState, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.controller_id = controller_id  # type: ignore[misc]
+            self.is_k_raft_controller = is_k_raft_controller  # type: ignore[misc]
+            self.controller_epoch = controller_epoch  # type: ignore[misc]
+            self.broker_epoch = broker_epoch  # type: ignore[misc]
+            self.delete_partitions = delete_partitions  # type: ignore[misc]
+            self.ungrouped_partitions = ungrouped_partitions  # type: ignore[misc]
+            self.topics = topics  # type: ignore[misc]
+            self.topic_states = topic_states  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "controller_id", controller_id)
+            object.__setattr__(self, "is_k_raft_controller", is_k_raft_controller)
+            object.__setattr__(self, "controller_epoch", controller_epoch)
+            object.__setattr__(self, "broker_epoch", broker_epoch)
+            object.__setattr__(self, "delete_partitions", delete_partitions)
+            object.__setattr__(self, "ungrouped_partitions", ungrouped_partitions)
+            object.__setattr__(self, "topics", topics)
+            object.__setattr__(self, "topic_states", topic_states)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (StopReplicaRequest, (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.delete_partitions, self.ungrouped_partitions, self.topics, self.topic_states, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -29,6 +30,7 @@ from pykraft.schema.runtime import (
 __all__ = ['StopReplicaPartitionError', 'StopReplicaResponse']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>ih')
 _F1: Final = struct.Struct('>h')
@@ -55,6 +57,18 @@ class StopReplicaPartitionError:
     error_code: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.partition_index = partition_index  # type: ignore[misc]
+            self.error_code = error_code  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "partition_index", partition_index)
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (StopReplicaPartitionError, (self.topic_name, self.partition_index, self.error_code, self.unknown_tagged_fields,))
 
@@ -76,6 +90,16 @@ class StopReplicaResponse(_StopReplicaResponseConstants):
     # The responses for each partition.
     partition_errors: tuple[StopReplicaPartitionError, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, error_code: int = 0, partition_errors: tuple[StopReplicaPartitionError, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.error_code = error_code  # type: ignore[misc]
+            self.partition_errors = partition_errors  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "partition_errors", partition_errors)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (StopReplicaResponse, (self.error_code, self.partition_errors, self.unknown_tagged_fields,))

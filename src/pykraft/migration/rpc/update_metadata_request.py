@@ -18,6 +18,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -36,6 +37,7 @@ from pykraft.schema.runtime import (
 __all__ = ['UpdateMetadataBroker', 'UpdateMetadataEndpoint', 'UpdateMetadataPartitionState', 'UpdateMetadataRequest', 'UpdateMetadataTopicState']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>iiii')
 _F1: Final = struct.Struct('>i')
@@ -80,6 +82,30 @@ class UpdateMetadataPartitionState:
     offline_replicas: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: tuple[int, ...] = (), zk_version: int = 0, replicas: tuple[int, ...] = (), offline_replicas: tuple[int, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.partition_index = partition_index  # type: ignore[misc]
+            self.controller_epoch = controller_epoch  # type: ignore[misc]
+            self.leader = leader  # type: ignore[misc]
+            self.leader_epoch = leader_epoch  # type: ignore[misc]
+            self.isr = isr  # type: ignore[misc]
+            self.zk_version = zk_version  # type: ignore[misc]
+            self.replicas = replicas  # type: ignore[misc]
+            self.offline_replicas = offline_replicas  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "partition_index", partition_index)
+            object.__setattr__(self, "controller_epoch", controller_epoch)
+            object.__setattr__(self, "leader", leader)
+            object.__setattr__(self, "leader_epoch", leader_epoch)
+            object.__setattr__(self, "isr", isr)
+            object.__setattr__(self, "zk_version", zk_version)
+            object.__setattr__(self, "replicas", replicas)
+            object.__setattr__(self, "offline_replicas", offline_replicas)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UpdateMetadataPartitionState, (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.zk_version, self.replicas, self.offline_replicas, self.unknown_tagged_fields,))
 
@@ -93,6 +119,18 @@ class UpdateMetadataTopicState:
     # The partition that we would like to update.
     partition_states: tuple[UpdateMetadataPartitionState, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_states: tuple[UpdateMetadataPartitionState, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.topic_name = topic_name  # type: ignore[misc]
+            self.topic_id = topic_id  # type: ignore[misc]
+            self.partition_states = partition_states  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "topic_name", topic_name)
+            object.__setattr__(self, "topic_id", topic_id)
+            object.__setattr__(self, "partition_states", partition_states)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UpdateMetadataTopicState, (self.topic_name, self.topic_id, self.partition_states, self.unknown_tagged_fields,))
@@ -109,6 +147,20 @@ class UpdateMetadataEndpoint:
     # The security protocol type.
     security_protocol: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, port: int = 0, host: str = '', listener: str = '', security_protocol: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.port = port  # type: ignore[misc]
+            self.host = host  # type: ignore[misc]
+            self.listener = listener  # type: ignore[misc]
+            self.security_protocol = security_protocol  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "port", port)
+            object.__setattr__(self, "host", host)
+            object.__setattr__(self, "listener", listener)
+            object.__setattr__(self, "security_protocol", security_protocol)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UpdateMetadataEndpoint, (self.port, self.host, self.listener, self.security_protocol, self.unknown_tagged_fields,))
@@ -127,6 +179,22 @@ class UpdateMetadataBroker:
     # The rack which this broker belongs to.
     rack: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, id: int = 0, v0_host: str = '', v0_port: int = 0, endpoints: tuple[UpdateMetadataEndpoint, ...] = (), rack: str | None = '', unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.id = id  # type: ignore[misc]
+            self.v0_host = v0_host  # type: ignore[misc]
+            self.v0_port = v0_port  # type: ignore[misc]
+            self.endpoints = endpoints  # type: ignore[misc]
+            self.rack = rack  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "id", id)
+            object.__setattr__(self, "v0_host", v0_host)
+            object.__setattr__(self, "v0_port", v0_port)
+            object.__setattr__(self, "endpoints", endpoints)
+            object.__setattr__(self, "rack", rack)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UpdateMetadataBroker, (self.id, self.v0_host, self.v0_port, self.endpoints, self.rack, self.unknown_tagged_fields,))
@@ -161,6 +229,28 @@ class UpdateMetadataRequest(_UpdateMetadataRequestConstants):
     topic_states: tuple[UpdateMetadataTopicState, ...] = ()
     live_brokers: tuple[UpdateMetadataBroker, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, type: int = 0, controller_epoch: int = 0, broker_epoch: int = -1, ungrouped_partition_states: tuple[UpdateMetadataPartitionState, ...] = (), topic_states: tuple[UpdateMetadataTopicState, ...] = (), live_brokers: tuple[UpdateMetadataBroker, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.controller_id = controller_id  # type: ignore[misc]
+            self.is_k_raft_controller = is_k_raft_controller  # type: ignore[misc]
+            self.type = type  # type: ignore[misc]
+            self.controller_epoch = controller_epoch  # type: ignore[misc]
+            self.broker_epoch = broker_epoch  # type: ignore[misc]
+            self.ungrouped_partition_states = ungrouped_partition_states  # type: ignore[misc]
+            self.topic_states = topic_states  # type: ignore[misc]
+            self.live_brokers = live_brokers  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "controller_id", controller_id)
+            object.__setattr__(self, "is_k_raft_controller", is_k_raft_controller)
+            object.__setattr__(self, "type", type)
+            object.__setattr__(self, "controller_epoch", controller_epoch)
+            object.__setattr__(self, "broker_epoch", broker_epoch)
+            object.__setattr__(self, "ungrouped_partition_states", ungrouped_partition_states)
+            object.__setattr__(self, "topic_states", topic_states)
+            object.__setattr__(self, "live_brokers", live_brokers)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UpdateMetadataRequest, (self.controller_id, self.is_k_raft_controller, self.type, self.controller_epoch, self.broker_epoch, self.ungrouped_partition_states, self.topic_states, self.live_brokers, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_tag_header,
     r_uvarint,
     w_tagged,
@@ -22,6 +23,7 @@ from pykraft.schema.runtime import (
 __all__ = ['UpdateMetadataResponse']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>h')
 
@@ -52,6 +54,14 @@ class UpdateMetadataResponse(_UpdateMetadataResponseConstants):
     # The error code, or 0 if there was no error.
     error_code: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, error_code: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.error_code = error_code  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UpdateMetadataResponse, (self.error_code, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_cstr,
     r_tag_header,
@@ -25,6 +26,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ApiVersionsRequest']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>i')
 
@@ -62,6 +64,20 @@ class ApiVersionsRequest(_ApiVersionsRequestConstants):
     # The node ID the client intends to connect to. Provide both ClusterId and NodeId, if known.
     node_id: int = -1
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, client_software_name: str = '', client_software_version: str = '', cluster_id: str | None = None, node_id: int = -1, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.client_software_name = client_software_name  # type: ignore[misc]
+            self.client_software_version = client_software_version  # type: ignore[misc]
+            self.cluster_id = cluster_id  # type: ignore[misc]
+            self.node_id = node_id  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "client_software_name", client_software_name)
+            object.__setattr__(self, "client_software_version", client_software_version)
+            object.__setattr__(self, "cluster_id", cluster_id)
+            object.__setattr__(self, "node_id", node_id)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ApiVersionsRequest, (self.client_software_name, self.client_software_version, self.cluster_id, self.node_id, self.unknown_tagged_fields,))

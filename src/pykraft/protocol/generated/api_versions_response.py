@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -28,6 +29,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ApiVersion', 'ApiVersionsResponse', 'FinalizedFeatureKey', 'SupportedFeatureKey']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>hhh')
 _F1: Final = struct.Struct('>hh')
@@ -58,6 +60,18 @@ class ApiVersion:
     max_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, api_key: int = 0, min_version: int = 0, max_version: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.api_key = api_key  # type: ignore[misc]
+            self.min_version = min_version  # type: ignore[misc]
+            self.max_version = max_version  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "api_key", api_key)
+            object.__setattr__(self, "min_version", min_version)
+            object.__setattr__(self, "max_version", max_version)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ApiVersion, (self.api_key, self.min_version, self.max_version, self.unknown_tagged_fields,))
 
@@ -72,6 +86,18 @@ class SupportedFeatureKey:
     max_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, name: str = '', min_version: int = 0, max_version: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.min_version = min_version  # type: ignore[misc]
+            self.max_version = max_version  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "min_version", min_version)
+            object.__setattr__(self, "max_version", max_version)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (SupportedFeatureKey, (self.name, self.min_version, self.max_version, self.unknown_tagged_fields,))
 
@@ -85,6 +111,18 @@ class FinalizedFeatureKey:
     # The cluster-wide finalized min version level for the feature.
     min_version_level: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', max_version_level: int = 0, min_version_level: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.max_version_level = max_version_level  # type: ignore[misc]
+            self.min_version_level = min_version_level  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "max_version_level", max_version_level)
+            object.__setattr__(self, "min_version_level", min_version_level)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (FinalizedFeatureKey, (self.name, self.max_version_level, self.min_version_level, self.unknown_tagged_fields,))
@@ -121,6 +159,26 @@ class ApiVersionsResponse(_ApiVersionsResponseConstants):
     # Set by a KRaft controller if the required configurations for ZK migration are present.
     zk_migration_ready: bool = False
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, error_code: int = 0, api_keys: tuple[ApiVersion, ...] = (), throttle_time_ms: int = 0, supported_features: tuple[SupportedFeatureKey, ...] = (), finalized_features_epoch: int = -1, finalized_features: tuple[FinalizedFeatureKey, ...] = (), zk_migration_ready: bool = False, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.error_code = error_code  # type: ignore[misc]
+            self.api_keys = api_keys  # type: ignore[misc]
+            self.throttle_time_ms = throttle_time_ms  # type: ignore[misc]
+            self.supported_features = supported_features  # type: ignore[misc]
+            self.finalized_features_epoch = finalized_features_epoch  # type: ignore[misc]
+            self.finalized_features = finalized_features  # type: ignore[misc]
+            self.zk_migration_ready = zk_migration_ready  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "api_keys", api_keys)
+            object.__setattr__(self, "throttle_time_ms", throttle_time_ms)
+            object.__setattr__(self, "supported_features", supported_features)
+            object.__setattr__(self, "finalized_features_epoch", finalized_features_epoch)
+            object.__setattr__(self, "finalized_features", finalized_features)
+            object.__setattr__(self, "zk_migration_ready", zk_migration_ready)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ApiVersionsResponse, (self.error_code, self.api_keys, self.throttle_time_ms, self.supported_features, self.finalized_features_epoch, self.finalized_features, self.zk_migration_ready, self.unknown_tagged_fields,))

@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -29,6 +30,7 @@ from pykraft.schema.runtime import (
 __all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsTopics']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>i')
 
@@ -52,6 +54,16 @@ class ListPartitionReassignmentsTopics:
     partition_indexes: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, name: str = '', partition_indexes: tuple[int, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.partition_indexes = partition_indexes  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "partition_indexes", partition_indexes)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ListPartitionReassignmentsTopics, (self.name, self.partition_indexes, self.unknown_tagged_fields,))
 
@@ -73,6 +85,16 @@ class ListPartitionReassignmentsRequest(_ListPartitionReassignmentsRequestConsta
     # The topics to list partition reassignments for, or null to list everything.
     topics: tuple[ListPartitionReassignmentsTopics, ...] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, timeout_ms: int = 60000, topics: tuple[ListPartitionReassignmentsTopics, ...] | None = None, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.timeout_ms = timeout_ms  # type: ignore[misc]
+            self.topics = topics  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "timeout_ms", timeout_ms)
+            object.__setattr__(self, "topics", topics)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ListPartitionReassignmentsRequest, (self.timeout_ms, self.topics, self.unknown_tagged_fields,))

@@ -15,6 +15,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -30,6 +31,7 @@ from pykraft.schema.runtime import (
 __all__ = ['CurrentPartitionReassignmentBatch', 'CurrentTopicReassignmentBatch', 'ListPartitionReassignmentsResponse', 'OngoingPartitionReassignment', 'OngoingTopicReassignment']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>i')
 _F1: Final = struct.Struct('>ih')
@@ -60,6 +62,22 @@ class OngoingPartitionReassignment:
     final_replicas: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, partition_index: int = 0, replicas: tuple[int, ...] = (), adding_replicas: tuple[int, ...] = (), removing_replicas: tuple[int, ...] = (), final_replicas: tuple[int, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.partition_index = partition_index  # type: ignore[misc]
+            self.replicas = replicas  # type: ignore[misc]
+            self.adding_replicas = adding_replicas  # type: ignore[misc]
+            self.removing_replicas = removing_replicas  # type: ignore[misc]
+            self.final_replicas = final_replicas  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "partition_index", partition_index)
+            object.__setattr__(self, "replicas", replicas)
+            object.__setattr__(self, "adding_replicas", adding_replicas)
+            object.__setattr__(self, "removing_replicas", removing_replicas)
+            object.__setattr__(self, "final_replicas", final_replicas)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (OngoingPartitionReassignment, (self.partition_index, self.replicas, self.adding_replicas, self.removing_replicas, self.final_replicas, self.unknown_tagged_fields,))
 
@@ -71,6 +89,16 @@ class OngoingTopicReassignment:
     # The ongoing reassignments for each partition.
     partitions: tuple[OngoingPartitionReassignment, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', partitions: tuple[OngoingPartitionReassignment, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.partitions = partitions  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "partitions", partitions)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (OngoingTopicReassignment, (self.name, self.partitions, self.unknown_tagged_fields,))
@@ -86,6 +114,18 @@ class CurrentPartitionReassignmentBatch:
     target_brokers: tuple[int, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, partition_id: int = 0, current_brokers: tuple[int, ...] = (), target_brokers: tuple[int, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.partition_id = partition_id  # type: ignore[misc]
+            self.current_brokers = current_brokers  # type: ignore[misc]
+            self.target_brokers = target_brokers  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "partition_id", partition_id)
+            object.__setattr__(self, "current_brokers", current_brokers)
+            object.__setattr__(self, "target_brokers", target_brokers)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (CurrentPartitionReassignmentBatch, (self.partition_id, self.current_brokers, self.target_brokers, self.unknown_tagged_fields,))
 
@@ -97,6 +137,16 @@ class CurrentTopicReassignmentBatch:
     # The current reassignments for each partition.
     partitions: tuple[CurrentPartitionReassignmentBatch, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, name: str = '', partitions: tuple[CurrentPartitionReassignmentBatch, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.partitions = partitions  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "partitions", partitions)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (CurrentTopicReassignmentBatch, (self.name, self.partitions, self.unknown_tagged_fields,))
@@ -126,6 +176,22 @@ class ListPartitionReassignmentsResponse(_ListPartitionReassignmentsResponseCons
     # The currently executed reassignment batch: the step in flight of each partition.
     current_batch: tuple[CurrentTopicReassignmentBatch, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', topics: tuple[OngoingTopicReassignment, ...] = (), current_batch: tuple[CurrentTopicReassignmentBatch, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.throttle_time_ms = throttle_time_ms  # type: ignore[misc]
+            self.error_code = error_code  # type: ignore[misc]
+            self.error_message = error_message  # type: ignore[misc]
+            self.topics = topics  # type: ignore[misc]
+            self.current_batch = current_batch  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "throttle_time_ms", throttle_time_ms)
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "error_message", error_message)
+            object.__setattr__(self, "topics", topics)
+            object.__setattr__(self, "current_batch", current_batch)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (ListPartitionReassignmentsResponse, (self.throttle_time_ms, self.error_code, self.error_message, self.topics, self.current_batch, self.unknown_tagged_fields,))

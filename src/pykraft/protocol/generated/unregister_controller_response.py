@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_cstr,
     r_tag_header,
     r_uvarint,
@@ -24,6 +25,7 @@ from pykraft.schema.runtime import (
 __all__ = ['UnregisterControllerResponse']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>ih')
 
@@ -59,6 +61,18 @@ class UnregisterControllerResponse(_UnregisterControllerResponseConstants):
     # The top-level error message, or `null` if there was no top-level error.
     error_message: str | None = ''
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.throttle_time_ms = throttle_time_ms  # type: ignore[misc]
+            self.error_code = error_code  # type: ignore[misc]
+            self.error_message = error_message  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "throttle_time_ms", throttle_time_ms)
+            object.__setattr__(self, "error_code", error_code)
+            object.__setattr__(self, "error_message", error_message)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (UnregisterControllerResponse, (self.throttle_time_ms, self.error_code, self.error_message, self.unknown_tagged_fields,))

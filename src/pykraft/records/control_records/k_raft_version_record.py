@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_tag_header,
     r_uvarint,
     w_tagged,
@@ -22,6 +23,7 @@ from pykraft.schema.runtime import (
 __all__ = ['KRaftVersionRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>hh')
 
@@ -54,6 +56,16 @@ class KRaftVersionRecord(_KRaftVersionRecordConstants):
     # The kraft protocol version.
     k_raft_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, version: int = 0, k_raft_version: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.version = version  # type: ignore[misc]
+            self.k_raft_version = k_raft_version  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "version", version)
+            object.__setattr__(self, "k_raft_version", k_raft_version)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (KRaftVersionRecord, (self.version, self.k_raft_version, self.unknown_tagged_fields,))

@@ -18,6 +18,7 @@ from pykraft.schema.runtime import (
     check_default,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_tag_header,
@@ -29,6 +30,7 @@ from pykraft.schema.runtime import (
 __all__ = ['LeaderChangeMessage', 'Voter']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>i')
 _F1: Final = struct.Struct('>i16s')
@@ -53,6 +55,16 @@ class Voter:
     # The directory id of the voter.
     voter_directory_id: uuid.UUID = ZERO_UUID
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.voter_id = voter_id  # type: ignore[misc]
+            self.voter_directory_id = voter_directory_id  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "voter_id", voter_id)
+            object.__setattr__(self, "voter_directory_id", voter_directory_id)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (Voter, (self.voter_id, self.voter_directory_id, self.unknown_tagged_fields,))
@@ -79,6 +91,20 @@ class LeaderChangeMessage(_LeaderChangeMessageConstants):
     # The voters who voted for the leader at the time of election.
     granting_voters: tuple[Voter, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, version: int = 0, leader_id: int = 0, voters: tuple[Voter, ...] = (), granting_voters: tuple[Voter, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.version = version  # type: ignore[misc]
+            self.leader_id = leader_id  # type: ignore[misc]
+            self.voters = voters  # type: ignore[misc]
+            self.granting_voters = granting_voters  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "version", version)
+            object.__setattr__(self, "leader_id", leader_id)
+            object.__setattr__(self, "voters", voters)
+            object.__setattr__(self, "granting_voters", granting_voters)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (LeaderChangeMessage, (self.version, self.leader_id, self.voters, self.granting_voters, self.unknown_tagged_fields,))

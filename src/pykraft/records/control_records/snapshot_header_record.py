@@ -14,6 +14,7 @@ from pykraft.schema.runtime import (
     UnsupportedVersionError,
     encode_with,
     guard,
+    is_compiled,
     r_tag_header,
     r_uvarint,
     w_tagged,
@@ -22,6 +23,7 @@ from pykraft.schema.runtime import (
 __all__ = ['SnapshotHeaderRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>hq')
 
@@ -54,6 +56,16 @@ class SnapshotHeaderRecord(_SnapshotHeaderRecordConstants):
     # The append time of the last record from the log contained in this snapshot.
     last_contained_log_timestamp: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, version: int = 0, last_contained_log_timestamp: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.version = version  # type: ignore[misc]
+            self.last_contained_log_timestamp = last_contained_log_timestamp  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "version", version)
+            object.__setattr__(self, "last_contained_log_timestamp", last_contained_log_timestamp)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (SnapshotHeaderRecord, (self.version, self.last_contained_log_timestamp, self.unknown_tagged_fields,))

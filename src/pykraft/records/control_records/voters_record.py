@@ -17,6 +17,7 @@ from pykraft.schema.runtime import (
     as_uuid,
     encode_with,
     guard,
+    is_compiled,
     nonnull,
     r_array,
     r_cstr,
@@ -30,6 +31,7 @@ from pykraft.schema.runtime import (
 __all__ = ['Endpoint', 'KRaftVersionFeature', 'Voter', 'VotersRecord']
 
 _T = TypeVar("_T")
+_COMPILED: Final = is_compiled(__file__)
 
 _F0: Final = struct.Struct('>H')
 _F1: Final = struct.Struct('>hh')
@@ -58,6 +60,18 @@ class Endpoint:
     port: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.name = name  # type: ignore[misc]
+            self.host = host  # type: ignore[misc]
+            self.port = port  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "host", host)
+            object.__setattr__(self, "port", port)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (Endpoint, (self.name, self.host, self.port, self.unknown_tagged_fields,))
 
@@ -69,6 +83,16 @@ class KRaftVersionFeature:
     # The maximum supported KRaft protocol version.
     max_supported_version: int = 0
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.min_supported_version = min_supported_version  # type: ignore[misc]
+            self.max_supported_version = max_supported_version  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "min_supported_version", min_supported_version)
+            object.__setattr__(self, "max_supported_version", max_supported_version)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (KRaftVersionFeature, (self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,))
@@ -85,6 +109,20 @@ class Voter:
     # The range of versions of the protocol that the replica supports.
     k_raft_version_feature: KRaftVersionFeature = KRaftVersionFeature()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, endpoints: tuple[Endpoint, ...] = (), k_raft_version_feature: KRaftVersionFeature = KRaftVersionFeature(), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.voter_id = voter_id  # type: ignore[misc]
+            self.voter_directory_id = voter_directory_id  # type: ignore[misc]
+            self.endpoints = endpoints  # type: ignore[misc]
+            self.k_raft_version_feature = k_raft_version_feature  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "voter_id", voter_id)
+            object.__setattr__(self, "voter_directory_id", voter_directory_id)
+            object.__setattr__(self, "endpoints", endpoints)
+            object.__setattr__(self, "k_raft_version_feature", k_raft_version_feature)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (Voter, (self.voter_id, self.voter_directory_id, self.endpoints, self.k_raft_version_feature, self.unknown_tagged_fields,))
@@ -107,6 +145,16 @@ class VotersRecord(_VotersRecordConstants):
     # The set of voters in the quorum for this epoch.
     voters: tuple[Voter, ...] = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+    def __init__(self, version: int = 0, voters: tuple[Voter, ...] = (), unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()) -> None:
+        if _COMPILED:
+            self.version = version  # type: ignore[misc]
+            self.voters = voters  # type: ignore[misc]
+            self.unknown_tagged_fields = unknown_tagged_fields  # type: ignore[misc]
+        else:
+            object.__setattr__(self, "version", version)
+            object.__setattr__(self, "voters", voters)
+            object.__setattr__(self, "unknown_tagged_fields", unknown_tagged_fields)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (VotersRecord, (self.version, self.voters, self.unknown_tagged_fields,))
