@@ -81,17 +81,23 @@ SERVER_JVM: Final = ("-Xms128m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis
 # Servers that live seconds to minutes and move little data (the test suite's): the quick
 # compiler only and the serial collector, as the tools; the optimizing compiler's threads
 # cost more CPU than they win back there, and a 2-core machine runs several such JVMs.
-# A tool's JVM maps a class-data-sharing archive of the classes that tool loads (the JDK's
-# dynamic CDS, JDK 13+) instead of reading and verifying them from the jars: the first run of
-# each tool of a distribution writes the archive as it exits (-XX:ArchiveClassesAtExit),
-# later runs map it (-XX:SharedArchiveFile). `kafka-storage format` here: 0.75 -> 0.40 s; the
-# interop tests run Kafka's tools hundreds of times (70 in test_kafka_cluster alone, 131 s of
-# its 199). The archive's name carries a digest of all it depends on (the java binary, the
-# JVM options, the classpath, the main class), so a stale one is never offered; a JVM that
-# cannot use one runs without it, silently (-Xlog:cds*=off: the tools' output stays theirs).
-# ``PYKRAFT_KAFKA_CDS=0`` turns the archives off.
+# A JVM maps a class-data-sharing archive of the classes its program loads (the JDK's dynamic
+# CDS, JDK 13+) instead of reading and verifying them from the jars: the first run of a
+# program writes the archive as it exits (-XX:ArchiveClassesAtExit), later runs map it
+# (-XX:SharedArchiveFile). Measured here: `kafka-storage format` 0.75 -> 0.40 s, a combined
+# Kafka 4.4.0 server to "Kafka Server started" 1.8-2.2 -> 0.9-1.1 s. The interop tests run
+# Kafka's tools hundreds of times (70 in test_kafka_cluster alone, 131 s of its 199) and
+# start a hundred-odd servers. An archive's name carries a digest of all it depends on (the
+# java binary, the JVM options, the classpath, the main class), so a stale one is never
+# offered; a JVM that cannot use one runs without it, silently (-Xlog:cds*=off: the tools'
+# output stays theirs). ``PYKRAFT_KAFKA_CDS``: "tools" (the default: tools only, so that
+# benchmarks time Kafka's servers as Kafka starts them), "all" (the test suite: servers
+# too), "0" (none).
 CDS_ENV: Final = "PYKRAFT_KAFKA_CDS"
 CDS_QUIET: Final = "-Xlog:cds*=off"
+# Exit codes after which a server's archive is whole: its own exit, or SIGTERM's shutdown
+# (143). After a SIGKILL the archive may be cut short and is dropped.
+_CLEAN_EXITS: Final = frozenset({0, 130, 143})
 QUICK_SERVER_JVM: Final = ("-Xms64m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SERVER_JVM_ENV: Final = "PYKRAFT_KAFKA_SERVER_JVM"
 COMMON_JVM: Final = ("-Djava.awt.headless=true", "-Dfile.encoding=UTF-8")
@@ -219,18 +225,34 @@ class KafkaDist:
             return moved[1]
         return KAFKA_MAIN.get(main, main)
 
-    def tool_archive(self, main: str) -> Path | None:
-        """The class-data-sharing archive of tool ``main``'s JVM (``CDS_ENV``), or None when
-        archives are off or there is no ``java``."""
+    def archive(self, main: str, jvm: Sequence[str], *, server: bool = False) -> Path | None:
+        """The class-data-sharing archive of ``main`` run with ``jvm`` (``CDS_ENV``), or None
+        when archives are off for it or there is no ``java``."""
         java = shutil.which("java")
-        if os.environ.get(CDS_ENV) == "0" or java is None:
+        mode = os.environ.get(CDS_ENV, "tools")
+        if java is None or mode == "0" or (server and mode != "all"):
             return None
         binary = os.path.realpath(java)
         main_class = self.main_class(main)
-        parts = (binary, str(os.stat(binary).st_mtime_ns), *TOOL_JVM, self.classpath, main_class)
+        parts = (binary, str(os.stat(binary).st_mtime_ns), *jvm, self.classpath, main_class)
         digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
         name = f"{self.name}-{main_class.rsplit('.', 1)[-1]}-{digest}.jsa"
         return repo_root() / ".cache" / "cds" / name
+
+    @staticmethod
+    def _cds(archive: Path | None) -> tuple[tuple[str, ...], Path | None]:
+        """(JVM options, the file being written or None) for ``archive``: map it when it
+        exists, else write it at exit under a name of this writer's own (two first runs of
+        a program may overlap)."""
+        if archive is None:
+            return (), None
+        if archive.is_file():
+            return (f"-XX:SharedArchiveFile={archive}", CDS_QUIET), None
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        part = archive.with_suffix(
+            f".{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}.part"
+        )
+        return (f"-XX:ArchiveClassesAtExit={part}", CDS_QUIET), part
 
     def run(
         self,
@@ -243,16 +265,8 @@ class KafkaDist:
         """Run a tool to completion; with ``check`` a non-zero exit raises ``KafkaError``
         carrying the tool's output. Its JVM starts from the tool's class-data-sharing archive,
         or writes it (``CDS_ENV``)."""
-        archive = self.tool_archive(main)
-        dumping: Path | None = None
-        cds: tuple[str, ...] = ()
-        if archive is not None and archive.is_file():
-            cds = (f"-XX:SharedArchiveFile={archive}", CDS_QUIET)
-        elif archive is not None:
-            archive.parent.mkdir(parents=True, exist_ok=True)
-            # A name of its own per writer: two first runs of a tool may overlap.
-            dumping = archive.with_suffix(f".{os.getpid()}-{threading.get_ident()}.part")
-            cds = (f"-XX:ArchiveClassesAtExit={dumping}", CDS_QUIET)
+        archive = self.archive(main, TOOL_JVM)
+        cds, dumping = self._cds(archive)
         try:
             result = subprocess.run(
                 self.command(main, args, jvm=(*TOOL_JVM, *cds)),
@@ -282,9 +296,16 @@ class KafkaDist:
         env: Mapping[str, str] | None = None,
     ) -> KafkaProcess:
         """Start a long-lived process; its stdout and stderr are appended to ``log``.
-        Without ``jvm``: ``server_jvm()``."""
-        argv = self.command(main, args, jvm=server_jvm() if jvm is None else jvm, server=True)
-        return KafkaProcess.spawn(argv, log=log, env=env)
+        Without ``jvm``: ``server_jvm()``. With ``CDS_ENV`` "all" its JVM maps the program's
+        class-data-sharing archive, or writes it when it exits cleanly."""
+        options = server_jvm() if jvm is None else tuple(jvm)
+        archive = self.archive(main, options, server=True)
+        cds, dumping = self._cds(archive)
+        argv = self.command(main, args, jvm=(*options, *cds), server=True)
+        process = KafkaProcess.spawn(argv, log=log, env=env)
+        if dumping is not None and archive is not None:
+            _publish_at_exit(process.popen, dumping, archive)
+        return process
 
     def format_storage(
         self,
@@ -296,6 +317,22 @@ class KafkaDist:
         return self.run(
             "storage", "format", "--config", str(config), "--cluster-id", cluster_id, *flags
         )
+
+
+def _publish_at_exit(popen: subprocess.Popen[bytes], part: Path, archive: Path) -> None:
+    """Once ``popen`` has exited (however it is stopped: the callers keep their own ways),
+    its class-data-sharing archive is put in place if it exited cleanly, else dropped."""
+
+    def watch() -> None:
+        while popen.poll() is None:
+            time.sleep(0.5)
+        try:
+            if popen.returncode in _CLEAN_EXITS and part.is_file() and part.stat().st_size:
+                os.replace(part, archive)
+        finally:
+            part.unlink(missing_ok=True)
+
+    threading.Thread(target=watch, name="cds-archive", daemon=True).start()
 
 
 class KafkaProcess:
