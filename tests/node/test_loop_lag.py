@@ -5,6 +5,11 @@ does not."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
 import time
 
 from pykraft.node.loop_lag import LoopLag
@@ -37,3 +42,50 @@ def test_the_window_keeps_the_largest_recent_lag() -> None:
     assert lag.max_ms(now=65) == 80  # the 500 ms stall left the window
     assert lag.max_ms(now=95) == 0.0
     assert lag.max_ever_ms == 500
+
+
+# A child that pins itself and two busy processes to one core, then lowers its own priority:
+# busy in 5 ms steps (as when a snapshot loads in slices), its loop's timer runs late mostly
+# because its thread waits for the core.
+_STARVED = r"""
+import asyncio, json, os, subprocess, sys, time
+from pykraft.node.loop_lag import LoopLag
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+spin = "import time\nend = time.monotonic() + 5\nwhile time.monotonic() < end: pass"
+busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+os.nice(19)  # after the spawn: the busy ones keep the normal priority
+
+async def work(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        step = time.thread_time() + 0.005
+        while time.thread_time() < step:
+            pass
+        await asyncio.sleep(0)
+
+async def main():
+    lag = LoopLag()
+    lag.start(asyncio.get_running_loop())
+    await asyncio.sleep(0.1)
+    time.sleep(0.2)  # held by the node itself, whatever the core
+    await work(2.0)
+    lag.stop()
+    return lag
+
+lag = asyncio.run(main())
+for p in busy:
+    p.kill()
+print(json.dumps({"lag": lag.lag.max_ever, "held": lag.held.max_ever}))
+"""
+
+
+def test_waiting_for_a_core_is_not_counted_as_held() -> None:
+    assert os.path.exists(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+    out = subprocess.run(
+        [sys.executable, "-c", _STARVED], capture_output=True, text=True, timeout=60, check=True
+    )
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    # The 200 ms sleep is held whatever the scheduler does; the starved loop ran far later
+    # than that at some point, and that wait for the core is not the node's.
+    assert figures["held"] >= 150, figures
+    assert figures["lag"] > figures["held"] + 100, figures

@@ -101,6 +101,9 @@ def test_metrics_endpoint(quorum: list[Proc]) -> None:
     # The loop-lag sampler runs (node/loop_lag.py): the window's longest is the longest ever
     # at most.
     assert 0 <= m["pykraft_event_loop_lag_max_ms"] <= m["pykraft_event_loop_lag_max_ever_ms"]
+    # What the node held of it is no more than the lag (the wait for a core taken out).
+    assert 0 <= m["pykraft_event_loop_held_max_ms"] <= m["pykraft_event_loop_held_max_ever_ms"]
+    assert m["pykraft_event_loop_held_max_ever_ms"] <= m["pykraft_event_loop_lag_max_ever_ms"]
     # The controller froze its image out of full collections once it had replayed the log
     # (these controllers start without a snapshot, so only the catch-up does it).
     caught_up = re.search(

@@ -14,6 +14,14 @@ minute's longest, as Kafka's ``-max`` metrics over their window) and
 ``pykraft_event_loop_lag_max_ever_ms``. Beside them ``pykraft_gc_frozen_objects``: a full
 collection walks every object the collector tracks, and the controller keeps its image out of
 its reach once loaded (``gc.freeze``), which this shows.
+
+A late timer is not always the node's doing: on a machine with fewer cores than busy processes
+the loop's thread waits for a core too. Linux counts that wait per thread (the second field of
+``/proc/self/task/<tid>/schedstat``, time runnable but not running), so each sample also reads
+it and subtracts what the interval spent waiting for a core: ``pykraft_event_loop_held_max_ms``
+and ``..._held_max_ever_ms`` are the lag the node caused (its callbacks, the collector, a
+blocking call, another of its threads holding the GIL). Where the kernel does not keep the
+counter the held figures are the lag itself.
 """
 
 from __future__ import annotations
@@ -22,10 +30,12 @@ import asyncio
 import collections
 import gc
 import logging
+import os
+import threading
 import time
 from typing import Final
 
-__all__ = ["LoopLag"]
+__all__ = ["LoopLag", "WindowMax"]
 
 INTERVAL_S: Final = 0.01
 WINDOW_S: Final = 60.0
@@ -35,26 +45,72 @@ WARN_MS: Final = 1000.0  # a stall this long gets a log line (a fetch timeout is
 log = logging.getLogger("pykraft.node")
 
 
+class WindowMax:
+    """The largest value noted in the last ``window_s`` seconds, and since the start."""
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self.max_ever = 0.0
+        # (time, value) of each value larger than every later one in the window: the window's
+        # maximum is the first entry (a monotonic deque).
+        self._peaks: collections.deque[tuple[float, float]] = collections.deque()
+
+    def note(self, value: float, at: float) -> None:
+        value = max(0.0, value)
+        self.max_ever = max(self.max_ever, value)
+        peaks = self._peaks
+        while peaks and peaks[-1][1] <= value:
+            peaks.pop()
+        peaks.append((at, value))
+
+    def max(self, now: float) -> float:
+        peaks = self._peaks
+        while peaks and peaks[0][0] < now - self.window_s:
+            peaks.popleft()
+        return peaks[0][1] if peaks else 0.0
+
+
 class LoopLag:
     def __init__(self, interval_s: float = INTERVAL_S, window_s: float = WINDOW_S) -> None:
         self.interval_s = interval_s
-        self.window_s = window_s
-        self.max_ever_ms = 0.0
-        # (time, lag ms) of each lag larger than every later one in the window: the window's
-        # maximum is the first entry (a monotonic deque).
-        self._peaks: collections.deque[tuple[float, float]] = collections.deque()
+        self.lag = WindowMax(window_s)  # how late the timer ran, ms
+        self.held = WindowMax(window_s)  # the same less the thread's wait for a core, ms
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._due = 0.0
+        self._schedstat: int | None = None  # the loop thread's /proc schedstat, kept open
+        self._waited_ns = 0
+
+    @property
+    def max_ever_ms(self) -> float:
+        return self.lag.max_ever
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        try:
+            self._schedstat = os.open(path, os.O_RDONLY)
+        except OSError:
+            self._schedstat = None
+        self._waited_ns = self._runqueue_ns() or 0
         self._arm(loop.time())
 
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        if self._schedstat is not None:
+            os.close(self._schedstat)
+            self._schedstat = None
+
+    def _runqueue_ns(self) -> int | None:
+        """How long the loop's thread has waited for a core since it started (None: unknown)."""
+        if self._schedstat is None:
+            return None
+        try:
+            return int(os.pread(self._schedstat, 96, 0).split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
 
     def _arm(self, now: float) -> None:
         assert self._loop is not None
@@ -65,39 +121,50 @@ class LoopLag:
         assert self._loop is not None
         now = self._loop.time()
         lag_ms = (now - self._due) * 1000
-        if lag_ms >= WARN_MS:
-            log.warning("the event loop was held for %.0f ms", lag_ms)
-        self.note(lag_ms, time.monotonic())
+        waited_ns = self._runqueue_ns()
+        held_ms = lag_ms
+        if waited_ns is not None:
+            held_ms -= (waited_ns - self._waited_ns) / 1e6
+            self._waited_ns = waited_ns
+        if held_ms >= WARN_MS:
+            log.warning("the event loop was held for %.0f ms", held_ms)
+        self.note(lag_ms, time.monotonic(), held_ms)
         self._arm(now)
 
-    def note(self, lag_ms: float, at: float) -> None:
-        """One sample: ``lag_ms`` late at monotonic time ``at``."""
-        lag_ms = max(0.0, lag_ms)
-        self.max_ever_ms = max(self.max_ever_ms, lag_ms)
-        peaks = self._peaks
-        while peaks and peaks[-1][1] <= lag_ms:
-            peaks.pop()
-        peaks.append((at, lag_ms))
+    def note(self, lag_ms: float, at: float, held_ms: float | None = None) -> None:
+        """One sample: ``lag_ms`` late at monotonic time ``at``, ``held_ms`` of it the node's
+        own (all of it if not given)."""
+        self.lag.note(lag_ms, at)
+        self.held.note(lag_ms if held_ms is None else held_ms, at)
 
     def max_ms(self, now: float | None = None) -> float:
         """The longest lag in the last window."""
-        now = time.monotonic() if now is None else now
-        peaks = self._peaks
-        while peaks and peaks[0][0] < now - self.window_s:
-            peaks.popleft()
-        return peaks[0][1] if peaks else 0.0
+        return self.lag.max(time.monotonic() if now is None else now)
 
     def metrics(self) -> list[tuple[str, str, float]]:
+        now = time.monotonic()
         return [
             (
                 PREFIX + "lag_max_ms",
-                "the longest a 10 ms timer ran late in the last minute: the loop held (ms)",
-                self.max_ms(),
+                "the longest a 10 ms timer ran late in the last minute (ms)",
+                self.lag.max(now),
             ),
             (
                 PREFIX + "lag_max_ever_ms",
                 "the longest a 10 ms timer ran late since the node started (ms)",
-                self.max_ever_ms,
+                self.lag.max_ever,
+            ),
+            (
+                PREFIX + "held_max_ms",
+                "the longest lag in the last minute less the time the loop's thread waited for "
+                "a core: the loop held by the node (ms)",
+                self.held.max(now),
+            ),
+            (
+                PREFIX + "held_max_ever_ms",
+                "the longest lag since the node started less the time the loop's thread waited "
+                "for a core (ms)",
+                self.held.max_ever,
             ),
             (
                 "pykraft_gc_frozen_objects",
