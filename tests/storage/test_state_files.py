@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import uuid
 from pathlib import Path
 
@@ -240,3 +242,48 @@ def test_a_snapshot_written_in_chunks_is_checked_as_it_arrives(
             with pytest.raises(CorruptSnapshotError):
                 writer.freeze()
             assert store.latest() is None and not writer.part_path.exists()
+
+
+def test_appends_leave_the_file_to_the_snapshot_io_thread(tmp_path: Path) -> None:
+    """The caller (a node's event loop) never writes the file: with the ``snapshot-io``
+    thread held, appends return and nothing is on disk yet; ``make_durable`` waits for every
+    queued write, in order. An abort queues its close and unlink behind the writes."""
+    make_snapshot(tmp_path / "src")
+    data = (tmp_path / "src" / "00000000000000000120-0000000004.checkpoint").read_bytes()
+    store = FileSnapshotStore.open(tmp_path / "dst")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        held.set()
+        release.wait(10)
+
+    snapshots_module._io_executor().submit(hold)
+    assert held.wait(10)
+    writer = store.create(SID)
+    dropped = store.create(OffsetAndEpoch(130, 4))
+    for pos in range(0, len(data), 7):
+        writer.append(memoryview(data)[pos : pos + 7])  # a view: copied before it is queued
+        dropped.append(data[pos : pos + 7])
+    dropped.abort()
+    assert writer.part_path.stat().st_size == 0  # nothing written while the thread is held
+    assert dropped.part_path.exists()
+    release.set()
+    writer.freeze()
+    assert store.latest() == SID and store.path(SID).read_bytes() == data
+    snapshots_module._io_executor().submit(lambda: None).result(10)
+    assert not dropped.part_path.exists()
+
+
+def test_a_failed_write_is_raised_and_the_file_dropped(tmp_path: Path) -> None:
+    store = FileSnapshotStore.open(tmp_path / "store")
+    writer = store.create(SID)
+    # The writer's descriptor made read-only under it: the thread's write fails (EBADF).
+    (tmp_path / "ro").write_bytes(b"")
+    ro = os.open(tmp_path / "ro", os.O_RDONLY)
+    assert writer._fd is not None
+    os.dup2(ro, writer._fd)
+    os.close(ro)
+    writer.append(build_batch(0, 4, [b"x"], TS))
+    with pytest.raises(OSError):
+        writer.make_durable()
+    assert store.latest() is None and not writer.part_path.exists()

@@ -80,6 +80,7 @@ class LoopLag:
         self._due = 0.0
         self._schedstat: int | None = None  # the loop thread's /proc schedstat, kept open
         self._waited_ns = 0
+        self._ran_ns = 0
 
     @property
     def max_ever_ms(self) -> float:
@@ -92,7 +93,7 @@ class LoopLag:
             self._schedstat = os.open(path, os.O_RDONLY)
         except OSError:
             self._schedstat = None
-        self._waited_ns = self._runqueue_ns() or 0
+        self._ran_ns, self._waited_ns = self._schedstat_ns() or (0, 0)
         self._arm(loop.time())
 
     def stop(self) -> None:
@@ -103,13 +104,15 @@ class LoopLag:
             os.close(self._schedstat)
             self._schedstat = None
 
-    def _runqueue_ns(self) -> int | None:
-        """How long the loop's thread has waited for a core since it started (None: unknown)."""
+    def _schedstat_ns(self) -> tuple[int, int] | None:
+        """How long the loop's thread has run on a core and waited for one since it started
+        (None: unknown)."""
         if self._schedstat is None:
             return None
         try:
-            return int(os.pread(self._schedstat, 96, 0).split()[1])
-        except (OSError, IndexError, ValueError):
+            ran, waited = os.pread(self._schedstat, 96, 0).split()[:2]
+            return int(ran), int(waited)
+        except (OSError, ValueError):
             return None
 
     def _arm(self, now: float) -> None:
@@ -121,13 +124,17 @@ class LoopLag:
         assert self._loop is not None
         now = self._loop.time()
         lag_ms = (now - self._due) * 1000
-        waited_ns = self._runqueue_ns()
+        stat = self._schedstat_ns()
         held_ms = lag_ms
-        if waited_ns is not None:
-            held_ms -= (waited_ns - self._waited_ns) / 1e6
-            self._waited_ns = waited_ns
+        ran_ms = float("nan")
+        if stat is not None:
+            held_ms -= (stat[1] - self._waited_ns) / 1e6
+            ran_ms = (stat[0] - self._ran_ns) / 1e6
+            self._ran_ns, self._waited_ns = stat
         if held_ms >= WARN_MS:
-            log.warning("the event loop was held for %.0f ms", held_ms)
+            log.warning(
+                "the event loop was held for %.0f ms (%.0f ms of it on a core)", held_ms, ran_ms
+            )
         self.note(lag_ms, time.monotonic(), held_ms)
         self._arm(now)
 
