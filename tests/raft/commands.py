@@ -231,6 +231,33 @@ def _flush(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
     return []
 
 
+@command("nodurable")
+def _nodurable(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """nodurable N: N holds a fetched snapshot's durable step until ``durable N``."""
+    c.nodes[nums[0]].autodurable = False
+    return []
+
+
+@command("durable")
+def _durable(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """durable N [refuse]: N's held durable step completes now (``refuse``: make_durable
+    refused the bytes); N performs the next ones at once again."""
+    n = c.nodes[nums[0]]
+    n.autodurable = True
+    writer, n.pending_durable = n.pending_durable, None
+    assert writer is not None, "no fetched snapshot waits to be made durable"
+    c.finish_durable(nums[0], writer, refuse="refuse" in rest)
+    c.drain(nums[0])
+    c.deliver()
+    return []
+
+
+@command("fetches")
+def _fetches(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
+    """fetches N: how many Fetch and FetchSnapshot requests N has sent."""
+    return [f"{nums[0]}: {c.nodes[nums[0]].fetches_sent} fetches sent"]
+
+
 @command("oldpeer")
 def _oldpeer(c: Cluster, rest: list[str], nums: list[int]) -> list[str]:
     """oldpeer N: N predates KIP-996 (answers pre-votes with UNSUPPORTED_VERSION)."""

@@ -32,10 +32,12 @@ from kio.schema.errors import ErrorCode
 from pykraft.raft.config import RaftConfig
 from pykraft.raft.control import voter_entries
 from pykraft.raft.core import RaftCore
+from pykraft.raft.interfaces import Ready, SnapshotWriter
 from pykraft.raft.messages import (
     AnyRequest,
     AnyResponse,
     FetchRequest,
+    FetchSnapshotRequest,
     Inbound,
     Outbound,
     RequestFailed,
@@ -81,6 +83,10 @@ class Node:
     core: RaftCore | None = None
     deadline_ms: int = 0
     autoflush: bool = True
+    # False: a fetched snapshot's durable step waits for the ``durable`` command.
+    autodurable: bool = True
+    pending_durable: SnapshotWriter | None = None
+    fetches_sent: int = 0  # Fetch and FetchSnapshot requests handed out by its Readys
     old_peer: bool = False
     cluster_id: str | None = None
     max_hwm: int = 0
@@ -210,6 +216,7 @@ class Cluster:
         while True:
             ready = core.ready(self.now)
             self.observe(i)
+            self.count_fetches(node, ready)
             for m in ready.messages:
                 self.queue.append((i, m))
             # Held until this node flushes (a "noflush" node keeps them until "flush").
@@ -226,12 +233,50 @@ class Cluster:
                 sid = ready.snapshot_loaded
                 self.out.append(f"{i}: snapshot loaded end={sid.offset} epoch={sid.epoch}")
             node.deadline_ms = ready.next_deadline_ms
+            durable = self.make_fetched_durable(i, ready)
             if ready.must_flush and node.autoflush:
                 node.log.flush()
                 core.on_flushed(self.now)
                 self.release_after_flush(i)
                 continue
+            if durable:
+                continue
             return
+
+    @staticmethod
+    def count_fetches(node: Node, ready: Ready) -> None:
+        for m in (*ready.messages, *ready.messages_after_flush):
+            if isinstance(m.body, FetchRequest | FetchSnapshotRequest):
+                node.fetches_sent += 1
+
+    def make_fetched_durable(self, i: int, ready: Ready) -> bool:
+        """Ready's durable step for a fetched snapshot (the drivers': ``make_durable``, then
+        ``on_snapshot_durable``); True if there was one."""
+        writer = ready.snapshot_to_make_durable
+        node = self.nodes[i]
+        if writer is None or node.core is None:
+            return False
+        if not node.autodurable:
+            node.pending_durable = writer
+            self.out.append(
+                f"{i}: snapshot fetched end={writer.snapshot_id.offset}, not durable yet"
+            )
+            return False
+        self.finish_durable(i, writer, refuse=False)
+        return True
+
+    def finish_durable(self, i: int, writer: SnapshotWriter, *, refuse: bool) -> None:
+        """``make_durable`` (``refuse``: as if it refused the bytes), ``on_snapshot_durable``."""
+        core = self.nodes[i].core
+        assert core is not None
+        try:
+            if refuse:
+                raise ValueError("refused by the test")
+            writer.make_durable()
+            valid = True
+        except ValueError:
+            valid = False
+        core.on_snapshot_durable(writer, valid, self.now)
 
     def take(self, i: int, wanted: Callable[[Outbound], bool]) -> list[Outbound]:
         """Step node ``i``'s Ready outside ``drain``: return the messages ``wanted`` picks,
@@ -241,6 +286,7 @@ class Cluster:
         assert core is not None
         ready = core.ready(self.now)
         self.observe(i)
+        self.count_fetches(node, ready)
         taken: list[Outbound] = []
         for m in ready.messages:
             if wanted(m):
@@ -249,6 +295,7 @@ class Cluster:
                 self.queue.append((i, m))
         node.deadline_ms = ready.next_deadline_ms
         node.after_flush.extend(ready.messages_after_flush)
+        self.make_fetched_durable(i, ready)
         if ready.must_flush:
             node.log.flush()
             core.on_flushed(self.now)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from pykraft.raft.config import RaftConfig
     from pykraft.raft.control import LogHistory
-    from pykraft.raft.interfaces import Ready, ReplicatedLog, SnapshotStore
+    from pykraft.raft.interfaces import Ready, ReplicatedLog, SnapshotStore, SnapshotWriter
     from pykraft.raft.membership import PendingChange
     from pykraft.raft.messages import DescribeQuorumResponse, Inbound, RequestFailed
     from pykraft.raft.reassignment import ReassignmentProgress
@@ -98,6 +98,8 @@ class RaftApi(CoreView, Protocol):
     def scheduled_count(self) -> int: ...
 
     def on_flushed(self, now_ms: int) -> None: ...
+
+    def on_snapshot_durable(self, writer: SnapshotWriter, valid: bool, now_ms: int) -> None: ...
 
     def ready(self, now_ms: int) -> Ready: ...
 

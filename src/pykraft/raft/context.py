@@ -35,7 +35,7 @@ from pykraft.raft.api import CoreView
 
 if TYPE_CHECKING:
     from pykraft.raft.control import ControlState
-    from pykraft.raft.interfaces import RandomSource
+    from pykraft.raft.interfaces import RandomSource, SnapshotWriter
     from pykraft.raft.membership import VoterChanges
     from pykraft.raft.messages import AnyRequest, AnyResponse
     from pykraft.raft.replication import FetchState
@@ -91,6 +91,8 @@ class CoreContext(CoreView, Protocol):
     def appended_fetched(self, batches: bytes, now_ms: int) -> None: ...
 
     def truncated(self, end_offset: int, now_ms: int) -> None: ...
+
+    def snapshot_fetched(self, writer: SnapshotWriter) -> None: ...
 
     def snapshot_installed(self, sid: OffsetAndEpoch, now_ms: int) -> None: ...
 

@@ -38,6 +38,7 @@ from pykraft.raft.interfaces import (
     Ready,
     ReplicatedLog,
     SnapshotStore,
+    SnapshotWriter,
 )
 from pykraft.raft.messages import (
     AnyRequest,
@@ -289,6 +290,12 @@ class RaftCore:
             return
         self._drive(now_ms)
 
+    def on_snapshot_durable(self, writer: SnapshotWriter, valid: bool, now_ms: int) -> None:
+        """The driver made a fetched snapshot durable (``Ready.snapshot_to_make_durable``);
+        ``valid`` False when its ``make_durable`` refused the bytes (it is fetched again)."""
+        replication.snapshot_durable(self, writer, valid, now_ms)
+        self._drive(now_ms)
+
     def create_snapshot(self, end_offset: int, now_ms: int) -> RaftSnapshotWriter:
         """A writer for a snapshot of everything below ``end_offset`` (committed, B11)."""
         log = self.log
@@ -395,6 +402,9 @@ class RaftCore:
         qs.committed_voter = qs.is_observer and self.control.committed_voters(
             self.high_watermark
         ).is_voter(self.local_key)
+
+    def snapshot_fetched(self, writer: SnapshotWriter) -> None:
+        self._outbox.snapshot_to_make_durable = writer
 
     def snapshot_installed(self, sid: OffsetAndEpoch, now_ms: int) -> None:
         self._outbox.snapshot_loaded = sid

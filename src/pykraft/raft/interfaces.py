@@ -185,13 +185,19 @@ class Ready:
        watermark, so it must be durable) and a candidate's Vote requests (its last offset),
        and whatever follows one of them to the same destination (order per destination is
        kept across the two lists).
-    4. ``snapshot_loaded``: the log was reset to this fetched snapshot; the application
+    4. ``snapshot_to_make_durable``: a snapshot fetched from the leader has all its bytes:
+       call its ``make_durable`` (fsync and final check; it touches only its own file, so it
+       may run on another thread, as long as no other input reaches the core meanwhile),
+       then ``RaftCore.on_snapshot_durable(writer, valid, now_ms)`` with ``valid`` False if
+       ``make_durable`` refused the bytes (``ValueError``). The core sends no Fetch until
+       then; the next ``Ready`` reports ``snapshot_loaded``.
+    5. ``snapshot_loaded``: the log was reset to this fetched snapshot; the application
        must reload its state from it before applying later batches.
-    5. ``high_watermark``: when not None, the new high watermark; the application may apply
+    6. ``high_watermark``: when not None, the new high watermark; the application may apply
        every batch below it (read them with ``ReplicatedLog.read``).
-    6. ``leader_change``: tell the application (Kafka's ``handleLeaderChange``).
-    7. ``next_deadline_ms``: call ``poll`` again no later than this.
-    8. ``completed``: admin operations started through ``RaftCore`` methods (``add_voter``,
+    7. ``leader_change``: tell the application (Kafka's ``handleLeaderChange``).
+    8. ``next_deadline_ms``: call ``poll`` again no later than this.
+    9. ``completed``: admin operations started through ``RaftCore`` methods (``add_voter``,
        ``remove_voter``, ``update_kraft_version``, ``set_target_voters``) that finished; each
        is reported once, after the change it made committed (or with its error).
 
@@ -204,6 +210,7 @@ class Ready:
     messages: Sequence[Outbound] = field(default_factory=list)
     messages_after_flush: Sequence[Outbound] = field(default_factory=list)
     snapshot_loaded: OffsetAndEpoch | None = None
+    snapshot_to_make_durable: SnapshotWriter | None = None
     high_watermark: int | None = None
     leader_change: LeaderAndEpoch | None = None
     next_deadline_ms: int = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from pykraft.raft.interfaces import LeaderAndEpoch, Ready
+from pykraft.raft.interfaces import LeaderAndEpoch, Ready, SnapshotWriter
 from pykraft.raft.messages import FetchRequest, Outbound, VoteRequest
 from pykraft.raft.roles import Leader
 from pykraft.raft.types import OffsetAndEpoch
@@ -79,7 +79,7 @@ class IdleReady(Ready):
         # Through Ready's own initializer (mypyc's compiled classes refuse object.__setattr__
         # from outside), then sealed.
         self.sealed = False
-        Ready.__init__(self, False, (), (), None, None, None, next_deadline_ms, ())
+        Ready.__init__(self, False, (), (), None, None, None, None, next_deadline_ms, ())
         self.sealed = True
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -96,13 +96,22 @@ class Outbox:
     flushed, whether the high watermark moved, a snapshot installed; and what was last
     handed out (the leader the application was told of, the shared idle ``Ready``)."""
 
-    __slots__ = ("hwm_dirty", "idle", "messages", "must_flush", "notified", "snapshot_loaded")
+    __slots__ = (
+        "hwm_dirty",
+        "idle",
+        "messages",
+        "must_flush",
+        "notified",
+        "snapshot_loaded",
+        "snapshot_to_make_durable",
+    )
 
     def __init__(self) -> None:
         self.messages: list[Outbound] = []
         self.must_flush = False
         self.hwm_dirty = False
         self.snapshot_loaded: OffsetAndEpoch | None = None
+        self.snapshot_to_make_durable: SnapshotWriter | None = None
         self.notified: LeaderAndEpoch | None = None
         self.idle = IdleReady(-1)  # the last idle Ready handed out (-1: none yet)
 
@@ -123,6 +132,7 @@ class Outbox:
             or changes.completed
             or leader_change is not None
             or self.snapshot_loaded is not None
+            or self.snapshot_to_make_durable is not None
         ):
             idle = self.idle
             if idle.next_deadline_ms != deadline:
@@ -136,6 +146,7 @@ class Outbox:
             messages=out,
             messages_after_flush=after_flush,
             snapshot_loaded=self.snapshot_loaded,
+            snapshot_to_make_durable=self.snapshot_to_make_durable,
             high_watermark=core.high_watermark if self.hwm_dirty else None,
             leader_change=leader_change,
             next_deadline_ms=deadline,
@@ -145,6 +156,7 @@ class Outbox:
         self.messages = []
         self.must_flush = self.hwm_dirty = False
         self.snapshot_loaded = None
+        self.snapshot_to_make_durable = None
         return ready
 
     def _leader_change(self, core: CoreContext) -> LeaderAndEpoch | None:

@@ -51,11 +51,15 @@ class ParkedFetch:
 
 @dataclass(slots=True)
 class SnapshotFetch:
-    """A follower downloading ``snapshot_id``. Invariant: ``position`` bytes are written."""
+    """A follower downloading ``snapshot_id``. Invariant: ``position`` bytes are written;
+    once ``complete`` (every byte received) no FetchSnapshot is sent: the driver makes the
+    file durable (``Ready.snapshot_to_make_durable``) and calls ``RaftCore.on_snapshot_durable``,
+    which installs it."""
 
     snapshot_id: OffsetAndEpoch
     writer: SnapshotWriter
     position: int = 0
+    complete: bool = False
 
 
 @dataclass(slots=True)
@@ -327,8 +331,11 @@ def bootstrap_id(index: int) -> int:
 def send_fetch(core: CoreContext, role: object, now_ms: int) -> None:
     """Keep exactly one Fetch (or FetchSnapshot) in flight: to the leader when following,
     else to the voters in turn (bootstrap discovery, D8 / KIP-996's Unattached)."""
-    if core.fetch.request_id is not None or core.fetch.retry_at_ms > now_ms:
+    fetch = core.fetch
+    if fetch.request_id is not None or fetch.retry_at_ms > now_ms:
         return
+    if fetch.snapshot is not None and fetch.snapshot.complete:
+        return  # the fetched snapshot is being made durable: the log is reset after it
     local = core.local_key.id
     endpoint: Endpoint | None = None
     if isinstance(role, Follower) and not role.bootstrap_fetching:
@@ -482,9 +489,24 @@ def handle_fetch_snapshot_response(
     sf.position += len(resp.chunk)
     if sf.position < resp.size:
         return
+    # Every byte is here: the fsync (a large snapshot's last dirty pages) is the driver's,
+    # off the event loop; the install follows in ``snapshot_durable``.
+    sf.complete = True
+    core.snapshot_fetched(sf.writer)
+
+
+def snapshot_durable(core: CoreContext, writer: SnapshotWriter, valid: bool, now_ms: int) -> None:
+    """The driver made the fetched snapshot durable (``valid``: its bytes checked out as a
+    snapshot; a refused one is dropped and fetched again): publish it, reset the log to it."""
+    sf = core.fetch.snapshot
+    if sf is None or sf.writer is not writer or not sf.complete:
+        return  # dropped meanwhile (a role change): the driver's work is not wanted
     core.fetch.snapshot = None
+    if not valid:
+        sf.writer.abort()
+        return
     try:
-        sf.writer.freeze()  # validates the batches before publishing (I4)
+        sf.writer.freeze()  # publish: already durable and validated (I4)
     except ValueError:
         sf.writer.abort()
         return

@@ -201,10 +201,11 @@ class SimNode:
 
     def drive(self, now_ms: int, send: Sender, observe: Observe) -> None:
         """Perform the core's pending ``Ready`` in its documented order: send ``messages``
-        -> flush -> ``on_flushed`` -> send ``messages_after_flush`` -> load snapshot ->
-        apply committed -> remember the next deadline (the simulated application ignores
-        ``leader_change``). A flush is an input (``on_flushed``), so it is followed by
-        another ``Ready``.
+        -> flush -> ``on_flushed`` -> send ``messages_after_flush`` -> make a fetched
+        snapshot durable -> ``on_snapshot_durable`` -> load snapshot -> apply committed ->
+        remember the next deadline (the simulated application ignores ``leader_change``).
+        A flush and a durable snapshot are inputs, so each is followed by another
+        ``Ready``.
 
         ``observe`` (the invariant checker) runs before the application applies anything
         and at the end of the event (skipped when only the application ran since the first
@@ -221,6 +222,14 @@ class SimNode:
                 core.on_flushed(now_ms)
             for out in ready.messages_after_flush:
                 send(self, out, now_ms)
+            fetched = ready.snapshot_to_make_durable
+            if fetched is not None:
+                try:
+                    fetched.make_durable()
+                    valid = True
+                except ValueError:
+                    valid = False
+                core.on_snapshot_durable(fetched, valid, now_ms)
             if ready.snapshot_loaded is not None:
                 self.snapshots_installed += 1
                 self.app.load_snapshot(self.snapshots, ready.snapshot_loaded)
@@ -245,13 +254,13 @@ class SimNode:
                 self.on_completed(self, ready.completed)
                 observed = False
             self.deadline_ms = ready.next_deadline_ms
-            if not ready.must_flush:
+            if not ready.must_flush and fetched is None:
                 if self.self_check:
                     core.check_invariants()  # the core's own cheap asserts, once per event
                 if not observed:
                     observe(self, now_ms)
                 return
-        raise AssertionError(f"node {self.id}: Ready still flushing after {READY_ROUNDS_MAX}")
+        raise AssertionError(f"node {self.id}: Ready still pending after {READY_ROUNDS_MAX}")
 
     def _snapshot(self, core: RaftCore, now_ms: int) -> bool:
         """The application snapshots its state at its applied offset (<= the high
