@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 import uuid
 from pathlib import Path
@@ -287,3 +288,19 @@ def test_a_failed_write_is_raised_and_the_file_dropped(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         writer.make_durable()
     assert store.latest() is None and not writer.part_path.exists()
+
+
+def test_a_forked_child_writes_snapshots_with_a_thread_of_its_own(tmp_path: Path) -> None:
+    make_snapshot(tmp_path / "parent")  # the parent's snapshot-io thread is running
+    pid = os.fork()
+    if pid == 0:  # the child: a write must not wait for the parent's thread (not copied)
+        code = 1
+        signal.alarm(20)  # a write that waits forever fails the test instead of hanging it
+        try:
+            make_snapshot(tmp_path / "child")
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert FileSnapshotStore.open(tmp_path / "child").latest() == SID

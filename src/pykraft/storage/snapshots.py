@@ -247,6 +247,16 @@ _io_lock = threading.Lock()
 _io: ThreadPoolExecutor | None = None
 
 
+def _forget_io_in_child() -> None:
+    # A forked child has no copy of the thread: it starts its own when it first writes.
+    global _io, _io_lock
+    _io, _io_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_io_in_child)
+
+
 def _io_executor() -> ThreadPoolExecutor:
     """The one thread that writes every snapshot file of the process (FIFO: a writer's
     appends land in order)."""
