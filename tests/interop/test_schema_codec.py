@@ -50,6 +50,7 @@ def _kio_class(spec: MessageSpec, version: int) -> Any:
 def _load(spec: MessageSpec) -> types.ModuleType:
     name = f"_generated_{snake(spec.name)}"
     module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"  # as a generated source module (schema.runtime.is_compiled)
     sys.modules[name] = module  # dataclasses and hypothesis resolve the module by name
     exec(compile(generate_message(spec, f"{spec.name}.json"), name, "exec"), module.__dict__)
     return module
