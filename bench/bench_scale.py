@@ -350,10 +350,12 @@ def measure(
                 # snapshot (loaded on the side, in slices); the seeded ones loaded theirs at
                 # start, in one go, before serving.
                 await asyncio.sleep(2)
+                # One scrape each, so both figures cover the same samples.
+                scraped = [c.scrape() for c in (empty, *seeded)]
                 for name, key in (("lag", "loop"), ("held", "held")):
                     metric = f"pykraft_event_loop_{name}_max_ever_ms"
-                    row[f"standby_{key}_max_ms"] = round(empty.scrape().get(metric, -1))
-                    row[f"start_{key}_max_ms"] = [round(c.scrape().get(metric, -1)) for c in seeded]
+                    row[f"standby_{key}_max_ms"] = round(scraped[0].get(metric, -1))
+                    row[f"start_{key}_max_ms"] = [round(m.get(metric, -1)) for m in scraped[1:]]
             await asyncio.sleep(5)
             rss = []
             heaps = []
