@@ -6,11 +6,18 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pykraft.cli.main import main
 from pykraft.pipeline import decode
 from pykraft.pipeline.audit import run_audit
-from pykraft.pipeline.ingest import LogDir, one_file_per_task, read_files, run_ingest
+from pykraft.pipeline.ingest import (
+    DECODE_SPLIT_BYTES,
+    LogDir,
+    decode_splits,
+    read_files,
+    run_ingest,
+)
 from pykraft.pipeline.report import run_report
 from pykraft.pipeline.sweep import RUNS, SweepSpec, run_slice, run_sweep
 from pykraft.records import build_batch, iter_batches, read_header
@@ -56,14 +63,27 @@ def ingested(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
-def test_one_task_per_file(spark: SparkSession, tmp_path: Path) -> None:
+def test_decode_tasks_pack_small_files_and_keep_a_large_one_alone(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     diverging_cluster(tmp_path)
     dirs = {n: str(tmp_path / f"node-{n}" / "__cluster_metadata-0") for n in (1, 2, 3)}
-    with one_file_per_task(spark):
-        # Planning only (no job): binaryFile makes no empty partitions, so 10 partitions for
-        # 10 files is one file each.
-        assert read_files(spark, dirs).rdd.getNumPartitions() == 10
-    assert read_files(spark, dirs).rdd.getNumPartitions() < 10  # packed outside the block
+    # A file over the split size (sparse: planning reads only its size, and the job below
+    # selects no content).
+    big = Path(dirs[1]) / "00000000000000009999.log"
+    with big.open("wb") as f:
+        f.truncate(DECODE_SPLIT_BYTES + 1)
+    with decode_splits(spark):
+        files = read_files(spark, dirs).select("path", F.spark_partition_id().alias("task"))
+        tasks: dict[int, list[str]] = {}
+        for row in files.collect():
+            tasks.setdefault(row.task, []).append(row.path)
+    assert sum(len(paths) for paths in tasks.values()) == 11
+    # Each node's small files share at most one task per core (each node's directory is
+    # its own scan), not a task each; the large file is alone in its task.
+    assert len(tasks) <= 1 + 2 * len(dirs)
+    alone = [paths for paths in tasks.values() if any(p.endswith(big.name) for p in paths)]
+    assert alone == [[alone[0][0]]]
 
 
 def test_ingest_tables(spark: SparkSession, ingested: Path) -> None:
