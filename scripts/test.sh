@@ -44,9 +44,13 @@ if [ $# -gt 0 ]; then
     echo "== pytest"; exec python -m pytest -q --durations=20 "$@"
 fi
 # The in-process suites (no JVM, no cluster of processes, no wall-clock bounds that a busy
-# core could break) run on both cores through pytest-xdist, a file per worker at a time; then
-# the suites of real processes, Kafka's JVMs and fault runs, one test at a time, with the
-# machine to themselves. Together they are the whole of tests/.
+# core could break) run on both cores through pytest-xdist, a file per worker at a time. Then
+# the suites of real processes, Kafka's JVMs and Spark, two files at a time as well: most of
+# their time is waiting (a JVM's start, a session timeout, a client's retry), and each
+# worker's clusters listen on ports of their own (tests/conftest.py). Last, one test at a
+# time with the machine to itself, the tests marked ``alone``: wall-clock bounds (the
+# quorum's 150 ms timers, the loop-lag sampler), a million partitions, the fault runs.
+# Together they are the whole of tests/.
 IN_PROCESS=(tests/admin tests/controller tests/protocol tests/raft tests/records tests/schema
             tests/sim tests/storage tests/test_layering.py)
 ignored=()
@@ -54,6 +58,9 @@ for path in "${IN_PROCESS[@]}"; do ignored+=(--ignore "$path"); done
 rc=0
 echo "== pytest: in-process suites, two workers"
 python -m pytest -q --durations=20 -n 2 --dist loadfile "${IN_PROCESS[@]}" || rc=$?
-echo "== pytest: processes, clusters and Kafka"
-python -m pytest -q --durations=0 --durations-min=2 "${ignored[@]}" tests || rc=$?
+echo "== pytest: processes, clusters and Kafka, two workers"
+python -m pytest -q --durations=0 --durations-min=2 -n 2 --dist loadfile -m "not alone" \
+    "${ignored[@]}" tests || rc=$?
+echo "== pytest: alone"
+python -m pytest -q --durations=0 --durations-min=2 -m alone "${ignored[@]}" tests || rc=$?
 exit "$rc"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any  # noqa: E402
 
 import pytest  # noqa: E402
 
+from pykraft.interop.cluster import PORT_RANGE_ENV  # noqa: E402
 from pykraft.interop.kafka import CDS_ENV, QUICK_SERVER_JVM, SERVER_JVM_ENV  # noqa: E402
 
 if TYPE_CHECKING:
@@ -74,6 +75,21 @@ os.environ.setdefault(SERVER_JVM_ENV, " ".join(QUICK_SERVER_JVM))
 # Their JVMs start from class-data-sharing archives too, as the tools' do (interop/kafka.py
 # CDS_ENV): a server to "Kafka Server started" in 0.9-1.1 s instead of 1.8-2.2 s.
 os.environ.setdefault(CDS_ENV, "all")
+
+
+def _ports_of_this_worker() -> str:
+    """``lo-hi``: this test process's share of 14000-31999 (below the kernel's ephemeral
+    ports), one share per pytest-xdist worker and one for a run without workers, so
+    clusters started side by side never pick the same port (``PORT_RANGE_ENV``)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under xdist
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    share = (18_000 // (workers + 1)) if workers else 18_000
+    index = int(worker[2:]) + 1 if worker.startswith("gw") else 0
+    lo = 14_000 + index * share
+    return f"{lo}-{lo + share - 1}"
+
+
+os.environ.setdefault(PORT_RANGE_ENV, _ports_of_this_worker())
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,8 @@ import re
 import signal
 from pathlib import Path
 
+import pytest
+
 from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.sim.standalone import build_cluster
@@ -32,6 +34,9 @@ from pykraft.storage import (
 )
 
 from .procs import Proc, describe_quorum, fmt, free_ports, make_config, wait_for
+
+# A million partitions take GBs and both cores for minutes: CI runs it alone.
+pytestmark = pytest.mark.alone
 
 TOPICS, PER_TOPIC = 10_000, 100
 PARTITION_RECORD = 3  # PartitionRecord's type id (the second byte of its framing)

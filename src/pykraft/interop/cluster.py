@@ -37,14 +37,40 @@ DEFAULT_CLUSTER_ID: Final = "X5SvYNT7TJu0jYq2_o3_vg"
 START_TIMEOUT_S: Final = 120
 
 
+# ``lo-hi``: free_ports picks from these ports instead of asking the kernel. Processes that
+# start clusters side by side (the test suite's workers) each get a range of their own below
+# the kernel's ephemeral range, so a port one of them picked, released and is about to
+# listen on cannot be picked by another, nor taken by a client's connect() meanwhile.
+PORT_RANGE_ENV: Final = "PYKRAFT_PORT_RANGE"
+_PROBES_PER_PORT: Final = 50
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out on 127.0.0.1 now (all held open together, then released)."""
+    """Ports free on 127.0.0.1 now (all held open together, then released): handed out by
+    the kernel, or picked at random in ``PYKRAFT_PORT_RANGE`` when it is set."""
+    import random
     import socket
 
-    sockets = [socket.socket() for _ in range(count)]
+    spec = os.environ.get(PORT_RANGE_ENV, "")
+    candidates = [0] * count  # the kernel's pick
+    if spec:
+        lo, _, hi = spec.partition("-")
+        span = range(int(lo), int(hi) + 1)
+        candidates = random.Random().sample(span, k=min(len(span), count * _PROBES_PER_PORT))
+    sockets: list[socket.socket] = []
     try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
+        for port in candidates:
+            if len(sockets) == count:
+                break
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+        if len(sockets) < count:
+            raise OSError(f"{count} free ports wanted, {len(sockets)} found in {spec}")
         return [s.getsockname()[1] for s in sockets]
     finally:
         for s in sockets:
