@@ -89,7 +89,8 @@ def _ports_of_this_worker() -> str:
     return f"{lo}-{lo + share - 1}"
 
 
-os.environ.setdefault(PORT_RANGE_ENV, _ports_of_this_worker())
+# Assigned, not defaulted: pytest-xdist's workers inherit the main process's environment.
+os.environ[PORT_RANGE_ENV] = _ports_of_this_worker()
 
 
 @pytest.fixture(scope="session")

@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from pathlib import Path
 
 from pykraft.cli.main import build_parser, main
@@ -23,3 +25,30 @@ def test_a_cluster_id_starting_with_a_dash_is_taken_as_the_value(tmp_path: Path)
     assert code == 0
     meta = (tmp_path / "data" / "meta.properties").read_text()
     assert f"cluster.id={cluster_id}" in meta
+
+
+def test_the_program_leaves_hypothesis_out(tmp_path: Path) -> None:
+    """kio registers Hypothesis strategies for its types when it can import Hypothesis (a dev
+    dependency): the ``pykraft`` program keeps it out (``cli.main._without_test_strategies``),
+    while it still imports kio."""
+    config = tmp_path / "bad.properties"
+    config.write_text("node.id=1\nprocess.roles=controller\n")  # refused after the imports
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "pykraft.cli.main",
+            "server",
+            "start",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1 and "listeners" in result.stderr, result.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    assert "kio.static.primitive" in imported
+    assert "hypothesis" not in imported

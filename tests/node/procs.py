@@ -16,6 +16,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.admin import AdminClient, QuorumInfo
+from pykraft.admin.types import AdminError
 from pykraft.cli.local import free_ports
 from pykraft.node.server import debug_value
 from pykraft.records import decode_records, iter_batches
@@ -177,7 +178,16 @@ def describe_quorum(bootstrap: str, *, timeout_ms: int) -> QuorumInfo:
 
 
 def wait_for(predicate: Callable[[], object], what: str, timeout_s: float = STEP_TIMEOUT_S) -> None:
+    """Until ``predicate()`` is true. A quorum not up yet (the admin client's AdminError,
+    a refused connection) is "not yet" until the deadline, which then names the last error:
+    a busy machine may take seconds to get a process to its listener."""
     deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+    while True:
+        try:
+            if predicate():
+                return
+            error: BaseException | None = None
+        except (AdminError, OSError) as exc:
+            error = exc
+        assert time.monotonic() < deadline, f"timed out waiting for {what} (last error: {error})"
         time.sleep(0.05)

@@ -83,7 +83,18 @@ def _dash_cluster_ids(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _without_test_strategies() -> None:
+    """Keep Hypothesis out of a pykraft process. kio registers a Hypothesis strategy for
+    each of its types whenever Hypothesis can be imported (a dev dependency of this
+    project, so installed wherever the tests run), which made every command's start slower
+    by about a second and the server's imports several times slower on a busy machine; no
+    command uses them. kio imports it in a ``try`` and goes on without it."""
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the ``pykraft`` program itself, not a caller in its own process
+        _without_test_strategies()
     parser = build_parser()
     args = parser.parse_args(_dash_cluster_ids(sys.argv[1:] if argv is None else argv))
     func = getattr(args, "func", None)
