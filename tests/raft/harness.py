@@ -56,7 +56,12 @@ from pykraft.records import (
     snapshot_header_batch,
     voters_batch,
 )
-from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
+from pykraft.sim.memory import (
+    MemoryLog,
+    MemoryQuorumStateStore,
+    MemorySnapshotStore,
+    make_durable_at_once,
+)
 
 from . import voter_watch
 from .voter_watch import names, voter_changes
@@ -269,13 +274,7 @@ class Cluster:
         """``make_durable`` (``refuse``: as if it refused the bytes), ``on_snapshot_durable``."""
         core = self.nodes[i].core
         assert core is not None
-        try:
-            if refuse:
-                raise ValueError("refused by the test")
-            writer.make_durable()
-            valid = True
-        except ValueError:
-            valid = False
+        valid = not refuse and make_durable_at_once(writer)
         core.on_snapshot_durable(writer, valid, self.now)
 
     def take(self, i: int, wanted: Callable[[Outbound], bool]) -> list[Outbound]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from pykraft.raft.interfaces import SnapshotWriter
 from pykraft.raft.types import ElectionState, OffsetAndEpoch
 from pykraft.records import CONTROL_FLAG, iter_batches, scan_batches
 
@@ -220,6 +221,18 @@ class MemoryQuorumStateStore:
 
     def wipe(self) -> None:
         self._state = None
+
+
+def make_durable_at_once(writer: SnapshotWriter) -> bool:
+    """A fetched snapshot's durable step done at once, as the simulator and the core's
+    scenario tests do it (the node runs it on a thread): True once ``make_durable`` returned,
+    False when the writer refused the bytes (a ValueError: the core drops them and fetches
+    again). The caller hands the answer to ``RaftCore.on_snapshot_durable``."""
+    try:
+        writer.make_durable()
+    except ValueError:
+        return False
+    return True
 
 
 class MemorySnapshotWriter:

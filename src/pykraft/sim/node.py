@@ -22,7 +22,12 @@ from pykraft.raft.types import ReplicaKey
 from pykraft.sim.app import StateMachine
 from pykraft.sim.controller import SimController
 from pykraft.sim.history import CommittedHistory
-from pykraft.sim.memory import MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore
+from pykraft.sim.memory import (
+    MemoryLog,
+    MemoryQuorumStateStore,
+    MemorySnapshotStore,
+    make_durable_at_once,
+)
 
 # A Ready whose flush produced more output is followed by another Ready; each on_flushed can
 # only move the core forward once, so a handful of rounds always suffices.
@@ -224,12 +229,7 @@ class SimNode:
                 send(self, out, now_ms)
             fetched = ready.snapshot_to_make_durable
             if fetched is not None:
-                try:
-                    fetched.make_durable()
-                    valid = True
-                except ValueError:
-                    valid = False
-                core.on_snapshot_durable(fetched, valid, now_ms)
+                core.on_snapshot_durable(fetched, make_durable_at_once(fetched), now_ms)
             if ready.snapshot_loaded is not None:
                 self.snapshots_installed += 1
                 self.app.load_snapshot(self.snapshots, ready.snapshot_loaded)
