@@ -7,8 +7,8 @@ with ``pykraft.pipeline.decode`` and hands the columns back as Arrow batches
 (``mapInArrow``, ``pykraft.pipeline.columnar``); no decoded row crosses into the JVM one by
 one. Small files share a task, up to ``DECODE_SPLIT_BYTES`` (each file counted at least
 ``_FILE_OPEN_COST``), so a log of many small segments is a few tasks, not one Python task
-per file; a file larger than that is a task of its own. The driver only lists files and collects
-per-node totals (a handful of numbers per node, aggregated in the JVM).
+per file; a file larger than that is a task of its own. The driver only lists files and
+collects per-node totals (a handful of numbers per node, aggregated in the JVM).
 
 Tables written under the output path: ``batches``, ``records``, ``leader_changes``,
 ``voter_sets`` (with ``committed``), ``snapshots``, ``files`` and ``committed`` (each node's
@@ -217,9 +217,9 @@ def read_files(spark: SparkSession, dirs: Mapping[int, str]) -> DataFrame:
 
 
 def _decode_task(batches: Iterable[Any]) -> Iterator[Any]:
-    """``mapInArrow`` function of the decode pass: ``(node, path, content)`` rows (one file,
-    or several, as ingest plans it) -> ``columnar.ENCODED`` payloads of every table, then the file's
-    ``NodeTotals`` as JSON under the ``totals`` table name."""
+    """``mapInArrow`` function of the decode pass: ``(node, path, content)`` rows (whole
+    files, as ingest plans them) -> ``columnar.ENCODED`` payloads of every table, then each
+    file's ``NodeTotals`` as JSON under the ``totals`` table name."""
     for batch in batches:
         nodes = batch.column(columnar.NODE).to_pylist()
         paths = batch.column("path").to_pylist()
