@@ -15,7 +15,7 @@ from kio.schema.fetch.v17 import response as fetch_v17
 from kio.schema.vote.v0.request import VoteRequest as VoteRequestV0
 from kio.static.primitive import i32, i64
 
-from pykraft.net.apis import KRAFT_APIS
+from pykraft.net.apis import KRAFT_APIS, SERVED_APIS
 from pykraft.protocol import (
     ApiKey,
     ApiVersionRange,
@@ -37,6 +37,7 @@ from pykraft.protocol import (
     response_schema,
     unsupported_api_versions_response,
 )
+from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, has_schemas
 from pykraft.protocol.ext import is_generated
 
 from .strategies import SERVED
@@ -70,6 +71,24 @@ def test_table_is_extensible_data() -> None:
     with pytest.raises(UnsupportedApiVersion):
         decode_request(frame, KRAFT_APIS)
     assert decode_request(frame, later).message == message
+
+
+def test_every_promised_version_imports() -> None:
+    """A table checks kio's index, not the classes (a node imports a version on first use):
+    every version a controller's listener promises loads as the message of its key."""
+    table = SERVED_APIS.with_apis(
+        *(ApiVersionRange(k, lo, hi) for k, (lo, hi) in CONTROLLER_API_VERSIONS.items()),
+        ApiVersionRange(ApiKey.ENVELOPE, 0, 0),
+    )
+    assert len(table) > len(CONTROLLER_API_VERSIONS)
+    for row in table:
+        for version in row.versions:
+            for schema in (
+                request_schema(row.api_key, version),
+                response_schema(row.api_key, version),
+            ):
+                assert (schema.__api_key__, schema.__version__) == (row.api_key, version)
+    assert not has_schemas(ApiKey.FETCH, 99) and not has_schemas(12345, 0)
 
 
 @pytest.mark.parametrize(("api_key", "api_version"), SERVED)
