@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 
 from pykraft.interop.kafka import KafkaDist
 from pykraft.interop.load import Load, assert_nothing_lost, consume_all
@@ -235,20 +235,16 @@ def test_stopped_broker_catches_up_through_a_snapshot(
 ) -> None:
     victim = cluster.brokers[0]
     assert victim.stop() in (0, 143)
-    # Enough metadata changes that the controllers snapshot and drop the log it stopped at.
-    for i in range(40):
-        kafka.run(
-            "topics",
-            "--bootstrap-server",
-            cluster.brokers[1].address,
-            "--create",
-            "--topic",
-            f"churn-{i}",
-            "--partitions",
-            "4",
-            "--replication-factor",
-            "2",
-        )
+    # Enough metadata changes that the controllers snapshot and drop the log it stopped at:
+    # 40 CreateTopics requests, one topic each (through kafka-python: a JVM per request made
+    # this test the module's slowest).
+    admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[1].address)
+    try:
+        for i in range(40):
+            topic = {"num_partitions": 4, "replication_factor": 2}
+            admin.create_topics({f"churn-{i}": topic}, timeout_ms=30_000)
+    finally:
+        admin.close()
     starts = []
     for p in cluster.controllers:
         start_file = p.data / "__cluster_metadata-0" / "log-start-offset"
@@ -325,7 +321,7 @@ def test_kafka_reassign_partitions_moves_real_data(
     absent = cluster.brokers[0]
     assert absent.stop() in (0, 143)
     try:
-        from kafka import KafkaAdminClient, TopicPartition
+        from kafka import TopicPartition
 
         wait_for(lambda: broker_state(cluster, absent.node_id) == "fenced", "the broker fenced")
 

@@ -91,6 +91,24 @@ def test_every_promised_version_imports() -> None:
     assert not has_schemas(ApiKey.FETCH, 99) and not has_schemas(12345, 0)
 
 
+def test_a_node_imports_the_newest_versions_and_no_others() -> None:
+    """Building the tables imports no message class; ``import_newest`` (a server's, before it
+    serves) imports each API's newest version only, older ones wait for their first use."""
+    program = (
+        "import sys\n"
+        "from pykraft.net.apis import SERVED_APIS\n"
+        "from pykraft.protocol.apis import import_newest\n"
+        "fetch = 'kio.schema.fetch.v{}.response'\n"
+        "before = fetch.format(17) in sys.modules\n"
+        "import_newest(SERVED_APIS)\n"
+        "print(before, fetch.format(17) in sys.modules, fetch.format(13) in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["False", "True", "False"], out
+
+
 @pytest.mark.parametrize(("api_key", "api_version"), SERVED)
 def test_header_versions_follow_flexibility(api_key: int, api_version: int) -> None:
     flexible = request_schema(api_key, api_version).__flexible__

@@ -9,7 +9,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.protocol.apis import ApiKey, response_schema
-from pykraft.protocol.build import known_fields
+from pykraft.protocol.build import version_fields
 
 __all__ = [
     "CONTROLLER_ID_NOT_REGISTERED",
@@ -51,7 +51,7 @@ def error_fields(
     ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
     where a broker looks for NOT_CONTROLLER); the top-level fields only where the response
     has them (``build.make`` refuses a field no version has)."""
-    known = known_fields(response_schema(api_key, version))
+    known = version_fields(response_schema(api_key, version))
     top = {"throttle_time": 0, "error_code": code, "error_message": message}
     fields: dict[str, Any] = {k: v for k, v in top.items() if k in known}
     if api_key == ApiKey.CREATE_TOPICS:

@@ -27,9 +27,11 @@ from typing import Any
 
 from pykraft import native
 from pykraft.metadata.tagged import tagged_noop, tagged_value
+from pykraft.net.apis import SERVED_APIS
 from pykraft.node.config import ConfigError, NodeConfig, load_config
 from pykraft.node.controller_host import ControllerHost
 from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
+from pykraft.protocol.apis import import_newest
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.roles import Leader
 from pykraft.storage import StorageError
@@ -97,6 +99,9 @@ async def serve(config: NodeConfig) -> int:
         "compiled" if core_build.active else "interpreted",
         core_build.reason,
     )
+    # The messages of the newest versions, imported before the loop serves (a first Fetch
+    # held it 50-60 ms importing its classes); older versions are imported on first use.
+    import_newest(SERVED_APIS.with_apis(*host.api_rows()))
     # Everything imported so far (modules, kio's schema classes) lives as long as the process:
     # keep it out of the cyclic GC's scans. A full collection over it took 30-50 ms on a
     # loaded leader (the K=1024 bench's p99); frozen, a collection sees only what the load

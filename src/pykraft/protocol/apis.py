@@ -11,6 +11,7 @@ A table checks kio's index when it is built (``has_schemas``) and imports nothin
 class is imported the first time a message of its version is read or written. Importing every
 version of every API a controller serves took about 0.6 s of CPU at each process start, where
 a node speaks one or two versions of each (tests/protocol/test_codec.py imports them all).
+A server imports the newest version of each API before it serves (``import_newest``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "ApiTable",
     "ApiVersionRange",
     "has_schemas",
+    "import_newest",
     "kio_module",
     "request_schema",
     "response_schema",
@@ -138,6 +140,18 @@ def has_schemas(api_key: int, api_version: int) -> bool:
     name = api_key_map.get(api_key)
     entities = schema_name_map.get(name, {}).get(api_version, {}) if name is not None else {}
     return EntityType.request in entities and EntityType.response in entities
+
+
+def import_newest(table: ApiTable) -> int:
+    """Imports the request and response classes of each API's newest version in ``table``,
+    and returns how many APIs: what a node's peers of the same build and current Kafka
+    brokers speak. A server calls it before it serves, so that the first message of each kind
+    does not hold its event loop while a module is imported (about 0.25 s for a controller's
+    table, where all versions took 0.6 s)."""
+    for row in table:
+        request_schema(row.api_key, row.max_version)
+        response_schema(row.api_key, row.max_version)
+    return len(table)
 
 
 @cache
