@@ -17,15 +17,19 @@ running, unfenced, in every ISR) for the next.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaProducer
 
+from pykraft.admin.client import AdminClient
+from pykraft.admin.metadata import create_topics
 from pykraft.interop.kafka import KafkaDist
 from pykraft.interop.load import Load, assert_nothing_lost, consume_all
+from pykraft.protocol import ErrorCode
 
 from ..node.procs import cli, wait_for
 from . import describe
@@ -235,21 +239,34 @@ def test_stopped_broker_catches_up_through_a_snapshot(
 ) -> None:
     victim = cluster.brokers[0]
     assert victim.stop() in (0, 143)
+
     # Enough metadata changes that the controllers snapshot and drop the log it stopped at:
-    # 40 CreateTopics requests, one topic each (through kafka-python: a JVM per request made
-    # this test the module's slowest).
-    admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[1].address)
+    # 60 CreateTopics requests, one topic each (some 27 KB of records, over the 20 KB between
+    # snapshots), sent to the controllers by pykraft's admin client. A `kafka-topics` JVM per
+    # topic made this the module's slowest test, and kafka-python sends CreateTopics to the
+    # broker its metadata names controller, which may be the one just stopped.
+    async def churn() -> None:
+        async with AdminClient(cluster.bootstrap_controllers, timeout_ms=30_000) as admin:
+            for i in range(60):
+                spec = {"name": f"churn-{i}", "partitions": 4, "replication_factor": 2}
+                (result,) = await create_topics(admin, [spec])
+                assert result.error == ErrorCode.none, result
+
+    def log_start_moved() -> bool:
+        """A controller snapshotted and deleted the segments before the snapshot (on its own
+        schedule, after the writes)."""
+        starts = []
+        for p in cluster.controllers:
+            start_file = p.data / "__cluster_metadata-0" / "log-start-offset"
+            starts.append(int(start_file.read_text().split()[0]) if start_file.exists() else 0)
+        return max(starts) > 0
+
     try:
-        for i in range(40):
-            topic = {"num_partitions": 4, "replication_factor": 2}
-            admin.create_topics({f"churn-{i}": topic}, timeout_ms=30_000)
-    finally:
-        admin.close()
-    starts = []
-    for p in cluster.controllers:
-        start_file = p.data / "__cluster_metadata-0" / "log-start-offset"
-        starts.append(int(start_file.read_text().split()[0]) if start_file.exists() else 0)
-    assert max(starts) > 0, "no controller moved its log start"
+        asyncio.run(churn())
+        wait_for(log_start_moved, "a controller to move its log start", 60)
+    except BaseException:
+        victim.start()  # the module's next tests need every broker
+        raise
     victim.start()
     wait_for(lambda: broker_state(cluster, victim.node_id) == "unfenced", "the broker back", 90)
     # Kafka's raft client fetched pykraft's snapshot and its metadata loader loaded it.
@@ -321,7 +338,7 @@ def test_kafka_reassign_partitions_moves_real_data(
     absent = cluster.brokers[0]
     assert absent.stop() in (0, 143)
     try:
-        from kafka import TopicPartition
+        from kafka import KafkaAdminClient, TopicPartition
 
         wait_for(lambda: broker_state(cluster, absent.node_id) == "fenced", "the broker fenced")
 

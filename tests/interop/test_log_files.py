@@ -204,14 +204,14 @@ def test_kafka_metadata_shell_opens_a_pykraft_snapshot(
     assert shell(
         "cat",
         "/image/cluster/brokers/4",
-        has=lambda out: "id=4" in out
-        and "epoch=3" in out
-        and "fenced=false" in out
-        and "rack=Optional[r1]" in out,
+        has=lambda out: (
+            "id=4" in out
+            and "epoch=3" in out
+            and "fenced=false" in out
+            and "rack=Optional[r1]" in out
+        ),
     )
-    assert shell(
-        "cat", "/image/producerIds/nextProducerId", has=lambda out: out.strip() == "1000"
-    )
+    assert shell("cat", "/image/producerIds/nextProducerId", has=lambda out: out.strip() == "1000")
 
 
 @pytest.fixture(scope="module")

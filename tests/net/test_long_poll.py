@@ -22,6 +22,9 @@ async def held_server() -> KafkaServer:
         await asyncio.sleep(HOLD_MS / 1000)  # a parked long poll
         return error_response(ApiKey.DESCRIBE_QUORUM, request.api_version, ErrorCode.none)
 
+    # The answer's classes imported before the clock runs, as a node imports its newest
+    # versions before it serves (``import_newest``): a first use costs tens of ms here.
+    error_response(ApiKey.DESCRIBE_QUORUM, describe_quorum_request().__version__, ErrorCode.none)
     server = KafkaServer(handler, listener_name="CONTROLLER", host="127.0.0.1", port=0)
     await server.start()
     return server

@@ -40,7 +40,7 @@ from kio.serial._introspect import (
 from .errors import ErrorCode
 from .ext import UnknownFieldError, extension_fields, is_generated, make_generated
 
-__all__ = ["UnknownFieldError", "make", "version_fields"]
+__all__ = ["UnknownFieldError", "known_fields", "make", "version_fields"]
 
 T = TypeVar("T")
 
@@ -81,6 +81,15 @@ def _plan(cls: type) -> tuple[tuple[str, str, Any, bool, bool], ...]:
 
 
 _VERSION_PART = re.compile(r"v\d+")
+
+
+def known_fields(cls: type) -> frozenset[str]:
+    """The names ``make(cls, ...)`` accepts: the fields of every version of the message
+    (imports them all the first time; ``version_fields`` reads one)."""
+    base = getattr(cls, "__generated_base__", None)
+    if base is not None:
+        return frozenset(f.name for f in dataclasses.fields(base))
+    return _known(cls)
 
 
 def version_fields(cls: type) -> frozenset[str]:

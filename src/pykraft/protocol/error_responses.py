@@ -17,7 +17,7 @@ from .api_versions import (
     unsupported_api_versions_response,
 )
 from .apis import ApiKey, ApiTable, response_schema
-from .build import make, version_fields
+from .build import known_fields, make
 from .errors import ErrorCode
 
 __all__ = ["error_response"]
@@ -48,7 +48,7 @@ def error_response(
             return unsupported_api_versions_response(apis)
         return build_api_versions_response(api_version, apis, error_code=error_code)
     cls = response_schema(api_key, api_version)
-    known = version_fields(cls)
+    known = known_fields(cls)
     if "error_code" not in known:
         # Its errors are per item (CreateTopics, ...): a caller that cannot build the items
         # cannot answer; it closes the connection, as Kafka does with what it cannot answer.
