@@ -86,9 +86,8 @@ _VERSION_PART = re.compile(r"v\d+")
 def known_fields(cls: type) -> frozenset[str]:
     """The names ``make(cls, ...)`` accepts: the fields of every version of the message
     (imports them all the first time; ``version_fields`` reads one)."""
-    base = getattr(cls, "__generated_base__", None)
-    if base is not None:
-        return frozenset(f.name for f in dataclasses.fields(base))
+    if is_generated(cls):
+        return version_fields(cls)  # a generated class carries every version's fields
     return _known(cls)
 
 
