@@ -23,6 +23,7 @@ from pykraft.records import (
     build_batch,
     decode_control,
     decode_records,
+    decode_values,
     iter_batches,
     kraft_version_batch,
     leader_change_batch,
@@ -52,6 +53,7 @@ def test_data_batch_round_trip(values: list[bytes | None], base: int, epoch: int
     assert not header.is_control
     records = decode_records(batch)
     assert [r.value for r in records] == values
+    assert decode_values(batch) == values  # the values alone, as a snapshot's load reads them
     assert [r.key for r in records] == keys
     assert [r.offset for r in records] == list(range(base, base + len(values)))
     assert all(r.timestamp_ms == TS for r in records)
@@ -141,6 +143,8 @@ def test_crc_field_tamper_and_magic() -> None:
     batch[17] ^= 0xFF
     with pytest.raises(CorruptRecordError, match="CRC"):
         decode_records(bytes(batch))
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        decode_values(bytes(batch))
     batch[17] ^= 0xFF
     batch[16] = 1
     with pytest.raises(CorruptRecordError, match="magic"):

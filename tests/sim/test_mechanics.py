@@ -190,7 +190,7 @@ def test_scheduled_appends_and_sliced_controller_syncs_run_clean() -> None:
 
     MetaLogListener._begin_side_load = counting  # type: ignore[method-assign]
     try:
-        for seed in (1, 2, 3):
+        for seed in (1, 2):
             result = run(
                 SimConfig.make(
                     seed,

@@ -75,7 +75,13 @@ from pykraft.raft.api import RaftApi
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.roles import Leader
 from pykraft.raft.types import OffsetAndEpoch
-from pykraft.records import BatchHeader, IncompleteBatch, decode_records, iter_batches
+from pykraft.records import (
+    BatchHeader,
+    IncompleteBatch,
+    decode_records,
+    decode_values,
+    iter_batches,
+)
 
 __all__ = [
     "LOAD_SLICE_RECORDS",
@@ -98,6 +104,9 @@ SNAPSHOT_READ_BYTES: Final = 4 << 20
 # encodings and the compiled image, 2,000 gave 208-259 ms and 1,000 gave 39-107 ms, and ready
 # came sooner (bench/REPORT.md section 21): 1,000.
 LOAD_SLICE_RECORDS: Final = 1_000
+# A snapshot's records are decoded and replayed up to this many at a time by one compiled
+# call (``QuorumController.replay_encoded``), never more than the sync's budget has left.
+SNAPSHOT_CHUNK_RECORDS: Final = 100
 
 
 @dataclass(slots=True)
@@ -106,7 +115,7 @@ class _SideLoad:
 
     snapshot_id: OffsetAndEpoch
     controller: QuorumController
-    steps: Iterator[None]  # one step per record replayed
+    steps: Iterator[int]  # records replayed by each step
 
 
 NOT_ACTIVE: Final = "This controller is not the active controller"
@@ -292,19 +301,31 @@ class MetaLogListener:
 
     def _snapshot_steps(
         self, core: RaftApi, snapshot_id: OffsetAndEpoch, controller: QuorumController
-    ) -> Iterator[None]:
-        """Replay the snapshot's records into ``controller``, yielding after each."""
+    ) -> Iterator[int]:
+        """Replay the snapshot's records into ``controller``, yielding how many after each
+        chunk: at most ``SNAPSHOT_CHUNK_RECORDS`` and what is left of the sync's budget
+        (a whole batch without one). Every record takes the offset before the snapshot's
+        end. Not counted as applied: a snapshot's records are already in one (the policy's
+        bytes since the last snapshot, as Kafka resets them on a load)."""
         offset = snapshot_id.offset - 1
         where = f"snapshot {snapshot_id}"
         for header, batch in _snapshot_batches(core, snapshot_id):
             if header.is_control:
                 continue
-            for record in decode_records(batch):
-                if record.value is not None:
-                    # Not counted as applied: a snapshot's records are already in one (the
-                    # policy's bytes since the last snapshot, as Kafka resets them on a load).
-                    self._replay_value(record.value, offset, where, False, controller)
-                    yield
+            values = [v for v in decode_values(batch) if v is not None]
+            start = 0
+            while start < len(values):
+                budget = self._budget
+                end = (
+                    len(values)
+                    if budget is None
+                    else start + max(1, min(SNAPSHOT_CHUNK_RECORDS, budget))
+                )
+                part = values[start:end]
+                start = end
+                for error in controller.replay_encoded(part, offset):
+                    self._failed(where, offset, error)
+                yield len(part)
 
     def _begin_side_load(self, core: RaftApi) -> None:
         latest = core.snapshots.latest()
@@ -319,17 +340,16 @@ class MetaLogListener:
         """Replay the side load within the budget; True once it replaced the image."""
         side = self._side
         assert side is not None
-        budget = self._budget
-        if budget is None:
+        if self._budget is None:
             for _ in side.steps:
                 pass
         else:
-            for _ in itertools.islice(side.steps, budget):
-                budget -= 1
-            self._budget = budget
-            if budget <= 0:
-                # Maybe exactly at the end: the next slice finds the iterator exhausted.
-                return False
+            # The steps read the budget left (``_snapshot_steps``): it is kept up to date.
+            for replayed in side.steps:
+                self._budget -= replayed
+                if self._budget <= 0:
+                    # Maybe exactly at the end: the next slice finds the steps exhausted.
+                    return False
         self._side = None
         self.controller = side.controller
         self.epoch = -1
@@ -411,24 +431,20 @@ class MetaLogListener:
             if not progressed:
                 return
 
-    def _replay_value(
-        self,
-        value: bytes,
-        offset: int,
-        where: str,
-        counted: bool = True,
-        controller: QuorumController | None = None,
-    ) -> None:
-        if counted and self.on_applied is not None:
+    def _replay_value(self, value: bytes, offset: int, where: str) -> None:
+        if self.on_applied is not None:
             self.on_applied(len(value))
         try:
             record, version = decode_record(value)
-            (controller or self.controller).replay(record, version, offset, value)
+            self.controller.replay(record, version, offset, value)
         except (MetadataRecordError, ImageError) as e:
-            # Kafka's controller stops on such a record; a pykraft standby counts it and
-            # goes on following (MetadataErrorCount) but will not lead (module docstring).
-            self.metadata_errors += 1
-            self.report(f"{where} at offset {offset} cannot be replayed: {e}")
+            self._failed(where, offset, str(e))
+
+    def _failed(self, where: str, offset: int, error: str) -> None:
+        # Kafka's controller stops on such a record; a pykraft standby counts it and goes on
+        # following (MetadataErrorCount) but will not lead (module docstring).
+        self.metadata_errors += 1
+        self.report(f"{where} at offset {offset} cannot be replayed: {error}")
 
     # -- leadership ------------------------------------------------------------------------------
 

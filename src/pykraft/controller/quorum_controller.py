@@ -186,6 +186,15 @@ class QuorumController:
         if isinstance(record, _MOVE_RECORDS):
             self._moves_due = True
 
+    def replay_encoded(self, values: Sequence[bytes], offset: int) -> list[str]:
+        """Decode and replay each encoded record at ``offset`` (a snapshot's records all
+        take the offset before its end); what failed to decode or replay, one message each,
+        the others applied (``Image.replay_encoded``). Reassignment work is looked for
+        after, as after a PartitionRecord."""
+        errors = self.image.replay_encoded(values, offset)
+        self._moves_due = True
+        return errors
+
     def reset(self) -> None:
         """Forget the image (before replaying a snapshot and the log again)."""
         self.image = Image()

@@ -478,6 +478,20 @@ def valid_prefix(buf: Buffer) -> tuple[list[BatchHeader], int]:
 
 def decode_records(batch: Buffer) -> list[Record]:
     """Decode every record of one whole batch (CRC checked first)."""
+    records: list[Record] = []
+    _decode(batch, records, None)
+    return records
+
+
+def decode_values(batch: Buffer) -> list[bytes | None]:
+    """The values of every record of one whole batch, in order, checked as ``decode_records``
+    checks them but without a ``Record`` each: what a metadata snapshot's load replays."""
+    values: list[bytes | None] = []
+    _decode(batch, None, values)
+    return values
+
+
+def _decode(batch: Buffer, records: list[Record] | None, values: list[bytes | None] | None) -> None:
     mv = memoryview(batch)
     header = read_header(mv, 0)
     if header.size != len(mv):
@@ -485,7 +499,6 @@ def decode_records(batch: Buffer) -> list[Record]:
     _check_crc(mv, 0, header)
     pos = BATCH_HEADER_SIZE
     end = header.size
-    records: list[Record] = []
     for _ in range(header.record_count):
         length, pos = _read_varint(mv, pos, end)
         record_end = pos + length
@@ -508,18 +521,20 @@ def decode_records(batch: Buffer) -> list[Record]:
             headers.append((hkey, hvalue))
         if pos != record_end:
             raise CorruptRecordError("record length does not match its fields")
-        records.append(
-            Record(
-                offset=header.base_offset + offset_delta,
-                timestamp_ms=header.base_timestamp + ts_delta,
-                key=key,
-                value=value,
-                headers=tuple(headers),
+        if records is not None:
+            records.append(
+                Record(
+                    offset=header.base_offset + offset_delta,
+                    timestamp_ms=header.base_timestamp + ts_delta,
+                    key=key,
+                    value=value,
+                    headers=tuple(headers),
+                )
             )
-        )
+        elif values is not None:
+            values.append(value)
     if pos != end:
         raise CorruptRecordError("batch length does not match its records")
-    return records
 
 
 def _read_bytes(mv: memoryview, pos: int, end: int) -> tuple[bytes | None, int]:

@@ -14,7 +14,6 @@ huge allocation.
 
 from __future__ import annotations
 
-import functools
 import struct
 import uuid
 from collections.abc import Callable, Sequence
@@ -297,9 +296,24 @@ def r_fixed_array(
     return values, end
 
 
-@functools.lru_cache(maxsize=1024)
+# The Struct of ``length`` numbers of one format, by format then length: a dict of lists for
+# the short arrays a metadata record holds (replicas, ISR), not an lru_cache over a
+# (str, int) key, which cost 0.19 us of the 0.77 of reading a replica list.
+_MANY: dict[str, list[struct.Struct]] = {}
+_MANY_KEPT = 64  # longer arrays get a Struct each time
+
+
 def _many(fmt: str, length: int) -> struct.Struct:
-    return struct.Struct(f">{length}{fmt[1:]}")
+    by_length = _MANY.get(fmt)
+    if by_length is None:
+        by_length = _MANY[fmt] = []
+    if length < len(by_length):
+        return by_length[length]
+    if length >= _MANY_KEPT:
+        return struct.Struct(f">{length}{fmt[1:]}")
+    while len(by_length) <= length:
+        by_length.append(struct.Struct(f">{len(by_length)}{fmt[1:]}"))
+    return by_length[length]
 
 
 def w_array_len(out: bytearray, compact: bool, items: Sequence[object] | None) -> None:
