@@ -15,11 +15,41 @@ from pathlib import Path
 from pykraft.native import MANIFEST, MODULES, SRC, SUFFIX, build_dir, check, digest, source_of
 
 _SETUP = """
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from setuptools import setup
+from distutils import ccompiler  # setuptools' own, once setuptools is imported
 from mypyc.build import mypycify
+
+# One C file per module (multi_file), compiled on every core: distutils compiles an
+# extension's sources one after the other. The same steps as CCompiler.compile, the objects
+# on a thread pool (each is a gcc process); without those internals, the serial compile.
+serial = ccompiler.CCompiler.compile
+
+def compile_in_parallel(self, sources, output_dir=None, macros=None, include_dirs=None,
+                        debug=0, extra_preargs=None, extra_postargs=None, depends=None):
+    if not (hasattr(self, "_setup_compile") and hasattr(self, "_get_cc_args")):
+        return serial(self, sources, output_dir, macros, include_dirs, debug,
+                      extra_preargs, extra_postargs, depends)
+    macros, objects, extra_postargs, pp_opts, build = self._setup_compile(
+        output_dir, macros, include_dirs, sources, depends, extra_postargs)
+    cc_args = self._get_cc_args(pp_opts, debug, extra_preargs)
+
+    def one(obj):
+        src, ext = build[obj]
+        self._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(one, [o for o in objects if o in build]))
+    return objects
+
+ccompiler.CCompiler.compile = compile_in_parallel
 paths, target = sys.argv.pop(1).split(","), sys.argv.pop(1)
-setup(name="pykraft-native", ext_modules=mypycify(paths, opt_level="3", target_dir=target))
+setup(
+    name="pykraft-native",
+    ext_modules=mypycify(paths, opt_level="3", target_dir=target, multi_file=True),
+)
 """
 
 
