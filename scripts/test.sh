@@ -20,10 +20,39 @@ if ! command -v cc >/dev/null 2>&1; then
         echo "a C compiler (cc) is missing: the compiled core (pykraft.native) cannot be built" >&2
     fi
 fi
+# What downloads (Chromium's packages, Kafka's jars) runs in the background while the
+# virtualenv installs and the checks run, each logged to a file and waited for before pytest.
+SETUP_LOGS="$(mktemp -d)"
+background_pids=()
+background_names=()
+in_background() {  # in_background NAME COMMAND...
+    local name="$1"
+    shift
+    ("$@" >"$SETUP_LOGS/$name.log" 2>&1) &
+    background_pids+=("$!")
+    background_names+=("$name")
+}
+wait_background() {
+    local i failed=0
+    for i in "${!background_pids[@]}"; do
+        echo "== ${background_names[$i]}"
+        if wait "${background_pids[$i]}"; then
+            cat "$SETUP_LOGS/${background_names[$i]}.log"
+        else
+            cat "$SETUP_LOGS/${background_names[$i]}.log" >&2
+            echo "${background_names[$i]} failed" >&2
+            failed=1
+        fi
+    done
+    return "$failed"
+}
 # The cluster history report's test renders the page in a real browser (headless Chromium).
+install_chromium() {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+}
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+        in_background chromium install_chromium
     else
         echo "chromium is missing: install it (the history report's render test needs it)" >&2
     fi
@@ -32,11 +61,12 @@ fi
 # and the checks run (it is waited for before pytest starts any process).
 PYKRAFT_NATIVE_BACKGROUND=1
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
-echo "== kafka jars"; ./scripts/kafka.sh fetch all
+in_background "kafka jars" ./scripts/kafka.sh fetch all
 echo "== ruff"; ruff check src tests bench
 echo "== mypy"; mypy
 echo "== generated codecs"; python -m pykraft.schema.generate --check
 echo "== docs/RULES.md"; python scripts/rules.py --check
+wait_background
 # The slowest tests are listed at the end (the CI budget is watched by them): in phase 2 every
 # test phase over two seconds, so the time can be summed per module.
 echo "== compiled core"; native_build_wait; python -m pykraft.native status

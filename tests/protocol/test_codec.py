@@ -93,20 +93,25 @@ def test_every_promised_version_imports() -> None:
 
 def test_a_node_imports_the_newest_versions_and_no_others() -> None:
     """Building the tables imports no message class; ``import_newest`` (a server's, before it
-    serves) imports each API's newest version only, older ones wait for their first use."""
+    serves) imports each API's newest version only, older ones wait for their first use; an
+    error answer at the newest version (a timed-out Fetch) imports no other version."""
     program = (
         "import sys\n"
         "from pykraft.net.apis import SERVED_APIS\n"
         "from pykraft.protocol.apis import import_newest\n"
+        "from pykraft.protocol.error_responses import error_response\n"
+        "from pykraft.protocol.errors import ErrorCode\n"
         "fetch = 'kio.schema.fetch.v{}.response'\n"
         "before = fetch.format(17) in sys.modules\n"
         "import_newest(SERVED_APIS)\n"
         "print(before, fetch.format(17) in sys.modules, fetch.format(13) in sys.modules)\n"
+        "answer = error_response(1, 17, ErrorCode.request_timed_out, error_message='late')\n"
+        "print(answer.error_code == ErrorCode.request_timed_out, fetch.format(13) in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     ).stdout
-    assert out.split() == ["False", "True", "False"], out
+    assert out.split() == ["False", "True", "False", "True", "False"], out
 
 
 @pytest.mark.parametrize(("api_key", "api_version"), SERVED)

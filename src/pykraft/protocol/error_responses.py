@@ -17,7 +17,7 @@ from .api_versions import (
     unsupported_api_versions_response,
 )
 from .apis import ApiKey, ApiTable, response_schema
-from .build import known_fields, make
+from .build import known_fields, make, version_fields
 from .errors import ErrorCode
 
 __all__ = ["error_response"]
@@ -48,12 +48,23 @@ def error_response(
             return unsupported_api_versions_response(apis)
         return build_api_versions_response(api_version, apis, error_code=error_code)
     cls = response_schema(api_key, api_version)
+    own = version_fields(cls)
+    if "error_code" in own:
+        # The common case, answered from this version's own fields: asking every version's
+        # (``known_fields``) imports them all, which held a standby's loop 280-340 ms at its
+        # first timed-out Fetch (bench/REPORT.md section 26).
+        fields: dict[str, object] = {"error_code": error_code}
+        if error_message is not None and "error_message" in own:
+            fields["error_message"] = error_message
+        return make(cls, fields)
+    # An old version without a top-level error code: the answer leaves it out when another
+    # version of the message has one (its field is dropped, as Kafka's older versions do).
     known = known_fields(cls)
     if "error_code" not in known:
         # Its errors are per item (CreateTopics, ...): a caller that cannot build the items
         # cannot answer; it closes the connection, as Kafka does with what it cannot answer.
         raise LookupError(f"{cls.__name__} has no top-level error code")
-    fields: dict[str, object] = {"error_code": error_code}
+    fields = {"error_code": error_code}
     if error_message is not None and "error_message" in known:
         fields["error_message"] = error_message
     return make(cls, fields)
