@@ -144,9 +144,10 @@ def has_schemas(api_key: int, api_version: int) -> bool:
 
 def import_newest(table: ApiTable) -> None:
     """Imports the request and response classes of each API's newest version in ``table``:
-    what a node's peers of the same build and current Kafka brokers speak. A server calls it before it serves, so that the first message of each kind
-    does not hold its event loop while a module is imported (about 0.25 s for a controller's
-    table, where all versions took 0.6 s)."""
+    what a node's peers of the same build and current Kafka brokers speak. A server calls it
+    before it serves, so that the first message of each kind does not hold its event loop
+    while a module is imported (about 0.25 s for a controller's table, where all versions
+    took 0.6 s)."""
     for row in table:
         request_schema(row.api_key, row.max_version)
         response_schema(row.api_key, row.max_version)

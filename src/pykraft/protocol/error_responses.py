@@ -48,23 +48,18 @@ def error_response(
             return unsupported_api_versions_response(apis)
         return build_api_versions_response(api_version, apis, error_code=error_code)
     cls = response_schema(api_key, api_version)
+    # This version's own fields when it has a top-level error code (the common case):
+    # asking every version's (``known_fields``) imports them all, which held a standby's
+    # loop 280-340 ms at its first timed-out Fetch (bench/REPORT.md section 26). An old
+    # version without one is answered when another version has it (the field is dropped,
+    # as Kafka's older versions do).
     own = version_fields(cls)
-    if "error_code" in own:
-        # The common case, answered from this version's own fields: asking every version's
-        # (``known_fields``) imports them all, which held a standby's loop 280-340 ms at its
-        # first timed-out Fetch (bench/REPORT.md section 26).
-        fields: dict[str, object] = {"error_code": error_code}
-        if error_message is not None and "error_message" in own:
-            fields["error_message"] = error_message
-        return make(cls, fields)
-    # An old version without a top-level error code: the answer leaves it out when another
-    # version of the message has one (its field is dropped, as Kafka's older versions do).
-    known = known_fields(cls)
-    if "error_code" not in known:
+    names = own if "error_code" in own else known_fields(cls)
+    if "error_code" not in names:
         # Its errors are per item (CreateTopics, ...): a caller that cannot build the items
         # cannot answer; it closes the connection, as Kafka does with what it cannot answer.
         raise LookupError(f"{cls.__name__} has no top-level error code")
-    fields = {"error_code": error_code}
-    if error_message is not None and "error_message" in known:
+    fields: dict[str, object] = {"error_code": error_code}
+    if error_message is not None and "error_message" in names:
         fields["error_message"] = error_message
     return make(cls, fields)
