@@ -3,7 +3,7 @@
 # lint, strict type check, then pytest. The tests against Apache Kafka need its jars, fetched
 # once from Maven Central through scripts/kafka.sh (Java 17 and Maven on the machine).
 set -euo pipefail
-echo "== system packages"
+echo "== system packages [${SECONDS}s]"
 # The fault run (tests/faults) puts nodes in network namespaces: iproute2's `ip`.
 if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -35,7 +35,7 @@ in_background() {  # in_background NAME COMMAND...
 wait_background() {
     local i failed=0
     for i in "${!background_pids[@]}"; do
-        echo "== ${background_names[$i]}"
+        echo "== ${background_names[$i]} [${SECONDS}s]"
         if wait "${background_pids[$i]}"; then
             cat "$SETUP_LOGS/${background_names[$i]}.log"
         else
@@ -62,16 +62,16 @@ fi
 PYKRAFT_NATIVE_BACKGROUND=1
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 in_background "kafka jars" ./scripts/kafka.sh fetch all
-echo "== ruff"; ruff check src tests bench
-echo "== mypy"; mypy
-echo "== generated codecs"; python -m pykraft.schema.generate --check
-echo "== docs/RULES.md"; python scripts/rules.py --check
+echo "== ruff [${SECONDS}s]"; ruff check src tests bench
+echo "== mypy [${SECONDS}s]"; mypy
+echo "== generated codecs [${SECONDS}s]"; python -m pykraft.schema.generate --check
+echo "== docs/RULES.md [${SECONDS}s]"; python scripts/rules.py --check
 wait_background
 # The slowest tests are listed at the end (the CI budget is watched by them): in phase 2 every
 # test phase over two seconds, so the time can be summed per module.
-echo "== compiled core"; native_build_wait; python -m pykraft.native status
+echo "== compiled core [${SECONDS}s]"; native_build_wait; python -m pykraft.native status
 if [ $# -gt 0 ]; then
-    echo "== pytest"; exec python -m pytest -q --durations=20 "$@"
+    echo "== pytest [${SECONDS}s]"; exec python -m pytest -q --durations=20 "$@"
 fi
 # The in-process suites (no JVM, no cluster of processes, no wall-clock bounds that a busy
 # core could break) run on both cores through pytest-xdist, a file per worker at a time. Then
@@ -86,11 +86,12 @@ IN_PROCESS=(tests/admin tests/controller tests/protocol tests/raft tests/records
 ignored=()
 for path in "${IN_PROCESS[@]}"; do ignored+=(--ignore "$path"); done
 rc=0
-echo "== pytest: in-process suites, two workers"
+echo "== pytest: in-process suites, two workers [${SECONDS}s]"
 python -m pytest -q --durations=20 -n 2 --dist loadfile "${IN_PROCESS[@]}" || rc=$?
-echo "== pytest: processes, clusters and Kafka, two workers"
+echo "== pytest: processes, clusters and Kafka, two workers [${SECONDS}s]"
 python -m pytest -q --durations=0 --durations-min=2 -n 2 --dist loadfile -m "not alone" \
     "${ignored[@]}" tests || rc=$?
-echo "== pytest: alone"
+echo "== pytest: alone [${SECONDS}s]"
 python -m pytest -q --durations=0 --durations-min=2 -m alone "${ignored[@]}" tests || rc=$?
+echo "== done [${SECONDS}s]"
 exit "$rc"

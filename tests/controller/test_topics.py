@@ -71,9 +71,27 @@ def test_create_topic_errors(h: Harness) -> None:
         assert topic["error_code"] == code, (args, topic)
         assert topic["error_message"], args
     assert h.offset == before
-    # "a.b" and "a_b" collide (metric names).
+    # "a.b" and "a_b" collide (metric names); a name with neither '.' nor '_' collides with
+    # nothing. Deleted, a name frees its twin; reverted before it committed, too (the index
+    # of such names is kept in the timeline: ``Harness.write`` checks it after each record).
     h.create_topic("a.b")
-    assert h.create_topic("a_b")["error_code"] == ErrorCode.invalid_topic_exception
+    clash = h.create_topic("a_b")
+    assert clash["error_code"] == ErrorCode.invalid_topic_exception
+    assert clash["error_message"] == "Topic 'a_b' collides with existing topic: a.b"
+    assert h.create_topic("a.b")["error_code"] == ErrorCode.topic_already_exists
+    assert h.create_topic("ab")["error_code"] == 0
+    deleted = h.call(ApiKey.DELETE_TOPICS, 5, topic_names=["a.b"], timeout=1000)
+    assert deleted["responses"][0]["error_code"] == 0
+    assert h.create_topic("a_b")["error_code"] == 0
+    h.image.record_uncommitted(True)
+    committed = h.offset - 1
+    h.image.committed(committed)
+    assert h.create_topic("x_y.z")["error_code"] == 0
+    assert h.create_topic("x.y_z")["error_code"] == ErrorCode.invalid_topic_exception
+    h.revert(committed)
+    h.image.check()
+    assert h.create_topic("x.y_z")["error_code"] == 0
+    assert h.create_topic("a.b")["error_code"] == ErrorCode.invalid_topic_exception
 
 
 def test_defaults_validate_only_and_manual_assignment(h: Harness) -> None:

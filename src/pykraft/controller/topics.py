@@ -24,7 +24,13 @@ from pykraft.controller.configs import validate_topic_config
 from pykraft.controller.errors import ApiError
 from pykraft.controller.partitions import active, directory_of
 from pykraft.controller.result import RecordList
-from pykraft.metadata.image import NO_LEADER, TOPIC_RESOURCE, Image
+from pykraft.metadata.image import (
+    NO_LEADER,
+    TOPIC_RESOURCE,
+    Image,
+    has_collision_chars,
+    normalized_topic_name,
+)
 from pykraft.metadata.records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
 
 __all__ = [
@@ -73,11 +79,12 @@ def validate_topic_name(name: str) -> None:
 
 
 def _collides(image: Image, name: str) -> str | None:
-    canonical = name.replace(".", "_")
-    for existing in image.topics_by_name:
-        if existing != name and existing.replace(".", "_") == canonical:
-            return existing
-    return None
+    """An existing topic whose name differs from ``name`` only in '.' against '_' (Kafka's
+    ``topicsWithCollisionChars`` lookup); a name with neither collides with nothing."""
+    if not has_collision_chars(name):
+        return None
+    others = image.colliding_names.get(normalized_topic_name(name), set()) - {name}
+    return min(others) if others else None
 
 
 def usable_brokers(image: Image) -> list[int]:
