@@ -22,6 +22,7 @@ cd "$ROOT"
 native_build() {
     "$VENV/bin/python" -m pykraft.native build >/dev/null \
         || echo "pykraft.native: the build failed; the interpreted core runs" >&2
+    if [ "${PYKRAFT_NATIVE_BACKGROUND:-0}" = 1 ]; then echo "(pykraft.native built at ${SECONDS}s)"; fi
 }
 NATIVE_BUILD_PID=""
 native_build_wait() {

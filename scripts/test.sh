@@ -28,7 +28,7 @@ background_names=()
 in_background() {  # in_background NAME COMMAND...
     local name="$1"
     shift
-    ("$@" >"$SETUP_LOGS/$name.log" 2>&1) &
+    ("$@" >"$SETUP_LOGS/$name.log" 2>&1; echo "($name done at ${SECONDS}s)" >>"$SETUP_LOGS/$name.log") &
     background_pids+=("$!")
     background_names+=("$name")
 }
@@ -66,11 +66,11 @@ echo "== ruff [${SECONDS}s]"; ruff check src tests bench
 echo "== mypy [${SECONDS}s]"; mypy
 echo "== generated codecs [${SECONDS}s]"; python -m pykraft.schema.generate --check
 echo "== docs/RULES.md [${SECONDS}s]"; python scripts/rules.py --check
-wait_background
 # The slowest tests are listed at the end (the CI budget is watched by them): in phase 2 every
 # test phase over two seconds, so the time can be summed per module.
 echo "== compiled core [${SECONDS}s]"; native_build_wait; python -m pykraft.native status
 if [ $# -gt 0 ]; then
+    wait_background
     echo "== pytest [${SECONDS}s]"; exec python -m pytest -q --durations=20 "$@"
 fi
 # The in-process suites (no JVM, no cluster of processes, no wall-clock bounds that a busy
@@ -88,6 +88,8 @@ for path in "${IN_PROCESS[@]}"; do ignored+=(--ignore "$path"); done
 rc=0
 echo "== pytest: in-process suites, two workers [${SECONDS}s]"
 python -m pytest -q --durations=20 -n 2 --dist loadfile "${IN_PROCESS[@]}" || rc=$?
+# Kafka's jars and Chromium downloaded meanwhile (the in-process suites need neither).
+wait_background
 echo "== pytest: processes, clusters and Kafka, two workers [${SECONDS}s]"
 python -m pytest -q --durations=0 --durations-min=2 -n 2 --dist loadfile -m "not alone" \
     "${ignored[@]}" tests || rc=$?
