@@ -198,3 +198,33 @@ def test_cluster_metadata_is_refused_when_mixed_with_topics(h: Harness) -> None:
     )
     codes = [r["partitions"][0]["error_code"] for r in response["responses"]]
     assert codes == [ErrorCode.invalid_request, 0]
+
+
+def test_listing_every_reassignment_reads_the_moving_index(h: Harness) -> None:
+    """ListPartitionReassignments without topics answers from the image's index of moving
+    partitions (no walk over every partition): the same answer as naming every partition of
+    every topic, and only the moving ones."""
+    for name in ("a", "b", "c"):
+        assert h.create_topic(name, partitions=4, rf=2)["error_code"] == 0
+    moves = {("a", 1): [7, 8], ("a", 3): [8, 9], ("c", 0): [6, 9]}
+    for (name, pid), replicas in moves.items():
+        response = h.call(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+            0,
+            timeout=30_000,
+            topics=[{"name": name, "partitions": [{"partition_index": pid, "replicas": replicas}]}],
+        )
+        assert response["responses"][0]["partitions"][0]["error_code"] == 0, response
+
+    def listing(topics: object) -> list[tuple[str, int, tuple[int, ...]]]:
+        response = h.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, timeout=1000, topics=topics)
+        return [
+            (t["name"], p["partition_index"], tuple(p["adding_replicas"]))
+            for t in response["topics"]
+            for p in t["partitions"]
+        ]
+
+    every = [{"name": n, "partition_indexes": [0, 1, 2, 3, 4]} for n in ("c", "b", "a", "nope")]
+    assert listing(None) == listing(every)
+    assert [(n, pid) for n, pid, _ in listing(None)] == sorted(moves)
+    assert all(adding for _, _, adding in listing(None))

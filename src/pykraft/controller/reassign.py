@@ -362,22 +362,27 @@ def list_reassignments(image: Image, request: Any) -> dict[str, Any]:
     KIP-455's list (v0+, with each final target in order from v1); ``current_batch`` (v1,
     KIP-435) the step in flight of each partition: the replicas it started from and its
     target."""
-    wanted: dict[str, set[int] | None]
+    wanted: dict[str, set[int]] = {}
     if request.topics is None:
-        wanted = {t.name: None for t in image.topics.values()}
+        # The partitions the image indexes as moving or stepping (Kafka's
+        # ``reassigningTopics``), not a walk over every partition.
+        for topic_id, pid in image.moving | image.stepping:
+            wanted.setdefault(image.topics[topic_id].name, set()).add(pid)
     else:
-        wanted = {t.name: {int(i) for i in t.partition_indexes} for t in request.topics}
+        for t in request.topics:
+            wanted.setdefault(t.name, set()).update(int(i) for i in t.partition_indexes)
     topics = []
     batch = []
     for name, indexes in sorted(wanted.items()):
         topic_id = image.topics_by_name.get(name)
         if topic_id is None:
             continue
+        partitions = image.topics[topic_id].partitions
         selected = [
             p
-            for pid, p in sorted(image.topics[topic_id].partitions.items())
-            if (p.adding or p.removing or p.final_target is not None)
-            and (indexes is None or pid in indexes)
+            for pid in sorted(indexes)
+            if (p := partitions.get(pid)) is not None
+            and (p.adding or p.removing or p.final_target is not None)
         ]
         if selected:
             topics.append({"name": name, "partitions": [_ongoing(p) for p in selected]})
