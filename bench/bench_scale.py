@@ -93,6 +93,10 @@ CONTROLLER_CONFIG = {
     "broker.session.timeout.ms": 3_600_000,
     "metadata.log.max.record.bytes.between.snapshots": SNAPSHOT_BYTES,
 }
+# pykraft's controllers log where their loop's thread is when it is held past the goal
+# (node/loop_lag.py's watchdog): a held loop in the table comes with what held it.
+PYKRAFT_CONFIG = {"pykraft.event.loop.stall.stack.ms": 100}
+STALL_STACK = r"event loop is (\d+) ms late .*its thread is at:\n((?:  .*\n)+)"
 # A snapshot written (and Kafka's begun), as each kind logs it.
 SNAPSHOT_WRITTEN = {
     "pykraft": r"(?m)^(\S+ \S+) .*metadata snapshot written .* in (\d+) ms",
@@ -326,7 +330,7 @@ def measure(
         controllers=3,
         brokers=1,  # started after the controllers' figures (broker_start_s)
         controller_kind=kind,
-        controller_config=CONTROLLER_CONFIG,
+        controller_config={**CONTROLLER_CONFIG, **(PYKRAFT_CONFIG if kind == "pykraft" else {})},
         metrics=kind == "pykraft",
     )
     row: dict[str, Any] = {"bench": "scale", "controllers": kind, "partitions": partitions}
@@ -409,6 +413,12 @@ def measure(
         asyncio.run(go())
     finally:
         cluster.kill()
+    if kind == "pykraft":
+        row["loop_stalls"] = [
+            {"node": c.node_id, "ms": int(m[1]), "at": m[2].rstrip().splitlines()[-6:]}
+            for c in cluster.controllers
+            for m in re.finditer(STALL_STACK, c.text())
+        ]
     return row
 
 

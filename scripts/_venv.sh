@@ -9,9 +9,12 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$VENV/bin/pip" install -q --upgrade pip
 fi
 STAMP="$VENV/.pykraft-installed"
+INSTALL=0
 if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
-    "$VENV/bin/pip" install -q -e "$ROOT[dev,pipeline]"
-    touch "$STAMP"
+    INSTALL=1
+    # The package and its development tools first: the compiled core's build (below) needs
+    # no more, so it starts while Spark's packages (the pipeline extra) install after it.
+    "$VENV/bin/pip" install -q -e "$ROOT[dev]"
 fi
 export PATH="$VENV/bin:$PATH"
 cd "$ROOT"
@@ -38,4 +41,12 @@ if [ "${PYKRAFT_NATIVE:-1}" != 0 ]; then
     else
         native_build
     fi
+fi
+if [ "$INSTALL" = 1 ]; then
+    # The pipeline extra's packages by name (the package itself stays as installed above,
+    # under the build that may be reading it).
+    mapfile -t PIPELINE < <("$VENV/bin/python" -c 'import tomllib, sys
+print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["pipeline"]))' "$ROOT/pyproject.toml")
+    "$VENV/bin/pip" install -q "${PIPELINE[@]}"
+    touch "$STAMP"
 fi

@@ -37,6 +37,31 @@ def test_a_held_loop_is_measured() -> None:
     assert names["pykraft_event_loop_lag_max_ms"] == lag.max_ms()
 
 
+def test_the_watchdog_logs_what_held_the_loop_once_per_stall(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``pykraft.event.loop.stall.stack.ms``: the loop thread's stack while it is held, once
+    for a stall however long, and nothing while it runs freely."""
+
+    def hold_the_loop_for_a_while() -> None:
+        time.sleep(0.4)
+
+    async def main() -> None:
+        lag = LoopLag()
+        lag.start(asyncio.get_running_loop(), stall_stack_ms=100)
+        await asyncio.sleep(0.3)  # free: no report
+        hold_the_loop_for_a_while()
+        await asyncio.sleep(0.3)
+        lag.stop()
+
+    with caplog.at_level("WARNING", logger="pykraft.node"):
+        asyncio.run(main())
+    stalls = [r.getMessage() for r in caplog.records if "ms late" in r.getMessage()]
+    assert len(stalls) == 1, stalls
+    assert "hold_the_loop_for_a_while" in stalls[0] and "time.sleep(0.4)" in stalls[0]
+    assert not any(t.name == "pykraft-loop-watchdog" for t in threading.enumerate())
+
+
 def test_the_window_keeps_the_largest_recent_lag() -> None:
     lag = LoopLag(window_s=60)
     lag.note(500, at=0)

@@ -366,8 +366,8 @@ def list_reassignments(image: Image, request: Any) -> dict[str, Any]:
     if request.topics is None:
         # The partitions the image indexes as moving or stepping (Kafka's
         # ``reassigningTopics``), not a walk over every partition.
-        for topic_id, pid in image.moving | image.stepping:
-            wanted.setdefault(image.topics[topic_id].name, set()).add(pid)
+        for moving_id, pid in image.moving | image.stepping:
+            wanted.setdefault(image.topics[moving_id].name, set()).add(pid)
     else:
         for t in request.topics:
             wanted.setdefault(t.name, set()).update(int(i) for i in t.partition_indexes)

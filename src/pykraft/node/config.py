@@ -114,6 +114,10 @@ class NodeConfig:
     # still moves its high watermark. The end-to-end tests (tests/node, the pipeline's quorum
     # audit) and ``pykraft local`` demos rely on it; see ``pykraft.node.server``.
     debug_append_interval_ms: int = 0
+    # pykraft's own ``pykraft.event.loop.stall.stack.ms``, a diagnostic: when the event loop
+    # has been held this long, a watchdog thread logs where the loop's thread is (0 = off;
+    # node/loop_lag.py). The loop-lag metrics say how long; this says what held it.
+    event_loop_stall_stack_ms: int = 0
     # The metadata controller's settings (Kafka's names; pykraft.controller.config).
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
@@ -304,6 +308,7 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1024),
     "socket.request.max.bytes": ("socket_request_max_bytes", 1),
     "pykraft.debug.append.interval.ms": ("debug_append_interval_ms", 0),
+    "pykraft.event.loop.stall.stack.ms": ("event_loop_stall_stack_ms", 0),
     "broker.session.timeout.ms": ("broker_session_timeout_ms", 1),
     "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", 1),
     "num.partitions": ("num_partitions", 1),

@@ -214,7 +214,7 @@ class RaftNode:
             security=None if cfg.security is None else cfg.security.client,
         )
         self.metrics = RaftMetrics(self.now_ms(), cfg.quorum_fetch_timeout_ms)
-        self.loop_lag.start(self._loop)
+        self.loop_lag.start(self._loop, stall_stack_ms=cfg.event_loop_stall_stack_ms)
         if cfg.metrics_port is not None:
             self._metrics_server = MetricsServer(self._loop, self.metrics_snapshot)
             self._metrics_server.start(self.listener.host, cfg.metrics_port)

@@ -22,6 +22,13 @@ it and subtracts what the interval spent waiting for a core: ``pykraft_event_loo
 and ``..._held_max_ever_ms`` are the lag the node caused (its callbacks, the collector, a
 blocking call, another of its threads holding the GIL). Where the kernel does not keep the
 counter the held figures are the lag itself.
+
+The figures say how long, not what. With ``pykraft.event.loop.stall.stack.ms`` set, a
+watchdog thread looks every half of that interval at when the next sample was due; once the
+loop is that late it logs the stack of the loop's thread (``sys._current_frames``), once per
+stall. It needs the GIL to look: a stall inside compiled code that never returns to the
+interpreter is reported when it does, with the stack then. Off by default (a thread that
+wakes on a timer); the million-partition benchmark turns it on to say what held a loop.
 """
 
 from __future__ import annotations
@@ -31,8 +38,10 @@ import collections
 import gc
 import logging
 import os
+import sys
 import threading
 import time
+import traceback
 from typing import Final
 
 __all__ = ["LoopLag", "WindowMax"]
@@ -81,12 +90,16 @@ class LoopLag:
         self._schedstat: int | None = None  # the loop thread's /proc schedstat, kept open
         self._waited_ns = 0
         self._ran_ns = 0
+        self._watchdog: threading.Thread | None = None
+        self._watching = threading.Event()  # set: the watchdog stops
 
     @property
     def max_ever_ms(self) -> float:
         return self.lag.max_ever
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+    def start(self, loop: asyncio.AbstractEventLoop, *, stall_stack_ms: int = 0) -> None:
+        """Sample ``loop`` (run on this thread); with ``stall_stack_ms`` > 0, log the loop
+        thread's stack whenever it is held that long."""
         self._loop = loop
         path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
         try:
@@ -95,8 +108,42 @@ class LoopLag:
             self._schedstat = None
         self._ran_ns, self._waited_ns = self._schedstat_ns() or (0, 0)
         self._arm(loop.time())
+        if stall_stack_ms > 0:
+            self._watching.clear()
+            self._watchdog = threading.Thread(
+                target=self._watch,
+                args=(threading.get_ident(), stall_stack_ms / 1000),
+                name="pykraft-loop-watchdog",
+                daemon=True,
+            )
+            self._watchdog.start()
+
+    def _watch(self, thread_id: int, stall_s: float) -> None:
+        """The watchdog thread: the loop thread's stack, once per stall of ``stall_s``."""
+        assert self._loop is not None
+        reported = -1.0  # the due time of the sample whose stall was reported
+        while not self._watching.wait(stall_s / 2):
+            due = self._due
+            late_s = time.monotonic() - due  # asyncio's and uvloop's clocks: CLOCK_MONOTONIC
+            if late_s < stall_s or due == reported:
+                continue
+            frame = sys._current_frames().get(thread_id)
+            if frame is None:
+                return
+            reported = due
+            stack = "".join(traceback.format_stack(frame))
+            log.warning(
+                "the event loop is %.0f ms late (held, or its thread waiting for a core); "
+                "its thread is at:\n%s",
+                late_s * 1000,
+                stack.rstrip(),
+            )
 
     def stop(self) -> None:
+        if self._watchdog is not None:
+            self._watching.set()
+            self._watchdog.join()
+            self._watchdog = None
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
