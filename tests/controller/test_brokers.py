@@ -8,6 +8,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from pykraft.controller.brokers import unclean_topics
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER
 from pykraft.protocol import ApiKey
@@ -299,3 +300,17 @@ def test_each_broker_knows_the_topics_it_holds_replicas_of() -> None:
     h.write([(r.RemoveTopicRecord(topic_id=t), 0)])
     assert h.image.broker_topics == {1: set(), 2: {u}, 3: {u}}
     assert list(h.image.partitions_near(1)) == []
+
+
+def test_unclean_topics_read_each_topics_config_then_the_clusters_default() -> None:
+    """What fencing and heartbeats elect with: a topic's unclean.leader.election.enable,
+    else the cluster's, asked per topic (no set of every topic built per heartbeat)."""
+    h = Harness()
+    h.live_broker(1)
+    h.create_topic("dirty", rf=1, configs={"unclean.leader.election.enable": "true"})
+    h.create_topic("clean", rf=1, configs={"unclean.leader.election.enable": "false"})
+    h.create_topic("plain", rf=1)
+    ids = [h.image.topics_by_name[n] for n in ("dirty", "clean", "plain")]
+    assert [t in unclean_topics(h.image, False) for t in ids] == [True, False, False]
+    assert [t in unclean_topics(h.image, True) for t in ids] == [True, False, True]
+    assert uuid.uuid4() not in unclean_topics(h.image, True)  # no such topic

@@ -34,7 +34,7 @@ same batch, before the new RegisterBrokerRecord, so a fenced broker never leads.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -52,7 +52,14 @@ from pykraft.controller.partitions import (
 )
 from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
-from pykraft.metadata.image import NO_LEADER, BrokerState, Image, PartitionState, broker_record
+from pykraft.metadata.image import (
+    NO_LEADER,
+    TOPIC_RESOURCE,
+    BrokerState,
+    Image,
+    PartitionState,
+    broker_record,
+)
 from pykraft.metadata.versions import (
     IBP_3_7_IV2,
     IBP_4_3_IV0,
@@ -63,10 +70,12 @@ from pykraft.metadata.versions import (
 __all__ = [
     "BrokerSessions",
     "Heartbeat",
+    "UncleanTopics",
     "fence_records",
     "heartbeat",
     "register_broker",
     "register_broker_version",
+    "unclean_topics",
     "unregister_broker",
 ]
 
@@ -195,7 +204,7 @@ def _leader_and_isr_updates(
     partitions: Iterator[PartitionState] | list[PartitionState],
     acceptable: Acceptable,
     remove: int,
-    unclean: set[uuid.UUID],
+    unclean: Container[uuid.UUID],
     unclean_shutdown: int = NO_LEADER,
 ) -> RecordList:
     """PartitionChangeRecords that drop ``remove`` (if not NO_LEADER) from each ISR and
@@ -233,7 +242,7 @@ def _new_incarnation_records(
     broker_id: int,
     existing: BrokerState | None,
     previous_epoch: int,
-    unclean: set[uuid.UUID],
+    unclean: Container[uuid.UUID],
 ) -> RecordList:
     """What a new incarnation of ``broker_id`` does to its partitions before its
     registration (Kafka's ``handleBrokerShutdown``). The restart was clean when the broker
@@ -265,18 +274,34 @@ def _new_incarnation_records(
     return []
 
 
-def unclean_topics(image: Image, cluster_unclean: bool) -> set[uuid.UUID]:
+class UncleanTopics:
+    """The topics whose ``unclean.leader.election.enable`` is on (the topic's config, else
+    the cluster's default), asked one topic at a time (``topic_id in unclean``) as an
+    election needs it: every heartbeat and tick asks for it, and a set built per call walked
+    every topic (10,000 at a million partitions) for the few partitions that need a leader."""
+
+    __slots__ = ("cluster_unclean", "image")
+
+    def __init__(self, image: Image, cluster_unclean: bool) -> None:
+        self.image = image
+        self.cluster_unclean = cluster_unclean
+
+    def __contains__(self, topic_id: object) -> bool:
+        topic = self.image.topics.get(topic_id) if isinstance(topic_id, uuid.UUID) else None
+        if topic is None:
+            return False
+        config = self.image.configs.get((TOPIC_RESOURCE, topic.name))
+        value = None if config is None else config.get("unclean.leader.election.enable")
+        return (value == "true") if value is not None else self.cluster_unclean
+
+
+def unclean_topics(image: Image, cluster_unclean: bool) -> UncleanTopics:
     """Topics whose ``unclean.leader.election.enable`` is on (topic config, else the
-    cluster's default)."""
-    out = set()
-    for topic in image.topics.values():
-        value = image.configs.get((2, topic.name), {}).get("unclean.leader.election.enable")
-        if (value == "true") if value is not None else cluster_unclean:
-            out.add(topic.topic_id)
-    return out
+    cluster's default), looked up as asked."""
+    return UncleanTopics(image, cluster_unclean)
 
 
-def fence_records(image: Image, broker: BrokerState, unclean: set[uuid.UUID]) -> RecordList:
+def fence_records(image: Image, broker: BrokerState, unclean: Container[uuid.UUID]) -> RecordList:
     """Fence ``broker``: out of every ISR, leaders moved, then the fencing record."""
     records = _leader_and_isr_updates(
         image,
@@ -296,7 +321,9 @@ def fence_records(image: Image, broker: BrokerState, unclean: set[uuid.UUID]) ->
     return records
 
 
-def _unfence_records(image: Image, broker: BrokerState, unclean: set[uuid.UUID]) -> RecordList:
+def _unfence_records(
+    image: Image, broker: BrokerState, unclean: Container[uuid.UUID]
+) -> RecordList:
     records: RecordList = [
         (
             r.BrokerRegistrationChangeRecord(
@@ -315,7 +342,7 @@ def _unfence_records(image: Image, broker: BrokerState, unclean: set[uuid.UUID])
 
 
 def _controlled_shutdown_records(
-    image: Image, broker: BrokerState, unclean: set[uuid.UUID]
+    image: Image, broker: BrokerState, unclean: Container[uuid.UUID]
 ) -> RecordList:
     records: RecordList = []
     if not broker.in_controlled_shutdown:
@@ -467,7 +494,7 @@ def register_broker(
     kraft_version: int,
     next_offset: int,
     now_ms: int,
-    unclean: set[uuid.UUID],
+    unclean: Container[uuid.UUID],
     zk_migration: bool = False,
     inter_broker_listener: str = "PLAINTEXT",
 ) -> tuple[RecordList, int]:
@@ -560,7 +587,7 @@ def heartbeat(
     *,
     register_offset: int,
     now_ms: int,
-    unclean: set[uuid.UUID],
+    unclean: Container[uuid.UUID],
 ) -> Heartbeat:
     """The records and reply of one BrokerHeartbeat; raises ApiError (STALE_BROKER_EPOCH)."""
     broker_id = int(request.broker_id)
@@ -626,7 +653,7 @@ def _cordoned_records(image: Image, broker: BrokerState, request: Any) -> Record
 
 
 def unregister_broker(
-    image: Image, sessions: BrokerSessions, broker_id: int, unclean: set[uuid.UUID]
+    image: Image, sessions: BrokerSessions, broker_id: int, unclean: Container[uuid.UUID]
 ) -> RecordList:
     """UnregisterBroker: out of every ISR, then UnregisterBrokerRecord; raises ApiError."""
     broker = image.brokers.get(broker_id)

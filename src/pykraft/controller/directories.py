@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -45,7 +45,7 @@ def _partition_error(code: int, index: int) -> dict[str, Any]:
 
 
 def assign_replicas_to_dirs(
-    image: Image, request: Any, unclean: set[uuid.UUID]
+    image: Image, request: Any, unclean: Container[uuid.UUID]
 ) -> tuple[RecordList, dict[str, Any]]:
     """AssignReplicasToDirs v0: for each partition, the directory the broker put its
     replica in, as a PartitionChangeRecord (none when unchanged); a replica assigned to a
@@ -105,7 +105,7 @@ def _assign(
     p: PartitionState,
     directory: uuid.UUID,
     version: int,
-    unclean: set[uuid.UUID],
+    unclean: Container[uuid.UUID],
 ) -> RecordList:
     index = p.replicas.index(broker.broker_id)
     dirs = list(p.directories) or [UNASSIGNED_DIR] * len(p.replicas)
@@ -134,7 +134,7 @@ def _out_of_isr(
     broker_id: int,
     partitions: Iterable[PartitionState],
     version: int,
-    unclean: set[uuid.UUID],
+    unclean: Container[uuid.UUID],
 ) -> RecordList:
     out: RecordList = []
     for p in partitions:
@@ -152,7 +152,7 @@ def _out_of_isr(
 
 
 def offline_dir_records(
-    image: Image, broker: BrokerState, offline: Iterable[uuid.UUID], unclean: set[uuid.UUID]
+    image: Image, broker: BrokerState, offline: Iterable[uuid.UUID], unclean: Container[uuid.UUID]
 ) -> RecordList:
     """Heartbeat ``OfflineLogDirs`` (3.7-IV2+): for each newly offline directory, the
     partitions whose replica on ``broker`` lives there leave its ISR and leadership; then the

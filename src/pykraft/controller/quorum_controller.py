@@ -24,7 +24,6 @@ simulator replays any run from its seed.
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -399,7 +398,7 @@ class QuorumController:
             self.image, caller.principal, caller.host, operation, resource_type, resource_name
         )
 
-    def _unclean(self) -> set[uuid.UUID]:
+    def _unclean(self) -> b.UncleanTopics:
         return b.unclean_topics(self.image, self.config.unclean_leader_election)
 
     # BrokerRegistration / BrokerHeartbeat / UnregisterBroker ------------------------------
