@@ -332,7 +332,13 @@ def _unfence_records(
             0,
         )
     ]
-    leaderless = [p for p in image.all_partitions() if p.leader == NO_LEADER]
+    # The image's index of partitions without a leader (no walk over every partition), in
+    # a fixed order: what the active controller writes must not depend on a set's history.
+    leaderless = []
+    for topic_id, pid in sorted(image.leaderless):
+        p = image.topics[topic_id].partitions[pid]
+        if p.leader == NO_LEADER:
+            leaderless.append(p)
     records.extend(
         _leader_and_isr_updates(
             image, leaderless, acceptor(image, adding=broker.broker_id), NO_LEADER, unclean

@@ -215,6 +215,9 @@ class Image:
         self.stepping: set[tuple[uuid.UUID, int]] = set()
         # Partitions with a reassignment in flight (adding or removing replicas).
         self.moving: set[tuple[uuid.UUID, int]] = set()
+        # Partitions without a leader (Kafka's ``BrokersToIsrs.partitionsWithNoLeader``): what
+        # an unfenced broker may lead, found without a walk over every partition.
+        self.leaderless: set[tuple[uuid.UUID, int]] = set()
         # broker id -> the topics with a partition that has it among its replicas (so in
         # its ISR, ELR, leadership or reassignment), at least: Kafka's ``BrokersToIsrs``
         # at the grain of topics. A superset (a topic stays after the broker left its
@@ -504,6 +507,7 @@ class Image:
         for pid, p in topic.partitions.items():
             tl.discard(self.stepping, (rec.topic_id, pid))
             tl.discard(self.moving, (rec.topic_id, pid))
+            tl.discard(self.leaderless, (rec.topic_id, pid))
             offline += p.leader < 0
             imbalanced += _imbalanced(p)
         self._count(-len(topic.partitions), -offline, -imbalanced)
@@ -601,6 +605,10 @@ class Image:
             tl.add(self.moving, (p.topic_id, p.partition_id))
         elif self.moving:
             tl.discard(self.moving, (p.topic_id, p.partition_id))
+        if p.leader < 0:
+            tl.add(self.leaderless, (p.topic_id, p.partition_id))
+        elif self.leaderless:
+            tl.discard(self.leaderless, (p.topic_id, p.partition_id))
 
     def _config(self, rec: r.ConfigRecord, _v: int) -> None:
         key = (rec.resource_type, rec.resource_name)
@@ -801,6 +809,9 @@ class Image:
         assert self.moving == moving, (self.moving, moving)
         kept = [self.partition_count, self.offline_count, self.imbalanced_count]
         assert kept == counts, (kept, counts)
+        assert len(self.leaderless) == self.offline_count, (self.leaderless, counts)
+        for topic_id, pid in self.leaderless:
+            assert self.topics[topic_id].partitions[pid].leader < 0, (topic_id, pid)
 
 
 def _imbalanced(p: PartitionState) -> int:
