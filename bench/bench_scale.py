@@ -96,7 +96,10 @@ CONTROLLER_CONFIG = {
 # pykraft's controllers log where their loop's thread is when it is held past the goal
 # (node/loop_lag.py's watchdog): a held loop in the table comes with what held it.
 PYKRAFT_CONFIG = {"pykraft.event.loop.stall.stack.ms": 100}
-STALL_STACK = r"event loop is (\d+) ms late .*its thread is at:\n((?:  .*\n)+)"
+STALL_STACK = (
+    r"event loop is (\d+) ms late \((\S+) ms of it waiting for a core\); "
+    r"its thread is at:\n((?:  .*\n)+)"
+)
 # A snapshot written (and Kafka's begun), as each kind logs it.
 SNAPSHOT_WRITTEN = {
     "pykraft": r"(?m)^(\S+ \S+) .*metadata snapshot written .* in (\d+) ms",
@@ -415,7 +418,12 @@ def measure(
         cluster.kill()
     if kind == "pykraft":
         row["loop_stalls"] = [
-            {"node": c.node_id, "ms": int(m[1]), "at": m[2].rstrip().splitlines()[-6:]}
+            {
+                "node": c.node_id,
+                "late_ms": int(m[1]),
+                "core_wait_ms": m[2],
+                "at": m[3].rstrip().splitlines()[-6:],
+            }
             for c in cluster.controllers
             for m in re.finditer(STALL_STACK, c.text())
         ]

@@ -230,7 +230,15 @@ class ControllerHost:
         if self.controller is None:
             return []
         committed = self._core().high_watermark - 1
-        return controller_metrics(self.controller, committed, self.metadata_errors, self.migration)
+        return [
+            *controller_metrics(self.controller, committed, self.metadata_errors, self.migration),
+            (
+                "pykraft_gc_image_frozen",
+                "1 when the metadata image in use is out of the cyclic collector's full "
+                "collections (gc.freeze once loaded or replayed), else 0",
+                float(self._image_frozen),
+            ),
+        ]
 
     def after_ready(self, ready: Ready) -> None:
         if ready.snapshot_loaded is not None:
@@ -502,9 +510,8 @@ class ControllerHost:
             self._caught_up = True
             self._freeze_image()
             log.info(
-                "metadata image caught up position=%d; %d objects frozen out of full collections",
+                "metadata image caught up position=%d; frozen out of full collections",
                 listener.position,
-                gc.get_freeze_count(),
             )
         if change is LeaderChange.DEACTIVATED or (change is LeaderChange.ACTIVATED and epoch >= 0):
             log.info(

@@ -11,9 +11,10 @@ the loop, so the sampler measures how late a timer that should have run fires. A
 ``t`` that runs at ``t + lag`` saw the loop held for at least ``lag``; sampled every 10 ms, any
 stall longer than that is seen. Exported as ``pykraft_event_loop_lag_max_ms`` (the last
 minute's longest, as Kafka's ``-max`` metrics over their window) and
-``pykraft_event_loop_lag_max_ever_ms``. Beside them ``pykraft_gc_frozen_objects``: a full
-collection walks every object the collector tracks, and the controller keeps its image out of
-its reach once loaded (``gc.freeze``), which this shows.
+``pykraft_event_loop_lag_max_ever_ms``. A full collection walks every object the collector
+tracks, and the controller keeps its image out of its reach once loaded (``gc.freeze``), which
+its ``pykraft_gc_image_frozen`` shows (``controller_host.py``; not a count of the frozen
+objects: ``gc.get_freeze_count`` walks them all, 100 ms per 5 million, the loop held).
 
 A late timer is not always the node's doing: on a machine with fewer cores than busy processes
 the loop's thread waits for a core too. Linux counts that wait per thread (the second field of
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import gc
 import logging
 import os
 import sys
@@ -131,11 +131,14 @@ class LoopLag:
             if frame is None:
                 return
             reported = due
+            stat = self._schedstat_ns()
+            waited_ms = float("nan") if stat is None else (stat[1] - self._waited_ns) / 1e6
             stack = "".join(traceback.format_stack(frame))
             log.warning(
-                "the event loop is %.0f ms late (held, or its thread waiting for a core); "
+                "the event loop is %.0f ms late (%.0f ms of it waiting for a core); "
                 "its thread is at:\n%s",
                 late_s * 1000,
+                waited_ms,
                 stack.rstrip(),
             )
 
@@ -219,11 +222,5 @@ class LoopLag:
                 "the longest lag since the node started less the time the loop's thread waited "
                 "for a core (ms)",
                 self.held.max_ever,
-            ),
-            (
-                "pykraft_gc_frozen_objects",
-                "objects kept out of the cyclic collector's full collections (the metadata "
-                "image once loaded or replayed: gc.freeze)",
-                float(gc.get_freeze_count()),
             ),
         ]
