@@ -180,8 +180,8 @@ class BrokerSide:
 
     # -- the end ------------------------------------------------------------------------------
 
-    def stop_workload(self) -> None:
-        self.workload.stop()
+    def stop_workload(self, timeout_s: float = 30.0) -> None:
+        self.workload.stop(timeout_s)
 
     def finish(self, converge_s: float) -> None:
         """Every broker back, every partition led; the clients' checks; the final views."""

@@ -103,6 +103,9 @@ class RunConfig:
     kafka: str = "4"  # the interop/kafka-<name> project the brokers run from
     broker_rate: float = 100.0  # records per second per idempotent producer
     unsafe_controller: bool = False  # the broken controller (the checker must fail)
+    # How long the Kafka clients' loops get to stop after the faults; one still blocked is
+    # abandoned and counted (``KafkaWorkload.stop``).
+    client_stop_s: float = 30.0
     controllers: str = "pykraft"  # or "kafka": Apache Kafka's own, for the side by side
 
     @property
@@ -482,7 +485,7 @@ def run(config: RunConfig) -> Report:
             _sleep_until(t0 + config.seconds)
             load.stop()
             if side is not None:
-                side.stop_workload()
+                side.stop_workload(config.client_stop_s)
             committed = _converge(config, monitor, report, load)
             views_offset: int | None = None
             if side is not None:
