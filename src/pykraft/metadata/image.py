@@ -19,7 +19,9 @@ order (by id or name), so that equal images write equal records.
 Invariants (checked by ``check``): every partition's topic exists; ISR is a subset of
 replicas; a leader, when there is one, is in the ISR and among the replicas; topic names and
 ids map one to one; each partition's topic is in ``broker_topics`` of each of its replicas;
-a partition's kept encoding (``PartitionState.value``), when it has one, encodes it as it is.
+``colliding_names`` indexes exactly the names with '.' or '_', and ``leaderless`` exactly the
+partitions without a leader; a partition's kept encoding (``PartitionState.value``), when it
+has one, encodes it as it is.
 """
 
 from __future__ import annotations
