@@ -8,7 +8,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.controller.brokers import unclean_topics
+from pykraft.controller.brokers import UncleanTopics
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER
 from pykraft.protocol import ApiKey
@@ -311,6 +311,6 @@ def test_unclean_topics_read_each_topics_config_then_the_clusters_default() -> N
     h.create_topic("clean", rf=1, configs={"unclean.leader.election.enable": "false"})
     h.create_topic("plain", rf=1)
     ids = [h.image.topics_by_name[n] for n in ("dirty", "clean", "plain")]
-    assert [t in unclean_topics(h.image, False) for t in ids] == [True, False, False]
-    assert [t in unclean_topics(h.image, True) for t in ids] == [True, False, True]
-    assert uuid.uuid4() not in unclean_topics(h.image, True)  # no such topic
+    assert [t in UncleanTopics(h.image, False) for t in ids] == [True, False, False]
+    assert [t in UncleanTopics(h.image, True) for t in ids] == [True, False, True]
+    assert uuid.uuid4() not in UncleanTopics(h.image, True)  # no such topic

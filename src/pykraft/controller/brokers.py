@@ -75,7 +75,6 @@ __all__ = [
     "heartbeat",
     "register_broker",
     "register_broker_version",
-    "unclean_topics",
     "unregister_broker",
 ]
 
@@ -295,12 +294,6 @@ class UncleanTopics:
         return (value == "true") if value is not None else self.cluster_unclean
 
 
-def unclean_topics(image: Image, cluster_unclean: bool) -> UncleanTopics:
-    """Topics whose ``unclean.leader.election.enable`` is on (topic config, else the
-    cluster's default), looked up as asked."""
-    return UncleanTopics(image, cluster_unclean)
-
-
 def fence_records(image: Image, broker: BrokerState, unclean: Container[uuid.UUID]) -> RecordList:
     """Fence ``broker``: out of every ISR, leaders moved, then the fencing record."""
     records = _leader_and_isr_updates(
@@ -334,11 +327,7 @@ def _unfence_records(
     ]
     # The image's index of partitions without a leader (no walk over every partition), in
     # a fixed order: what the active controller writes must not depend on a set's history.
-    leaderless = []
-    for topic_id, pid in sorted(image.leaderless):
-        p = image.topics[topic_id].partitions[pid]
-        if p.leader == NO_LEADER:
-            leaderless.append(p)
+    leaderless = [image.topics[t].partitions[pid] for t, pid in sorted(image.leaderless)]
     records.extend(
         _leader_and_isr_updates(
             image, leaderless, acceptor(image, adding=broker.broker_id), NO_LEADER, unclean

@@ -399,7 +399,7 @@ class QuorumController:
         )
 
     def _unclean(self) -> b.UncleanTopics:
-        return b.unclean_topics(self.image, self.config.unclean_leader_election)
+        return b.UncleanTopics(self.image, self.config.unclean_leader_election)
 
     # BrokerRegistration / BrokerHeartbeat / UnregisterBroker ------------------------------
 

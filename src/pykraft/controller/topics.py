@@ -83,8 +83,8 @@ def _collides(image: Image, name: str) -> str | None:
     ``topicsWithCollisionChars`` lookup); a name with neither collides with nothing."""
     if not has_collision_chars(name):
         return None
-    others = image.colliding_names.get(normalized_topic_name(name), set()) - {name}
-    return min(others) if others else None
+    twins = image.colliding_names.get(normalized_topic_name(name), ())
+    return min((other for other in twins if other != name), default=None)
 
 
 def usable_brokers(image: Image) -> list[int]:

@@ -120,7 +120,6 @@ class LoopLag:
 
     def _watch(self, thread_id: int, stall_s: float) -> None:
         """The watchdog thread: the loop thread's stack, once per stall of ``stall_s``."""
-        assert self._loop is not None
         reported = -1.0  # the due time of the sample whose stall was reported
         while not self._watching.wait(stall_s / 2):
             due = self._due
