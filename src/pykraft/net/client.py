@@ -130,10 +130,10 @@ class Connection(asyncio.Protocol):
                 timeout_ms=timeout_ms,
             )
         except BaseException:
-            conn.close()
+            conn.abort()
             raise
         if versions.error_code != ErrorCode.none:
-            conn.close()
+            conn.abort()
             raise ConnectionError(f"ApiVersions answered {versions.error_code!r}")
         conn.peer_versions = {
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
@@ -147,7 +147,9 @@ class Connection(asyncio.Protocol):
                     server_max,
                 )
             except BaseException:
-                conn.close()
+                # Nothing more to say to a peer that refused us: its socket goes now, not
+                # after a TLS close_notify exchange the caller's loop may not live to see.
+                conn.abort()
                 raise
             if lifetime_ms > 0:
                 # KIP-368: renewed before the server's deadline, at 85-95 % of it as Kafka's
