@@ -368,18 +368,23 @@ def test_kafka_reassign_partitions_moves_real_data(
         stuck.write_text(
             '{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[100,101]}]}'
         )
+        # The cancel itself succeeds; the tool then clears broker-level throttles on every
+        # broker of the plan with requests sent to each broker, and the stopped one never
+        # answers (Kafka's tool does the same on Kafka's own controllers): exit 1 after its
+        # admin client's API timeout, 60 s by default, 8 s here.
+        impatient = tmp / "admin.properties"
+        impatient.write_text("default.api.timeout.ms=8000\nrequest.timeout.ms=4000\n")
         cancelled = kafka.run(
             "reassign-partitions",
             "--bootstrap-server",
             cluster.brokers[1].address,
+            "--command-config",
+            str(impatient),
             "--cancel",
             "--reassignment-json-file",
             str(stuck),
             check=False,
         )
-        # The cancel itself succeeds; the tool then clears broker-level throttles on every
-        # broker of the plan with requests sent to each broker, and the stopped one never
-        # answers (Kafka's tool does the same on Kafka's own controllers): exit 1 after that.
         assert "Successfully cancelled partition reassignment for: moving-0" in cancelled.stdout, (
             cancelled.stdout
         )
