@@ -246,7 +246,10 @@ def test_mutual_tls_principal_from_the_certificate_through_mapping_rules(certs: 
         await metadata(conn)
         assert seen.sessions[-1].principal == KafkaPrincipal("User", "ALICE")
         conn.close()
+        conn.close()
+        conn.abort()  # after a close, even two: asyncio's TLS transport must not be closed twice
         await conn.wait_closed()
+        conn.abort()
         await server.close()
 
     run(main)

@@ -237,7 +237,7 @@ class Connection(asyncio.Protocol):
         """Close at once, unsent bytes dropped (``close`` waits for them to leave, which
         never happens when the peer is cut off)."""
         self._fail(ConnectionError("aborted locally"))
-        if self._transport is not None:
+        if self._transport is not None and not self._lost.done():
             self._transport.abort()
 
     async def wait_closed(self) -> None:
@@ -304,7 +304,11 @@ class Connection(asyncio.Protocol):
             timer.cancel()
             _call(on_answer, ConnectionError(str(error)))
         if self._transport is not None:
-            self._transport.close()
+            # Once: asyncio's TLS transport, closed twice, drops its protocol, and a later
+            # abort() then raises AttributeError (seen in CI: the peer's EOF closed it, then
+            # a failed open aborted it).
+            if not self._transport.is_closing():
+                self._transport.close()
         elif not self._lost.done():
             self._lost.set_result(None)
 
