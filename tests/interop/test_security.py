@@ -65,7 +65,7 @@ class Secure:
             **self.setup.kafka_python(user, password),
         )
 
-    def controller_client(
+    def direct_client(
         self, user: str, password: str, mechanism: str = "PLAIN"
     ) -> ClientSecurity:
         """Dial a pykraft controller (PLAIN) or a broker's client listener (SCRAM-SHA-512)
@@ -174,7 +174,7 @@ async def _broker_refuses_wrong_password(secure: Secure, address: str) -> None:
     host, port = address.rsplit(":", 1)
 
     def scram(password: str) -> ClientSecurity:
-        return secure.controller_client("admin", password, "SCRAM-SHA-512")
+        return secure.direct_client("admin", password, "SCRAM-SHA-512")
 
     with pytest.raises(SaslAuthenticationError) as refused:
         await Connection.open(host, int(port), timeout_ms=10_000, security=scram("wrong"))
@@ -348,10 +348,10 @@ def test_controller_refuses_what_the_principal_may_not_do(secure: Secure) -> Non
         host, port = "127.0.0.1", controller.port
         with pytest.raises(SaslAuthenticationError, match="Invalid username or password"):
             await Connection.open(
-                host, port, timeout_ms=10_000, security=secure.controller_client("alice", "x")
+                host, port, timeout_ms=10_000, security=secure.direct_client("alice", "x")
             )
         conn = await Connection.open(
-            host, port, timeout_ms=10_000, security=secure.controller_client(*ALICE)
+            host, port, timeout_ms=10_000, security=secure.direct_client(*ALICE)
         )
         try:
             quorum: Any = await conn.request(
