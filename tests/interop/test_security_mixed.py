@@ -103,7 +103,7 @@ def _alice_creates(mixed: Secure, suffix: str) -> dict[str, int]:
 
 def test_acls_hold_under_a_leader_of_either_implementation(mixed: Secure) -> None:
     cluster = mixed.cluster
-    security = mixed.controller_client("admin", "admin-secret")
+    security = mixed.direct_client("admin", "admin-secret")
     admin: KafkaAdminClient = eventually(mixed.admin)
     try:
         pattern = ResourcePattern(ResourceType.TOPIC, "mixed-", ACLResourcePatternType.PREFIXED)
