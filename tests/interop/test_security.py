@@ -65,9 +65,7 @@ class Secure:
             **self.setup.kafka_python(user, password),
         )
 
-    def direct_client(
-        self, user: str, password: str, mechanism: str = "PLAIN"
-    ) -> ClientSecurity:
+    def direct_client(self, user: str, password: str, mechanism: str = "PLAIN") -> ClientSecurity:
         """Dial a pykraft controller (PLAIN) or a broker's client listener (SCRAM-SHA-512)
         directly, over SASL_SSL as ``user``."""
         settings = TlsSettings(truststore_type="PEM", truststore_location=str(self.setup.ca.ca_pem))

@@ -237,7 +237,7 @@ class Connection(asyncio.Protocol):
         """Close at once, unsent bytes dropped (``close`` waits for them to leave, which
         never happens when the peer is cut off)."""
         self._fail(ConnectionError("aborted locally"))
-        if self._transport is not None and not self._lost.done():
+        if self._transport is not None:
             self._transport.abort()
 
     async def wait_closed(self) -> None:
