@@ -593,6 +593,56 @@ def test_stepped_move_elects_the_new_preferred_leader_on_real_brokers(
     )
 
 
+def test_kafka_python_end_offsets_never_refresh_a_stale_leader(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """The client half of issue 46's flake, reproduced: a kafka-python 3.0.12 consumer whose
+    metadata names the old leader resends ListOffsets to it (NOT_LEADER_OR_FOLLOWER) without
+    refreshing its metadata until the call times out, where Kafka's Java client asks for
+    metadata and retries the new leader. ``load.end_offsets`` (which ``consume_all`` and the
+    fault checker use) answers all the same. Once a kafka-python release refreshes, the first
+    assertion fails: that workaround can then go (``pykraft.interop.load``)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaTimeoutError
+
+    from pykraft.interop.load import end_offsets
+
+    topic, tp = "stale-leader", TopicPartition("stale-leader", 0)
+    topics_tool(kafka, cluster, "--create", "--topic", topic, "--replica-assignment", "100:101")
+    wait_for(lambda: whole(kafka, cluster, topic), "the topic led")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for n in range(10):
+        producer.send(topic, b"%d" % n)
+    producer.flush(timeout=60)
+    producer.close()
+    stale = KafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False)
+    try:
+        stale.assign([tp])
+        assert stale.end_offsets([tp]) == {tp: 10}  # its metadata: 100 leads
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:  # the same replicas, 101 first; then a preferred election makes 101 lead
+            admin.alter_partition_reassignments({tp: [101, 100]})
+            wait_for(
+                lambda: describe.every(
+                    cluster.bootstrap, topic, lambda p: p["Replicas"] == "101,100"
+                ),
+                "the replicas reordered",
+            )
+            admin.elect_leaders(0, {topic: [0]})
+        finally:
+            admin.close()
+        wait_for(
+            lambda: describe.every(cluster.bootstrap, topic, lambda p: p["Leader"] == "101"),
+            "101 leads",
+        )
+        with pytest.raises(KafkaTimeoutError):
+            stale.end_offsets([tp], timeout_ms=3_000)
+    finally:
+        stale.close()
+    assert end_offsets(cluster.bootstrap, [tp]) == {tp: 10}
+
+
 def test_upgraded_with_kafkas_tool_to_elr(cluster: KafkaCluster, kafka: KafkaDist) -> None:
     """Issue 28, on the live cluster (last in the module: it leaves ELR on): Kafka's own
     ``kafka-features`` takes kraft.version to 1, then ``upgrade --release-version 4.3``

@@ -70,7 +70,7 @@ def test_api_versions_and_in_order_responses() -> None:
         server = await start()
         conn = await Connection.open("127.0.0.1", server.port, timeout_ms=2000)
         assert conn.pick_version(52) == 2
-        assert conn.pick_version(1) == 17
+        assert conn.pick_version(1) == 18
         results: list[tuple[int, RaftResponse | None]] = []
         done = asyncio.Event()
 

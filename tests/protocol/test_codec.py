@@ -46,7 +46,7 @@ from .strategies import SERVED
 def test_served_table() -> None:
     assert {(ApiKey(r.api_key).name, r.min_version, r.max_version) for r in KRAFT_APIS} == {
         ("API_VERSIONS", 0, 5),
-        ("FETCH", 13, 17),
+        ("FETCH", 13, 18),
         ("VOTE", 0, 2),
         ("BEGIN_QUORUM_EPOCH", 0, 1),
         ("END_QUORUM_EPOCH", 0, 1),
@@ -102,10 +102,10 @@ def test_a_node_imports_the_newest_versions_and_no_others() -> None:
         "from pykraft.protocol.error_responses import error_response\n"
         "from pykraft.protocol.errors import ErrorCode\n"
         "fetch = 'kio.schema.fetch.v{}.response'\n"
-        "before = fetch.format(17) in sys.modules\n"
+        "before = fetch.format(18) in sys.modules\n"
         "import_newest(SERVED_APIS)\n"
-        "print(before, fetch.format(17) in sys.modules, fetch.format(13) in sys.modules)\n"
-        "answer = error_response(1, 17, ErrorCode.request_timed_out, error_message='late')\n"
+        "print(before, fetch.format(18) in sys.modules, fetch.format(13) in sys.modules)\n"
+        "answer = error_response(1, 18, ErrorCode.request_timed_out, error_message='late')\n"
         "print(answer.error_code == ErrorCode.request_timed_out, fetch.format(13) in sys.modules)\n"
     )
     out = subprocess.run(

@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 from pykraft.raft.config import InvalidSnapshotError, NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import (
+    HIGH_WATERMARK_UNSUPPORTED,
     BeginQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
@@ -57,11 +58,19 @@ def leader_of_three() -> RaftCore:
 
 
 def fetch(
-    c: RaftCore, *, src: int, request_id: int, offset: int, epoch: int, now_ms: int
+    c: RaftCore,
+    *,
+    src: int,
+    request_id: int,
+    offset: int,
+    epoch: int,
+    now_ms: int,
+    high_watermark: int = HIGH_WATERMARK_UNSUPPORTED,
 ) -> list[FetchResponse]:
-    """Step a Fetch from ``src`` (at ``offset``, last fetched ``epoch``, 500 ms long poll)
-    and return the answers to it in the next Ready (empty while the leader holds it)."""
-    request = FetchRequest(None, ReplicaKey(src), 1, offset, epoch, 500)
+    """Step a Fetch from ``src`` (at ``offset``, last fetched ``epoch``, 500 ms long poll,
+    knowing ``high_watermark``: by default a pre-v18 peer's "not supported") and return the
+    answers to it in the next Ready (empty while the leader holds it)."""
+    request = FetchRequest(None, ReplicaKey(src), 1, offset, epoch, 500, 8 << 20, high_watermark)
     c.step(Inbound(src, request_id, request), now_ms)
     return [
         m.body
@@ -101,6 +110,26 @@ def test_fetch_is_answered_at_once_when_the_high_watermark_moved() -> None:
     c.log.flush()
     c.on_flushed(2001)  # the leader's own offset counts once flushed (B13): HWM 2
     assert fetch(c, src=3, request_id=2, offset=2, epoch=1, now_ms=2002) != []
+
+
+def test_fetch_from_a_replica_behind_the_high_watermark_is_answered_at_once() -> None:
+    """KIP-1166 (Fetch v18), as Kafka 4.4's leader: a replica at the log end that was sent
+    records before they committed states the high watermark it knows; a lower one than the
+    leader's is answered at once (with the leader's), an equal one is held. Before this a
+    broker learned a commit up to fetch.max.wait.ms (500 ms) after the others (issue 46)."""
+    c = leader_with_hwm_at_one()
+    c.append([b"a"], 2001)
+    got = fetch(c, src=2, request_id=5, offset=1, epoch=1, now_ms=2001, high_watermark=1)
+    assert got and got[0].records  # "a", not yet committed: follower 2 knows HWM 1
+    c.log.flush()
+    c.on_flushed(2001)  # the leader's own offset counts once flushed (B13)
+    fetch(c, src=3, request_id=1, offset=2, epoch=1, now_ms=2001, high_watermark=1)
+    assert c.high_watermark == 2  # committed by follower 3 while 2 still knows 1
+    behind = fetch(c, src=2, request_id=6, offset=2, epoch=1, now_ms=2002, high_watermark=1)
+    assert [a.high_watermark for a in behind] == [2] and not behind[0].records
+    assert fetch(c, src=2, request_id=7, offset=2, epoch=1, now_ms=2003, high_watermark=2) == []
+    # A peer of an older version states no high watermark: held, as Kafka holds it.
+    assert fetch(c, src=3, request_id=8, offset=2, epoch=1, now_ms=2004) == []
 
 
 def test_held_fetch_is_answered_when_its_wait_ends() -> None:

@@ -42,6 +42,7 @@ from pykraft.faults.kafka_workload import (
     KafkaWorkload,
     TopicOp,
 )
+from pykraft.interop.load import end_offsets
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image
 from pykraft.node.metadata_files import load_image
@@ -118,9 +119,13 @@ def read_topic(
         if not known:
             raise TimeoutError(f"{topic}: no partitions in the brokers' metadata")
         parts = [TopicPartition(topic, p) for p in sorted(known)]
+        ends = end_offsets(
+            bootstrap,
+            parts,
+            isolation_level="read_committed" if committed_only else "read_uncommitted",
+        )
         consumer.assign(parts)
         consumer.seek_to_beginning(*parts)
-        ends = consumer.end_offsets(parts)
         out: dict[int, list[tuple[int, bytes]]] = {tp.partition: [] for tp in parts}
         deadline = time.monotonic() + _READ_TIMEOUT_S
         while any(consumer.position(tp) < ends[tp] for tp in parts):

@@ -1,7 +1,15 @@
 """Client load on a real Kafka cluster, for the tests and the benchmarks: a kafka-python
 producer thread (acks=all, one request in flight, retries) writing sequence numbers, each send
 timed to its acknowledgement, and the check that everything acknowledged is consumable, in
-order per partition. Needs kafka-python (the ``dev`` extra), the project's independent client."""
+order per partition. Needs kafka-python (the ``dev`` extra), the project's independent client.
+
+``end_offsets`` works around a bug of kafka-python 3.0.12 (``Fetcher._fetch_offsets_by_times_async``):
+a ListOffsets answered NOT_LEADER_OR_FOLLOWER for a partition is resent to the same broker at
+once, without a metadata refresh or a backoff, until the call times out (30 s, ~18,000
+requests), where Kafka's Java client (``OffsetFetcher``) refreshes its metadata and retries
+the new leader. A consumer whose first metadata came from a broker that had not yet applied a
+leader change never recovers. ``tests/interop/test_kafka_cluster.py`` reproduces it and fails
+once a kafka-python release fixes it (this workaround can then go)."""
 
 from __future__ import annotations
 
@@ -11,8 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaTimeoutError
 
-__all__ = ["Load", "assert_nothing_lost", "consume_all", "missing"]
+__all__ = ["Load", "assert_nothing_lost", "consume_all", "end_offsets", "missing"]
+
+END_OFFSETS_TRY_MS = 5_000  # one consumer's try; then a new one, with metadata asked anew
+END_OFFSETS_TRIES = 6
 
 
 @dataclass
@@ -87,9 +99,9 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[i
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
     try:  # closed whatever fails: no client thread outlives the call
+        ends = end_offsets(bootstrap, tps)
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        ends = consumer.end_offsets(tps)
         remaining = {tp.partition for tp in tps if ends[tp] > 0}
         for message in consumer:
             seen[message.partition].append(int(message.value))
@@ -101,6 +113,29 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[i
         consumer.close()
     assert not remaining, f"partitions not read to their end: {sorted(remaining)}"
     return seen
+
+
+def end_offsets(
+    bootstrap: str, tps: list[TopicPartition], **consumer_config: Any
+) -> dict[TopicPartition, int]:
+    """Each partition's end offset (as ``KafkaConsumer.end_offsets``), asked by a new consumer
+    each ``END_OFFSETS_TRY_MS`` until one answers (kafka-python's stale-leader loop: see the
+    module's docstring); the last try's timeout is raised."""
+    for attempt in range(END_OFFSETS_TRIES):
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, **consumer_config
+        )
+        try:
+            answer: dict[TopicPartition, int] = consumer.end_offsets(
+                tps, timeout_ms=END_OFFSETS_TRY_MS
+            )
+            return answer
+        except KafkaTimeoutError:
+            if attempt == END_OFFSETS_TRIES - 1:
+                raise
+        finally:
+            consumer.close()
+    raise AssertionError("unreachable")
 
 
 def missing(load: Load, seen: dict[int, list[int]]) -> int:

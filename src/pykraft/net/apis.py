@@ -13,10 +13,10 @@ as Kafka keeps the controller's APIs apart in ApiMessageType.
 
 Why these ranges:
 
-* Fetch 13-17: KRaft needs the tagged fields of flexible Fetch (DivergingEpoch, CurrentLeader,
-  SnapshotId, v12+) and topic ids (v13+); v17 adds ReplicaDirectoryId (KIP-853). kio also
-  ships v18 (KIP-1166's follower HighWatermark); serving it is one row change once the core
-  honours that field.
+* Fetch 13-18: KRaft needs the tagged fields of flexible Fetch (DivergingEpoch, CurrentLeader,
+  SnapshotId, v12+) and topic ids (v13+); v17 adds ReplicaDirectoryId (KIP-853); v18 the
+  fetching replica's HighWatermark (KIP-1166), on which the leader answers at once instead of
+  holding the long poll (``raft/replication.py``).
 * Every other quorum RPC: all versions in Kafka's schemas. AddRaftVoter v1 (KIP-1186
   AckWhenCommitted) is in kio and in newer upstream schemas.
 * UpdateFeatures 0-2: v1 replaced AllowDowngrade with UpgradeType; v2 answers only at the top
@@ -128,7 +128,7 @@ NODE_APIS: Final = (
     ),
     NodeApi(
         ApiKey.FETCH,
-        (13, 17),
+        (13, 18),
         request=m.FetchRequest,
         response=m.FetchResponse,
         converters=fetch.CONVERTERS,

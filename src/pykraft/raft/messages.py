@@ -24,6 +24,7 @@ us for six fields), and the simulator builds several per event: bench_sim's even
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 from typing_extensions import TypeIs
@@ -97,6 +98,9 @@ class EndQuorumEpochResponse:
 # Fetch (1) and FetchSnapshot (59)
 
 
+HIGH_WATERMARK_UNSUPPORTED: Final = 2**63 - 1  # FetchRequest v18's default: "not supported"
+
+
 @dataclass(slots=True)
 class FetchRequest:
     cluster_id: str | None
@@ -106,6 +110,9 @@ class FetchRequest:
     last_fetched_epoch: int
     max_wait_ms: int
     max_bytes: int = 8 * 1024 * 1024
+    # KIP-1166 (Fetch v18): the high watermark the fetching replica knows; -1 unknown, and
+    # HIGH_WATERMARK_UNSUPPORTED from a peer that sends an older version (Kafka's default).
+    high_watermark: int = HIGH_WATERMARK_UNSUPPORTED
 
 
 @dataclass(slots=True)

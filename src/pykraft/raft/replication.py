@@ -9,7 +9,11 @@ Invariants kept here:
 * the leader's high watermark only moves to an offset of its own epoch (> the epoch start
   offset) reached by a majority of voters, the leader counting its *flushed* offset (B13);
 * a follower's high watermark is the leader's, capped at its own log end offset;
-* a follower only truncates above its high watermark (committed data is never lost).
+* a follower only truncates above its high watermark (committed data is never lost);
+* a Fetch is held (long poll) only when it is at the log end and its sender already knows the
+  high watermark the answer would state (KIP-1166, Fetch v18, as Kafka 4.4's leader): a
+  replica told of new records before they committed learns of the commit at once, not a
+  ``fetch.max.wait`` later (brokers applied the same metadata 500 ms apart before; issue 46).
 """
 
 from __future__ import annotations
@@ -244,6 +248,7 @@ def handle_fetch_request(
         req.fetch_offset < core.log.end_offset
         or req.max_wait_ms <= 0
         or (core.high_watermark != hwm_before)
+        or req.high_watermark < _reported_high_watermark(core)
     ):
         core.respond(src, rid, _answer_fetch(core, req))
     else:  # nothing new: hold it (long poll, B6)
@@ -377,6 +382,7 @@ def send_fetch(core: CoreContext, role: object, now_ms: int) -> None:
             log.last_fetched_epoch(),
             config.fetch_max_wait_ms,
             config.fetch_max_bytes,
+            core.high_watermark,  # KIP-1166: a leader that committed more answers at once
         )
         kind = RequestKind.FETCH
     core.fetch.request_id = core.send(dst, body, kind, now_ms, endpoint)

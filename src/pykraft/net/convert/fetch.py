@@ -1,9 +1,11 @@
-"""Fetch (v13-17) between kio and the core: a follower's or observer's pull of the metadata
+"""Fetch (v13-18) between kio and the core: a follower's or observer's pull of the metadata
 log (KIP-595), addressed by the metadata topic id (v13+).
 
 Defaults where a version lacks a field: v13-14 carry the replica id at the top level (v15+
 in ReplicaState); v13-16 have no ReplicaDirectoryId (None); v13-15 responses have no
-NodeEndpoints. The partition's PartitionMaxBytes, when set, bounds the request's MaxBytes.
+NodeEndpoints; v13-17 have no HighWatermark (KIP-1166: Kafka's "not supported" value, so the
+leader never answers early on it). The partition's PartitionMaxBytes, when set, bounds the
+request's MaxBytes.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pykraft.net.convert._common import (
     top_level_error,
 )
 from pykraft.protocol import ApiKey, ErrorCode
-from pykraft.raft.messages import FetchRequest, FetchResponse
+from pykraft.raft.messages import HIGH_WATERMARK_UNSUPPORTED, FetchRequest, FetchResponse
 from pykraft.raft.types import OffsetAndEpoch, ReplicaKey
 
 __all__ = ["CONVERTERS"]
@@ -59,6 +61,7 @@ def request_from_kio(message: RequestPayload, _local_id: int) -> FetchRequest:
         last_fetched_epoch=int(p.last_fetched_epoch),
         max_wait_ms=milliseconds(m.max_wait),
         max_bytes=max_bytes,
+        high_watermark=int(p.high_watermark) if version >= 18 else HIGH_WATERMARK_UNSUPPORTED,
     )
 
 
@@ -74,6 +77,8 @@ def request_to_kio(request: FetchRequest, version: int) -> RequestPayload:
     }
     if version >= 17:
         fields["replica_directory_id"] = request.replica_key.directory_id
+    if version >= 18:
+        fields["high_watermark"] = request.high_watermark
     top: dict[str, object] = {"cluster_id": request.cluster_id}
     if version >= 15:
         top["replica_state"] = mod.ReplicaState(replica_id=request.replica_key.id, replica_epoch=-1)
