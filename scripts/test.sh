@@ -81,8 +81,8 @@ fi
 # time with the machine to itself, the tests marked ``alone``: wall-clock bounds (the
 # quorum's 150 ms timers, the loop-lag sampler), a million partitions, the fault runs.
 # Together they are the whole of tests/.
-IN_PROCESS=(tests/admin tests/controller tests/protocol tests/raft tests/records tests/schema
-            tests/sim tests/storage tests/test_layering.py)
+IN_PROCESS=(tests/admin tests/controller tests/metadata tests/protocol tests/raft tests/records tests/schema
+            tests/sim tests/storage tests/test_layering.py tests/test_size_budget.py)
 ignored=()
 for path in "${IN_PROCESS[@]}"; do ignored+=(--ignore "$path"); done
 rc=0

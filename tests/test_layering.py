@@ -130,6 +130,51 @@ def test_the_check_sees_a_break(tmp_path: Path) -> None:
         fake.unlink()
 
 
+# Module grain: the raft modules a controller module may import. The controller reads the
+# core only through ``raft/api.RaftApi`` (with the core's plain types and its NotLeaderError),
+# never its roles, state or rule modules (docs/ARCHITECTURE.md).
+CONTROLLER_RAFT_MODULES = {"pykraft.raft.api", "pykraft.raft.config", "pykraft.raft.types"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The absolute modules ``path`` imports from (``from X import y`` gives X)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return found
+
+
+def controller_reaches_into_raft() -> dict[str, set[str]]:
+    bad: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "controller").rglob("*.py")):
+        raft = {
+            m
+            for m in imported_modules(path)
+            if m == "pykraft.raft" or m.startswith("pykraft.raft.")
+        }
+        if raft - CONTROLLER_RAFT_MODULES:
+            bad[str(path.relative_to(ROOT))] = raft - CONTROLLER_RAFT_MODULES
+    return bad
+
+
+def test_the_controller_uses_the_core_only_through_raft_api() -> None:
+    assert controller_reaches_into_raft() == {}
+
+
+def test_the_module_check_sees_a_reach(tmp_path: Path) -> None:
+    fake = ROOT / "controller" / "_layering_probe.py"
+    fake.write_text("from pykraft.raft.roles import Leader\n")
+    try:
+        assert controller_reaches_into_raft() == {
+            "controller/_layering_probe.py": {"pykraft.raft.roles"}
+        }
+    finally:
+        fake.unlink()
+
+
 def test_the_table_is_acyclic() -> None:
     """A package's allowed imports never lead back to it."""
     for start in ALLOWED:

@@ -178,7 +178,7 @@ def test_alter_user_scram_credentials_validation() -> None:
         "mech": (33, "Unknown SCRAM mechanism"),
         "ok": (0, None),
     }
-    rec = h.image.opaque[("scram", "ok", 2)][0]
+    rec = h.image.scram.by_user[("ok", 2)]
     assert (rec.stored_key, rec.server_key) == scram_keys(2, b"p" * 64)
 
 
@@ -342,7 +342,7 @@ def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
     assert created["error_code"] == 0 and created["principal_name"] == "alice"
     token_id = created["token_id"]
     assert created["hmac"] == token_hmac(secret, token_id)
-    rec = h.image.opaque[("token", token_id)][0]
+    rec = h.image.tokens.by_id[token_id]
     assert rec.owner == "User:alice" and rec.renewers == ("User:carol",)
     assert rec.expiration_timestamp == h.now + 10_000 and rec.max_timestamp == h.now + 60_000
     hmac_ = created["hmac"]
@@ -355,7 +355,7 @@ def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
     h.now += 1_000
     renewed = call(h, carol, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=hmac_, renew_period=5_000)
     assert renewed["error_code"] == 0
-    assert h.image.opaque[("token", token_id)][0].expiration_timestamp == h.now + 5_000
+    assert h.image.tokens.by_id[token_id].expiration_timestamp == h.now + 5_000
     assert (
         call(h, alice, ApiKey.RENEW_DELEGATION_TOKEN, 2, hmac=b"nope", renew_period=-1)[
             "error_code"
@@ -369,7 +369,7 @@ def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
         == ErrorCode.delegation_token_expired
     )
     h.write(h.controller.tick(h.context()))
-    assert ("token", token_id) not in h.image.opaque
+    assert token_id not in h.image.tokens.by_id
     # Expire with a negative period removes at once.
     second = call(
         h,
@@ -385,7 +385,7 @@ def test_delegation_tokens_create_renew_expire_and_sweep() -> None:
         h, alice, ApiKey.EXPIRE_DELEGATION_TOKEN, 2, hmac=second["hmac"], expiry_time_period=-1
     )
     assert expired["error_code"] == 0
-    assert ("token", second["token_id"]) not in h.image.opaque
+    assert second["token_id"] not in h.image.tokens.by_id
     # The connection rules and the switch.
     plaintext = dataclasses.replace(alice, protocol="PLAINTEXT")
     assert call(
@@ -492,6 +492,61 @@ def test_controller_mutation_rate_throttles_topic_creation() -> None:
         ],
     )
     assert out["topics"][0]["error_code"] == 0
+
+
+def test_a_removed_user_quota_lets_the_default_user_quota_apply() -> None:
+    """Issue 46: removing alice's own controller_mutation_rate deletes it (Kafka's
+    ClientQuotaControlManager), so the default user's 1/s applies to her again: 12 partitions
+    then 1 more is refused. The removal used to stay in the image as a 0.0 tombstone that hid
+    the default, and she created 12, 1 and 50 partitions unthrottled."""
+    h = secured(default_replication_factor=1)
+
+    def quota(user: str | None, value: float, remove: bool) -> None:
+        call(
+            h,
+            ADMIN,
+            ApiKey.ALTER_CLIENT_QUOTAS,
+            1,
+            validate_only=False,
+            entries=[
+                {
+                    "entity": [{"entity_type": "user", "entity_name": user}],
+                    "ops": [{"key": "controller_mutation_rate", "value": value, "remove": remove}],
+                }
+            ],
+        )
+
+    quota(None, 1.0, False)
+    quota("alice", 1000.0, False)
+    quota("alice", 0.0, True)
+    assert h.image.client_quotas.value((("user", "alice"),), "controller_mutation_rate") is None
+    assert len(h.image.client_quotas) == 1  # no tombstone
+    call(
+        h, ADMIN, ApiKey.CREATE_ACLS, 3, creations=[acl(resource_name="*", resource_pattern_type=3)]
+    )
+
+    def create(name: str, partitions: int) -> int:
+        out = call(
+            h,
+            ALICE,
+            ApiKey.CREATE_TOPICS,
+            7,
+            timeout=1000,
+            validate_only=False,
+            topics=[
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+        )
+        return int(out["topics"][0]["error_code"])
+
+    assert create("first", 12) == ErrorCode.none
+    assert create("second", 1) == ErrorCode.throttling_quota_exceeded
 
 
 def _ms(value: Any) -> int:

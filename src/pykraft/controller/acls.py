@@ -2,15 +2,17 @@
 DescribeAcls requests that change and list them (docs/kafka/SECURITY-CONTRACT.md 5).
 
 Theory of operation. ACL bindings live in the log as AccessControlEntryRecord (added, with a
-random id) and RemoveAccessControlEntryRecord (by id); the image keeps the live ones
-(``Image.opaque``, key ``("acl", id)``), so every controller — and every broker reading the
+random id) and RemoveAccessControlEntryRecord (by id); the image's ACL part keeps the live ones
+with an index (``metadata/parts/acls.py``), so every controller — and every broker reading the
 same log — enforces the same set. :class:`StandardAuthorizer` decides one (principal, host,
 operation, resource) as Kafka's StandardAuthorizerData does: super users first; then the
 bindings on that resource type whose name matches (LITERAL exact, LITERAL ``*``, PREFIXED
-prefix), whose principal is the caller's or ``User:*`` and whose host is the caller's or
-``*``; a matching DENY of the operation (or ALL) wins; else an ALLOW of it (or of one that
-implies it: READ/WRITE/DELETE/ALTER imply DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS);
-else, when no binding at all names the resource, ``allow.everyone.if.no.acl.found``.
+prefix: ``Acls.matching``, a lookup, not a walk), whose principal is the caller's or
+``User:*`` and whose host is the caller's or ``*``; a matching DENY of the operation (or ALL)
+wins; else an ALLOW of it (or of one that implies it: READ/WRITE/DELETE/ALTER imply DESCRIBE,
+ALTER_CONFIGS implies DESCRIBE_CONFIGS); else, when no binding at all names the resource,
+``allow.everyone.if.no.acl.found``. DescribeAcls and DeleteAcls filters that name a resource
+read the same index.
 
 Pure: the caller passes the image; ids come from the controller's seeded randomness.
 """
@@ -30,11 +32,11 @@ from pykraft.controller.errors import MAX_RECORDS_PER_USER_OP
 from pykraft.controller.result import RecordList, Response
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
+from pykraft.metadata.parts.acls import StandardAcl
 from pykraft.metadata.versions import IBP_4_4_IV1
 
 __all__ = [
     "CLUSTER_NAME",
-    "AclBinding",
     "Op",
     "Res",
     "StandardAuthorizer",
@@ -95,65 +97,21 @@ _IMPLIED_BY: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class AclBinding:
-    resource_type: int
-    resource_name: str
-    pattern_type: int
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
-
-    @classmethod
-    def of(cls, rec: Any) -> AclBinding:
-        return cls(
-            int(rec.resource_type),
-            str(rec.resource_name),
-            int(rec.pattern_type),
-            str(rec.principal),
-            str(rec.host),
-            int(rec.operation),
-            int(rec.permission_type),
-        )
-
-    def record(self, acl_id: uuid.UUID) -> r.AccessControlEntryRecord:
-        return r.AccessControlEntryRecord(
-            id=acl_id,
-            resource_type=self.resource_type,
-            resource_name=self.resource_name,
-            pattern_type=self.pattern_type,
-            principal=self.principal,
-            host=self.host,
-            operation=self.operation,
-            permission_type=self.permission_type,
-        )
-
-    def names(self, resource_name: str) -> bool:
-        """This binding's pattern covers ``resource_name``."""
-        if self.pattern_type == Pattern.LITERAL:
-            return self.resource_name in (resource_name, WILDCARD)
-        return self.pattern_type == Pattern.PREFIXED and resource_name.startswith(
-            self.resource_name
-        )
-
-    def fields(self) -> dict[str, Any]:
-        return {
-            "resource_type": self.resource_type,
-            "resource_name": self.resource_name,
-            "pattern_type": self.pattern_type,
-            "principal": self.principal,
-            "host": self.host,
-            "operation": self.operation,
-            "permission_type": self.permission_type,
-        }
+def _fields(acl: StandardAcl) -> dict[str, Any]:
+    return {
+        "resource_type": acl.resource_type,
+        "resource_name": acl.resource_name,
+        "pattern_type": acl.pattern_type,
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation,
+        "permission_type": acl.permission_type,
+    }
 
 
-def bindings(image: Image) -> Iterator[tuple[uuid.UUID, AclBinding]]:
+def bindings(image: Image) -> Iterator[tuple[uuid.UUID, StandardAcl]]:
     """Every live ACL of the image, with its id."""
-    for key, (rec, _version) in image.opaque.items():
-        if key[0] == "acl":
-            yield rec.id, AclBinding.of(rec)
+    return iter(image.acls.by_id.items())
 
 
 class StandardAuthorizer:
@@ -177,9 +135,7 @@ class StandardAuthorizer:
         any_acl = False
         allowed = False
         implied = _IMPLIED_BY.get(operation, frozenset({operation}))
-        for _, acl in bindings(image):
-            if acl.resource_type != resource_type or not acl.names(resource_name):
-                continue
+        for _, acl in image.acls.matching(resource_type, resource_name):
             any_acl = True
             if acl.principal not in (principal, WILDCARD_PRINCIPAL):
                 continue
@@ -222,7 +178,7 @@ def _host_problem(host: str, metadata_version: int) -> str | None:
     return None
 
 
-def _invalid(binding: AclBinding, metadata_version: int) -> str | None:
+def _invalid(binding: StandardAcl, metadata_version: int) -> str | None:
     """Kafka's AclApis + AclControlManager.validateNewAcl checks, first failing message."""
     if binding.resource_type == Res.CLUSTER and binding.resource_name != CLUSTER_NAME:
         return "The only valid name for the CLUSTER resource is kafka-cluster"
@@ -242,10 +198,12 @@ def _invalid(binding: AclBinding, metadata_version: int) -> str | None:
     return _host_problem(binding.host, metadata_version)
 
 
-def _new_id(rng: RandomSource, used: set[uuid.UUID]) -> uuid.UUID:
+def _new_id(
+    rng: RandomSource, used: set[uuid.UUID], live: dict[uuid.UUID, StandardAcl]
+) -> uuid.UUID:
     while True:
         acl_id = uuid.UUID(int=rng.getrandbits(128), version=4)
-        if acl_id not in used:
+        if acl_id not in used and acl_id not in live:
             used.add(acl_id)
             return acl_id
 
@@ -253,12 +211,13 @@ def _new_id(rng: RandomSource, used: set[uuid.UUID]) -> uuid.UUID:
 def create_acls(image: Image, rng: RandomSource, request: Any) -> tuple[RecordList, Response]:
     """One result per creation, in order; an ACL already present (or repeated) is a success
     written once (Kafka 4.3.1)."""
-    existing = {acl: acl_id for acl_id, acl in bindings(image)}
-    used = set(existing.values())
+    acls = image.acls
+    added: set[StandardAcl] = set()
+    used: set[uuid.UUID] = set()
     records: RecordList = []
     results: list[dict[str, Any]] = []
     for creation in request.creations:
-        binding = AclBinding(
+        binding = StandardAcl(
             int(creation.resource_type),
             str(creation.resource_name),
             int(creation.resource_pattern_type),
@@ -271,9 +230,9 @@ def create_acls(image: Image, rng: RandomSource, request: Any) -> tuple[RecordLi
         if problem is not None:
             results.append({"error_code": ErrorCode.invalid_request, "error_message": problem})
             continue
-        if binding not in existing:
-            acl_id = _new_id(rng, used)
-            existing[binding] = acl_id
+        if binding not in acls.ids and binding not in added:
+            acl_id = _new_id(rng, used, acls.by_id)
+            added.add(binding)
             records.append((binding.record(acl_id), 0))
         results.append({"error_code": ErrorCode.none, "error_message": None})
     return records, {"throttle_time": 0, "results": results}
@@ -302,7 +261,20 @@ class AclFilter:
             int(f.permission_type),
         )
 
-    def matches(self, acl: AclBinding) -> bool:
+    def candidates(self, image: Image) -> Iterator[tuple[uuid.UUID, StandardAcl]]:
+        """The ACLs this filter can match, from the ACL part's index when the filter names a
+        resource type and name (a superset: ``matches`` still decides), else all of them."""
+        name, kind = self.resource_name, self.resource_type
+        acls = image.acls
+        if name is None or kind == Res.ANY:
+            return bindings(image)
+        if self.pattern_type == Pattern.MATCH:
+            return acls.matching(kind, name)
+        if self.pattern_type in (Pattern.LITERAL, Pattern.PREFIXED):
+            return acls.on_pattern(kind, name, self.pattern_type)
+        return bindings(image)
+
+    def matches(self, acl: StandardAcl) -> bool:
         """Kafka's AclBindingFilter.matches (MATCH: LITERAL equal or ``*``, or PREFIXED
         prefix of the name; ANY: any pattern with the exact name)."""
         if self.resource_type != Res.ANY and self.resource_type != acl.resource_type:
@@ -334,10 +306,9 @@ def delete_acls(image: Image, request: Any) -> tuple[RecordList, Response]:
     records: RecordList = []
     removed: set[uuid.UUID] = set()
     results: list[dict[str, Any]] = []
-    live = list(bindings(image))
     for f in request.filters:
         flt = AclFilter.of(f)
-        matching = [(i, acl) for i, acl in live if flt.matches(acl)]
+        matching = [(i, acl) for i, acl in flt.candidates(image) if flt.matches(acl)]
         if len(removed) + len(matching) > MAX_RECORDS_PER_USER_OP:
             results.append(
                 {
@@ -357,7 +328,7 @@ def delete_acls(image: Image, request: Any) -> tuple[RecordList, Response]:
                 "error_code": ErrorCode.none,
                 "error_message": None,
                 "matching_acls": [
-                    {"error_code": ErrorCode.none, "error_message": None, **acl.fields()}
+                    {"error_code": ErrorCode.none, "error_message": None, **_fields(acl)}
                     for _, acl in matching
                 ],
             }
@@ -369,7 +340,7 @@ def describe_acls(image: Image, request: Any) -> Response:
     """The bindings a filter matches, grouped by resource pattern."""
     flt = AclFilter.of(request)
     groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
-    for _, acl in sorted(bindings(image), key=lambda item: str(item[0])):
+    for _, acl in sorted(flt.candidates(image), key=lambda item: str(item[0])):
         if flt.matches(acl):
             groups.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(
                 {

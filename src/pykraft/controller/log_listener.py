@@ -73,7 +73,6 @@ from pykraft.metadata.image import Image, ImageError
 from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
 from pykraft.raft.api import RaftApi
 from pykraft.raft.config import NotLeaderError
-from pykraft.raft.roles import Leader
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.records import (
     BatchHeader,
@@ -377,10 +376,9 @@ class MetaLogListener:
         if self._side is not None and not self._continue_side_load():
             self.more = True
             return None
-        role = core.state
-        leader = role if isinstance(role, Leader) else None
+        epoch_start = core.leader_epoch_start_offset  # None unless this replica leads
         change: LeaderChange | None = None
-        if self.active and (leader is None or leader.epoch != self.epoch):
+        if self.active and (epoch_start is None or core.epoch != self.epoch):
             self.deactivate(core.high_watermark)
             change = LeaderChange.DEACTIVATED
         hwm = core.high_watermark
@@ -388,11 +386,11 @@ class MetaLogListener:
             self._replay_committed(core, hwm)
         if (
             not self.active
-            and leader is not None
-            and hwm > leader.epoch_start_offset
+            and epoch_start is not None
+            and hwm > epoch_start
             and self.position >= hwm
         ):
-            self._activate(core, leader.epoch, now_ms)
+            self._activate(core, core.epoch, now_ms)
             change = LeaderChange.ACTIVATED
         self.committed(core.high_watermark)
         return change

@@ -66,10 +66,11 @@ class MutationQuotas:
         self._buckets: dict[Entity, _Bucket] = {}
 
     def rate(self, image: Image, user: str, client_id: str) -> tuple[Entity, float] | None:
+        quotas = image.client_quotas
         for entity in _entities(user, client_id):
-            kept = image.opaque.get(("quota", entity, KEY))
-            if kept is not None:
-                return entity, float(kept[0].value)
+            value = quotas.value(entity, KEY)
+            if value is not None:
+                return entity, value
         return None
 
     def _bucket(self, entity: Entity, rate: float, now_ms: int) -> _Bucket:

@@ -92,8 +92,7 @@ def _check_op(keys: dict[str, str], op: Any) -> None:
 
 
 def quota_value(image: Image, entity: tuple[tuple[str, str | None], ...], key: str) -> float | None:
-    kept = image.opaque.get(("quota", entity, key))
-    return None if kept is None else float(kept[0].value)
+    return image.client_quotas.value(entity, key)
 
 
 def alter_client_quotas(image: Image, request: Any) -> tuple[RecordList, Response]:

@@ -88,7 +88,7 @@ def _check(
     if mechanism not in MECHANISMS:
         return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
     if upsert is None:
-        if ("scram", name, mechanism) not in image.opaque:
+        if image.scram.credential(name, mechanism) is None:
             return (
                 ErrorCode.resource_not_found,
                 "Attempt to delete a user credential that does not exist",

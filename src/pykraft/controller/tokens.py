@@ -50,10 +50,8 @@ def token_hmac(secret: str, token_id: str) -> bytes:
     return hmac.new(secret.encode(), token_id.encode(), hashlib.sha512).digest()
 
 
-def tokens(image: Image) -> Iterator[Any]:
-    for key, (rec, _version) in image.opaque.items():
-        if key[0] == "token":
-            yield rec
+def tokens(image: Image) -> Iterator[r.DelegationTokenRecord]:
+    return iter(image.tokens.by_id.values())
 
 
 def _ms(value: Any) -> int:

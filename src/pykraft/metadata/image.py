@@ -12,9 +12,10 @@ means "no change"), even if it names the same leader.
 
 ``records()`` writes the image back out as records (a snapshot): features first
 (``metadata.version`` leading), then controllers, brokers, topics with their partitions,
-configs, producer ids, and the kinds the controller stores but does not interpret (ACLs,
-quotas, SCRAM credentials, delegation tokens) as they were last written; each kind in a fixed
-order (by id or name), so that equal images write equal records.
+configs, producer ids, then the parts of ``metadata/parts/`` (ACLs, client quotas, SCRAM
+credentials, delegation tokens: each owns its replay, indexes, snapshot records and
+invariants); each kind in a fixed order (by id or name), so that equal images write equal
+records.
 
 Invariants (checked by ``check``): every partition's topic exists; ISR is a subset of
 replicas; a leader, when there is one, is in the ISR and among the replicas; topic names and
@@ -32,6 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykraft.metadata import records as r
+from pykraft.metadata.parts.acls import Acls
+from pykraft.metadata.parts.quotas import ClientQuotas
+from pykraft.metadata.parts.scram import ScramCredentials
+from pykraft.metadata.parts.tokens import DelegationTokens
 from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
 from pykraft.metadata.tagged import final_target_of, with_final_target
 from pykraft.metadata.timeline import NOW, PinnedView, Timeline
@@ -211,8 +216,6 @@ class Image:
         self.next_producer_id = 0
         self.producer_ids_owner: tuple[int, int] = (-1, -1)  # (broker id, broker epoch)
         self.migration_state = 0  # ZkMigrationStateRecord (KIP-866), 0 = NONE
-        # Records kept as written, keyed for replacement (ACLs, quotas, SCRAM, tokens).
-        self.opaque: dict[tuple[Any, ...], tuple[Any, int]] = {}
         # Partitions with a KIP-435 final target: (topic id, partition id).
         self.stepping: set[tuple[uuid.UUID, int]] = set()
         # Partitions with a reassignment in flight (adding or removing replicas).
@@ -240,6 +243,11 @@ class Image:
         # Every change below goes through the timeline: on the active controller it can be
         # reverted to the committed offset and read as of it (``timeline.py``).
         self.timeline = Timeline()
+        # The parts, one per concern (``metadata/parts/``), on the same timeline.
+        self.acls = Acls(self.timeline)
+        self.client_quotas = ClientQuotas(self.timeline)
+        self.scram = ScramCredentials(self.timeline)
+        self.tokens = DelegationTokens(self.timeline)
         # What ZooKeeper mirrors, changed by each applied record (KIP-866's dual write reads
         # it instead of the whole image: Kafka's MetadataDelta); None when nobody follows.
         self.changes: list[Change] | None = None
@@ -656,13 +664,6 @@ class Image:
     def _noop(self, rec: Any, _v: int) -> None:
         pass
 
-    def _keep(self, rec: Any, version: int) -> None:
-        """A kind the controller stores but does not interpret: kept for snapshots."""
-        self.timeline.put(self.opaque, _opaque_key(rec), (rec, version))
-
-    def _drop_kept(self, rec: Any, _v: int) -> None:
-        self.timeline.delete(self.opaque, _opaque_key(rec))
-
     # -- writing the image out -------------------------------------------------------------
 
     def records(self, partition_version: int, broker_version: int) -> list[tuple[Any, int]]:
@@ -743,7 +744,8 @@ class Image:
             yield (broker_record(view.obj(b), broker_version), broker_version)
 
     def _tail_records(self, view: PinnedView) -> Iterator[tuple[Any, int]]:
-        """Configs, producer ids, then the kinds kept as they were written."""
+        """Configs, producer ids, then the parts (in the order their records had when the
+        image kept them in one map, sorted by key: ACLs, quotas, SCRAM, tokens)."""
         for (resource_type, resource_name), configs in sorted(view.items(self.configs)):
             for name, value in sorted(view.items(configs)):
                 yield (
@@ -769,9 +771,10 @@ class Image:
                 ),
                 0,
             )
-        yield from (
-            value for _, value in sorted(view.items(self.opaque), key=lambda kv: repr(kv[0]))
-        )
+        yield from self.acls.records(view)
+        yield from self.client_quotas.records(view)
+        yield from self.scram.records(view)
+        yield from self.tokens.records(view)
 
     # -- invariants ------------------------------------------------------------------------
 
@@ -814,6 +817,8 @@ class Image:
         assert len(self.leaderless) == self.offline_count, (self.leaderless, counts)
         for topic_id, pid in self.leaderless:
             assert self.topics[topic_id].partitions[pid].leader < 0, (topic_id, pid)
+        for part in (self.acls, self.client_quotas, self.scram, self.tokens):
+            part.check()
 
 
 def _imbalanced(p: PartitionState) -> int:
@@ -865,19 +870,6 @@ def _partition_record(p: PartitionState, version: int) -> r.PartitionRecord:
     )
 
 
-def _opaque_key(rec: Any) -> tuple[Any, ...]:
-    if isinstance(rec, r.AccessControlEntryRecord | r.RemoveAccessControlEntryRecord):
-        return ("acl", rec.id)
-    if isinstance(rec, r.UserScramCredentialRecord | r.RemoveUserScramCredentialRecord):
-        return ("scram", rec.name, rec.mechanism)
-    if isinstance(rec, r.DelegationTokenRecord | r.RemoveDelegationTokenRecord):
-        return ("token", rec.token_id)
-    if isinstance(rec, r.ClientQuotaRecord):
-        entity = tuple((e.entity_type, e.entity_name) for e in rec.entity)
-        return ("quota", entity, rec.key)
-    return (type(rec).__name__,)
-
-
 _BROKER_RECORDS: Final = (
     r.RegisterBrokerRecord,
     r.BrokerRegistrationChangeRecord,
@@ -904,11 +896,12 @@ _REPLAY: Final[dict[type, Any]] = {
     r.ZkMigrationStateRecord: Image._migration,
     r.NoOpRecord: Image._noop,
     r.ClearElrRecord: Image._clear_elr,
-    r.AccessControlEntryRecord: Image._keep,
-    r.RemoveAccessControlEntryRecord: Image._drop_kept,
-    r.UserScramCredentialRecord: Image._keep,
-    r.RemoveUserScramCredentialRecord: Image._drop_kept,
-    r.DelegationTokenRecord: Image._keep,
-    r.RemoveDelegationTokenRecord: Image._drop_kept,
-    r.ClientQuotaRecord: Image._keep,
+    # The parts' records (``metadata/parts/``).
+    r.AccessControlEntryRecord: lambda image, rec, _v: image.acls.replay(rec),
+    r.RemoveAccessControlEntryRecord: lambda image, rec, _v: image.acls.replay_remove(rec),
+    r.ClientQuotaRecord: lambda image, rec, _v: image.client_quotas.replay(rec),
+    r.UserScramCredentialRecord: lambda image, rec, _v: image.scram.replay(rec),
+    r.RemoveUserScramCredentialRecord: lambda image, rec, _v: image.scram.replay_remove(rec),
+    r.DelegationTokenRecord: lambda image, rec, _v: image.tokens.replay(rec),
+    r.RemoveDelegationTokenRecord: lambda image, rec, _v: image.tokens.replay_remove(rec),
 }

@@ -212,12 +212,12 @@ def desired(image: Image, kraft_epoch: int, scope: Scope | None = None) -> Desir
             configs[zk_key] = dict(values)
     next_id = int(image.next_producer_id) if scope is None or scope.producer_ids else 0
     acls = (
-        zk_acls.desired_acls(rec for key, (rec, _) in image.opaque.items() if key[0] == "acl")
+        zk_acls.desired_acls(rec for rec, _ in image.acls.records())
         if scope is None or scope.acls
         else None
     )
     tokens = (
-        zk_tokens.desired_tokens(rec for key, (rec, _) in image.opaque.items() if key[0] == "token")
+        zk_tokens.desired_tokens(image.tokens.by_id.values())
         if scope is None or scope.tokens
         else None
     )

@@ -3,7 +3,7 @@ the versions served, who answers it, the core's request and response classes and
 converter module between them and kio's wire messages (``net/convert/``), who the sender is
 as the core sees it, and how long a server may hold the request on purpose.
 
-The node's listener (``node/router.py``, ``node/inbound.py``), the peer client
+The node's listener (``net/server.py``, ``node/inbound.py``), the peer client
 (``net/client.py``) and the admin client read everything from here; adding an API means
 adding one row and, for the core's, one converter module. The served version ranges are the
 ``versions`` column; ``KRAFT_APIS`` (the quorum's RPCs, what a peer speaks) and

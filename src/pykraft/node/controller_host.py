@@ -217,10 +217,9 @@ class ControllerHost:
         kind = SCRAM_MECHANISM_TYPES.get(mechanism)
         if controller is None or kind is None:
             return None
-        kept = controller.image.opaque.get(("scram", user, kind))
-        if kept is None:
+        rec = controller.image.scram.credential(user, kind)
+        if rec is None:
             return None
-        rec: Any = kept[0]
         return ScramCredential(
             bytes(rec.salt), bytes(rec.stored_key), bytes(rec.server_key), int(rec.iterations)
         )

@@ -17,7 +17,8 @@ drive (the Ready loop)     ``step``, ``poll``, ``append``, ``schedule_append``,
 admin (KIP-853, KIP-642)   ``add_voter``, ``remove_voter``, ``update_kraft_version``,
                            ``set_target_voters``, ``describe_quorum``,
                            ``reassignment_progress``
-observe (metrics, tools)   ``role``, ``state``, ``is_observer``, ``epoch``, ``leader_id``,
+observe (metrics, tools)   ``role``, ``leader_epoch_start_offset``, ``state``,
+                           ``is_observer``, ``epoch``, ``leader_id``,
                            ``voted_key``, ``high_watermark``, ``voters``, ``kraft_version``,
                            ``voter_history``, ``voter_change``, ``uncommitted_voter_change``,
                            ``target_voters``
@@ -133,6 +134,12 @@ class RaftApi(CoreView, Protocol):
 
     @property
     def role(self) -> str: ...
+
+    @property
+    def leader_epoch_start_offset(self) -> int | None:
+        """While this replica leads: the offset its epoch started at (its LeaderChange
+        record; the controller activates once the high watermark passes it). Else None."""
+        ...
 
     @property
     def voted_key(self) -> ReplicaKey | None: ...

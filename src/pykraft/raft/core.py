@@ -163,6 +163,11 @@ class RaftCore:
         return self._qs.role
 
     @property
+    def leader_epoch_start_offset(self) -> int | None:
+        role = self._qs.role
+        return role.epoch_start_offset if isinstance(role, Leader) else None
+
+    @property
     def quorum(self) -> QuorumState:
         return self._qs
 
