@@ -7,19 +7,21 @@ For each implementation, one controller (a single-voter quorum: a real process, 
 SASL_SSL + PLAIN and StandardAuthorizer (``interop/secure.py``; ``admin`` is a super user),
 three brokers registered and kept unfenced by this script (``wl_cluster.SimBrokers``), and a
 non-super user ``alice`` allowed to CREATE topics prefixed ``bench-``. Then, for each size in
-``--sizes``, ascending:
+``--sizes``, ascending (0: the baseline, no ACL but alice's):
 
 1. **CreateAcls**: admin grows the stored ACLs to that size in CreateAcls requests of
    ``--batch`` ACLs each (for other users, on literal and prefixed topic and group names, the
    kind of set a multi-tenant cluster holds): seconds for the first 10,000 and ACLs/s.
 2. **CreateTopics**: alice creates ``--topics`` topics (one partition each, RF 3) in one
-   request: the time until it is answered (after its records committed). Each topic is
+   request: the time until it is answered (after its records committed), the median of
+   ``--repeat`` such requests (each of new topics). Each topic is
    authorized on its own (Kafka's CREATE on TOPIC, then on CLUSTER), so before the index a
    check walked every ACL: 19.6 ms per check at 10,000 ACLs (issue 45).
 3. **Memory**: pykraft's controller RSS, Kafka's heap in use after a full collection
    (``jcmd``), each less its value before the ACLs, per ACL stored.
 4. **Loop**: for pykraft, the longest its event loop was held
-   (``pykraft_event_loop_held_max_ever_ms``).
+   (``pykraft_event_loop_held_max_ever_ms``), and the stack of each stall over 100 ms (the
+   watchdog, ``pykraft.event.loop.stall.stack.ms``) in the last row.
 
 Prints one JSON line per (implementation, size), a Markdown table and the pykraft/Kafka ratios;
 writes every row to ``--out``.
@@ -30,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
+import statistics
 import sys
 import tempfile
 import time
@@ -40,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_scale import kafka_heap_used_mb, rss_mb  # noqa: E402
+from bench_scale import PYKRAFT_CONFIG, STALL_STACK, kafka_heap_used_mb, rss_mb  # noqa: E402
 from pykraft.interop.cluster import LocalCluster  # noqa: E402
 from pykraft.interop.kafka import KafkaDist  # noqa: E402
 from pykraft.interop.secure import SecureSetup  # noqa: E402
@@ -173,18 +177,21 @@ async def _measure(
                     first_10k_s = time.perf_counter() - started
             acls_s = time.perf_counter() - started
             stored = size
-            topics_s = await _create_topics(
-                alice, [f"bench-{size}-{j}" for j in range(args.topics)]
-            )
+            times = [
+                await _create_topics(alice, [f"bench-{size}-{k}-{j}" for j in range(args.topics)])
+                for k in range(args.repeat)
+            ]
+            topics_s = statistics.median(times)
             mb = _memory_mb(kind, pid)
             row: dict[str, Any] = {
                 "kind": kind,
                 "acls": size,
-                "create_acls_per_s": grown / acls_s,
+                "create_acls_per_s": grown / acls_s if grown else None,
                 "create_10k_acls_s": first_10k_s,
                 "create_topics_s": topics_s,
+                "create_topics_all_s": times,
                 "memory_mb": mb,
-                "bytes_per_acl": (mb - base_mb) * 1024 * 1024 / size if mb > 0 else None,
+                "bytes_per_acl": (mb - base_mb) * 1024 * 1024 / size if mb > 0 and size else None,
             }
             if kind == "pykraft":
                 metrics = server.scrape()
@@ -219,14 +226,20 @@ def run_kind(kind: str, args: argparse.Namespace, base: Path) -> list[dict[str, 
         controllers=1,
         brokers=0,
         controller_kind=kind,
-        controller_config=setup.controller_config(),
+        controller_config=setup.controller_config() | (PYKRAFT_CONFIG if kind == "pykraft" else {}),
         metrics=True,
     )
     try:
         cluster.start()
-        return asyncio.run(_measure(kind, cluster, setup, args))
+        rows = asyncio.run(_measure(kind, cluster, setup, args))
     finally:
         cluster.kill()
+    if kind == "pykraft" and rows:  # where the loop was held past 100 ms, if it was
+        rows[-1]["loop_stalls"] = [
+            {"late_ms": int(m[1]), "core_wait_ms": m[2], "at": m[3].rstrip().splitlines()[-8:]}
+            for m in re.finditer(STALL_STACK, cluster.controllers[0].text())
+        ]
+    return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -235,10 +248,14 @@ def table(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        per_acl, ten_k = row["bytes_per_acl"], row["create_10k_acls_s"]
+        per_acl, ten_k, rate = (
+            row["bytes_per_acl"],
+            row["create_10k_acls_s"],
+            row["create_acls_per_s"],
+        )
         held = row.get("loop_held_max_ms")
         lines.append(
-            f"| {row['kind']} | {row['acls']:,} | {row['create_acls_per_s']:,.0f} | "
+            f"| {row['kind']} | {row['acls']:,} | {'-' if rate is None else f'{rate:,.0f}'} | "
             f"{'-' if ten_k is None else f'{ten_k:.2f}'} | {row['create_topics_s']:.3f} | "
             f"{'-' if per_acl is None else f'{per_acl:,.0f}'} | "
             f"{'-' if held is None else f'{held:.0f}'} |"
@@ -247,21 +264,21 @@ def table(rows: list[dict[str, Any]]) -> str:
     for size in sorted({r["acls"] for r in rows}):
         p, k = by.get(("pykraft", size)), by.get(("kafka", size))
         if p and k:
-            lines.append(
-                f"\npykraft/Kafka at {size:,} ACLs: CreateTopics "
-                f"{p['create_topics_s'] / k['create_topics_s']:.2f}x, CreateAcls/s "
-                f"{p['create_acls_per_s'] / k['create_acls_per_s']:.2f}x"
-            )
+            line = f"\npykraft/Kafka at {size:,} ACLs: CreateTopics {p['create_topics_s'] / k['create_topics_s']:.2f}x"
+            if size:
+                line += f", CreateAcls/s {p['create_acls_per_s'] / k['create_acls_per_s']:.2f}x"
+            lines.append(line)
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000]
+        "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[0, 10_000, 100_000]
     )
     parser.add_argument("--topics", type=int, default=200)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--kinds", default="pykraft,kafka")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "authorizer.json")
     args = parser.parse_args()

@@ -52,3 +52,26 @@ def test_the_program_leaves_hypothesis_out(tmp_path: Path) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
     assert "kio.static.primitive" in imported
     assert "hypothesis" not in imported
+
+
+def test_server_start_refuses_the_broker_role(tmp_path: Path) -> None:
+    """Kafka's combined mode (process.roles=broker,controller) and a broker alone are refused
+    with one line: pykraft is a controller only (issue 46: it started and ran no broker)."""
+    for roles in ("broker,controller", "broker"):
+        config = tmp_path / "combined.properties"
+        config.write_text(
+            f"process.roles={roles}\nnode.id=1\n"
+            "listeners=CONTROLLER://127.0.0.1:19093,PLAINTEXT://127.0.0.1:19092\n"
+            "controller.listener.names=CONTROLLER\n"
+            f"controller.quorum.voters=1@127.0.0.1:19093\nmetadata.log.dir={tmp_path / 'data'}\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "process.roles must be controller" in lines[0], lines
+        assert f"process.roles={roles}" in lines[0]

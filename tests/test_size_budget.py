@@ -23,10 +23,10 @@ FUNCTION_LINES = 60
 
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
-    "metadata/image.py": 907,
+    "metadata/image.py": 880,
     "node/driver.py": 782,
     "controller/quorum_controller.py": 774,
-    "node/migration_host.py": 687,
+    "node/migration_host.py": 668,
     "faults/run.py": 678,
     "node/controller_host.py": 672,
     "controller/brokers.py": 669,

@@ -71,6 +71,9 @@ def test_registration_errors_in_kafka_order() -> None:
     h.kraft_version = 1
     no_kraft = [f for f in BROKER_FEATURES if f["name"] != "kraft.version"]
     assert h.register(1, features=no_kraft)["error_code"] == ErrorCode.unsupported_version
+    # No metadata.version at all: INVALID_REGISTRATION (Kafka 4.4.0), after the listed ranges.
+    no_mv = [f for f in BROKER_FEATURES if f["name"] != "metadata.version"]
+    assert h.register(1, features=no_mv)["error_code"] == ErrorCode.invalid_registration
     assert h.register(1)["error_code"] == ErrorCode.none
     # Another incarnation while the session is live: DUPLICATE_BROKER_REGISTRATION.
     h.heartbeat(1)

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykraft.controller.errors import ApiError
-from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, request_schema, response_schema
+from pykraft.protocol.apis import request_schema, response_schema
 from pykraft.protocol.build import make
 from pykraft.protocol.codec import encode_response
+from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS
 
 from .harness import Harness
 

@@ -21,7 +21,7 @@ from pykraft.metadata import records as r
 from pykraft.metadata.scram import scram_keys
 from pykraft.net.apis import NODE_APIS
 from pykraft.protocol import ApiKey, ErrorCode
-from pykraft.protocol.apis import CONTROLLER_API_VERSIONS
+from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS
 from pykraft.storage.properties import ConfigError
 from pykraft.storage.scram import parse_add_scram
 
@@ -48,6 +48,22 @@ def call(h: Harness, caller: Caller, api: int, version: int, **fields: Any) -> d
     result = h.controller.handle(api, version, request, ctx)
     h.write(result.records)
     return result.response
+
+
+def create_topic(
+    h: Harness, caller: Caller, name: str, partitions: int, version: int = 7
+) -> dict[str, Any]:
+    """CreateTopics of one topic of RF 1 by ``caller``: the response."""
+    topic = {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
+    return call(
+        h, caller, ApiKey.CREATE_TOPICS, version, timeout=1000, validate_only=False, topics=[topic]
+    )
 
 
 def acl(**kw: Any) -> dict[str, Any]:
@@ -445,23 +461,7 @@ def test_controller_mutation_rate_throttles_topic_creation() -> None:
     )
 
     def create(name: str, partitions: int, version: int = 7) -> dict[str, Any]:
-        return call(
-            h,
-            ALICE,
-            ApiKey.CREATE_TOPICS,
-            version,
-            timeout=1000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": name,
-                    "num_partitions": partitions,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
+        return create_topic(h, ALICE, name, partitions, version)
 
     first = create("big", 12)
     assert first["topics"][0]["error_code"] == 0
@@ -526,24 +526,7 @@ def test_a_removed_user_quota_lets_the_default_user_quota_apply() -> None:
     )
 
     def create(name: str, partitions: int) -> int:
-        out = call(
-            h,
-            ALICE,
-            ApiKey.CREATE_TOPICS,
-            7,
-            timeout=1000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": name,
-                    "num_partitions": partitions,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
-        return int(out["topics"][0]["error_code"])
+        return int(create_topic(h, ALICE, name, partitions)["topics"][0]["error_code"])
 
     assert create("first", 12) == ErrorCode.none
     assert create("second", 1) == ErrorCode.throttling_quota_exceeded

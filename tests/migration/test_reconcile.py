@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykraft.metadata import records as r
+from pykraft.metadata.delta import MetadataDelta
 from pykraft.metadata.image import Image
 from pykraft.migration import zk_data as z
 from pykraft.migration import zk_writes as w
@@ -220,7 +221,7 @@ class FakeZk:
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 100_000))
 def test_a_dual_write_of_the_changes_leaves_zookeeper_as_a_full_reconciliation(seed: int) -> None:
-    """The delta path (``Scope`` of the committed changes, reconciled against ``ZkModel``)
+    """The delta path (the ``MetadataDelta`` of the committed changes, reconciled against ``ZkModel``)
     and the full path (everything reconciled against ZooKeeper as read) write ZooKeeper into
     the same state, change after change."""
     rng = random.Random(seed)
@@ -238,11 +239,11 @@ def test_a_dual_write_of_the_changes_leaves_zookeeper_as_a_full_reconciliation(s
     h.image.track_changes(True)
     for _ in range(8):
         h.random_requests(rng, rng.randrange(1, 5))
-        scope = w.Scope.of(h.image.take_changes(h.offset - 1))
+        scope = h.image.take_changes(h.offset - 1)
         want = w.desired(h.image, 7, scope)
         ops = w.reconcile(want, model.snapshot(scope))[0]
         delta.apply(ops)
         model.apply(want, scope, ops)
         full.apply(w.reconcile(w.desired(h.image, 7), full.snapshot())[0])
         assert delta.nodes == full.nodes
-    assert not h.image.take_changes(h.offset)
+    assert h.image.take_changes(h.offset) == MetadataDelta()  # nothing left to take

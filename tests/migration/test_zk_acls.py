@@ -155,7 +155,7 @@ def test_a_dual_write_of_acl_changes_leaves_zookeeper_as_a_full_reconciliation(
                 img.replay(rec, 0, offset)
                 live.append(acl_id)
             offset += 1
-        scope = w.Scope.of(img.take_changes(offset))
+        scope = img.take_changes(offset)
         assert scope.acls
         want = w.desired(img, 7, scope)
         ops = w.reconcile(want, model.snapshot(scope))[0]

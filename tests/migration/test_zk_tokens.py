@@ -115,7 +115,7 @@ def test_a_dual_write_of_token_changes_leaves_zookeeper_as_a_full_reconciliation
                 )
                 img.replay(rec, 0, offset)
             offset += 1
-        scope = w.Scope.of(img.take_changes(offset))
+        scope = img.take_changes(offset)
         assert scope.tokens
         want = w.desired(img, 7, scope)
         ops = w.reconcile(want, model.snapshot(scope))[0]

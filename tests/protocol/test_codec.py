@@ -37,7 +37,8 @@ from pykraft.protocol import (
     response_schema,
     unsupported_api_versions_response,
 )
-from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, has_schemas
+from pykraft.protocol.apis import has_schemas
+from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS
 from pykraft.protocol.ext import is_generated
 
 from .strategies import SERVED

@@ -58,10 +58,10 @@ from pykraft.protocol import (
 )
 from pykraft.protocol.apis import (
     BROKER_ENDPOINT_TYPE,
-    CONTROLLER_API_VERSIONS,
     CONTROLLER_ENDPOINT_TYPE,
     kio_module,
 )
+from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS
 from pykraft.raft import messages
 from pykraft.raft.messages import AddRaftVoterRequest, AnyRequest, RemoveRaftVoterRequest
 from pykraft.raft.types import ReplicaKey

@@ -29,6 +29,7 @@ from pykraft.controller.errors import error_fields
 from pykraft.controller.result import Response
 from pykraft.metadata.image import Image
 from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.controller_apis import authorized_items
 
 __all__ = ["Caller", "cluster_operation", "merge", "split"]
 
@@ -95,9 +96,7 @@ def cluster_operation(api_key: int) -> int | None:
 _TOPIC_CONFIG, _BROKER_CONFIG, _LOGGER_CONFIG, _METRICS_CONFIG, _GROUP_CONFIG = 2, 4, 8, 16, 32
 
 
-def _config_check(
-    resource_type: int, name: str, *, alter: bool
-) -> tuple[int, int, str, ErrorCode]:
+def _config_check(resource_type: int, name: str, *, alter: bool) -> tuple[int, int, str, ErrorCode]:
     """(operation, ACL resource type, name, error) for one config resource."""
     op = Op.ALTER_CONFIGS if alter else Op.DESCRIBE_CONFIGS
     if resource_type == _TOPIC_CONFIG:
@@ -127,13 +126,6 @@ def _topic_allowed(api_key: int, item: Any, allowed: Allowed, image: Image) -> b
     return allowed(Op.ALTER, Res.TOPIC, item.name)  # CreatePartitions
 
 
-_ITEMS: Final[dict[int, tuple[str, str]]] = {
-    ApiKey.CREATE_TOPICS: ("topics", "topics"),
-    ApiKey.CREATE_PARTITIONS: ("topics", "results"),
-    ApiKey.ALTER_CONFIGS: ("resources", "responses"),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: ("resources", "responses"),
-    ApiKey.DESCRIBE_CONFIGS: ("resources", "results"),
-}
 AUTHORIZATION_FAILED: Final = "Authorization failed."
 # Kafka's default text of CLUSTER_AUTHORIZATION_FAILED (Errors), the whole request refused.
 CLUSTER_AUTHORIZATION_FAILED: Final = "Cluster authorization failed."
@@ -144,13 +136,10 @@ def split(
 ) -> tuple[Any, dict[str, list[Any]]]:
     """``request`` without the items the caller may not touch, and the response entries
     refusing those (by response field)."""
-    if api_key == ApiKey.DELETE_TOPICS:
-        field = "topics" if hasattr(request, "topics") else "topic_names"
-        response_field = "responses"
-    elif api_key in _ITEMS:
-        field, response_field = _ITEMS[api_key]
-    else:
+    items = authorized_items(api_key, version)
+    if items is None:
         return request, {}
+    field, response_field = items
     kept: list[Any] = []
     refused: list[Any] = []
     for item in getattr(request, field):

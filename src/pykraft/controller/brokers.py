@@ -429,7 +429,8 @@ def _registered_features(
 ) -> dict[str, tuple[int, int]]:
     """The broker's supported feature ranges. Every finalized feature (kraft.version from
     the quorum included) must be within them; a feature the broker does not list is 0..0;
-    metadata.version missing means only the minimum level."""
+    a registration without metadata.version is refused (Kafka 4.4.0's ClusterControlManager,
+    in its order: the listed ranges first)."""
     finalized = {**image.features, KRAFT_VERSION: kraft_version}
     features: dict[str, tuple[int, int]] = {}
     for f in request.features:
@@ -437,11 +438,10 @@ def _registered_features(
         _check_feature(broker_id, f.name, finalized.get(f.name, 0), low, high)
         features[f.name] = (low, high)
     if METADATA_VERSION not in features:
-        level = MINIMUM_METADATA_VERSION.level
-        _check_feature(
-            broker_id, METADATA_VERSION, finalized.get(METADATA_VERSION, 0), level, level
+        raise ApiError(
+            ErrorCode.invalid_registration,
+            f"Request features do not contain '{METADATA_VERSION}'",
         )
-        features[METADATA_VERSION] = (level, level)
     for name, level in finalized.items():
         if level != 0 and name not in features:
             _check_feature(broker_id, name, level, 0, 0)

@@ -67,10 +67,11 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError, check_op_size
-from pykraft.controller.quorum_controller import READ_APIS, Context, QuorumController
+from pykraft.controller.quorum_controller import Context, QuorumController
 from pykraft.controller.result import RecordList, Response
 from pykraft.metadata.image import Image, ImageError
 from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
+from pykraft.protocol.controller_apis import READ_APIS
 from pykraft.raft.api import RaftApi
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.types import OffsetAndEpoch

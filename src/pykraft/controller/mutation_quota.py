@@ -27,14 +27,12 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.metadata.image import Image
 
-__all__ = ["STRICT_FROM", "THROTTLED", "MutationQuotas"]
+__all__ = ["THROTTLED", "MutationQuotas"]
 
 WINDOW_NUM: Final = 11  # controller.quota.window.num
 WINDOW_SIZE_S: Final = 1  # controller.quota.window.size.seconds
 KEY: Final = "controller_mutation_rate"
 THROTTLED: Final = "The throttling quota has been exceeded."
-# The first version of each API whose clients understand THROTTLING_QUOTA_EXCEEDED.
-STRICT_FROM: Final = {19: 6, 20: 5, 37: 3}
 
 Entity = tuple[tuple[str, str | None], ...]
 

@@ -71,10 +71,10 @@ from pykraft.metadata.versions import (
     release_features,
 )
 from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.controller_apis import READ_APIS, STRICT_FROM
 
 __all__ = [
     "METADATA_TOPIC",
-    "READ_APIS",
     "SUPPORTED_FEATURES",
     "Context",
     "QuorumController",
@@ -90,8 +90,6 @@ INTERNAL_CALLER: Final = Caller(
 )  # the quorum's own partition: KIP-642 (raft/)
 
 
-# Answered by any controller from its image (Kafka's read events), not only the active one.
-READ_APIS: Final = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.DESCRIBE_ACLS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +338,7 @@ class QuorumController:
                 self.image,
             )
         throttle_ms = 0
-        if api_key in mutation_quota.STRICT_FROM and caller is not None:
+        if api_key in STRICT_FROM and caller is not None:
             request, throttled, throttle_ms = self._mutation_quota(
                 api_key, api_version, request, caller, ctx.now_ms
             )
@@ -369,7 +367,7 @@ class QuorumController:
             now_ms,
             items,
             mutation_quota.partitions_of(api_key, self.image, self.config.num_partitions),
-            strict=version >= mutation_quota.STRICT_FROM[api_key],
+            strict=version >= STRICT_FROM[api_key],
         )
         if not throttled:
             return request, {}, throttle_ms

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykraft.metadata import records as r
+from pykraft.metadata.delta import Change, MetadataDelta, change_of
 from pykraft.metadata.parts.acls import Acls
 from pykraft.metadata.parts.quotas import ClientQuotas
 from pykraft.metadata.parts.scram import ScramCredentials
@@ -46,7 +47,6 @@ __all__ = [
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "BrokerState",
-    "Change",
     "ControllerState",
     "Image",
     "ImageError",
@@ -61,9 +61,6 @@ NO_LEADER_CHANGE: Final = -2
 BROKER_RESOURCE: Final = 4
 TOPIC_RESOURCE: Final = 2
 
-
-# (offset of the record, what changed: "topic" | "config" | "brokers" | "producer_ids", key)
-Change = tuple[int, str, object]
 
 
 def has_collision_chars(name: str) -> bool:
@@ -368,45 +365,29 @@ class Image:
 
     def track_changes(self, on: bool) -> None:
         """Start (or stop) noting in ``changes`` what each applied record changes of what
-        ZooKeeper mirrors: ("topic", name), ("config", (resource type, name)),
-        ("brokers", None), ("producer_ids", None), ("acl", None), ("token", None), each with the record's
-        offset."""
+        ZooKeeper mirrors (``metadata/delta.py``)."""
         self.changes = [] if on else None
 
-    def take_changes(self, upto: int) -> list[Change]:
-        """The changes of the records up to offset ``upto`` (committed), forgotten here."""
+    def take_changes(self, upto: int) -> MetadataDelta:
+        """What the records up to offset ``upto`` (committed) changed; their notes are
+        forgotten here."""
         changes = self.changes
         if not changes:
-            return []
+            return MetadataDelta()
         count = 0
-        while count < len(changes) and changes[count][0] <= upto:
+        while count < len(changes) and changes[count].offset <= upto:
             count += 1
         taken = changes[:count]
         del changes[:count]
-        return taken
+        return MetadataDelta.of(taken)
 
     def _note_change(self, record: Any) -> None:
         changes = self.changes
         assert changes is not None
-        offset = self.timeline.offset
-        note: tuple[str, object] | None = None
-        if isinstance(record, r.TopicRecord):
-            note = ("topic", record.name)
-        elif isinstance(record, r.PartitionRecord | r.PartitionChangeRecord | r.RemoveTopicRecord):
-            topic = self.topics.get(record.topic_id)
-            note = None if topic is None else ("topic", topic.name)
-        elif isinstance(record, r.ConfigRecord):
-            note = ("config", (record.resource_type, record.resource_name))
-        elif isinstance(record, _BROKER_RECORDS):
-            note = ("brokers", None)
-        elif isinstance(record, r.ProducerIdsRecord):
-            note = ("producer_ids", None)
-        elif isinstance(record, r.AccessControlEntryRecord | r.RemoveAccessControlEntryRecord):
-            note = ("acl", None)
-        elif isinstance(record, r.DelegationTokenRecord | r.RemoveDelegationTokenRecord):
-            note = ("token", None)
+        topic = self.topics.get(record.topic_id) if hasattr(record, "topic_id") else None
+        note = change_of(record, self.timeline.offset, None if topic is None else topic.name)
         if note is not None:
-            self.timeline.append(changes, (offset, note[0], note[1]))
+            self.timeline.append(changes, note)
 
     def _feature(self, rec: r.FeatureLevelRecord, _v: int) -> None:
         tl = self.timeline
@@ -869,14 +850,6 @@ def _partition_record(p: PartitionState, version: int) -> r.PartitionRecord:
         last_known_elr=p.last_known_elr if version >= 2 else None,
     )
 
-
-_BROKER_RECORDS: Final = (
-    r.RegisterBrokerRecord,
-    r.BrokerRegistrationChangeRecord,
-    r.FenceBrokerRecord,
-    r.UnfenceBrokerRecord,
-    r.UnregisterBrokerRecord,
-)
 
 _REPLAY: Final[dict[type, Any]] = {
     r.FeatureLevelRecord: Image._feature,

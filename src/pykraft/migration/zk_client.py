@@ -15,9 +15,41 @@ from kazoo.exceptions import NoNodeError
 from pykraft.migration import zk_acls, zk_tokens
 from pykraft.migration import zk_data as z
 
-__all__ = ["close", "connect", "read_snapshot", "session"]
+__all__ = [
+    "TOP_LEVEL_PATHS",
+    "close",
+    "connect",
+    "ensure_top_level_paths",
+    "read_snapshot",
+    "session",
+]
 
 _CONFIG_TYPES = ("topics", "brokers", "users", "clients", "ips")
+
+# Persistent paths Kafka creates before anything else (KafkaZkClient.createTopLevelPaths).
+TOP_LEVEL_PATHS = (
+    "/consumers",
+    "/brokers/ids",
+    "/brokers/topics",
+    "/config/changes",
+    "/admin/delete_topics",
+    "/brokers/seqid",
+    "/isr_change_notification",
+    "/latest_producer_id_block",
+    "/log_dir_event_notification",
+    "/config/topics",
+    "/config/clients",
+    "/config/users",
+    "/config/brokers",
+    "/config/ips",
+)
+
+
+def ensure_top_level_paths(client: KazooClient) -> None:
+    """Kafka's persistent top-level znodes, created where missing (a migrating controller
+    writes under them)."""
+    for path in TOP_LEVEL_PATHS:
+        client.ensure_path(path)
 
 
 def connect(hosts: str, *, timeout_s: float = 15) -> KazooClient:

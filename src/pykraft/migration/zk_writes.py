@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.metadata.delta import MetadataDelta
 from pykraft.metadata.image import Image, TopicState
 from pykraft.migration import zk_acls, zk_tokens
 from pykraft.migration.zk_acls import ZkAcls
@@ -35,7 +36,6 @@ from pykraft.storage.meta import uuid_to_kafka
 __all__ = [
     "DesiredTopic",
     "DesiredZk",
-    "Scope",
     "ZkModel",
     "ZkOp",
     "config_change_json",
@@ -189,7 +189,7 @@ class DesiredZk:
     tokens: Mapping[str, zk_tokens.Token] | None = None
 
 
-def desired(image: Image, kraft_epoch: int, scope: Scope | None = None) -> DesiredZk:
+def desired(image: Image, kraft_epoch: int, scope: MetadataDelta | None = None) -> DesiredZk:
     """``image`` as ZooKeeper's topic and config znodes and producer id block; with
     ``scope``, only what it names (a dual write's delta: the rest did not change)."""
     topics: dict[str, DesiredTopic] = {}
@@ -248,49 +248,6 @@ def _zk_entity(key: tuple[int, str]) -> tuple[str, str] | None:
     return None
 
 
-@dataclass(frozen=True)
-class Scope:
-    """What a dual write touches: the topics and config resources the committed records
-    changed (``Image.take_changes``), and whether the next producer id moved. A topic whose
-    config changed is in scope too (its config znode is written with it)."""
-
-    topics: frozenset[str]
-    configs: frozenset[tuple[int, str]]
-    producer_ids: bool
-    brokers: bool = False  # registrations changed (UpdateMetadata lists the brokers)
-    acls: bool = False  # an ACL was created or removed
-    tokens: bool = False  # a delegation token was created, renewed or removed
-
-    @classmethod
-    def of(cls, changes: Iterable[tuple[int, str, object]]) -> Scope:
-        topics: set[str] = set()
-        configs: set[tuple[int, str]] = set()
-        producer_ids = brokers = acls = tokens = False
-        for _, kind, key in changes:
-            if kind == "topic":
-                assert isinstance(key, str)
-                topics.add(key)
-            elif kind == "config":
-                assert isinstance(key, tuple)
-                configs.add(key)
-            elif kind == "producer_ids":
-                producer_ids = True
-            elif kind == "brokers":
-                brokers = True
-            elif kind == "acl":
-                acls = True
-            elif kind == "token":
-                tokens = True
-        return cls(frozenset(topics), frozenset(configs), producer_ids, brokers, acls, tokens)
-
-    def topic_names(self) -> frozenset[str]:
-        return self.topics | {name for kind, name in self.configs if kind == TOPIC}
-
-    @property
-    def empty(self) -> bool:
-        return not (self.topics or self.configs or self.producer_ids or self.acls or self.tokens)
-
-
 class ZkModel:
     """What ZooKeeper's metadata znodes hold, as this controller last wrote them: valid from
     a full reconciliation on, while its fenced writes are the only metadata writes (in dual
@@ -330,7 +287,7 @@ class ZkModel:
             elif op.kind == "create" and op.path == zk_tokens.TOKENS:
                 self.token_root = True
 
-    def snapshot(self, scope: Scope) -> ZkSnapshot:
+    def snapshot(self, scope: MetadataDelta) -> ZkSnapshot:
         """The znodes in ``scope`` as ZooKeeper holds them (for ``reconcile``)."""
         nodes: dict[str, Znode] = {}
         names = sorted(n for n in scope.topic_names() if n in self.topics)
@@ -371,7 +328,7 @@ class ZkModel:
             nodes.update(zk_tokens.token_nodes(self.tokens, self.token_root))
         return ZkSnapshot(nodes)
 
-    def apply(self, want: DesiredZk, scope: Scope, ops: Iterable[ZkOp]) -> None:
+    def apply(self, want: DesiredZk, scope: MetadataDelta, ops: Iterable[ZkOp]) -> None:
         """``ops`` (``reconcile`` of ``want``, of ``scope``) were written: ZooKeeper now says
         what ``want`` says."""
         for name in scope.topic_names():

@@ -58,7 +58,6 @@ from pykraft.controller.log_listener import (
 from pykraft.controller.migration import MigrationRefused
 from pykraft.controller.quorum_controller import (
     METADATA_TOPIC,
-    READ_APIS,
     SUPPORTED_FEATURES,
     Context,
     QuorumController,
@@ -78,8 +77,9 @@ from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.metadata_files import load_image
 from pykraft.node.snapshot_policy import SnapshotPolicy
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
-from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, response_schema
+from pykraft.protocol.apis import response_schema
 from pykraft.protocol.build import make
+from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS, READ_APIS
 from pykraft.raft.api import RaftApi
 from pykraft.raft.interfaces import Ready
 from pykraft.raft.snapshots import RaftSnapshotWriter

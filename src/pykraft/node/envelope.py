@@ -11,51 +11,25 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.security import Session, decode_principal
 from pykraft.net.server import Answer
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
-from pykraft.protocol.apis import CONTROLLER_API_VERSIONS, response_schema
+from pykraft.protocol.apis import response_schema
 from pykraft.protocol.build import make
 from pykraft.protocol.codec import decode_request, encode_response
+from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS, FORWARDABLE
 from pykraft.protocol.errors import ProtocolError
 
 if TYPE_CHECKING:
     from pykraft.node.controller_host import ControllerHost
 
-__all__ = ["FORWARDABLE", "envelope", "envelope_error"]
+__all__ = ["envelope", "envelope_error"]
 
 log = logging.getLogger("pykraft.controller")
-
-FORWARDABLE: Final = frozenset(
-    {
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.ALTER_CONFIGS,
-        ApiKey.CREATE_PARTITIONS,
-        ApiKey.ELECT_LEADERS,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        ApiKey.LIST_PARTITION_REASSIGNMENTS,
-        ApiKey.UPDATE_FEATURES,
-        ApiKey.UNREGISTER_BROKER,
-        ApiKey.UNREGISTER_CONTROLLER,
-        ApiKey.ALLOCATE_PRODUCER_IDS,
-        ApiKey.DESCRIBE_QUORUM,
-        ApiKey.ADD_RAFT_VOTER,
-        ApiKey.REMOVE_RAFT_VOTER,
-        ApiKey.CREATE_ACLS,
-        ApiKey.DELETE_ACLS,
-        ApiKey.ALTER_CLIENT_QUOTAS,
-        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-        ApiKey.CREATE_DELEGATION_TOKEN,
-        ApiKey.RENEW_DELEGATION_TOKEN,
-        ApiKey.EXPIRE_DELEGATION_TOKEN,
-    }
-)
 
 
 def envelope(host: ControllerHost, request: DecodedRequest, session: Session) -> Answer:

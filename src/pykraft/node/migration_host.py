@@ -20,7 +20,7 @@ docs/kafka/ZK-MIGRATION.md section 3):
   image notes what each record changes (``Image.track_changes``) and the worker keeps a model
   of what ZooKeeper holds (``zk_writes.ZkModel``);
 * ``dual_write`` -- each committed change: only the topics, configs and producer id block
-  the changes touched (``zk_writes.Scope``) reconciled against the model, no ZooKeeper read;
+  the changes touched (``MetadataDelta``) reconciled against the model, no ZooKeeper read;
   INCREMENTAL UpdateMetadata/LeaderAndIsr of those topics, FULL requests to a broker that is
   new or restarted (a new epoch) or that missed the last ones (Kafka's
   ``KRaftMigrationZkWriter.handleDelta`` and ``MigrationPropagator``). Any failure, a new
@@ -42,6 +42,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from pykraft.controller import migration as m
+from pykraft.metadata.delta import MetadataDelta
 from pykraft.migration import propagator, zk_acls, zk_client, zk_data, zk_tokens, zk_writes
 from pykraft.node.zk_brokers import LegacyBrokers, Send
 
@@ -51,25 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["MigrationHost"]
 
 log = logging.getLogger("pykraft.migration")
-
-# Persistent paths Kafka creates before anything else (KafkaZkClient.createTopLevelPaths).
-TOP_LEVEL_PATHS = (
-    "/consumers",
-    "/brokers/ids",
-    "/brokers/topics",
-    "/config/changes",
-    "/admin/delete_topics",
-    "/brokers/seqid",
-    "/isr_change_notification",
-    "/latest_producer_id_block",
-    "/log_dir_event_notification",
-    "/config/topics",
-    "/config/clients",
-    "/config/users",
-    "/config/brokers",
-    "/config/ips",
-)
-
 
 RESEND_DELAY_S: Final = 1.0
 
@@ -145,12 +127,12 @@ class MigrationHost:
         image = controller.image
         epoch = driver.leadership.controller_epoch
         want = None
-        scope: zk_writes.Scope | None = None
+        scope: MetadataDelta | None = None
         sends: list[Send] = []
         if action.kind in ("sync", "dual_write"):
             if action.kind == "dual_write" and self._delta_ok and self._tracked is image:
                 # Everything applied is committed here (``committed`` above).
-                scope = zk_writes.Scope.of(image.take_changes(image.last_offset))
+                scope = image.take_changes(image.last_offset)
             else:
                 image.track_changes(True)
                 self._tracked = image
@@ -341,7 +323,7 @@ class MigrationHost:
         return update, lisr
 
     def _dual_write_requests(
-        self, image: Any, leadership: m.ZkLeadership, scope: zk_writes.Scope | None
+        self, image: Any, leadership: m.ZkLeadership, scope: MetadataDelta | None
     ) -> list[Send]:
         """A dual write's requests: FULL ones after a full reconciliation; else INCREMENTAL
         UpdateMetadata/LeaderAndIsr of the topics in ``scope`` (UpdateMetadata also when only
@@ -449,8 +431,7 @@ class MigrationHost:
 
     def _recover(self) -> m.ZkLeadership:
         zk = self._client()
-        for path in TOP_LEVEL_PATHS:
-            zk.ensure_path(path)
+        zk_client.ensure_top_level_paths(zk)
         empty = m.ZkLeadership()
         try:
             data, stat = zk.get(zk_data.MIGRATION)
@@ -556,7 +537,7 @@ class MigrationHost:
         leadership: m.ZkLeadership,
         *,
         delta: bool = False,
-        scope: zk_writes.Scope | None = None,
+        scope: MetadataDelta | None = None,
     ) -> m.ZkLeadership:
         """ZooKeeper made to say what ``want`` says, with fenced writes; /migration records
         ``leadership``. ``delta``: a dual write of committed changes (timed apart); with
@@ -670,7 +651,7 @@ class MigrationHost:
         want: zk_writes.DesiredZk | None,
         leadership: m.ZkLeadership,
         sends: list[Send],
-        scope: zk_writes.Scope | None,
+        scope: MetadataDelta | None,
     ) -> tuple[m.ZkLeadership, frozenset[int]]:
         return self._sync(want, leadership, delta=True, scope=scope), self._brokers.send(sends)
 

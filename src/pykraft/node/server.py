@@ -23,11 +23,12 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pykraft import native
 from pykraft.metadata.tagged import tagged_noop, tagged_value
 from pykraft.net.apis import SERVED_APIS
+from pykraft.node.collector import freeze_from_now_on
 from pykraft.node.config import ConfigError, NodeConfig, load_config
 from pykraft.node.controller_host import ControllerHost
 from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
@@ -51,6 +52,13 @@ def debug_value(record_value: bytes | None) -> bytes | None:
 
 
 log = logging.getLogger("pykraft.node")
+
+# Kafka's combined mode (process.roles=broker,controller) or a broker alone: pykraft runs the
+# controller role only (issue 46); a node that started anyway would run no broker at all.
+BROKER_ROLE_REFUSED: Final = (
+    "process.roles must be controller: pykraft is a KRaft controller only; run an Apache "
+    "Kafka broker beside it (process.roles=broker), as `pykraft local up` does"
+)
 
 
 def _setup_logging(node_id: int) -> None:
@@ -117,8 +125,8 @@ async def serve(config: NodeConfig) -> int:
     except OSError as e:
         log.error("cannot listen on %s: %s", config.controller_listener, e)
         return 1
-    # What the start built (the core, the storage's index) joins it, without a collection.
-    gc.freeze()
+    # What the start built joins it, and what survives a long full collection later.
+    freeze_from_now_on()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -159,6 +167,12 @@ def run_server(path: Path) -> int:
         config = load_config(path)
     except ConfigError as e:
         print(f"pykraft server: {e}", file=sys.stderr)
+        return 1
+    if config.process_roles != ("controller",):
+        print(
+            f"pykraft server: {BROKER_ROLE_REFUSED} (process.roles={','.join(config.process_roles)})",
+            file=sys.stderr,
+        )
         return 1
     _setup_logging(config.node_id)
     for key in config.unknown_keys:

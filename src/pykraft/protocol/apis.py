@@ -4,7 +4,7 @@ type: which APIs a listener serves at which versions, as data.
 An :class:`ApiTable` is what a listener advertises in its ApiVersions response and what the
 request decoder checks before it parses a body. The tables pykraft serves are built from
 the rows of ``pykraft.net.apis`` (the quorum's and the node's) and of the metadata
-controller (``CONTROLLER_API_VERSIONS``, here: the admin client reads it too) with
+controller (``protocol/controller_apis.py``: the admin client reads it too) with
 :meth:`ApiTable.with_apis`; the message types come from kio by (api key, version).
 
 A table checks kio's index when it is built (``has_schemas``) and imports nothing: a message
@@ -31,7 +31,6 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 __all__ = [
     "BROKER_ENDPOINT_TYPE",
-    "CONTROLLER_API_VERSIONS",
     "CONTROLLER_ENDPOINT_TYPE",
     "ApiKey",
     "ApiTable",
@@ -163,38 +162,6 @@ def kio_module(api_key: int, api_version: int, kind: Literal["request", "respons
         else response_schema(api_key, api_version)
     )
     return importlib.import_module(schema.__module__)
-
-
-# The APIs only the active controller answers, and the versions pykraft serves (Kafka
-# 4.3.1's controller ranges, where kio has them).
-CONTROLLER_API_VERSIONS: Final = {
-    ApiKey.CREATE_TOPICS: (2, 7),
-    ApiKey.DELETE_TOPICS: (1, 6),
-    ApiKey.DESCRIBE_CONFIGS: (1, 4),
-    ApiKey.ALTER_CONFIGS: (0, 2),
-    ApiKey.CREATE_PARTITIONS: (0, 3),
-    ApiKey.ELECT_LEADERS: (0, 2),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    ApiKey.ALTER_PARTITION: (2, 3),
-    ApiKey.UPDATE_FEATURES: (0, 2),
-    ApiKey.BROKER_REGISTRATION: (0, 4),
-    ApiKey.BROKER_HEARTBEAT: (0, 2),
-    ApiKey.UNREGISTER_BROKER: (0, 0),
-    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
-    ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),  # JBOD (controller/directories.py)
-    ApiKey.UNREGISTER_CONTROLLER: (0, 0),  # Kafka 4.4.0, at metadata.version 4.4-IV2
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 1),  # v1: KIP-435, pykraft's (protocol/ext.py)
-    # Security (docs/kafka/SECURITY-CONTRACT.md 4-6); v0 of the ACL APIs left Kafka in 4.0.
-    ApiKey.DESCRIBE_ACLS: (1, 3),
-    ApiKey.CREATE_ACLS: (1, 3),
-    ApiKey.DELETE_ACLS: (1, 3),
-    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    ApiKey.CREATE_DELEGATION_TOKEN: (1, 3),
-    ApiKey.RENEW_DELEGATION_TOKEN: (1, 2),
-    ApiKey.EXPIRE_DELEGATION_TOKEN: (1, 2),
-}
 
 
 @dataclass(frozen=True, slots=True)
