@@ -502,3 +502,45 @@ def test_elections_preferred_and_unclean(h: Harness) -> None:
     assert p.leader == 2 and p.isr == (2,) and p.leader_recovery_state == 1
     assert elect(1) == ErrorCode.election_not_needed
     assert h.images_equal()
+
+
+def test_describe_configs_masks_stored_secrets_of_brokers() -> None:
+    """Issue 46: a broker config of PASSWORD type (a listener override included) or of no
+    known type is answered with a null value and is_sensitive (Kafka 4.4.0's ConfigHelper);
+    the others as stored."""
+    h = Harness()
+    secrets = {
+        "listener.name.internal.ssl.keystore.password": "keystore-secret",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": "org.example.Login required;",
+        "ssl.key.password": "key-secret",
+        "some.plugin.setting": "unknown-type",
+    }
+    plain = {"log.retention.ms": "3600000", "listener.name.internal.ssl.keystore.location": "/k"}
+    altered = h.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        resources=[
+            {
+                "resource_type": 4,
+                "resource_name": "",
+                "configs": [
+                    {"name": k, "config_operation": 0, "value": v}
+                    for k, v in {**secrets, **plain}.items()
+                ],
+            }
+        ],
+        validate_only=False,
+    )
+    assert altered["responses"][0]["error_code"] == 0
+    described = h.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        resources=[{"resource_type": 4, "resource_name": "", "configuration_keys": None}],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    entries = {c["name"]: c for c in described["results"][0]["configs"]}
+    for name in secrets:
+        assert entries[name]["value"] is None and entries[name]["is_sensitive"], name
+    for name, value in plain.items():
+        assert entries[name]["value"] == value and not entries[name]["is_sensitive"], name

@@ -643,6 +643,30 @@ def test_kafka_python_end_offsets_never_refresh_a_stale_leader(
     assert end_offsets(cluster.bootstrap, [tp]) == {tp: 10}
 
 
+def test_kafka_configs_never_prints_a_stored_password(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 46: a password set with Kafka's ``kafka-configs --bootstrap-controller`` on the
+    cluster's default broker resource is described as Kafka describes it (sensitive, no value),
+    never printed; a listener the brokers do not have, so they apply nothing."""
+    name, secret = "listener.name.internal.ssl.keystore.password", "hunter2-keystore-secret"
+    configs = (
+        "configs",
+        "--bootstrap-controller",
+        cluster.bootstrap_controllers,
+        "--entity-type",
+        "brokers",
+        "--entity-default",
+    )
+    kafka.run(*configs, "--alter", "--add-config", f"{name}={secret}")
+    try:
+        described = kafka.run(*configs, "--describe").stdout
+        assert f"{name}=null" in described and "sensitive=true" in described, described
+        assert secret not in described, described
+    finally:
+        kafka.run(*configs, "--alter", "--delete-config", name)
+
+
 def test_upgraded_with_kafkas_tool_to_elr(cluster: KafkaCluster, kafka: KafkaDist) -> None:
     """Issue 28, on the live cluster (last in the module: it leaves ELR on): Kafka's own
     ``kafka-features`` takes kraft.version to 1, then ``upgrade --release-version 4.3``

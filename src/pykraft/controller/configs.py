@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from pykraft.controller.broker_configs import sensitive_broker_config
 from pykraft.controller.errors import ApiError
 from pykraft.controller.group_configs import (
     CLIENT_METRICS_RESOURCE,
@@ -495,13 +496,14 @@ def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, A
             for key, value in sorted(stored.items()):
                 if wanted is not None and key not in wanted:
                     continue
+                secret = rtype == BROKER_RESOURCE and sensitive_broker_config(key)
                 entries.append(
                     {
                         "name": key,
-                        "value": value,
+                        "value": None if secret else value,
                         "read_only": False,
                         "config_source": source,
-                        "is_sensitive": False,
+                        "is_sensitive": secret,
                     }
                 )
         results.append({**_result(rtype, rname), "configs": entries})
