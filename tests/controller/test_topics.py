@@ -544,3 +544,36 @@ def test_describe_configs_masks_stored_secrets_of_brokers() -> None:
         assert entries[name]["value"] is None and entries[name]["is_sensitive"], name
     for name, value in plain.items():
         assert entries[name]["value"] == value and not entries[name]["is_sensitive"], name
+
+
+def test_delete_topics_is_refused_whole_when_deletion_is_disabled() -> None:
+    """delete.topic.enable=false (Kafka 4.4.0's ControllerApis.deleteTopics): INVALID_REQUEST
+    before v3, TOPIC_DELETION_DISABLED from v3, nothing written, the topic kept."""
+    h = Harness(delete_topic_enable=False)
+    h.live_broker(0)
+    h.call(
+        ApiKey.CREATE_TOPICS,
+        7,
+        topics=[
+            {
+                "name": "kept",
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        timeout=1000,
+        validate_only=False,
+    )
+    written = h.offset
+    for version, code in ((2, ErrorCode.invalid_request), (6, ErrorCode.topic_deletion_disabled)):
+        fields = (
+            {"topics": [{"name": "kept", "topic_id": None}]}
+            if version >= 6
+            else {"topic_names": ["kept"]}
+        )
+        with pytest.raises(ApiError) as refused:
+            h.call(ApiKey.DELETE_TOPICS, version, timeout=1000, **fields)
+        assert refused.value.code == code
+    assert h.offset == written and "kept" in h.image.topics_by_name

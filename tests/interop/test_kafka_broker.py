@@ -30,6 +30,7 @@ from pykraft.node.controller_host import load_image
 from pykraft.storage import PARTITION_DIR_NAME
 
 from ..node.procs import cli, describe_quorum, wait_for
+from . import describe
 from .cluster import RUNNING, KafkaCluster
 from .dumplog import kafka_dump, pykraft_dump, same_payload
 
@@ -39,7 +40,10 @@ RECORDS = 10_000
 @pytest.fixture(scope="module")
 def cluster(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     tmp = tmp_path_factory.mktemp("kafka-broker")
-    c = KafkaCluster(kafka, tmp, controllers=3, brokers=1)
+    # Topics are never deleted in this module: the controllers refuse it (Kafka's config).
+    c = KafkaCluster(
+        kafka, tmp, controllers=3, brokers=1, controller_extra="delete.topic.enable=false\n"
+    )
     try:
         c.start()
         yield c
@@ -130,6 +134,26 @@ def test_kafka_topics_tool_describes_through_the_broker(
     lines = [line for line in result.stdout.splitlines() if "Partition:" in line]
     assert len(lines) == 4, result.stdout
     assert all("Leader: 100" in line and "Isr: 100" in line for line in lines), result.stdout
+
+
+def test_kafka_topics_delete_is_refused_with_deletion_disabled(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 46: with delete.topic.enable=false on the controllers, Kafka's ``kafka-topics
+    --delete`` (through the broker, forwarded in an Envelope) is refused with Kafka's
+    TopicDeletionDisabledException, and the topic stays."""
+    result = kafka.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--delete",
+        "--topic",
+        "smoke",
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "TopicDeletionDisabledException" in result.stdout + result.stderr, result
+    assert describe.partitions(cluster.bootstrap, "smoke"), "the topic is gone"
 
 
 def test_pykraft_topics_prints_what_kafka_topics_prints(

@@ -40,6 +40,9 @@ class ControllerConfig:
     # unclean.leader.election.enable (cluster default): elect a leader outside the ISR when
     # no ISR member is alive (data may be lost).
     unclean_leader_election: bool = False
+    # delete.topic.enable: false refuses DeleteTopics (TOPIC_DELETION_DISABLED; INVALID_REQUEST
+    # before v3), before authorization, as Kafka's ControllerApis.deleteTopics.
+    delete_topic_enable: bool = True
     # min.insync.replicas (the controller's own): the cluster-wide value written when
     # eligible leader replicas are turned on, at bootstrap or by UpdateFeatures (KIP-966).
     min_insync_replicas: int = 1

@@ -126,6 +126,7 @@ class NodeConfig:
     min_insync_replicas: int = 1
     metadata_max_idle_interval_ms: int = 500
     unclean_leader_election_enable: bool = False
+    delete_topic_enable: bool = True  # delete.topic.enable (Kafka's default)
     # KIP-866 (Kafka's names): migrate the ZooKeeper cluster at zookeeper.connect; the
     # ZooKeeper brokers' listener this controller reaches them on.
     zookeeper_metadata_migration_enable: bool = False
@@ -186,6 +187,7 @@ class NodeConfig:
             snapshot_max_bytes=self.metadata_log_max_record_bytes_between_snapshots,
             snapshot_interval_ms=self.metadata_log_max_snapshot_interval_ms,
             unclean_leader_election=self.unclean_leader_election_enable,
+            delete_topic_enable=self.delete_topic_enable,
             zk_migration_enabled=self.zookeeper_metadata_migration_enable,
             inter_broker_listener_name=self.inter_broker_listener_name,
             migration_min_batch_size=self.zookeeper_metadata_migration_min_batch_size,
@@ -338,6 +340,7 @@ _KNOWN: Final = frozenset(
         "controller.quorum.auto.join.enable",
         "metrics.port",
         "unclean.leader.election.enable",
+        "delete.topic.enable",
         UNSAFE_TEST_ELECT_OUTSIDE_ISR,
         "zookeeper.metadata.migration.enable",
         "zookeeper.connect",
@@ -490,6 +493,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         quorum_auto_join_enable=_flag(props, "controller.quorum.auto.join.enable"),
         metrics_port=metrics_port,
         unclean_leader_election_enable=_flag(props, "unclean.leader.election.enable"),
+        delete_topic_enable=_bool("delete.topic.enable", props.get("delete.topic.enable", "true")),
         unsafe_test_elect_outside_isr=_flag(props, UNSAFE_TEST_ELECT_OUTSIDE_ISR),
         zookeeper_metadata_migration_enable=migration,
         zookeeper_connect=zookeeper_connect,
