@@ -322,7 +322,7 @@ class QuorumController:
             raise ApiError(ErrorCode.unsupported_version, f"API {api_key} is not served")
         if api_key not in READ_APIS:
             migration.check_write(self.image, api_key)
-        self._precheck(api_key, api_version)
+        topic_requests.check_deletion_enabled(self.config, api_key, api_version)
         refused: dict[str, list[Any]] = {}
         caller = ctx.caller
         if self.authorizer is not None and caller is not None:
@@ -509,15 +509,6 @@ class QuorumController:
 
     def _delete_topics(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(*topic_requests.delete_topics(self.image, version, request))
-
-    def _precheck(self, api_key: int, version: int) -> None:
-        """Refusals of a whole request that come before its authorization in Kafka."""
-        if api_key == ApiKey.DELETE_TOPICS and not self.config.delete_topic_enable:
-            if version < 3:
-                raise ApiError(
-                    ErrorCode.invalid_request, "This version does not support topic deletion."
-                )
-            raise ApiError(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
 
     def _create_partitions(self, version: int, request: Any, ctx: Context) -> Result[Response]:
         return Result(

@@ -17,6 +17,7 @@ from pykraft.controller.errors import ApiError, check_op_size, topic_error
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.result import RecordList
 from pykraft.metadata.image import TOPIC_RESOURCE, Image
+from pykraft.protocol.apis import ApiKey
 
 __all__ = ["create_partitions", "create_topics", "delete_topics"]
 
@@ -79,6 +80,16 @@ def create_topics(
             }
         )
     return records, {"throttle_time": 0, "topics": results}
+
+
+def check_deletion_enabled(config: ControllerConfig, api_key: int, version: int) -> None:
+    """delete.topic.enable=false refuses a DeleteTopics whole, before its authorization
+    (Kafka 4.4.0's ControllerApis.deleteTopics): INVALID_REQUEST below v3."""
+    if api_key != ApiKey.DELETE_TOPICS or config.delete_topic_enable:
+        return
+    if version < 3:
+        raise ApiError(ErrorCode.invalid_request, "This version does not support topic deletion.")
+    raise ApiError(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
 
 
 def delete_topics(image: Image, version: int, request: Any) -> tuple[RecordList, dict[str, Any]]:
