@@ -315,7 +315,18 @@ _DIFF_KEYS = {
 }
 _DIFF_VALUES = {
     "topics": ["name"],
-    "partitions": ["replicas", "isr", "leader", "leader_epoch", "adding", "removing", "elr"],
+    # partition_epoch too: an ISR that shrank and grew back between the two moments changed
+    # the partition's registration twice although its replicas, ISR and leader are the same.
+    "partitions": [
+        "replicas",
+        "isr",
+        "leader",
+        "leader_epoch",
+        "partition_epoch",
+        "adding",
+        "removing",
+        "elr",
+    ],
     "brokers": ["broker_epoch", "fenced", "in_controlled_shutdown", "endpoints", "rack"],
     "configs": ["value"],
 }
