@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -201,6 +202,20 @@ def test_create_partitions(h: Harness) -> None:
     assert h.image.topics[tid].partitions[4].replicas == (5, 6)
 
 
+def described(h: Harness, resource_type: int, name: str) -> dict[str, dict[str, Any]]:
+    """DescribeConfigs v4 of one resource: its entries by config name."""
+    answer = h.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        resources=[
+            {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+        ],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    return {c["name"]: c for c in answer["results"][0]["configs"]}
+
+
 def _alter(
     h: Harness, broker: int, epoch: int, tid: uuid.UUID, **part: object
 ) -> dict[str, object]:
@@ -374,14 +389,7 @@ def test_configs_incremental_and_legacy(h: Harness) -> None:
     )
     assert legacy["responses"][0]["error_code"] == 0
     assert h.image.configs[(2, "t")] == {"segment.ms": "100"}
-    described = h.call(
-        ApiKey.DESCRIBE_CONFIGS,
-        4,
-        resources=[{"resource_type": 2, "resource_name": "t", "configuration_keys": None}],
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    entries = {c["name"]: c for c in described["results"][0]["configs"]}
+    entries = described(h, 2, "t")
     assert entries["segment.ms"]["value"] == "100" and entries["segment.ms"]["config_source"] == 1
     default = entries["retention.ms"]
     assert default["value"] == "604800000" and default["config_source"] == 5  # DEFAULT_CONFIG
@@ -532,14 +540,7 @@ def test_describe_configs_masks_stored_secrets_of_brokers() -> None:
         validate_only=False,
     )
     assert altered["responses"][0]["error_code"] == 0
-    described = h.call(
-        ApiKey.DESCRIBE_CONFIGS,
-        4,
-        resources=[{"resource_type": 4, "resource_name": "", "configuration_keys": None}],
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    entries = {c["name"]: c for c in described["results"][0]["configs"]}
+    entries = described(h, 4, "")
     for name in secrets:
         assert entries[name]["value"] is None and entries[name]["is_sensitive"], name
     for name, value in plain.items():

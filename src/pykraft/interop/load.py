@@ -121,7 +121,9 @@ def end_offsets(
     """Each partition's end offset (as ``KafkaConsumer.end_offsets``), asked by a new consumer
     each ``END_OFFSETS_TRY_MS`` until one answers (kafka-python's stale-leader loop: see the
     module's docstring); the last try's timeout is raised."""
-    for attempt in range(END_OFFSETS_TRIES):
+    tries_left = END_OFFSETS_TRIES
+    while True:
+        tries_left -= 1
         consumer = KafkaConsumer(
             bootstrap_servers=bootstrap, enable_auto_commit=False, **consumer_config
         )
@@ -131,11 +133,10 @@ def end_offsets(
             )
             return answer
         except KafkaTimeoutError:
-            if attempt == END_OFFSETS_TRIES - 1:
+            if not tries_left:
                 raise
         finally:
             consumer.close()
-    raise AssertionError("unreachable")
 
 
 def missing(load: Load, seen: dict[int, list[int]]) -> int:
