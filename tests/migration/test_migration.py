@@ -320,9 +320,14 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
             state = _znode(zk, "/brokers/topics/dual/partitions/0/state")
             assert set(state) == set(old_state) and state["version"] == 1
             assert state["leader"] in state["isr"] and state["controller_epoch"] >= 1
-            changes = zk.get_children("/config/changes")
-            assert any(
-                _znode(zk, f"/config/changes/{c}")["entity_path"] == "topics/dual" for c in changes
+            # The change notification is written after the fenced writes (as Kafka writes it),
+            # so it may follow the config znode too.
+            until(
+                lambda: any(
+                    _znode(zk, f"/config/changes/{c}")["entity_path"] == "topics/dual"
+                    for c in zk.get_children("/config/changes")
+                ),
+                "dual's config change notification",
             )
         producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=5)
         for i in range(20):
