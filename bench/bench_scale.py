@@ -120,7 +120,7 @@ def emit(row: dict[str, Any]) -> None:
 
 def snapshot_values(partitions: int) -> tuple[list[bytes], OffsetAndEpoch]:
     cluster = build_cluster(METADATA_VERSION, partitions // PER_TOPIC, PER_TOPIC)
-    assert cluster.c.image.partition_count == partitions
+    assert cluster.c.image.topics_image.partition_count == partitions
     values = SnapshotGenerator(cluster.c.image, cluster.offset).all_values()
     return values, OffsetAndEpoch(len(values) + 1000, 1)
 

@@ -88,7 +88,7 @@ def measure(partitions: int) -> dict[str, float]:
         record, version = decode_record(value)
         loaded.replay(record, version, offset)
     load_s = time.perf_counter() - start
-    assert loaded.partition_count == image.partition_count == partitions
+    assert loaded.topics_image.partition_count == image.topics_image.partition_count == partitions
     return {
         "partitions": partitions,
         "records": len(values),

@@ -23,13 +23,11 @@ FUNCTION_LINES = 60
 
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
-    "metadata/image.py": 880,
     "node/driver.py": 782,
     "controller/quorum_controller.py": 773,
     "node/migration_host.py": 668,
     "faults/run.py": 678,
     "node/controller_host.py": 672,
-    "controller/brokers.py": 669,
     "schema/generate.py": 654,
     "net/server.py": 639,
     "sim/simulator.py": 624,

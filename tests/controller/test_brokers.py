@@ -268,7 +268,7 @@ def test_idle_noop_and_standby_refusal() -> None:
 
 
 def test_each_broker_knows_the_topics_it_holds_replicas_of() -> None:
-    """``Image.broker_topics`` (Kafka's BrokersToIsrs at the grain of topics): fencing or
+    """``TopicsImage.broker_topics`` (Kafka's BrokersToIsrs at the grain of topics): fencing or
     shutting down a broker walks only the topics it holds, not every partition."""
     h = Harness()
     for b in (1, 2, 3):
@@ -292,16 +292,16 @@ def test_each_broker_knows_the_topics_it_holds_replicas_of() -> None:
             ),
         ]
     )
-    assert h.image.broker_topics == {1: {t}, 2: {t, u}, 3: {u}}
+    assert h.image.topics_image.broker_topics == {1: {t}, 2: {t, u}, 3: {u}}
     assert {p.topic_id for p in h.image.partitions_near(3)} == {u}
     # A reassignment adds broker 3 to t; the topic is removed: no broker keeps it.
     h.write([(r.PartitionChangeRecord(partition_id=0, topic_id=t, replicas=(1, 3), isr=(1,)), 0)])
-    assert t in h.image.broker_topics[3]
+    assert t in h.image.topics_image.broker_topics[3]
     response = h.heartbeat(3, want_shut_down=True)  # leads u-0: controlled shutdown
     assert response["should_shut_down"] is False
     assert h.image.partition(u, 0).leader == 2
     h.write([(r.RemoveTopicRecord(topic_id=t), 0)])
-    assert h.image.broker_topics == {1: set(), 2: {u}, 3: {u}}
+    assert h.image.topics_image.broker_topics == {1: set(), 2: {u}, 3: {u}}
     assert list(h.image.partitions_near(1)) == []
 
 

@@ -94,7 +94,7 @@ def _digest(p: Proc, sid: OffsetAndEpoch) -> tuple[str, int]:
 def test_a_million_partitions_load_replicate_snapshot_and_restart(tmp_path: Path) -> None:
     cluster = build_cluster(33, TOPICS, PER_TOPIC)
     image = cluster.c.image
-    assert image.partition_count == TOPICS * PER_TOPIC
+    assert image.topics_image.partition_count == TOPICS * PER_TOPIC
     generator = SnapshotGenerator(image, cluster.offset)
     values = generator.all_values()
     del cluster, image, generator

@@ -56,8 +56,9 @@ def _image(leader: int = 1, fenced: bool = False) -> Image:
     )
     image.topics[tid] = topic
     image.topics_by_name["t"] = tid
-    image.partition_count = 1  # as a replay of the partition would count it
-    image.broker_topics = {1: {tid}, 2: {tid}, 3: {tid}}  # and index it (3: a step may add it)
+    image.topics_image.partition_count = 1  # as a replay of the partition would count it
+    # and index it (3: a step may add it)
+    image.topics_image.broker_topics = {1: {tid}, 2: {tid}, 3: {tid}}
     return image
 
 

@@ -1,29 +1,15 @@
-"""Brokers on the controller: registration, heartbeats, sessions, fencing and controlled
-shutdown (Kafka's ``ClusterControlManager``, ``BrokerHeartbeatManager`` and the broker
-parts of ``ReplicationControlManager``). SPEC F1.
+"""Brokers on the controller: registration, unregistration, and the partition changes that
+fencing a broker or taking it out of an ISR writes (Kafka's ``ClusterControlManager`` and
+the broker parts of ``ReplicationControlManager``). SPEC F1. Heartbeats and the next-state
+machine are ``heartbeats.py`` (Kafka's ``BrokerHeartbeatManager``), sessions
+``sessions.py``.
 
 Theory of operation. A broker registers (BrokerRegistration); the controller writes a
 ``RegisterBrokerRecord`` whose ``BrokerEpoch`` is the offset that record is written at, with
-the broker fenced. The broker then heartbeats every ``broker.heartbeat.interval.ms``; each
-heartbeat says how far it has replayed the metadata log and whether it wants to be fenced or
-to shut down. The next state follows Kafka's ``calculateNextBrokerState``:
-
-* FENCED: wantShutDown -> SHUTDOWN_NOW; !wantFence and caught up (its metadata offset has
-  reached its own RegisterBrokerRecord) -> UNFENCED; else FENCED;
-* UNFENCED: wantFence -> FENCED (or SHUTDOWN_NOW with wantShutDown); wantShutDown ->
-  CONTROLLED_SHUTDOWN while it still leads a partition, else SHUTDOWN_NOW;
-* CONTROLLED_SHUTDOWN: SHUTDOWN_NOW once it leads nothing and every active broker has
-  replayed past the offset where its controlled shutdown was written.
-
-A change of state writes records in one batch: fencing (and SHUTDOWN_NOW) removes the broker
-from every ISR, electing new leaders where it led, then ``BrokerRegistrationChangeRecord
-(Fenced=1)``; unfencing writes ``Fenced=-1`` and elects it where partitions have no leader;
-controlled shutdown writes ``InControlledShutdown=1`` and moves its leaderships and ISR
-memberships away.
-
-Sessions live only on the active controller (they are not metadata): a broker not heard from
-for ``broker.session.timeout.ms`` is fenced by ``expired``; a controller that becomes active
-starts every registered broker's session afresh.
+the broker fenced; it is unfenced by a heartbeat once caught up. A registration is checked
+against the finalized features (each within the broker's supported range), the migration
+mode, its log directories and the cluster id; a registration of the same id is refused while
+the old one's session lives (DUPLICATE_BROKER_REGISTRATION), as Kafka refuses it.
 
 One deviation, for safety: Kafka lets a new incarnation replace a registration whose session
 has expired but which was not fenced yet, and the old incarnation then stays leader of its
@@ -35,7 +21,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Container, Iterator
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
@@ -51,6 +36,7 @@ from pykraft.controller.partitions import (
     partition_version,
 )
 from pykraft.controller.result import RecordList
+from pykraft.controller.sessions import BrokerSessions
 from pykraft.metadata import records as r
 from pykraft.metadata.image import (
     NO_LEADER,
@@ -68,11 +54,12 @@ from pykraft.metadata.versions import (
 )
 
 __all__ = [
-    "BrokerSessions",
-    "Heartbeat",
     "UncleanTopics",
+    "check_broker_epoch",
     "fence_records",
-    "heartbeat",
+    "leader_and_isr_updates",
+    "leads_any",
+    "partitions_with",
     "register_broker",
     "register_broker_version",
     "unregister_broker",
@@ -81,11 +68,6 @@ __all__ = [
 FENCE: Final = 1
 UNFENCE: Final = -1
 KRAFT_VERSION: Final = "kraft.version"
-
-FENCED: Final = "FENCED"
-UNFENCED: Final = "UNFENCED"
-CONTROLLED_SHUTDOWN: Final = "CONTROLLED_SHUTDOWN"
-SHUTDOWN_NOW: Final = "SHUTDOWN_NOW"
 
 
 def register_broker_version(metadata_version: int) -> int:
@@ -102,79 +84,6 @@ def register_broker_version(metadata_version: int) -> int:
 def _reserved(directory: uuid.UUID) -> bool:
     """Kafka's ``DirectoryId.reserved``: the first 100 ids (msb 0)."""
     return directory.int >> 64 == 0 and directory.int & ((1 << 64) - 1) < 100
-
-
-@dataclass(slots=True)
-class BrokerSessions:
-    """The active controller's view of each broker's liveness (not metadata): Kafka 4.x's
-    ``BrokerHeartbeatTracker``. A session belongs to one registration, (broker id, broker
-    epoch): it starts at a heartbeat (or, for a broker unfenced when this controller
-    activated, at activation) and lives ``session_timeout_ms`` past the last one, fenced or
-    not. So a broker that stopped cleanly (fenced by its controlled shutdown) still holds its
-    session until it expires, and a new incarnation is refused with
-    DUPLICATE_BROKER_REGISTRATION until then, as Kafka refuses it.
-    Invariant: the keys of ``contact_ms`` are registered brokers."""
-
-    session_timeout_ms: int
-    contact_ms: dict[int, tuple[int, int]] = field(default_factory=dict)  # id: (epoch, ms)
-    metadata_offset: dict[int, int] = field(default_factory=dict)
-    shutdown_offset: dict[int, int] = field(default_factory=dict)
-
-    def reset(self, image: Image, now_ms: int) -> None:
-        """A new active controller: every unfenced broker's session starts now (Kafka's
-        ``ClusterControlManager.activate``); a fenced broker has none until it heartbeats."""
-        self.contact_ms = {
-            b.broker_id: (b.epoch, now_ms) for b in image.brokers.values() if not b.fenced
-        }
-        self.metadata_offset = {}
-        self.shutdown_offset = {}
-
-    def touch(self, broker: BrokerState, now_ms: int, metadata_offset: int) -> None:
-        self.contact_ms[broker.broker_id] = (broker.epoch, now_ms)
-        self.metadata_offset[broker.broker_id] = metadata_offset
-
-    def forget(self, broker_id: int) -> None:
-        self.contact_ms.pop(broker_id, None)
-        self.metadata_offset.pop(broker_id, None)
-        self.shutdown_offset.pop(broker_id, None)
-
-    def valid(self, broker: BrokerState, now_ms: int) -> bool:
-        """This registration was heard from within the session timeout (Kafka's
-        ``hasValidSession``: fenced or not)."""
-        contact = self.contact_ms.get(broker.broker_id)
-        return (
-            contact is not None
-            and contact[0] == broker.epoch
-            and contact[1] + self.session_timeout_ms >= now_ms
-        )
-
-    def expired(self, image: Image, now_ms: int) -> list[int]:
-        """Unfenced brokers whose session has run out, oldest contact first."""
-        out = [
-            (self._contact(b, now_ms), b.broker_id)
-            for b in image.brokers.values()
-            if not b.fenced and not self.valid(b, now_ms)
-        ]
-        return [b for _, b in sorted(out)]
-
-    def next_expiry_ms(self, image: Image) -> int | None:
-        times = [
-            self._contact(b, 0) + self.session_timeout_ms
-            for b in image.brokers.values()
-            if not b.fenced and b.broker_id in self.contact_ms
-        ]
-        return min(times) if times else None
-
-    def _contact(self, broker: BrokerState, default: int) -> int:
-        contact = self.contact_ms.get(broker.broker_id)
-        return contact[1] if contact is not None and contact[0] == broker.epoch else default
-
-    def lowest_active_offset(self, image: Image) -> int:
-        """The lowest metadata offset an active broker reported (a huge number if none)."""
-        offsets = [
-            self.metadata_offset.get(b.broker_id, -1) for b in image.brokers.values() if b.active
-        ]
-        return min(offsets) if offsets else 1 << 62
 
 
 # -- partition updates --------------------------------------------------------------------
@@ -198,7 +107,7 @@ def partitions_with_elr(image: Image, broker_id: int) -> Iterator[PartitionState
             yield p
 
 
-def _leader_and_isr_updates(
+def leader_and_isr_updates(
     image: Image,
     partitions: Iterator[PartitionState] | list[PartitionState],
     acceptable: Acceptable,
@@ -258,7 +167,7 @@ def _new_incarnation_records(
             if (p.topic_id, p.partition_id) not in seen:
                 seen.add((p.topic_id, p.partition_id))
                 targets.append(p)
-        return _leader_and_isr_updates(
+        return leader_and_isr_updates(
             image,
             targets,
             acceptor(image, unclean_shutdown=broker_id),
@@ -296,7 +205,7 @@ class UncleanTopics:
 
 def fence_records(image: Image, broker: BrokerState, unclean: Container[uuid.UUID]) -> RecordList:
     """Fence ``broker``: out of every ISR, leaders moved, then the fencing record."""
-    records = _leader_and_isr_updates(
+    records = leader_and_isr_updates(
         image,
         partitions_with(image, broker.broker_id),
         acceptor(image, removing=broker.broker_id),
@@ -309,53 +218,6 @@ def fence_records(image: Image, broker: BrokerState, unclean: Container[uuid.UUI
                 broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=FENCE
             ),
             0,
-        )
-    )
-    return records
-
-
-def _unfence_records(
-    image: Image, broker: BrokerState, unclean: Container[uuid.UUID]
-) -> RecordList:
-    records: RecordList = [
-        (
-            r.BrokerRegistrationChangeRecord(
-                broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=UNFENCE
-            ),
-            0,
-        )
-    ]
-    # The image's index of partitions without a leader (no walk over every partition), in
-    # a fixed order: what the active controller writes must not depend on a set's history.
-    leaderless = [image.topics[t].partitions[pid] for t, pid in sorted(image.leaderless)]
-    records.extend(
-        _leader_and_isr_updates(
-            image, leaderless, acceptor(image, adding=broker.broker_id), NO_LEADER, unclean
-        )
-    )
-    return records
-
-
-def _controlled_shutdown_records(
-    image: Image, broker: BrokerState, unclean: Container[uuid.UUID]
-) -> RecordList:
-    records: RecordList = []
-    if not broker.in_controlled_shutdown:
-        records.append(
-            (
-                r.BrokerRegistrationChangeRecord(
-                    broker_id=broker.broker_id, broker_epoch=broker.epoch, in_controlled_shutdown=1
-                ),
-                1,
-            )
-        )
-    records.extend(
-        _leader_and_isr_updates(
-            image,
-            partitions_with(image, broker.broker_id),
-            acceptor(image, removing=broker.broker_id),
-            broker.broker_id,
-            unclean,
         )
     )
     return records
@@ -539,19 +401,6 @@ def register_broker(
     return records, state.epoch
 
 
-# -- BrokerHeartbeat ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Heartbeat:
-    records: RecordList
-    caught_up: bool
-    fenced: bool
-    in_controlled_shutdown: bool
-    should_shut_down: bool
-    next_state: str
-
-
 def check_broker_epoch(image: Image, broker_id: int, epoch: int) -> BrokerState:
     broker = image.brokers.get(broker_id)
     if broker is None:
@@ -567,86 +416,6 @@ def check_broker_epoch(image: Image, broker_id: int, epoch: int) -> BrokerState:
     return broker
 
 
-def _current_state(broker: BrokerState) -> str:
-    if broker.fenced:
-        return FENCED
-    if broker.in_controlled_shutdown:
-        return CONTROLLED_SHUTDOWN
-    return UNFENCED
-
-
-def heartbeat(
-    image: Image,
-    sessions: BrokerSessions,
-    request: Any,
-    *,
-    register_offset: int,
-    now_ms: int,
-    unclean: Container[uuid.UUID],
-) -> Heartbeat:
-    """The records and reply of one BrokerHeartbeat; raises ApiError (STALE_BROKER_EPOCH)."""
-    broker_id = int(request.broker_id)
-    broker = check_broker_epoch(image, broker_id, int(request.broker_epoch))
-    offset = int(request.current_metadata_offset)
-    caught_up = offset >= register_offset
-    current = _current_state(broker)
-    want_fence, want_shutdown = bool(request.want_fence), bool(request.want_shut_down)
-    nxt = current
-    if current == FENCED:
-        if want_shutdown:
-            nxt = SHUTDOWN_NOW
-        elif not want_fence and caught_up:
-            nxt = UNFENCED
-    elif current == UNFENCED:
-        if want_fence:
-            nxt = SHUTDOWN_NOW if want_shutdown else FENCED
-        elif want_shutdown:
-            nxt = CONTROLLED_SHUTDOWN if leads_any(image, broker_id) else SHUTDOWN_NOW
-    else:  # CONTROLLED_SHUTDOWN
-        if not leads_any(image, broker_id):
-            shutdown_at = sessions.shutdown_offset.get(broker_id, 0)
-            if shutdown_at <= sessions.lowest_active_offset(image):
-                nxt = SHUTDOWN_NOW
-    records: RecordList = _cordoned_records(image, broker, request)
-    if nxt != current:
-        if nxt in (FENCED, SHUTDOWN_NOW):
-            if not broker.fenced:
-                records += fence_records(image, broker, unclean)
-        elif nxt == UNFENCED:
-            records += _unfence_records(image, broker, unclean)
-        elif nxt == CONTROLLED_SHUTDOWN:
-            records += _controlled_shutdown_records(image, broker, unclean)
-    sessions.touch(broker, now_ms, offset)
-    return Heartbeat(
-        records=records,
-        caught_up=caught_up,
-        fenced=nxt in (FENCED, SHUTDOWN_NOW),
-        in_controlled_shutdown=nxt == CONTROLLED_SHUTDOWN,
-        should_shut_down=nxt == SHUTDOWN_NOW,
-        next_state=nxt,
-    )
-
-
-def _cordoned_records(image: Image, broker: BrokerState, request: Any) -> RecordList:
-    """KIP-1066 (4.3-IV0, heartbeat v2): the cordoned directories a heartbeat names, when
-    they differ from the registration's, as BrokerRegistrationChangeRecord v3 (Kafka's
-    ``handleDirectoriesCordoned``); a heartbeat without the field changes nothing."""
-    cordoned = getattr(request, "cordoned_log_dirs", None)
-    if cordoned is None or (image.metadata_version or 0) < IBP_4_3_IV0:
-        return []
-    dirs = tuple(sorted(cordoned))
-    if broker.cordoned_log_dirs is not None and set(dirs) == set(broker.cordoned_log_dirs):
-        return []
-    return [
-        (
-            r.BrokerRegistrationChangeRecord(
-                broker_id=broker.broker_id, broker_epoch=broker.epoch, cordoned_log_dirs=dirs
-            ),
-            3,
-        )
-    ]
-
-
 def unregister_broker(
     image: Image, sessions: BrokerSessions, broker_id: int, unclean: Container[uuid.UUID]
 ) -> RecordList:
@@ -657,7 +426,7 @@ def unregister_broker(
             ErrorCode.broker_id_not_registered, f"Broker ID {broker_id} is not currently registered"
         )
     # Kafka's handleBrokerUnregistered: its ISR partitions, then its ELR partitions.
-    records = _leader_and_isr_updates(
+    records = leader_and_isr_updates(
         image,
         [*partitions_with(image, broker_id), *partitions_with_elr(image, broker_id)],
         acceptor(image, removing=broker_id),

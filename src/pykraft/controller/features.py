@@ -141,7 +141,10 @@ def elr_safety_records(image: Image, static_min_insync: int) -> RecordList:
             out.append(
                 (
                     r.ConfigRecord(
-                        resource_type=BROKER_RESOURCE, resource_name=name, name=MIN_INSYNC, value=None
+                        resource_type=BROKER_RESOURCE,
+                        resource_name=name,
+                        name=MIN_INSYNC,
+                        value=None,
                     ),
                     0,
                 )

@@ -47,6 +47,7 @@ from pykraft.controller import (
 )
 from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
+from pykraft.controller import heartbeats as hb
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import CONTROLLER_ID_NOT_REGISTERED, ApiError, error_fields
@@ -55,6 +56,7 @@ from pykraft.controller.partitions import (
     partition_version,
 )
 from pykraft.controller.result import RecordList, Response, Result
+from pykraft.controller.sessions import BrokerSessions
 from pykraft.controller.steps import Limits
 from pykraft.metadata import records as r
 from pykraft.metadata.image import (
@@ -88,8 +90,6 @@ METADATA_TOPIC: Final = "__cluster_metadata"
 INTERNAL_CALLER: Final = Caller(
     "User:ANONYMOUS", "127.0.0.1", forwarded=True
 )  # the quorum's own partition: KIP-642 (raft/)
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ class QuorumController:
         self.cluster_id = cluster_id
         self.rng = rng
         self.image = Image()
-        self.sessions = b.BrokerSessions(config.broker_session_timeout_ms)
+        self.sessions = BrokerSessions(config.broker_session_timeout_ms)
         self.active = False
         self.last_write_ms = 0
         # Reassignment work (KIP-435 steps, managed throttles) may be due: set by records
@@ -424,7 +424,7 @@ class QuorumController:
         broker = self.image.brokers.get(int(request.broker_id))
         register_offset = broker.register_offset if broker is not None else 0
         try:
-            beat = b.heartbeat(
+            beat = hb.heartbeat(
                 self.image,
                 self.sessions,
                 request,
@@ -443,7 +443,7 @@ class QuorumController:
                 + records
             )
         on_written = None
-        if beat.next_state == b.CONTROLLED_SHUTDOWN:
+        if beat.next_state == hb.CONTROLLED_SHUTDOWN:
             broker_id = int(request.broker_id)
 
             def on_written(last_offset: int) -> None:

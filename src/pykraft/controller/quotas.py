@@ -132,9 +132,7 @@ def alter_client_quotas(image: Image, request: Any) -> tuple[RecordList, Respons
             records.append(
                 (
                     r.ClientQuotaRecord(
-                        entity=tuple(
-                            EntityData(entity_type=t, entity_name=n) for t, n in entity
-                        ),
+                        entity=tuple(EntityData(entity_type=t, entity_name=n) for t, n in entity),
                         key=key,
                         value=0.0 if op.remove else float(op.value),
                         remove=bool(op.remove),

@@ -28,6 +28,7 @@ from pykraft.metadata.versions import IBP_3_5_IV2
 
 __all__ = ["MECHANISMS", "alter_user_scram_credentials", "scram_keys"]
 
+
 def alter_user_scram_credentials(
     image: Image, metadata_version: int, request: Any
 ) -> tuple[RecordList, Response]:

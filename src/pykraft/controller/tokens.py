@@ -107,9 +107,7 @@ def create_token(
     if error is not None:
         return [], _create_error(error, caller)
     owner_name = getattr(request, "owner_principal_name", None) or ""
-    owner = (
-        f"{request.owner_principal_type}:{owner_name}" if owner_name else caller.principal
-    )
+    owner = f"{request.owner_principal_type}:{owner_name}" if owner_name else caller.principal
     if owner != caller.principal and not allowed(Op.CREATE_TOKENS, Res.USER, owner):
         return [], _create_error(ErrorCode.delegation_token_authorization_failed, caller)
     renewers = [f"{x.principal_type}:{x.principal_name}" for x in request.renewers]
@@ -197,7 +195,9 @@ def renew_token(
         return [], {"error_code": error, "expiry_timestamp": -1, "throttle_time": 0}
     period = _ms(request.renew_period)
     expiry_time = config.delegation_token_expiry_time_ms
-    expiry_ms = min(rec.max_timestamp, now_ms + (min(expiry_time, period) if period > 0 else expiry_time))
+    expiry_ms = min(
+        rec.max_timestamp, now_ms + (min(expiry_time, period) if period > 0 else expiry_time)
+    )
     return [(_rewritten(rec, expiry_ms), 0)], {
         "error_code": ErrorCode.none,
         "expiry_timestamp": expiry_ms,

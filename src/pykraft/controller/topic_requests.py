@@ -16,6 +16,7 @@ from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError, check_op_size, topic_error
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.result import RecordList
+from pykraft.metadata import records as r
 from pykraft.metadata.image import TOPIC_RESOURCE, Image
 from pykraft.protocol.apis import ApiKey
 
@@ -202,7 +203,10 @@ def _with_topic(image: Image, name: str, configs: dict[str, str]) -> Image:
     """A view of ``image`` in which topic ``name`` exists with ``configs`` (for describing
     the configs of a topic being created)."""
     view = Image()
-    view.topics_by_name = {name: uuid.UUID(int=0)}
-    if configs:
-        view.configs = {(TOPIC_RESOURCE, name): dict(configs)}
+    view.replay(r.TopicRecord(name=name, topic_id=uuid.UUID(int=0)), 0, 0)
+    for key, value in configs.items():
+        config = r.ConfigRecord(
+            resource_type=TOPIC_RESOURCE, resource_name=name, name=key, value=value
+        )
+        view.replay(config, 0, 0)
     return view

@@ -83,7 +83,7 @@ def _collides(image: Image, name: str) -> str | None:
     ``topicsWithCollisionChars`` lookup); a name with neither collides with nothing."""
     if not has_collision_chars(name):
         return None
-    twins = image.colliding_names.get(normalized_topic_name(name), ())
+    twins = image.topics_image.colliding_names.get(normalized_topic_name(name), ())
     return min((other for other in twins if other != name), default=None)
 
 

@@ -96,6 +96,12 @@ MODULES: Final = (
     # The metadata image: a restarted controller replays a million PartitionRecords into it
     # before it is ready (replay 3.5 -> 1.7 us per record at 100,000 partitions).
     "pykraft.metadata.image",
+    "pykraft.metadata.parts.cluster",
+    "pykraft.metadata.parts.configs",
+    "pykraft.metadata.parts.errors",
+    "pykraft.metadata.parts.features",
+    "pykraft.metadata.parts.producer_ids",
+    "pykraft.metadata.parts.topics",
     "pykraft.metadata.timeline",
     "pykraft.metadata.tagged",
 )

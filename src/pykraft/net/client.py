@@ -62,7 +62,9 @@ SEND_QUEUE_MAX_DEFAULT: Final = 256
 RECONNECT_BACKOFF_MAX_MS: Final = 1000  # Kafka's reconnect.backoff.max.ms default
 TLS_SHUTDOWN_TIMEOUT_S: Final = 2.0
 REAUTH_SHARE_MIN: Final = 0.85  # KIP-368: a client renews between 85 % and 95 % of the
-REAUTH_SHARE_MAX: Final = 0.95  # session lifetime the server gave  # waiting for the peer's close_notify
+REAUTH_SHARE_MAX: Final = (
+    0.95  # session lifetime the server gave  # waiting for the peer's close_notify
+)
 
 ResultCallback = Callable[[int, AnyResponse | None], None]
 AnswerCallback = Callable[[ResponsePayload | BaseException], None]

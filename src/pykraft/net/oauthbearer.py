@@ -201,9 +201,7 @@ class UnsecuredValidator:
         except ValueError:
             raise ValueError(f"{VALIDATOR_PREFIX}AllowableClockSkewMs: not an integer") from None
         if skew < 0:
-            raise ValueError(
-                f"Allowable clock skew millis must not be negative: {skew_text}"
-            )
+            raise ValueError(f"Allowable clock skew millis must not be negative: {skew_text}")
         return cls(
             options.get(VALIDATOR_PREFIX + "PrincipalClaimName", "").strip() or "sub",
             options.get(VALIDATOR_PREFIX + "ScopeClaimName", "").strip() or "scope",

@@ -43,16 +43,17 @@ def controller_metrics(
 ) -> list[tuple[str, str, float]]:
     """(name, help, value) of every controller metric now."""
     image = controller.image
+    topics = image.topics_image
     brokers = list(image.brokers.values())
     values = [
         ("ActiveControllerCount", "1 on the active controller", float(controller.active)),
         ("GlobalTopicCount", "topics in the metadata image", len(image.topics)),
-        ("GlobalPartitionCount", "partitions in the metadata image", image.partition_count),
-        ("OfflinePartitionsCount", "partitions without a leader", image.offline_count),
+        ("GlobalPartitionCount", "partitions in the metadata image", topics.partition_count),
+        ("OfflinePartitionsCount", "partitions without a leader", topics.offline_count),
         (
             "PreferredReplicaImbalanceCount",
             "partitions not led by their first replica",
-            image.imbalanced_count,
+            topics.imbalanced_count,
         ),
         ("FencedBrokerCount", "registered brokers fenced", sum(b.fenced for b in brokers)),
         ("ActiveBrokerCount", "registered brokers not fenced", sum(not b.fenced for b in brokers)),

@@ -1,6 +1,8 @@
-"""The metadata image's parts, one per concern: Kafka's ``AclsImage``, ``ScramImage``,
-``DelegationTokenImage`` and ``ClientQuotasImage``, with the timeline maps their control
-managers keep (``AclControlManager``, ``ScramControlManager``, ...).
+"""The metadata image's parts, one per concern, with Kafka's image names where they clash with
+the maps they hold: ``FeaturesImage``, ``ClusterImage``, ``TopicsImage``,
+``ConfigurationsImage``, ``ProducerIdsImage``, and the ACLs, client quotas, SCRAM credentials
+and delegation tokens (``Acls``, ``ClientQuotas``, ``ScramCredentials``,
+``DelegationTokens``), with the timeline maps their control managers keep.
 
 Theory of operation. Each part owns the state its records build, the indexes its readers
 look things up in, its replay (one method per record type), the records a snapshot writes of
@@ -11,7 +13,7 @@ every event. Every change goes through the image's one ``Timeline`` (the role of
 reads at that offset cover the parts as they cover the rest of the image.
 
 ``metadata/image.py`` composes the parts and hands each record type to its part
-(``Image._REPLAY``). A part imports nothing of the image but the timeline, so it can be
-read, tested and replaced alone. What is not a part yet (features, cluster, topics,
-configs, producer ids) is still in ``Image`` itself (issue 45).
+(``_REPLAY``); the one rule that spans two parts (a removed topic's configs go with it) is
+the image's. A part imports nothing of the image but the timeline and ``errors.ImageError``,
+so it can be read, tested and replaced alone.
 """
