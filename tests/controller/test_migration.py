@@ -231,7 +231,7 @@ def test_isr_shrink_bumps_the_leader_epoch_while_migrating(
 ) -> None:
     """Kafka's triggerLeaderEpochBumpForIsrShrinkIfNeeded (found by the side-by-side run
     against Kafka 3.9's controller: it wrote leader_epoch 1 where pykraft kept 0)."""
-    from pykraft.controller.partitions import change_record
+    from pykraft.controller.partition_change import PartitionChangeBuilder
     from pykraft.metadata.image import NO_LEADER_CHANGE
 
     image = Image()
@@ -248,8 +248,8 @@ def test_isr_shrink_bumps_the_leader_epoch_while_migrating(
     )
     p = image.partition(topic_id, 0)
     assert p is not None
-    shrink = change_record(image, p, isr=(0, 1), acceptable=lambda b: True)
+    shrink = PartitionChangeBuilder(image, p).set_target_isr((0, 1)).set_acceptable(lambda b: True).build()
     assert shrink is not None and shrink.isr == (0, 1)
     assert shrink.leader == (0 if bumped else NO_LEADER_CHANGE)
-    grow = change_record(image, p, isr=(0, 1, 2), acceptable=lambda b: True)
+    grow = PartitionChangeBuilder(image, p).set_target_isr((0, 1, 2)).set_acceptable(lambda b: True).build()
     assert grow is None  # nothing changes: no record, no bump

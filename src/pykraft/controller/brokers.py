@@ -27,10 +27,12 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
 from pykraft.controller.migration import MIGRATION_SUPPORTED_MV, PRE_MIGRATION
+from pykraft.controller.partition_change import PartitionChangeBuilder
 from pykraft.controller.partitions import (
+    ELECTION_DEFAULT,
+    ELECTION_UNCLEAN,
     Acceptable,
     acceptor,
-    change_record,
     effective_min_isr,
     elr_enabled,
     partition_version,
@@ -124,22 +126,19 @@ def leader_and_isr_updates(
     min_isr_of: dict[uuid.UUID, int] = {}  # one min.insync.replicas lookup per topic
     for p in list(partitions):
         isr = tuple(b for b in p.isr if b != remove)
-        election = "unclean" if p.topic_id in unclean else "default"
+        election = ELECTION_UNCLEAN if p.topic_id in unclean else ELECTION_DEFAULT
         min_isr = None
         if elr_on:
             min_isr = min_isr_of.get(p.topic_id)
             if min_isr is None:
                 min_isr = min_isr_of[p.topic_id] = effective_min_isr(image, p)
-        record = change_record(
-            image,
-            p,
-            isr=isr,
-            acceptable=acceptable,
-            election=election,
-            version=version,
-            unclean_shutdown=unclean_shutdown,
-            min_isr=min_isr,
+        builder = (
+            PartitionChangeBuilder(image, p, version).set_target_isr(isr).set_acceptable(acceptable)
         )
+        builder.set_election(election).set_unclean_shutdown_replica(unclean_shutdown)
+        if min_isr is not None:
+            builder.set_min_isr(min_isr)
+        record = builder.build()
         if record is not None:
             out.append((record, version))
     return out

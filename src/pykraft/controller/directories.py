@@ -10,7 +10,7 @@ entry for that replica. When a directory fails, the broker's heartbeats list it 
 ISR and leadership of every partition whose replica lives there (its other directories serve
 on) and re-registers the broker's remaining directories (BrokerRegistrationChangeRecord v2).
 A replica whose directory is not online never leads (``partitions.dir_online``, in every
-election ``partitions.change_record`` makes).
+election ``PartitionChangeBuilder`` makes).
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from kio.schema.errors import ErrorCode
 from pykraft.controller import brokers as b
 from pykraft.controller.errors import ApiError
 from pykraft.controller.migration import MIGRATION
+from pykraft.controller.partition_change import PartitionChangeBuilder
 from pykraft.controller.partitions import (
+    ELECTION_DEFAULT,
+    ELECTION_UNCLEAN,
     UNASSIGNED_DIR,
     acceptor,
-    change_record,
     dir_online,
     partition_version,
 )
@@ -138,13 +140,12 @@ def _out_of_isr(
 ) -> RecordList:
     out: RecordList = []
     for p in partitions:
-        record = change_record(
-            image,
-            p,
-            isr=tuple(x for x in p.isr if x != broker_id),
-            acceptable=acceptor(image, removing=broker_id),
-            election="unclean" if p.topic_id in unclean else "default",
-            version=version,
+        record = (
+            PartitionChangeBuilder(image, p, version)
+            .set_target_isr(tuple(x for x in p.isr if x != broker_id))
+            .set_acceptable(acceptor(image, removing=broker_id))
+            .set_election(ELECTION_UNCLEAN if p.topic_id in unclean else ELECTION_DEFAULT)
+            .build()
         )
         if record is not None:
             out.append((record, version))

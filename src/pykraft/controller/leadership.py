@@ -14,13 +14,13 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.controller import brokers as b
 from pykraft.controller.errors import ApiError
+from pykraft.controller.partition_change import PartitionChangeBuilder
 from pykraft.controller.partitions import (
     ELECTION_PREFERRED,
     ELECTION_UNCLEAN,
     RECOVERED,
     RECOVERING,
     active,
-    change_record,
     partition_version,
 )
 from pykraft.controller.result import RecordList
@@ -128,7 +128,7 @@ def _alter_one(
             or (epoch != -1 and broker.epoch != epoch)
         ):
             return ApiError(ErrorCode.ineligible_replica)
-    record = change_record(image, p, isr=new_isr, version=pversion)
+    record = PartitionChangeBuilder(image, p, pversion).set_target_isr(new_isr).build()
     if record is not None and p.leader_recovery_state == RECOVERING and recovery == RECOVERED:
         record = _replace(record, leader_recovery_state=RECOVERED)
     elif record is None and p.leader_recovery_state == RECOVERING and recovery == RECOVERED:
@@ -210,7 +210,7 @@ def _elect_one(
         return ApiError(ErrorCode.election_not_needed)
     if election == ELECTION_UNCLEAN and p.leader != NO_LEADER:
         return ApiError(ErrorCode.election_not_needed)
-    record = change_record(image, p, election=election, version=pversion)
+    record = PartitionChangeBuilder(image, p, pversion).set_election(election).build()
     if record is None or record.leader == NO_LEADER_CHANGE:
         if election == ELECTION_PREFERRED:
             return ApiError(ErrorCode.preferred_leader_not_available)

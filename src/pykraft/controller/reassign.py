@@ -5,7 +5,7 @@ Starting a reassignment of a partition from its current replicas C to a target T
 PartitionChangeRecord with Replicas = T followed by the removing replicas (C - T, ascending),
 AddingReplicas = T - C and RemovingReplicas = C - T (ascending). It completes in the record
 that makes the ISR (less the removing replicas) cover every target replica
-(``partitions.change_record``): at once for a pure reorder, or for a removal whose remaining
+(``PartitionChangeBuilder``): at once for a pure reorder, or for a removal whose remaining
 replicas are in sync; else later, when the leader reports the new replicas in sync through
 AlterPartition (if that moves leadership off the leader, it is answered NEW_LEADER_ELECTED).
 Re-targeting a moving partition computes against its current replica list, the union, as
@@ -28,12 +28,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.partition_change import PartitionChangeBuilder
 from pykraft.controller.partitions import (
     ELECTION_DEFAULT,
     ELECTION_PREFERRED,
     ELECTION_UNCLEAN,
     acceptor,
-    change_record,
 )
 from pykraft.controller.result import RecordList
 from pykraft.controller.steps import (
@@ -84,7 +84,7 @@ def _revert(
     and stating ``final_target``; raises ApiError when that needs an unclean election the
     topic does not allow."""
     if not p.adding and not p.removing:
-        record = change_record(image, p, version=version, final_target=final_target)
+        record = PartitionChangeBuilder(image, p, version).set_final_target(final_target).build()
         return [] if record is None else [(record, version)]
     replicas = tuple(r for r in p.replicas if r not in p.adding)
     isr = tuple(b for b in p.isr if b not in p.adding)
@@ -97,16 +97,15 @@ def _revert(
                 "because it would require an unclean leader election.",
             )
         isr = replicas[:1]
-    record = change_record(
-        image,
-        p,
-        isr=isr,
-        replicas=replicas,
-        adding=(),
-        removing=(),
-        election=election,
-        version=version,
-        final_target=final_target,
+    record = (
+        PartitionChangeBuilder(image, p, version)
+        .set_target_isr(isr)
+        .set_target_replicas(replicas)
+        .set_target_adding(())
+        .set_target_removing(())
+        .set_election(election)
+        .set_final_target(final_target)
+        .build()
     )
     return [] if record is None else [(record, version)]
 
@@ -164,15 +163,14 @@ def _start(
     removing = tuple(sorted(r for r in current if r not in target))
     adding = tuple(sorted(r for r in target if r not in current))
     replicas = target + removing
-    record = change_record(
-        image,
-        p,
-        replicas=replicas if replicas != current else None,
-        adding=adding or None,
-        removing=removing or None,
-        version=version,
-        final_target=final_target,
-    )
+    builder = PartitionChangeBuilder(image, p, version).set_final_target(final_target)
+    if replicas != current:
+        builder.set_target_replicas(replicas)
+    if adding:
+        builder.set_target_adding(adding)
+    if removing:
+        builder.set_target_removing(removing)
+    record = builder.build()
     return [] if record is None else [(record, version)]
 
 
@@ -206,7 +204,7 @@ def step_records(
             first == final[0] and p.leader != first and first in p.isr and acceptable(first)
         )
         if p.replicas == final and not wants_election:
-            record = change_record(image, p, version=version, final_target=())
+            record = PartitionChangeBuilder(image, p, version).set_final_target(()).build()
             records.extend([] if record is None else [(record, version)])
             continue
         if wants_election:
@@ -237,9 +235,8 @@ def step_records(
         assert p is not None
         if action.elect:
             done = () if p.replicas == p.final_target else None
-            record = change_record(
-                image, p, election=ELECTION_PREFERRED, version=version, final_target=done
-            )
+            builder = PartitionChangeBuilder(image, p, version).set_election(ELECTION_PREFERRED)
+            record = builder.set_final_target(done).build()
             records.extend([] if record is None else [(record, version)])
         else:
             records.extend(_start(image, p, action.target, version=version))

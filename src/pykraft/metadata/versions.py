@@ -133,7 +133,7 @@ class FeatureSpec:
 # consumer groups), transaction.version (KIP-890), share.version (KIP-932 share groups, 2: their
 # dead-letter queue) and streams.version (KIP-1071) change only what brokers do;
 # eligible.leader.replicas.version (KIP-966) changes the controller's elections
-# (``controller/partitions.py``).
+# (``controller/partition_change.py``).
 FEATURE_SPECS: Final = {
     spec.name: spec
     for spec in (
