@@ -47,6 +47,7 @@ TOPIC = "orders"
 PARTITIONS = 12
 RECORDS = 100_000
 SESSION_TIMEOUT_MS = 6_000  # brokers' broker.session.timeout.ms is the controllers' setting
+IMBALANCE_CHECK_S = 10
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +63,9 @@ def cluster(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Itera
             # Small snapshots and segments: the metadata log's start moves during the module.
             "metadata.log.max.record.bytes.between.snapshots=20000\n"
             "metadata.log.segment.bytes=16384\n"
+            # Kafka's periodic preferred elections (auto.leader.rebalance.enable, on by
+            # default), sooner than the default 300 s so that a test sees one.
+            f"leader.imbalance.check.interval.seconds={IMBALANCE_CHECK_S}\n"
         ),
         broker_overrides={"broker.heartbeat.interval.ms": 1000, "replica.lag.time.max.ms": 5000},
     )
@@ -156,6 +160,16 @@ def test_killed_broker_is_fenced_then_rejoins(cluster: KafkaCluster, kafka: Kafk
         victim.start()
         wait_for(lambda: broker_state(cluster, victim.node_id) == "unfenced", "the broker back", 60)
         wait_for(lambda: whole(kafka, cluster), "the broker back in every ISR", 60)
+        # Nobody asks for an election: the active controller's periodic preferred election
+        # (Kafka's electPreferred) gives the broker back the partitions it is first replica
+        # of, within an imbalance check interval.
+        wait_for(
+            lambda: describe.every(
+                cluster.bootstrap, TOPIC, lambda p: p["Leader"] == p["Replicas"].split(",")[0]
+            ),
+            "every partition led by its preferred replica again",
+            IMBALANCE_CHECK_S * 3 + 30,
+        )
     finally:
         load.stop()
     assert load.errors == 0

@@ -71,6 +71,29 @@ def test_overrides_and_unknown_keys() -> None:
     assert cfg.unknown_keys == ("num.network.threads",)
 
 
+def test_periodic_elections_are_kafkas_configs() -> None:
+    """auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and
+    unclean.leader.election.interval.ms reach the controller (Kafka's defaults: on, 300 s,
+    300 s), and none is reported as unused."""
+    default = NodeConfig.from_properties(BASE).controller_config()
+    assert default.auto_leader_rebalance_enable is True
+    assert default.leader_imbalance_check_interval_ms == 300_000
+    assert default.unclean_leader_election_interval_ms == 300_000
+    cfg = NodeConfig.from_properties(
+        {
+            **BASE,
+            "auto.leader.rebalance.enable": "false",
+            "leader.imbalance.check.interval.seconds": "30",
+            "unclean.leader.election.interval.ms": "5000",
+        }
+    )
+    assert cfg.unknown_keys == ()
+    controller = cfg.controller_config()
+    assert controller.auto_leader_rebalance_enable is False
+    assert controller.leader_imbalance_check_interval_ms == 30_000
+    assert controller.unclean_leader_election_interval_ms == 5_000
+
+
 def test_log_dirs_fallback() -> None:
     props = {k: v for k, v in BASE.items() if k != "metadata.log.dir"}
     cfg = NodeConfig.from_properties({**props, "log.dirs": "/a,/b"})
@@ -112,6 +135,12 @@ def test_bootstrap_servers_alone_suffice() -> None:
         ({"socket.request.max.bytes": "0"}, "socket.request.max.bytes"),
         ({"metrics.port": "70000"}, "metrics.port"),
         ({"controller.quorum.bootstrap.servers": "nohost"}, "controller.quorum.bootstrap.servers"),
+        ({"auto.leader.rebalance.enable": "on"}, "auto.leader.rebalance.enable"),
+        (
+            {"leader.imbalance.check.interval.seconds": "0"},
+            "leader.imbalance.check.interval.seconds",
+        ),
+        ({"unclean.leader.election.interval.ms": "x"}, "unclean.leader.election.interval.ms"),
     ],
 )
 def test_errors_name_the_key(change: dict[str, str | None], key: str) -> None:

@@ -40,6 +40,13 @@ class ControllerConfig:
     # unclean.leader.election.enable (cluster default): elect a leader outside the ISR when
     # no ISR member is alive (data may be lost).
     unclean_leader_election: bool = False
+    # unclean.leader.election.interval.ms: how often the active controller elects uncleanly
+    # the leaderless partitions of topics that allow it (controller/periodic.py).
+    unclean_leader_election_interval_ms: int = 300_000
+    # auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds (in ms here):
+    # periodic preferred-replica elections of the partitions not led by their first replica.
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_ms: int = 300_000
     # delete.topic.enable: false refuses DeleteTopics (TOPIC_DELETION_DISABLED; INVALID_REQUEST
     # before v3), before authorization, as Kafka's ControllerApis.deleteTopics.
     delete_topic_enable: bool = True

@@ -48,12 +48,18 @@ from pykraft.controller import (
 from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
 from pykraft.controller import heartbeats as hb
+from pykraft.controller.activation import activation_records
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import CONTROLLER_ID_NOT_REGISTERED, ApiError, error_fields
-from pykraft.controller.features import SUPPORTED_FEATURES, elr_safety_records
+from pykraft.controller.features import SUPPORTED_FEATURES
 from pykraft.controller.partitions import (
     partition_version,
+)
+from pykraft.controller.periodic import (
+    PeriodicTasks,
+    balance_partition_leaders,
+    elect_unclean_leaders,
 )
 from pykraft.controller.result import RecordList, Response, Result
 from pykraft.controller.sessions import BrokerSessions
@@ -65,12 +71,8 @@ from pykraft.metadata.image import (
     Image,
 )
 from pykraft.metadata.versions import (
-    ELR_VERSION,
-    IBP_3_6_IV1,
     IBP_4_4_IV2,
-    METADATA_VERSION,
     MINIMUM_METADATA_VERSION,
-    release_features,
 )
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.controller_apis import READ_APIS, STRICT_FROM
@@ -166,6 +168,7 @@ class QuorumController:
             ApiKey.EXPIRE_DELEGATION_TOKEN: self._expire_token,
         }
         self._last_token_sweep_ms = 0
+        self.periodic = self._periodic_tasks()
         self.mutation_quotas = mutation_quota.MutationQuotas()  # KIP-599, active only
         # authorizer.class.name: Kafka's StandardAuthorizer over the image's ACLs.
         self.authorizer = (
@@ -218,50 +221,10 @@ class QuorumController:
         self.last_write_ms = now_ms
         self._moves_due = True
         self.sessions.reset(self.image, now_ms)
-        records: RecordList = []
-        if self.image.in_transaction:
-            records.append((r.AbortTransactionRecord(reason="Controller failover"), 0))
-        empty = self.image.metadata_version is None
-        if not empty:
-            # KIP-866: refuse a migration of a cluster born in KRaft; finalize one migrated.
-            records += migration.activation_records(
-                self.image,
-                enabled=self.config.zk_migration_enabled,
-                empty_log=False,
-                metadata_version=self.metadata_version,
-            )
-        if empty:
-            # Without a bootstrap checkpoint: the release's default features (Kafka's
-            # BootstrapMetadata.fromVersion with the features' defaults).
-            features = dict(bootstrap or release_features(self.config.bootstrap_metadata_version))
-            level = features.pop(METADATA_VERSION)
-            body: RecordList = [
-                (r.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level), 0)
-            ]
-            body += [
-                (r.FeatureLevelRecord(name=name, feature_level=value), 0)
-                for name, value in sorted(features.items())
-                if value
-            ]
-            body += [(rec, 0) for rec in bootstrap_records]
-            if features.get(ELR_VERSION, 0) > 0:
-                # Kafka's ActivationRecordsGenerator: with ELR from the start, the cluster's
-                # min.insync.replicas is a config record (controller/features.py).
-                body += elr_safety_records(self.image, self.config.min_insync_replicas)
-            body += migration.activation_records(
-                self.image,
-                enabled=self.config.zk_migration_enabled,
-                empty_log=True,
-                metadata_version=level,
-            )
-            if level >= IBP_3_6_IV1:
-                body = [
-                    (r.BeginTransactionRecord(name="Bootstrap records"), 0),
-                    *body,
-                    (r.EndTransactionRecord(), 0),
-                ]
-            records.extend(body)
-        return records
+        self.periodic.activate(now_ms)
+        return activation_records(
+            self.image, self.config, bootstrap=bootstrap, bootstrap_records=bootstrap_records
+        )
 
     def deactivate(self) -> None:
         self.active = False
@@ -269,8 +232,9 @@ class QuorumController:
     # -- time ------------------------------------------------------------------------------
 
     def tick(self, ctx: Context) -> RecordList:
-        """Periodic work of the active controller: fence brokers whose session expired; a
-        NoOpRecord after ``metadata.max.idle.interval.ms`` without a write."""
+        """Periodic work of the active controller: fence brokers whose session expired,
+        expire delegation tokens, KIP-435 steps, the periodic elections (``periodic.py``);
+        a NoOpRecord after ``metadata.max.idle.interval.ms`` without a write."""
         if not self.active:
             return []
         records: RecordList = []
@@ -286,6 +250,8 @@ class QuorumController:
         if not records and self._moves_due:
             self._moves_due = False
             records.extend(self._reassignment_work())
+        if not records:
+            records.extend(self.periodic.run_due(ctx.now_ms))
         idle = self.config.metadata_max_idle_interval_ms
         if not records and idle > 0 and ctx.now_ms - self.last_write_ms >= idle:
             records.append((r.NoOpRecord(), 0))
@@ -303,7 +269,26 @@ class QuorumController:
             deadlines.append(expiry + 1)
         if self._moves_due:
             deadlines.append(0)
+        periodic = self.periodic.next_deadline_ms()
+        if periodic is not None:
+            deadlines.append(periodic)
         return min(deadlines) if deadlines else None
+
+    def _periodic_tasks(self) -> PeriodicTasks:
+        """Kafka's electPreferred (when ``auto.leader.rebalance.enable``) and electUnclean."""
+        tasks = PeriodicTasks()
+        config = self.config
+        if config.auto_leader_rebalance_enable:
+            interval = config.leader_imbalance_check_interval_ms
+            tasks.register(
+                "electPreferred", interval, lambda _: balance_partition_leaders(self.image)
+            )
+        tasks.register(
+            "electUnclean",
+            config.unclean_leader_election_interval_ms,
+            lambda _: elect_unclean_leaders(self.image, self._unclean()),
+        )
+        return tasks
 
     def wrote(self, now_ms: int) -> None:
         self.last_write_ms = now_ms

@@ -127,6 +127,10 @@ class NodeConfig:
     metadata_max_idle_interval_ms: int = 500
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True  # delete.topic.enable (Kafka's default)
+    # Periodic elections (controller/periodic.py), Kafka's names and defaults.
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    unclean_leader_election_interval_ms: int = 300_000
     # KIP-866 (Kafka's names): migrate the ZooKeeper cluster at zookeeper.connect; the
     # ZooKeeper brokers' listener this controller reaches them on.
     zookeeper_metadata_migration_enable: bool = False
@@ -188,6 +192,9 @@ class NodeConfig:
             snapshot_interval_ms=self.metadata_log_max_snapshot_interval_ms,
             unclean_leader_election=self.unclean_leader_election_enable,
             delete_topic_enable=self.delete_topic_enable,
+            auto_leader_rebalance_enable=self.auto_leader_rebalance_enable,
+            leader_imbalance_check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000,
+            unclean_leader_election_interval_ms=self.unclean_leader_election_interval_ms,
             zk_migration_enabled=self.zookeeper_metadata_migration_enable,
             inter_broker_listener_name=self.inter_broker_listener_name,
             migration_min_batch_size=self.zookeeper_metadata_migration_min_batch_size,
@@ -324,6 +331,19 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     "delegation.token.max.lifetime.ms": ("delegation_token_max_lifetime_ms", 1),
     "delegation.token.expiry.time.ms": ("delegation_token_expiry_time_ms", 1),
     "delegation.token.expiry.check.interval.ms": ("delegation_token_expiry_check_interval_ms", 1),
+    "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", 1),
+    "unclean.leader.election.interval.ms": ("unclean_leader_election_interval_ms", 1),
+}
+
+# Kafka names of the boolean configs, with their defaults (absent: false).
+_BOOLS: Final[dict[str, bool]] = {
+    "controller.quorum.auto.join.enable": False,
+    "unclean.leader.election.enable": False,
+    "delete.topic.enable": True,
+    "auto.leader.rebalance.enable": True,
+    "allow.everyone.if.no.acl.found": False,
+    UNSAFE_TEST_ELECT_OUTSIDE_ISR: False,
+    "zookeeper.metadata.migration.enable": False,
 }
 
 _KNOWN: Final = frozenset(
@@ -337,15 +357,11 @@ _KNOWN: Final = frozenset(
         "log.dir",
         "controller.quorum.voters",
         "controller.quorum.bootstrap.servers",
-        "controller.quorum.auto.join.enable",
         "metrics.port",
-        "unclean.leader.election.enable",
-        "delete.topic.enable",
-        UNSAFE_TEST_ELECT_OUTSIDE_ISR,
-        "zookeeper.metadata.migration.enable",
         "zookeeper.connect",
         "inter.broker.listener.name",
         *_INTS,
+        *_BOOLS,
     }
 )
 
@@ -428,9 +444,9 @@ def _metadata_log_dir(props: Mapping[str, str]) -> Path:
 
 
 def _flag(props: Mapping[str, str], key: str) -> bool:
-    """A boolean config; false when absent."""
+    """A boolean config; when absent, its default in ``_BOOLS`` (else false)."""
     raw = props.get(key)
-    return _bool(key, raw) if raw is not None else False
+    return _BOOLS.get(key, False) if raw is None else _bool(key, raw)
 
 
 def _controller_names(
@@ -448,14 +464,18 @@ def _controller_names(
     return names
 
 
-def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
-    node_id = _int("node.id", _required(props, "node.id"), minimum=0, maximum=2**31 - 1)
+def _roles(props: Mapping[str, str]) -> tuple[str, ...]:
     roles = tuple(_list(_required(props, "process.roles")))
     for role in roles:
         if role not in PROCESS_ROLES:
             raise ConfigError("process.roles", f"unknown role {role!r} (controller, broker)")
-    listeners = _listeners("listeners", _required(props, "listeners"))
-    controller_names = _controller_names(props, roles, listeners)
+    return roles
+
+
+def _quorum(
+    props: Mapping[str, str], require_quorum: bool
+) -> tuple[tuple[VoterAddress, ...], tuple[HostPort, ...]]:
+    """controller.quorum.voters and controller.quorum.bootstrap.servers (one required)."""
     voters = _voters("controller.quorum.voters", props.get("controller.quorum.voters", ""))
     bootstrap = tuple(
         _host_port("controller.quorum.bootstrap.servers", item)
@@ -466,6 +486,15 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
             "controller.quorum.voters",
             "is required unless controller.quorum.bootstrap.servers is set",
         )
+    return voters, bootstrap
+
+
+def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
+    node_id = _int("node.id", _required(props, "node.id"), minimum=0, maximum=2**31 - 1)
+    roles = _roles(props)
+    listeners = _listeners("listeners", _required(props, "listeners"))
+    controller_names = _controller_names(props, roles, listeners)
+    voters, bootstrap = _quorum(props, require_quorum)
     ints = {
         field: _int(key, props[key], minimum=minimum)
         for key, (field, minimum) in _INTS.items()
@@ -490,10 +519,12 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         metadata_log_dir=_metadata_log_dir(props),
         quorum_voters=voters,
         quorum_bootstrap_servers=bootstrap,
-        quorum_auto_join_enable=_flag(props, "controller.quorum.auto.join.enable"),
         metrics_port=metrics_port,
+        quorum_auto_join_enable=_flag(props, "controller.quorum.auto.join.enable"),
         unclean_leader_election_enable=_flag(props, "unclean.leader.election.enable"),
-        delete_topic_enable=_bool("delete.topic.enable", props.get("delete.topic.enable", "true")),
+        delete_topic_enable=_flag(props, "delete.topic.enable"),
+        auto_leader_rebalance_enable=_flag(props, "auto.leader.rebalance.enable"),
+        allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found"),
         unsafe_test_elect_outside_isr=_flag(props, UNSAFE_TEST_ELECT_OUTSIDE_ISR),
         zookeeper_metadata_migration_enable=migration,
         zookeeper_connect=zookeeper_connect,
@@ -503,7 +534,6 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         security=_security(props, roles, listeners, controller_names),
         authorizer_class_name=_authorizer(props),
         super_users=_super_users(props),
-        allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found"),
         delegation_token_secret_key=props.get("delegation.token.secret.key", "").strip(),
         unknown_keys=tuple(sorted(k for k in props if not _known(k))),
         **ints,

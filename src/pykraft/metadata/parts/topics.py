@@ -12,7 +12,8 @@ means "no change"), even if it names the same leader.
 Besides ``topics`` (by id) and ``by_name`` the part keeps, all on the image's timeline:
 ``colliding_names`` (Kafka's ``topicsWithCollisionChars``), ``stepping`` (partitions with a
 KIP-435 final target), ``moving`` (a reassignment in flight), ``leaderless`` (Kafka's
-``partitionsWithNoLeader``), ``broker_topics`` (broker id -> the topics with a partition that
+``partitionsWithNoLeader``), ``imbalanced`` (led, not by the first replica: Kafka's
+``imbalancedPartitions``), ``broker_topics`` (broker id -> the topics with a partition that
 has it among its replicas: Kafka's ``BrokersToIsrs`` at the grain of topics, a superset) and
 the counts the metrics read (partitions, offline, imbalanced: Kafka's
 ControllerMetricsChanges), so that nothing walks a million partitions to answer them.
@@ -156,6 +157,9 @@ class TopicsImage:
         self.stepping: set[PartitionKey] = set()
         self.moving: set[PartitionKey] = set()
         self.leaderless: set[PartitionKey] = set()
+        # Led, but not by their first replica (Kafka's ``imbalancedPartitions``): what the
+        # periodic preferred-leader election looks at, without a walk over every partition.
+        self.imbalanced: set[PartitionKey] = set()
         self.broker_topics: dict[int, set[uuid.UUID]] = {}
         self.partition_count = 0
         self.offline_count = 0
@@ -218,6 +222,7 @@ class TopicsImage:
             tl.discard(self.stepping, (rec.topic_id, pid))
             tl.discard(self.moving, (rec.topic_id, pid))
             tl.discard(self.leaderless, (rec.topic_id, pid))
+            tl.discard(self.imbalanced, (rec.topic_id, pid))
             offline += p.leader < 0
             imbalanced += _imbalanced(p)
         self._count(-len(topic.partitions), -offline, -imbalanced)
@@ -338,6 +343,10 @@ class TopicsImage:
             tl.add(self.leaderless, key)
         elif self.leaderless:
             tl.discard(self.leaderless, key)
+        if p.leader >= 0 and p.leader != p.replicas[0]:
+            tl.add(self.imbalanced, key)
+        elif self.imbalanced:
+            tl.discard(self.imbalanced, key)
 
     def _index(self, topic: TopicState, replicas: tuple[int, ...]) -> None:
         indexed = topic.indexed
@@ -393,6 +402,7 @@ class TopicsImage:
         assert colliding == self.colliding_names, (colliding, self.colliding_names)
         stepping: set[PartitionKey] = set()
         moving: set[PartitionKey] = set()
+        imbalanced: set[PartitionKey] = set()
         counts = [0, 0, 0]  # partitions, offline, imbalanced
         for topic in self.topics.values():
             assert self.by_name[topic.name] == topic.topic_id, topic.name
@@ -407,7 +417,10 @@ class TopicsImage:
                     stepping.add((p.topic_id, p.partition_id))
                 if p.adding or p.removing:
                     moving.add((p.topic_id, p.partition_id))
+                if p.leader >= 0 and p.leader != p.replicas[0]:
+                    imbalanced.add((p.topic_id, p.partition_id))
         assert self.stepping == stepping, (self.stepping, stepping)
+        assert self.imbalanced == imbalanced, (self.imbalanced, imbalanced)
         assert self.moving == moving, (self.moving, moving)
         kept = [self.partition_count, self.offline_count, self.imbalanced_count]
         assert kept == counts, (kept, counts)
