@@ -27,7 +27,7 @@ MODULES_OVER: dict[str, int] = {
     "controller/quorum_controller.py": 758,
     "node/migration_host.py": 668,
     "faults/run.py": 678,
-    "node/controller_host.py": 672,
+    "node/controller_host.py": 662,
     "schema/generate.py": 654,
     "net/server.py": 639,
     "sim/simulator.py": 624,

@@ -262,8 +262,8 @@ def test_node_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
 def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> None:
     """D10 over TCP: a static quorum (controller.quorum.voters, kraft.version 0) refuses
     add-controller with UNSUPPORTED_VERSION; ``pykraft features upgrade --feature
-    kraft.version=1`` upgrades it; the voter set then comes from the log (directory ids
-    known) and add-controller works."""
+    kraft.version=1`` (with group.version in the same request) upgrades it; the voter set
+    then comes from the log (directory ids known) and add-controller works."""
     ports = free_ports(5)
     voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports[:3]))
     servers = ",".join(f"127.0.0.1:{p}" for p in ports[:3])
@@ -315,11 +315,17 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
         return "observer 9" in refusals[-1].stdout
 
     wait_for(refused_for_observer_9, "the upgrade refused because of observer 9")
+    # With another feature in the same UpdateFeatures (as Kafka's ``upgrade --release-version``
+    # sends kraft.version): the quorum's upgrade runs first (issue 46) and its refusal is
+    # the answer, where the controller once refused any kraft.version change beside others.
+    with_group = (*upgrade, "--feature", "group.version=1")
+    mixed = cli(*with_group)
+    assert mixed.returncode == 1 and "observer 9" in mixed.stdout, mixed
     register_controller(leader_address, 9, (0, 1))
 
-    upgraded = cli(*upgrade, timeout_s=40)
+    upgraded = cli(*with_group, timeout_s=40)
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "kraft.version was upgraded to 1." in upgraded.stdout
+    assert "kraft.version was upgraded to 1." in upgraded.stdout, upgraded.stdout
     expected = {p.node_id: directory(p) for p in nodes[:3]}
     wait_for(lambda: status_voters(servers) == expected, "the voter set from the log")
 

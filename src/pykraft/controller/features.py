@@ -106,15 +106,16 @@ def update_features(
 
 def _kraft_version_update(update: Any, current: int) -> None:
     """kraft.version beside other features (``kafka-features upgrade --release-version``
-    sends it with them): the quorum's current level is accepted as it is; a change goes to
-    the quorum on its own (SPEC D10: an UpdateFeatures of kraft.version alone)."""
+    sends it with them): the quorum's level, which the node raised first when the request
+    asked for more (``node/kraft_upgrade.py``, Kafka's ``upgradeKRaftVersion`` within the
+    same UpdateFeatures), is accepted as it is; a lower level is a downgrade, which kraft.version
+    does not have."""
     level = int(update.max_version_level)
     if level != current:
         raise _invalid(
             KRAFT_VERSION,
             level,
-            f"The quorum is at kraft.version {current}; change it with an UpdateFeatures of "
-            "kraft.version alone.",
+            f"kraft.version cannot be downgraded from {current} to {level}",
         )
 
 

@@ -74,7 +74,16 @@ from pykraft.net.security import Session
 from pykraft.net.server import Answer
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope, envelope_error
+from pykraft.node.kraft_upgrade import KraftUpgrades
 from pykraft.node.metadata_files import load_image
+from pykraft.node.request_fields import (
+    REASSIGNMENT_KEYS,
+    caller_of,
+    kraft_version_upgrade,
+    only_kraft_version,
+    only_metadata_partition,
+)
+from pykraft.node.request_fields import timeout_ms as request_timeout_ms
 from pykraft.node.snapshot_policy import SnapshotPolicy
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
 from pykraft.protocol.apis import response_schema
@@ -130,6 +139,7 @@ class ControllerHost:
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
         self._migrating_seen: tuple[int, ...] = ()
+        self._kraft_upgrades = KraftUpgrades(self._process, self._error)
 
     # -- what other modules read ---------------------------------------------------------------
 
@@ -240,6 +250,7 @@ class ControllerHost:
         ]
 
     def after_ready(self, ready: Ready) -> None:
+        self._kraft_upgrades.completed(ready.completed)
         if ready.snapshot_loaded is not None:
             if self.listener is not None:
                 # A frozen image to hand back to the collector once the new one is in; none
@@ -260,9 +271,9 @@ class ControllerHost:
         if api_key == ApiKey.CONTROLLER_REGISTRATION:
             self._controller_registration(request.message)
             return None
-        if api_key == ApiKey.UPDATE_FEATURES and _only_kraft_version(request.message):
+        if api_key == ApiKey.UPDATE_FEATURES and only_kraft_version(request.message):
             return None  # the quorum's own feature (D10): the core
-        if api_key in REASSIGNMENT_KEYS and _only_metadata_partition(request.message):
+        if api_key in REASSIGNMENT_KEYS and only_metadata_partition(request.message):
             return None  # the voter set's reassignment (KIP-642): the core
         if api_key not in CONTROLLER_API_VERSIONS:
             return None
@@ -270,7 +281,7 @@ class ControllerHost:
         if controller is None:
             # Loading its image at start: the broker looks for the active controller.
             return Answer(self._error(request, ErrorCode.not_controller, LOADING))
-        caller = _caller(session, request.client_id)
+        caller = caller_of(session, request.client_id)
         if api_key in READ_APIS:
             answer = Answer()
             self._run_request(request, answer, caller)
@@ -278,7 +289,14 @@ class ControllerHost:
         if not controller.active:
             return Answer(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
         answer = Answer()
-        self.node.run(lambda: self._process(request, answer, caller))
+        core = self._core()
+        level = kraft_version_upgrade(request.message, core.kraft_version)
+        if level is not None:  # with other features: the quorum's upgrade first
+            now = self.node.now_ms()
+            upgrades = self._kraft_upgrades
+            self.node.run(lambda: upgrades.start(core, request, answer, caller, level, now))
+        else:
+            self.node.run(lambda: self._process(request, answer, caller))
         return answer
 
     def refuse(self, request: DecodedRequest, session: Session) -> ResponsePayload | None:
@@ -301,7 +319,7 @@ class ControllerHost:
                 ErrorCode.unknown_server_error,
                 AUTHORIZER_NOT_READY,
             )
-        elif listener.controller.allowed(_caller(session), op):
+        elif listener.controller.allowed(caller_of(session), op):
             return None
         else:
             why = f"Principal {principal} is not authorized"
@@ -334,10 +352,15 @@ class ControllerHost:
             response["topics"] = [*response["topics"], listing]
 
     def _run_request(
-        self, request: DecodedRequest, answer: Answer, caller: Caller | None = None
+        self,
+        request: DecodedRequest,
+        answer: Answer,
+        caller: Caller | None = None,
+        kraft_version: int | None = None,
     ) -> Handled | None:
         """Run ``request`` through the listener and build its response; on a refusal or a
-        failure ``answer`` is set and None returned."""
+        failure ``answer`` is set and None returned. ``kraft_version``: the level the
+        controller is to see (a validate-only upgrade that the quorum accepted)."""
         listener = self.listener
         api_key, version = request.api_key, request.api_version
         if answer.done:
@@ -349,6 +372,8 @@ class ControllerHost:
             context = self._context()
             if caller is not None:
                 context = dataclasses.replace(context, caller=caller)
+            if kraft_version is not None:
+                context = dataclasses.replace(context, kraft_version=kraft_version)
             handled = listener.handle(self._core(), api_key, version, request.message, context)
             if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
                 self._add_voter_reassignment(request.message, handled.response)
@@ -372,14 +397,18 @@ class ControllerHost:
         return handled
 
     def _process(
-        self, request: DecodedRequest, answer: Answer, caller: Caller | None = None
+        self,
+        request: DecodedRequest,
+        answer: Answer,
+        caller: Caller | None = None,
+        kraft_version: int | None = None,
     ) -> None:
         controller = self.controller
         if controller is None or not controller.active:
             if not answer.done:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
             return
-        self._run_request(request, answer, caller)
+        self._run_request(request, answer, caller, kraft_version)
 
     def _answer_after_commit(
         self, request: DecodedRequest, answer: Answer, payload: ResponsePayload, offset: int
@@ -391,7 +420,7 @@ class ControllerHost:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
 
         self.after_commit(offset, send)
-        timeout_ms = _timeout_ms(request.message)
+        timeout_ms = request_timeout_ms(request.message)
         if timeout_ms > 0 and not answer.done:
             # Kafka's ControllerApis: the request's own timeout is the deadline of its write;
             # past it the client gets REQUEST_TIMED_OUT (the records may still commit later).
@@ -631,42 +660,3 @@ class ControllerHost:
                 writer.abort()  # a no-op once frozen
             generator.close()
             self._snapshots.finished()
-
-
-REASSIGNMENT_KEYS: Final = frozenset(
-    {ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS}
-)
-
-
-def _only_metadata_partition(m: Any) -> bool:
-    topics: Any = getattr(m, "topics", None)
-    return bool(topics) and all(t.name == METADATA_TOPIC for t in topics)
-
-
-def _caller(session: Session, client_id: str | None = None) -> Caller:
-    principal = session.principal
-    return Caller(
-        str(principal),
-        session.client_host,
-        session.forwarded,
-        principal.token_authenticated,
-        session.security_protocol.name,
-        client_id or "",
-    )
-
-
-def _only_kraft_version(m: Any) -> bool:
-    updates = getattr(m, "feature_updates", ())
-    return bool(updates) and all(u.feature == KRAFT_VERSION_FEATURE for u in updates)
-
-
-def _timeout_ms(m: Any) -> int:
-    """The request's ``timeout`` / ``timeout_ms`` field in milliseconds (0: none)."""
-    value = getattr(m, "timeout", None)
-    if value is None:
-        value = getattr(m, "timeout_ms", None)
-    if value is None:
-        return 0
-    if hasattr(value, "total_seconds"):
-        return int(value.total_seconds() * 1000)
-    return int(value)
