@@ -234,6 +234,8 @@ class FileLog:
             if upto > base and segment.load_trusted(upto) is None:
                 log.warning("%s: index does not check out: scanning it", paths[i].name)
                 segment = self._reopen_segment(segment)
+                # The scan notes its control batches again: those the checkpoint gave go.
+                del self._control[bisect.bisect_left(self._control, base) :]
             self._recover_segment(segment)
             self._segments.append(segment)
 

@@ -100,7 +100,10 @@ class Segment:
         if positions != sorted(positions) or relative != sorted(relative):
             return None
         base = self.base_offset
-        keep = bisect.bisect_right(relative, upto - base)
+        # Entries of batches below ``upto`` only: one *at* ``upto`` names a batch past the
+        # trusted range (a crash may have torn it), and kept it would point past the end
+        # of the file once that tail is dropped, failing the next open's check.
+        keep = bisect.bisect_left(relative, upto - base)
         del relative[keep:], positions[keep:]
         if positions and not (positions[0] >= 0 and positions[-1] < size and relative[0] >= 0):
             return None
