@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -30,6 +31,7 @@ from pykraft.node.controller_host import load_image
 from pykraft.storage import PARTITION_DIR_NAME
 
 from ..node.procs import cli, describe_quorum, wait_for
+from ..node.test_controller import _set_cluster_configs
 from . import describe
 from .cluster import RUNNING, KafkaCluster
 from .dumplog import kafka_dump, pykraft_dump, same_payload
@@ -41,8 +43,15 @@ RECORDS = 10_000
 def cluster(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     tmp = tmp_path_factory.mktemp("kafka-broker")
     # Topics are never deleted in this module: the controllers refuse it (Kafka's config).
+    # Small snapshots, under Kafka's default metadata.max.retention.* (the log stays).
     c = KafkaCluster(
-        kafka, tmp, controllers=3, brokers=1, controller_extra="delete.topic.enable=false\n"
+        kafka,
+        tmp,
+        controllers=3,
+        brokers=1,
+        controller_extra=(
+            "delete.topic.enable=false\nmetadata.log.max.record.bytes.between.snapshots=8192\n"
+        ),
     )
     try:
         c.start()
@@ -255,6 +264,44 @@ def test_broker_follows_a_new_active_controller(cluster: KafkaCluster) -> None:
         admin.close()
     old.start()
     assert cluster.brokers[0].running
+
+
+def _real_snapshots(data: Path) -> list[str]:
+    partition = data / PARTITION_DIR_NAME
+    return sorted(p.name for p in partition.glob("*.checkpoint") if not p.name.startswith("0" * 20))
+
+
+def _log_start(data: Path) -> int:
+    path = data / PARTITION_DIR_NAME / "log-start-offset"
+    return int(path.read_text().split()[0]) if path.exists() else 0
+
+
+def test_a_stopped_broker_catches_up_from_the_log_kept_within_retention(
+    cluster: KafkaCluster,
+) -> None:
+    """Issue 46: snapshots no longer cut the metadata log; under Kafka's default
+    metadata.max.retention.* it stays, so a Kafka broker stopped while the controllers
+    snapshot fetches the records it missed, not a snapshot (as on Kafka's controllers)."""
+    broker = cluster.brokers[0]
+    assert "after downloading snapshot" not in broker.text()
+    before = {p.node_id: _real_snapshots(p.data) for p in cluster.controllers}
+    runs = broker.text().count(RUNNING)  # its log is appended to across restarts
+    assert broker.stop() in (0, 143)
+    try:
+        # Some 15 KB of ConfigRecords: every controller snapshots (8 KB between snapshots).
+        _set_cluster_configs(cluster.bootstrap_controllers, 60, prefix="retained.")
+        wait_for(
+            lambda: all(_real_snapshots(p.data) != before[p.node_id] for p in cluster.controllers),
+            "every controller to write a new snapshot",
+            60,
+        )
+        assert all(_log_start(p.data) == 0 for p in cluster.controllers)
+    finally:
+        broker.start()
+    wait_for(lambda: broker.text().count(RUNNING) > runs, "the broker running again", 90)
+    # Kafka's raft client logs "... after downloading snapshot ..." when it fetched one.
+    assert "after downloading snapshot" not in broker.text()
+    assert "handleLoadSnapshot" not in broker.text()
 
 
 def test_every_controller_replays_the_same_image_and_kafka_decodes_the_log(

@@ -63,6 +63,9 @@ def cluster(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Itera
             # Small snapshots and segments: the metadata log's start moves during the module.
             "metadata.log.max.record.bytes.between.snapshots=20000\n"
             "metadata.log.segment.bytes=16384\n"
+            # ...and the log cut at once to the newest of two snapshots (Kafka's default
+            # metadata.max.retention.bytes, 100 MiB, would keep it all).
+            "metadata.max.retention.bytes=1\n"
             # Kafka's periodic preferred elections (auto.leader.rebalance.enable, on by
             # default), sooner than the default 300 s so that a test sees one.
             f"leader.imbalance.check.interval.seconds={IMBALANCE_CHECK_S}\n"
@@ -254,14 +257,15 @@ def test_stopped_broker_catches_up_through_a_snapshot(
     victim = cluster.brokers[0]
     assert victim.stop() in (0, 143)
 
-    # Enough metadata changes that the controllers snapshot and drop the log it stopped at:
-    # 60 CreateTopics requests, one topic each (some 27 KB of records, over the 20 KB between
-    # snapshots), sent to the controllers by pykraft's admin client. A `kafka-topics` JVM per
+    # Enough metadata changes that the controllers snapshot twice and drop the log it
+    # stopped at (metadata.max.retention.bytes=1: the log goes up to the newer of two
+    # snapshots): 100 CreateTopics requests, one topic each (some 45 KB of records, over
+    # twice the 20 KB between snapshots), sent to the controllers by pykraft's admin client. A `kafka-topics` JVM per
     # topic made this the module's slowest test, and kafka-python sends CreateTopics to the
     # broker its metadata names controller, which may be the one just stopped.
     async def churn() -> None:
         async with AdminClient(cluster.bootstrap_controllers, timeout_ms=30_000) as admin:
-            for i in range(60):
+            for i in range(100):
                 spec = {"name": f"churn-{i}", "partitions": 4, "replication_factor": 2}
                 (result,) = await create_topics(admin, [spec])
                 assert result.error == ErrorCode.none, result

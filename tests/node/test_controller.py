@@ -15,7 +15,7 @@ from pykraft.protocol import ApiKey
 from .procs import Proc, cli, fmt, free_ports, make_config, wait_for
 
 
-def _set_cluster_configs(address: str, count: int) -> None:
+def _set_cluster_configs(address: str, count: int, prefix: str = "x.") -> None:
     async def go() -> None:
         async with AdminClient(address, timeout_ms=10_000) as admin:
             for i in range(count):
@@ -29,7 +29,7 @@ def _set_cluster_configs(address: str, count: int) -> None:
                                 "resource_name": "",
                                 "configs": [
                                     {
-                                        "name": f"x.pykraft.test.{i}",
+                                        "name": f"{prefix}pykraft.test.{i}",
                                         "config_operation": 0,
                                         "value": "v" * 200,
                                     }

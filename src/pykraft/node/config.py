@@ -127,6 +127,9 @@ class NodeConfig:
     metadata_max_idle_interval_ms: int = 500
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True  # delete.topic.enable (Kafka's default)
+    # The metadata log and its snapshots kept within these (node/log_retention.py); -1: none.
+    metadata_max_retention_bytes: int = 100 * 1024 * 1024
+    metadata_max_retention_ms: int = 7 * 24 * 3600 * 1000
     # Periodic elections (controller/periodic.py), Kafka's names and defaults.
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: int = 300
@@ -332,6 +335,8 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     "delegation.token.expiry.time.ms": ("delegation_token_expiry_time_ms", 1),
     "delegation.token.expiry.check.interval.ms": ("delegation_token_expiry_check_interval_ms", 1),
     "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", 1),
+    "metadata.max.retention.bytes": ("metadata_max_retention_bytes", -1),
+    "metadata.max.retention.ms": ("metadata_max_retention_ms", -1),
     "unclean.leader.election.interval.ms": ("unclean_leader_election_interval_ms", 1),
 }
 

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 from pykraft.node.config import NodeConfig
+from pykraft.node.log_retention import LogRetention
 from pykraft.raft.core import RaftCore
 from pykraft.raft.types import Endpoint, ReplicaKey
 from pykraft.raft.voters import VoterSet
@@ -58,6 +59,11 @@ def open_storage(cfg: NodeConfig) -> NodeStorage:
     try:
         log_ = FileLog.open(partition_dir, segment_bytes=cfg.metadata_log_segment_bytes)
         snapshots = FileSnapshotStore.open(partition_dir, owner=True)
+        latest = snapshots.latest()
+        if latest is not None and latest.offset > log_.end_offset:
+            # Kafka's truncateToLatestSnapshot: a log kept below its newest snapshot lost
+            # its tail in a crash (unflushed records a snapshot already held).
+            log_.reset_to_snapshot(latest)
     except (StorageError, ValueError) as e:
         raise NodeStartError(f"cannot open {partition_dir}: {e}") from None
     return NodeStorage(
@@ -92,7 +98,7 @@ def new_core(
     own = (voters.endpoints(cfg.node_id) if voters is not None else ()) or (
         Endpoint(name, listener.host or "localhost", listener.port),
     )
-    return RaftCore(
+    core = RaftCore(
         config=raft_config,
         local_key=ReplicaKey(cfg.node_id, storage.directory_id),
         voters=voters,
@@ -104,3 +110,10 @@ def new_core(
         endpoints=own,
         bootstrap_servers=bootstrap,
     )
+    core.snapshot_retention = LogRetention(
+        storage.log,
+        storage.snapshots,
+        cfg.metadata_max_retention_bytes,
+        cfg.metadata_max_retention_ms,
+    )
+    return core

@@ -13,7 +13,8 @@ group                      members
 =========================  ============================================================
 drive (the Ready loop)     ``step``, ``poll``, ``append``, ``schedule_append``,
                            ``drain_scheduled``, ``scheduled_count``, ``on_flushed``,
-                           ``ready``, ``create_snapshot``, ``shutdown``
+                           ``ready``, ``create_snapshot``, ``delete_before_snapshot``,
+                           ``shutdown``
 admin (KIP-853, KIP-642)   ``add_voter``, ``remove_voter``, ``update_kraft_version``,
                            ``set_target_voters``, ``describe_quorum``,
                            ``reassignment_progress``
@@ -80,7 +81,7 @@ class CoreView(Protocol):
 class RaftApi(CoreView, Protocol):
     """The core as a driver sees it (see the module docstring's table)."""
 
-    snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], bool]
+    snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], OffsetAndEpoch | None]
     on_transition: Callable[[Role, Role], None] | None
 
     # -- drive -----------------------------------------------------------------------------
@@ -125,6 +126,8 @@ class RaftApi(CoreView, Protocol):
     ) -> int: ...
 
     def set_target_voters(self, voters: Sequence[VoterInfo], now_ms: int) -> int: ...
+
+    def delete_before_snapshot(self, sid: OffsetAndEpoch) -> bool: ...
 
     def describe_quorum(self, now_ms: int) -> DescribeQuorumResponse: ...
 

@@ -250,12 +250,14 @@ class ControlState:
         sid = snapshots.latest()
         if sid is not None:
             self._read_snapshot(snapshots, sid)
-        self.next_offset = log.start_offset
+        # From the latest snapshot's end when the log reaches back further (a log kept
+        # within metadata.max.retention.*: Kafka's maybeLoadSnapshot then maybeLoadLog).
+        self.next_offset = max(log.start_offset, 0 if sid is None else sid.offset)
         # Only the control batches hold what is read here: the log lists them (Kafka reads
         # the whole log at startup; this keeps a restart on a big log from doing so).
+        # ``apply_batches`` skips what lies below ``next_offset``.
         for offset in log.control_batch_offsets():
-            if offset >= self.next_offset or offset < log.start_offset:
-                self.apply_batches(log.read(max(offset, log.start_offset), 1))
+            self.apply_batches(log.read(max(offset, log.start_offset), 1))
         self.next_offset = log.end_offset
 
     def apply_batches(self, raw: bytes) -> None:

@@ -65,6 +65,17 @@ from pykraft.raft.voters import VoterInfo, VoterSet
 _MAX_TIMER_ROUNDS = 8  # bound on role changes fired by one input (each needs a new timer)
 
 
+SnapshotRetention = Callable[[OffsetAndEpoch, ReplicatedLog], "OffsetAndEpoch | None"]
+
+
+def _committed_at_start(log: ReplicatedLog, snapshots: SnapshotStore) -> int:
+    """What is known committed at start: the log start, or the newest snapshot's end (a
+    snapshot holds only committed records; the log may start below it when kept within
+    metadata.max.retention.*)."""
+    latest = snapshots.latest()
+    return max(log.start_offset, 0 if latest is None else latest.offset)
+
+
 class RaftCore:
     """One KRaft replica. See the module docstring and docs/CONTRACTS.md."""
 
@@ -131,7 +142,7 @@ class RaftCore:
         )
         self._qs.on_transition = self._on_transition
         # Invariant: never decreases while this object lives; <= log end offset on a leader.
-        self.high_watermark = log.start_offset
+        self.high_watermark = _committed_at_start(log, snapshots)
         self._refresh_committed_voter()
         self._outbox = Outbox()
         self._driven_ms = -1  # the time of the last _drive
@@ -141,10 +152,10 @@ class RaftCore:
         # they take the offsets right after the log end offset, in order. Invariant: empty
         # unless this replica leads; every append to the log drains it first.
         self._scheduled: list[bytes] = []
-        # Policy hook: may the log start advance to a snapshot just frozen? (KIP-630 retention)
-        self.snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], bool] = (
-            lambda _sid, _log: True
-        )
+        # Policy hook (KIP-630 retention), given a snapshot just frozen: the kept snapshot to
+        # move the log start to, or None. By default the new one (a node keeps the log within
+        # metadata.max.retention.*: node/log_retention.py).
+        self.snapshot_retention: SnapshotRetention = lambda sid, _log: sid
         # Optional observer of every role change (simulator traces, tests, metrics).
         self.on_transition = on_transition
         self._drive(now_ms)
@@ -532,10 +543,23 @@ class RaftCore:
             self.on_transition(old, new)
 
     def _snapshot_frozen(self, sid: OffsetAndEpoch) -> None:
-        if sid.offset > self.log.start_offset and self.snapshot_retention(sid, self.log):
-            self.log.delete_before(sid)
-            self.snapshots.delete_before(sid)
-            self.control.forget_before(sid.offset)
+        target = self.snapshot_retention(sid, self.log)
+        if target is not None:
+            self.delete_before_snapshot(target)
+
+    def delete_before_snapshot(self, sid: OffsetAndEpoch) -> bool:
+        """Advance the log start to the kept snapshot ``sid`` and forget the older snapshots
+        (Kafka's ``deleteBeforeSnapshot``): only to a snapshot the store holds, above the log
+        start and at or below the high watermark. Whether it moved."""
+        log = self.log
+        if not log.start_offset < sid.offset <= self.high_watermark:
+            return False
+        if self.snapshots.size(sid) is None:
+            return False
+        log.delete_before(sid)
+        self.snapshots.delete_before(sid)
+        self.control.forget_before(sid.offset)
+        return True
 
     # Cheap self-checks for tests and the simulator, run after every simulated event.
     def check_invariants(self) -> None:

@@ -149,6 +149,10 @@ class SnapshotWriter(Protocol):
 class SnapshotStore(Protocol):
     def latest(self) -> OffsetAndEpoch | None: ...
 
+    def earliest(self) -> OffsetAndEpoch | None:
+        """The oldest snapshot kept (the one at the log start once the log was cut)."""
+        ...
+
     def size(self, snapshot_id: OffsetAndEpoch) -> int | None:
         """Size in bytes, or None when there is no such snapshot."""
         ...

@@ -210,9 +210,13 @@ def _validate_position(core: CoreContext, req: FetchRequest) -> FetchResponse | 
     our log; None when it is."""
     log = core.log
     offset, last_epoch = req.fetch_offset, req.last_fetched_epoch
-    latest = core.snapshots.latest()
+    snapshots = core.snapshots
+    latest = snapshots.latest()
+    # Kafka's validateOffsetAndEpoch: at the log start, the epoch is the oldest snapshot's
+    # (the log start's), which is the latest unless metadata.max.retention.* kept more.
+    earliest = snapshots.earliest()
     if offset < log.start_offset or (
-        offset == log.start_offset > 0 and latest is not None and last_epoch != latest.epoch
+        offset == log.start_offset > 0 and earliest is not None and last_epoch != earliest.epoch
     ):
         return _fetch_response(core, ErrorCode.none, snapshot_id=latest)
     end = log.end_offset_for_epoch(last_epoch)

@@ -287,6 +287,9 @@ class MemorySnapshotStore:
     def latest(self) -> OffsetAndEpoch | None:
         return max(self._snapshots) if self._snapshots else None
 
+    def earliest(self) -> OffsetAndEpoch | None:
+        return min(self._snapshots) if self._snapshots else None
+
     def size(self, snapshot_id: OffsetAndEpoch) -> int | None:
         data = self._snapshots.get(snapshot_id)
         return None if data is None else len(data)

@@ -538,6 +538,15 @@ class FileLog:
                 )
                 segment.uncached_to = upto
 
+    def bytes_kept_from(self, offset: int) -> int:
+        """The bytes of the segments ``delete_before`` at ``offset`` would keep (the whole
+        log at or below the start offset): what metadata.max.retention.bytes counts."""
+        segments = self._segments
+        first = 0
+        while first + 1 < len(segments) and segments[first + 1].base_offset <= offset:
+            first += 1
+        return sum(segment.size_bytes for segment in segments[first:])
+
     def delete_before(self, snapshot_id: OffsetAndEpoch) -> None:
         if snapshot_id.offset <= self._start_offset:
             return

@@ -444,10 +444,32 @@ class FileSnapshotStore:
     def latest(self) -> OffsetAndEpoch | None:
         return self._ids[-1] if self._ids else None
 
+    def earliest(self) -> OffsetAndEpoch | None:
+        return self._ids[0] if self._ids else None
+
     def size(self, snapshot_id: OffsetAndEpoch) -> int | None:
         if snapshot_id not in self._ids:
             return None
         return (self.dir / snapshot_file_name(snapshot_id)).stat().st_size
+
+    def last_contained_timestamp_ms(self, snapshot_id: OffsetAndEpoch) -> int:
+        """The SnapshotHeader's LastContainedLogTimestamp (the append time of the last
+        record the snapshot holds), from its first batch alone: what
+        metadata.max.retention.ms ages (Kafka's ``readSnapshotTimestamp``)."""
+        path = self.path(snapshot_id)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            head = os.pread(fd, BATCH_HEADER_SIZE, 0)
+            size = read_header(head, 0).size
+            batch = os.pread(fd, size, 0)
+        finally:
+            os.close(fd)
+        for record in decode_records(batch):
+            kind, entity = decode_control(record)
+            if kind is ControlRecordType.SNAPSHOT_HEADER:
+                assert isinstance(entity, SnapshotHeaderRecord)
+                return int(entity.last_contained_log_timestamp)
+        raise CorruptSnapshotError(f"{path}: no SnapshotHeader in the first batch")
 
     def read(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
         path = self.path(snapshot_id)
