@@ -94,6 +94,18 @@ def test_periodic_elections_are_kafkas_configs() -> None:
     assert controller.unclean_leader_election_interval_ms == 5_000
 
 
+def test_metadata_log_retention_is_kafkas() -> None:
+    """metadata.max.retention.bytes / .ms: Kafka's defaults, -1 for no limit."""
+    default = NodeConfig.from_properties(BASE)
+    assert default.metadata_max_retention_bytes == 100 * 1024 * 1024
+    assert default.metadata_max_retention_ms == 7 * 24 * 3600 * 1000
+    off = NodeConfig.from_properties(
+        {**BASE, "metadata.max.retention.bytes": "-1", "metadata.max.retention.ms": "-1"}
+    )
+    assert (off.metadata_max_retention_bytes, off.metadata_max_retention_ms) == (-1, -1)
+    assert off.unknown_keys == ()
+
+
 def test_log_dirs_fallback() -> None:
     props = {k: v for k, v in BASE.items() if k != "metadata.log.dir"}
     cfg = NodeConfig.from_properties({**props, "log.dirs": "/a,/b"})
@@ -141,6 +153,8 @@ def test_bootstrap_servers_alone_suffice() -> None:
             "leader.imbalance.check.interval.seconds",
         ),
         ({"unclean.leader.election.interval.ms": "x"}, "unclean.leader.election.interval.ms"),
+        ({"metadata.max.retention.bytes": "-2"}, "metadata.max.retention.bytes"),
+        ({"metadata.max.retention.ms": "week"}, "metadata.max.retention.ms"),
     ],
 )
 def test_errors_name_the_key(change: dict[str, str | None], key: str) -> None:
