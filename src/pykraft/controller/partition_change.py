@@ -90,6 +90,8 @@ class PartitionChangeBuilder:
         self._final_target: Replicas | None = None
         self._unclean_shutdown = NO_LEADER
         self._min_isr: int | None = None
+        # Eligible leader replicas kept (record v2+ and the feature on): read once a build.
+        self._elr = version >= 2 and elr_enabled(image)
 
     def set_target_isr(self, isr: Replicas) -> PartitionChangeBuilder:
         self._isr = isr
@@ -167,7 +169,7 @@ class PartitionChangeBuilder:
         unclean_shutdown = self._unclean_shutdown
         isr = tuple(b for b in target_isr if b in replicas and b != unclean_shutdown)
         elr: Replicas = ()
-        elr_on = self._elr_on()
+        elr_on = self._elr
         if elr_on:
             min_isr = self._min_isr
             if min_isr is None:
@@ -192,9 +194,6 @@ class PartitionChangeBuilder:
         if unclean:
             isr, elr = (leader,), ()
         return _Target(replicas, isr, adding, removing, elr, leader, unclean)
-
-    def _elr_on(self) -> bool:
-        return self._version >= 2 and elr_enabled(self._image)
 
     def _leader_field(self, target: _Target) -> int:
         """The new leader when it changes, or to bump the leader epoch (Kafka's
@@ -227,7 +226,7 @@ class PartitionChangeBuilder:
             leader_recovery_state=RECOVERING if recovering else -1,
             directories=directories,
             eligible_leader_replicas=elr,
-            last_known_elr=_last_known_elr(p, leader_field, self._elr_on()),
+            last_known_elr=_last_known_elr(p, leader_field, self._elr),
         )
 
     def _carried_plan(self, target: _Target, record: PartitionChangeRecord) -> Replicas:

@@ -38,7 +38,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from pykraft.controller.partition_change import PartitionChangeBuilder
-from pykraft.controller.partitions import ELECTION_PREFERRED, ELECTION_UNCLEAN, partition_version
+from pykraft.controller.partitions import (
+    ELECTION_PREFERRED,
+    ELECTION_UNCLEAN,
+    effective_min_isr,
+    elr_enabled,
+    partition_version,
+)
 from pykraft.controller.result import RecordList
 from pykraft.metadata.image import Image
 
@@ -114,6 +120,8 @@ def _elect(
     image: Image, keys: Iterable[tuple[uuid.UUID, int]], election: str, limit: int
 ) -> tuple[RecordList, bool]:
     version = partition_version(image.metadata_version or 0)
+    elr_on = version >= 2 and elr_enabled(image)
+    min_isr_of: dict[uuid.UUID, int] = {}  # one min.insync.replicas lookup per topic
     records: RecordList = []
     for topic_id, partition_id in list(keys):
         if len(records) >= limit:
@@ -121,7 +129,13 @@ def _elect(
         p = image.partition(topic_id, partition_id)
         if p is None:
             continue
-        record = PartitionChangeBuilder(image, p, version).set_election(election).build()
+        builder = PartitionChangeBuilder(image, p, version).set_election(election)
+        if elr_on:
+            min_isr = min_isr_of.get(topic_id)
+            if min_isr is None:
+                min_isr = min_isr_of[topic_id] = effective_min_isr(image, p)
+            builder.set_min_isr(min_isr)
+        record = builder.build()
         if record is not None:  # as Kafka, any change the election makes
             records.append((record, version))
     return records, False
