@@ -24,7 +24,7 @@ FUNCTION_LINES = 60
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
     "node/driver.py": 782,
-    "controller/quorum_controller.py": 758,
+    "controller/quorum_controller.py": 749,
     "node/migration_host.py": 668,
     "faults/run.py": 678,
     "node/controller_host.py": 662,

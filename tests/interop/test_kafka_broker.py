@@ -12,6 +12,7 @@ is the same, and Kafka's ``kafka-dump-log`` decodes every record pykraft wrote.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,25 +40,45 @@ from .dumplog import kafka_dump, pykraft_dump, same_payload
 RECORDS = 10_000
 
 
+# A create-topic policy plug-in (controller/policies.py), importable by the controllers.
+POLICY_MODULE = """
+from pykraft.controller.policies import PolicyViolation
+
+
+class NoForbiddenTopics:
+    def validate(self, request):
+        if request.topic.startswith("forbidden-"):
+            raise PolicyViolation(f"Topic {request.topic}: names starting forbidden- are reserved")
+"""
+
+
 @pytest.fixture(scope="module")
 def cluster(kafka: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     tmp = tmp_path_factory.mktemp("kafka-broker")
+    plugins = tmp / "plugins"
+    plugins.mkdir()
+    (plugins / "broker_module_policies.py").write_text(POLICY_MODULE)
     # Topics are never deleted in this module: the controllers refuse it (Kafka's config).
     # Small snapshots, under Kafka's default metadata.max.retention.* (the log stays).
-    c = KafkaCluster(
-        kafka,
-        tmp,
-        controllers=3,
-        brokers=1,
-        controller_extra=(
-            "delete.topic.enable=false\nmetadata.log.max.record.bytes.between.snapshots=8192\n"
-        ),
-    )
-    try:
-        c.start()
-        yield c
-    finally:
-        c.kill()
+    with pytest.MonkeyPatch.context() as env:  # pykraft's processes find the plug-in
+        path = os.environ.get("PYTHONPATH")
+        env.setenv("PYTHONPATH", str(plugins) + (os.pathsep + path if path else ""))
+        c = KafkaCluster(
+            kafka,
+            tmp,
+            controllers=3,
+            brokers=1,
+            controller_extra=(
+                "delete.topic.enable=false\n"
+                "metadata.log.max.record.bytes.between.snapshots=8192\n"
+                "create.topic.policy.class.name=broker_module_policies:NoForbiddenTopics\n"
+            ),
+        )
+        try:
+            c.start()
+            yield c
+        finally:
+            c.kill()
 
 
 def _admin(cluster: KafkaCluster) -> KafkaAdminClient:
@@ -163,6 +184,31 @@ def test_kafka_topics_delete_is_refused_with_deletion_disabled(
     assert result.returncode != 0
     assert "TopicDeletionDisabledException" in result.stdout + result.stderr, result
     assert describe.partitions(cluster.bootstrap, "smoke"), "the topic is gone"
+
+
+def test_kafka_topics_create_is_refused_by_a_policy_plug_in(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 46: create.topic.policy.class.name names a Python class on the controllers;
+    Kafka's ``kafka-topics --create`` (through the broker) of a topic it refuses gets Kafka's
+    PolicyViolationException with the policy's message, and the topic is not created."""
+    result = kafka.run(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--create",
+        "--topic",
+        "forbidden-orders",
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "1",
+        check=False,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "PolicyViolationException" in out and "names starting forbidden- are reserved" in out
+    assert not describe.partitions(cluster.bootstrap, "forbidden-orders")
 
 
 def test_pykraft_topics_prints_what_kafka_topics_prints(

@@ -189,3 +189,53 @@ def test_config_is_frozen() -> None:
     cfg = NodeConfig.from_properties(BASE)
     with pytest.raises(AttributeError):
         cfg.node_id = 2  # type: ignore[misc]
+
+
+POLICY_MODULE = """
+from pykraft.controller.policies import PolicyViolation
+
+
+class MaxPartitions:
+    def configure(self, configs):
+        self.limit = int(configs.get("my.max.partitions", "3"))
+
+    def validate(self, request):
+        if (request.num_partitions or 0) > self.limit:
+            raise PolicyViolation(f"at most {self.limit} partitions")
+
+
+class NoValidate:
+    pass
+"""
+
+
+def test_policies_load_python_classes_and_refuse_java_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """create.topic.policy.class.name / alter.config.policy.class.name: a Python class
+    (module:Class or module.Class), configured with the node's properties; a Java class name
+    refused at start with one line saying what pykraft takes."""
+    (tmp_path / "my_policies.py").write_text(POLICY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = NodeConfig.from_properties(
+        {
+            **BASE,
+            "create.topic.policy.class.name": "my_policies:MaxPartitions",
+            "alter.config.policy.class.name": "my_policies.MaxPartitions",
+            "my.max.partitions": "5",
+        }
+    )
+    policy = cfg.controller_config().create_topic_policy
+    assert policy is not None and getattr(policy, "limit", None) == 5
+    assert cfg.controller_config().alter_config_policy is not None
+    assert cfg.unknown_keys == ("my.max.partitions",)
+    for value, why in (
+        ("org.apache.kafka.server.policy.MyPolicy", "a Java class: pykraft takes a Python class"),
+        ("my_policies:NoValidate", "has no validate() method"),
+        ("my_policies:Missing", "has no class Missing"),
+        ("nowhere.at.all:Policy", "cannot import nowhere.at.all"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            NodeConfig.from_properties({**BASE, "create.topic.policy.class.name": value})
+        assert info.value.key == "create.topic.policy.class.name"
+        assert why in str(info.value) and "\n" not in str(info.value), str(info.value)

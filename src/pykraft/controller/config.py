@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pykraft.controller.policies import AlterConfigPolicy, CreateTopicPolicy
 from pykraft.metadata.versions import DEFAULT_METADATA_VERSION
 
 __all__ = ["ControllerConfig", "RandomSource"]
@@ -50,6 +51,10 @@ class ControllerConfig:
     # delete.topic.enable: false refuses DeleteTopics (TOPIC_DELETION_DISABLED; INVALID_REQUEST
     # before v3), before authorization, as Kafka's ControllerApis.deleteTopics.
     delete_topic_enable: bool = True
+    # create.topic.policy.class.name, alter.config.policy.class.name: Python plug-ins in the
+    # shape of Kafka's policies (controller/policies.py), loaded by node/plugins.py.
+    create_topic_policy: CreateTopicPolicy | None = field(default=None, compare=False)
+    alter_config_policy: AlterConfigPolicy | None = field(default=None, compare=False)
     # min.insync.replicas (the controller's own): the cluster-wide value written when
     # eligible leader replicas are turned on, at bootstrap or by UpdateFeatures (KIP-966).
     min_insync_replicas: int = 1

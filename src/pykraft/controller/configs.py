@@ -246,6 +246,15 @@ def _list_op(current: str | None, items: str, append: bool) -> str:
 
 
 Changes = Callable[[Any, int, dict[str, str]], dict[str, str | None]]
+# (resource type, name, the configs the request alters: None deletes) -> raises ApiError
+# (alter.config.policy.class.name, controller/policies.py).
+PolicyCheck = Callable[[int, str, dict[str, str | None]], None]
+# incremental_alter_configs or alter_configs: (image, resources, validate_only, forwarded,
+# policy) -> (records, per-resource results).
+Alter = Callable[
+    [Image, Iterable[Any], bool, bool, PolicyCheck | None],
+    tuple[RecordList, list[dict[str, Any]]],
+]
 
 
 def _alter(
@@ -254,6 +263,7 @@ def _alter(
     validate_only: bool,
     changes_of: Changes,
     forwarded: bool = True,
+    policy: PolicyCheck | None = None,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """(records, per-resource results): each resource checked, ``changes_of(resource,
     type, current configs)`` gives key -> new value (None deletes) or raises ApiError.
@@ -273,6 +283,8 @@ def _alter(
             elr = elr_enabled(image)
             if elr:
                 _check_min_isr_with_elr(rtype, rname, changes)
+            if policy is not None:
+                policy(rtype, rname, changes)
             if not validate_only:
                 records.extend(_records(rtype, rname, current, changes, clear_elr=elr))
             results.append(_result(rtype, rname))
@@ -351,17 +363,25 @@ def _replacing_changes(resource: Any, rtype: int, current: dict[str, str]) -> di
 
 
 def incremental_alter_configs(
-    image: Image, resources: Iterable[Any], validate_only: bool, forwarded: bool = True
+    image: Image,
+    resources: Iterable[Any],
+    validate_only: bool,
+    forwarded: bool = True,
+    policy: PolicyCheck | None = None,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key."""
-    return _alter(image, resources, validate_only, _incremental_changes, forwarded)
+    return _alter(image, resources, validate_only, _incremental_changes, forwarded, policy)
 
 
 def alter_configs(
-    image: Image, resources: Iterable[Any], validate_only: bool, forwarded: bool = True
+    image: Image,
+    resources: Iterable[Any],
+    validate_only: bool,
+    forwarded: bool = True,
+    policy: PolicyCheck | None = None,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """The legacy AlterConfigs: each resource's configs replaced by those given."""
-    return _alter(image, resources, validate_only, _replacing_changes, forwarded)
+    return _alter(image, resources, validate_only, _replacing_changes, forwarded, policy)
 
 
 def _check_cordoned(

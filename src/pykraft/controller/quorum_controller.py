@@ -61,6 +61,7 @@ from pykraft.controller.periodic import (
     balance_partition_leaders,
     elect_unclean_leaders,
 )
+from pykraft.controller.policy_checks import alter_config_check
 from pykraft.controller.result import RecordList, Response, Result
 from pykraft.controller.sessions import BrokerSessions
 from pykraft.controller.steps import Limits
@@ -554,14 +555,17 @@ class QuorumController:
     def _incremental_alter_configs(
         self, version: int, request: Any, ctx: Context
     ) -> Result[Response]:
-        records, results = cfgs.incremental_alter_configs(
-            self.image, request.resources, bool(request.validate_only), _forwarded(ctx)
-        )
-        return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
+        return self._alter(cfgs.incremental_alter_configs, request, ctx)
 
     def _alter_configs(self, version: int, request: Any, ctx: Context) -> Result[Response]:
-        records, results = cfgs.alter_configs(
-            self.image, request.resources, bool(request.validate_only), _forwarded(ctx)
+        return self._alter(cfgs.alter_configs, request, ctx)
+
+    def _alter(self, alter: cfgs.Alter, request: Any, ctx: Context) -> Result[Response]:
+        principal = None if ctx.caller is None else ctx.caller.principal
+        policy = alter_config_check(self.config.alter_config_policy, principal)
+        validate_only = bool(request.validate_only)
+        records, results = alter(
+            self.image, request.resources, validate_only, _forwarded(ctx), policy
         )
         return Result(self._unthrottle(records), {"throttle_time": 0, "responses": results})
 
@@ -668,28 +672,15 @@ class QuorumController:
         )
 
     def _renew_token(self, version: int, request: Any, ctx: Context) -> Result[Response]:
-        return Result(
-            *tokens.renew_token(
-                self.image,
-                self.config,
-                self.metadata_version,
-                request,
-                ctx.caller or INTERNAL_CALLER,
-                ctx.wall_clock_ms,
-            )
-        )
+        return self._token_change(tokens.renew_token, request, ctx)
 
     def _expire_token(self, version: int, request: Any, ctx: Context) -> Result[Response]:
-        return Result(
-            *tokens.expire_token(
-                self.image,
-                self.config,
-                self.metadata_version,
-                request,
-                ctx.caller or INTERNAL_CALLER,
-                ctx.wall_clock_ms,
-            )
-        )
+        return self._token_change(tokens.expire_token, request, ctx)
+
+    def _token_change(self, change: tokens.Change, request: Any, ctx: Context) -> Result[Response]:
+        caller = ctx.caller or INTERNAL_CALLER
+        version = self.metadata_version
+        return Result(*change(self.image, self.config, version, request, caller, ctx.wall_clock_ms))
 
     # AssignReplicasToDirs (directories.py) --------------------------------------------------
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -180,6 +180,10 @@ def _rewritten(rec: Any, expiry_ms: int) -> r.DelegationTokenRecord:
         expiration_timestamp=expiry_ms,
         token_id=rec.token_id,
     )
+
+
+# renew_token or expire_token: (image, config, metadata.version, request, caller, now_ms).
+Change = Callable[[Image, ControllerConfig, int, Any, Caller, int], tuple[RecordList, Response]]
 
 
 def renew_token(

@@ -15,6 +15,8 @@ from pykraft.controller import topics as t
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.errors import ApiError, check_op_size, topic_error
 from pykraft.controller.partitions import partition_version
+from pykraft.controller.policies import CreateTopicRequestMetadata
+from pykraft.controller.policy_checks import check_create_topic
 from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import TOPIC_RESOURCE, Image
@@ -61,6 +63,7 @@ def create_topics(
                 configs={c.name: c.value for c in topic.configs},
                 version=pversion,
             )
+            check_create_topic(config.create_topic_policy, _policy_metadata(topic, plan))
         except ApiError as e:
             results.append(topic_error(name, e))
             continue
@@ -81,6 +84,19 @@ def create_topics(
             }
         )
     return records, {"throttle_time": 0, "topics": results}
+
+
+def _policy_metadata(topic: Any, plan: t.TopicPlan) -> CreateTopicRequestMetadata:
+    """What create.topic.policy.class.name sees of a topic (Kafka's RequestMetadata): the
+    partition count and replication factor it gets, or the manual assignment."""
+    if topic.assignments:
+        assignments = {
+            int(a.partition_index): [int(b) for b in a.broker_ids] for a in topic.assignments
+        }
+        return CreateTopicRequestMetadata(plan.name, None, None, assignments, dict(plan.configs))
+    return CreateTopicRequestMetadata(
+        plan.name, plan.num_partitions, plan.replication_factor, None, dict(plan.configs)
+    )
 
 
 def check_deletion_enabled(config: ControllerConfig, api_key: int, version: int) -> None:

@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 from pykraft.controller.config import ControllerConfig
+from pykraft.controller.policies import AlterConfigPolicy, CreateTopicPolicy
 from pykraft.net.errors import SecurityConfigError
 from pykraft.net.security import ListenerSecurity, listener_security
+from pykraft.node.plugins import load_plugin
 from pykraft.raft.config import RaftConfig
 from pykraft.raft.types import Endpoint
 from pykraft.storage import properties as _storage_properties
@@ -153,6 +155,9 @@ class NodeConfig:
     delegation_token_max_lifetime_ms: int = 604_800_000
     delegation_token_expiry_time_ms: int = 86_400_000
     delegation_token_expiry_check_interval_ms: int = 3_600_000
+    # create.topic.policy.class.name / alter.config.policy.class.name, loaded (node/plugins.py)
+    create_topic_policy: CreateTopicPolicy | None = field(default=None, compare=False)
+    alter_config_policy: AlterConfigPolicy | None = field(default=None, compare=False)
     unknown_keys: tuple[str, ...] = ()
 
     @property
@@ -211,6 +216,8 @@ class NodeConfig:
                 self.delegation_token_expiry_check_interval_ms
             ),
             unsafe_test_elect_outside_isr=self.unsafe_test_elect_outside_isr,
+            create_topic_policy=self.create_topic_policy,
+            alter_config_policy=self.alter_config_policy,
         )
 
     @property
@@ -340,6 +347,10 @@ _INTS: Final[dict[str, tuple[str, int]]] = {
     "unclean.leader.election.interval.ms": ("unclean_leader_election_interval_ms", 1),
 }
 
+CREATE_TOPIC_POLICY: Final = "create.topic.policy.class.name"
+ALTER_CONFIG_POLICY: Final = "alter.config.policy.class.name"
+
+
 # Kafka names of the boolean configs, with their defaults (absent: false).
 _BOOLS: Final[dict[str, bool]] = {
     "controller.quorum.auto.join.enable": False,
@@ -367,6 +378,8 @@ _KNOWN: Final = frozenset(
         "inter.broker.listener.name",
         *_INTS,
         *_BOOLS,
+        CREATE_TOPIC_POLICY,
+        ALTER_CONFIG_POLICY,
     }
 )
 
@@ -469,6 +482,13 @@ def _controller_names(
     return names
 
 
+def _policy(props: Mapping[str, str], key: str) -> object | None:
+    """The policy ``key`` names, loaded (ConfigError when it cannot be: a class with
+    ``validate``, as Kafka's policy interfaces); None when unset."""
+    name = props.get(key, "").strip()
+    return load_plugin(key, name, props, "validate") if name else None
+
+
 def _roles(props: Mapping[str, str]) -> tuple[str, ...]:
     roles = tuple(_list(_required(props, "process.roles")))
     for role in roles:
@@ -540,6 +560,8 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         authorizer_class_name=_authorizer(props),
         super_users=_super_users(props),
         delegation_token_secret_key=props.get("delegation.token.secret.key", "").strip(),
+        create_topic_policy=cast(CreateTopicPolicy | None, _policy(props, CREATE_TOPIC_POLICY)),
+        alter_config_policy=cast(AlterConfigPolicy | None, _policy(props, ALTER_CONFIG_POLICY)),
         unknown_keys=tuple(sorted(k for k in props if not _known(k))),
         **ints,
     )
