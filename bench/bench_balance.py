@@ -1,6 +1,7 @@
 """What the periodic preferred-leader election costs the active controller (issue 46):
 
     .venv/bin/python bench/bench_balance.py [--topics 10000] [--partitions 100]
+        [--out bench/results/balance.json]
 
 The real metadata controller in memory (no I/O), six brokers, ``--topics`` topics of
 ``--partitions`` partitions (RF 3). Broker 0 is fenced (its leaderships move), unfenced and
@@ -18,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import time
+from pathlib import Path
 
 from pykraft.controller.periodic import balance_partition_leaders
 from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
+from pykraft.node.collector import freeze_after_long_collections
 from pykraft.sim.standalone import StandaloneController, build_cluster
 
 
@@ -46,6 +50,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "balance.json"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     cluster = build_cluster(33, args.topics, args.partitions)
@@ -55,7 +62,8 @@ def main() -> None:
     restored = restore_isrs(cluster, 0)
     image = cluster.c.image
     imbalanced = len(image.topics_image.imbalanced)
-    gc.freeze()  # as a node freezes its image after a full collection (node/collector.py)
+    gc.freeze()  # as a node freezes its image once loaded, and then its survivors
+    freeze_after_long_collections()  # of long full collections (node/collector.py)
     runs: list[float] = []
     elections = 0
     while True:
@@ -81,6 +89,18 @@ def main() -> None:
         f"| {len(runs)} | {elections:,} | {statistics.median(runs):.1f} | {max(runs):.1f} | "
         f"{sum(runs) / 1000:.2f} | {idle_ms:.2f} |"
     )
+    result = {
+        "partitions": total,
+        "imbalanced": imbalanced,
+        "runs": len(runs),
+        "elections": elections,
+        "run_p50_ms": statistics.median(runs),
+        "run_max_ms": max(runs),
+        "total_s": sum(runs) / 1000,
+        "balanced_run_ms": idle_ms,
+        "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":
