@@ -97,6 +97,17 @@ def test_secrets_never_reach_a_table() -> None:
         ),
         r.ConfigRecord(resource_type=4, resource_name="1", name="ssl.key.password", value="pw"),
         r.ConfigRecord(resource_type=2, resource_name="t", name="retention.ms", value="1000"),
+        # The controller's rule (controller/configs.sensitive_config): a broker config of a
+        # known non-secret type is shown, one of no known type is not (Kafka's maybeSensitive),
+        # nor a listener's keystore password under its prefix.
+        r.ConfigRecord(resource_type=4, resource_name="", name="num.io.threads", value="8"),
+        r.ConfigRecord(resource_type=4, resource_name="", name="my.plugin.token", value="quartz"),
+        r.ConfigRecord(
+            resource_type=4,
+            resource_name="1",
+            name="listener.name.internal.ssl.keystore.password",
+            value="zircon",
+        ),
     ]
     batch = build_batch(0, 1, [encode_record(v, 0) for v in values], 1)
     tables = decode.decode_rows(1, "/x/__cluster_metadata-0/00000000000000000000.log", batch)
@@ -108,6 +119,9 @@ def test_secrets_never_reach_a_table() -> None:
     configs = {row[9]: (row[10], row[11]) for row in tables[mt.CONFIGS]}
     assert configs["ssl.key.password"] == (None, True)
     assert configs["retention.ms"] == ("1000", False)
+    assert configs["num.io.threads"] == ("8", False)
+    assert configs["my.plugin.token"] == (None, True)
+    assert configs["listener.name.internal.ssl.keystore.password"] == (None, True)
 
 
 def test_every_other_kind_and_a_bad_value() -> None:

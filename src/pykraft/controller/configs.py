@@ -237,6 +237,19 @@ def _check_resource(image: Image, resource_type: int, name: str) -> None:
     )
 
 
+def sensitive_config(resource_type: int, name: str) -> bool:
+    """Whether a stored config's value is a secret, never shown (the one rule for
+    DescribeConfigs and the pipeline's tables): a broker config that is PASSWORD or of no
+    known type (``broker_configs``, Kafka's ``maybeSensitive``); a topic config of no known
+    type (Kafka's LogConfig has no PASSWORD: only a name it does not know is masked); nothing
+    of a group or a client-metrics subscription."""
+    if resource_type == BROKER_RESOURCE:
+        return sensitive_broker_config(name)
+    if resource_type == TOPIC_RESOURCE:
+        return name not in TOPIC_CONFIGS
+    return False
+
+
 def _list_op(current: str | None, items: str, append: bool) -> str:
     have = [i.strip() for i in (current or "").split(",") if i.strip()]
     given = [i.strip() for i in items.split(",") if i.strip()]
@@ -516,7 +529,7 @@ def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, A
             for key, value in sorted(stored.items()):
                 if wanted is not None and key not in wanted:
                     continue
-                secret = rtype == BROKER_RESOURCE and sensitive_broker_config(key)
+                secret = sensitive_config(rtype, key)
                 entries.append(
                     {
                         "name": key,

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
+from pykraft.controller.configs import sensitive_config
 from pykraft.metadata import records as r
 from pykraft.metadata.serde import MetadataRecordError, decode_record
 from pykraft.metadata.tagged import final_target_of
@@ -106,22 +107,11 @@ SCRAM_MECHANISMS: Final = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 _HEX_PREVIEW: Final = 64
 HIDDEN: Final = "[hidden]"
 
-# Config names whose values Kafka treats as secrets (type PASSWORD, and the JAAS and key
-# material configs): kafka-configs and DescribeConfigs print them as sensitive, value null.
-_SENSITIVE_SUFFIXES: Final = (
-    "password",
-    ".jaas.config",
-    "secret",
-    ".secret.key",
-    "ssl.keystore.key",
-    "sasl.client.callback.handler.class.secret",
-)
 
-
-def is_sensitive(name: str) -> bool:
-    """Whether a config value is a secret (its value is never written to a table)."""
-    lowered = name.lower()
-    return lowered.endswith(_SENSITIVE_SUFFIXES) or "password" in lowered
+def is_sensitive(resource_type: int, name: str) -> bool:
+    """Whether a config value is a secret (its value is never written to a table): the
+    controller's rule (``controller/configs.sensitive_config``)."""
+    return sensitive_config(resource_type, name)
 
 
 Common = tuple[int, str, str, int, int, int, int]
@@ -314,7 +304,7 @@ def _unregister(rec: r.UnregisterBrokerRecord, _v: int) -> Row:
 
 
 def _config(rec: r.ConfigRecord, _v: int) -> Row:
-    sensitive = is_sensitive(rec.name)
+    sensitive = is_sensitive(rec.resource_type, rec.name)
     value = None if sensitive else rec.value
     return (rec.resource_type, rec.resource_name, rec.name, value, sensitive, rec.value is None)
 
@@ -427,7 +417,11 @@ def _masked(record: object) -> dict[str, Any]:
             "server_key",
         ):
             out[name] = HIDDEN
-        elif isinstance(record, r.ConfigRecord) and name == "value" and is_sensitive(record.name):
+        elif (
+            isinstance(record, r.ConfigRecord)
+            and name == "value"
+            and is_sensitive(record.resource_type, record.name)
+        ):
             out[name] = None if value is None else HIDDEN
         else:
             out[name] = _jsonable(value)
