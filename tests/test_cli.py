@@ -7,8 +7,23 @@ from pykraft.cli.main import build_parser, main
 
 def test_parser_lists_subcommands() -> None:
     text = build_parser().format_help()
-    for name in ("storage", "sim"):
+    for name in ("storage", "server", "metadata-quorum", "topics", "dev"):
         assert name in text
+
+
+def test_development_harnesses_are_under_dev_and_keep_their_old_names() -> None:
+    """Issue 45: operator commands apart from the development harnesses in the help; the
+    old top-level names still parse (for one release) but are not listed."""
+    parser = build_parser()
+    listed = parser.format_help()
+    for name in ("sim", "faults", "demo"):
+        assert f"    {name} " not in listed, listed
+    dev_help = parser.parse_args(["dev"])
+    assert dev_help.func is not None
+    new = parser.parse_args(["dev", "sim", "run", "--seed", "3"])
+    old = parser.parse_args(["sim", "run", "--seed", "3"])
+    assert new.func is not None and old.func is not None
+    assert new.seed == old.seed == 3
 
 
 def test_a_cluster_id_starting_with_a_dash_is_taken_as_the_value(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """`pykraft faults`: the real-process fault harness (``pykraft.faults``).
 
-    pykraft faults run [--seed N] [--seconds 60] [--voters 3] [--observers 1] [--rate R]
+    pykraft dev faults run [--seed N] [--seconds 60] [--voters 3] [--observers 1] [--rate R]
                        [--brokers 0] [--controllers pykraft|kafka] [--unsafe-controller]
                        [--no-netns] [--work DIR]
 

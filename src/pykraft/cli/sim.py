@@ -1,9 +1,9 @@
 """`pykraft sim`: run the deterministic simulator.
 
-    pykraft sim run --seed N [--voters 3] [--observers 1] [--profile NAME] [--events K]
+    pykraft dev sim run --seed N [--voters 3] [--observers 1] [--profile NAME] [--events K]
                     [--no-pre-vote] [--trace FILE.jsonl]
-    pykraft sim sweep --seeds A..B [--profile P[,P2...]] [--jobs 2] [--spread] [--events K] ...
-    pykraft sim profiles
+    pykraft dev sim sweep --seeds A..B [--profile P[,P2...]] [--jobs 2] [--spread] [--events K] ...
+    pykraft dev sim profiles
 
 ``run`` prints a summary; on a violated invariant it prints the seed, the invariant and the
 last events, and exits 1. ``sweep`` runs every seed of ``A..B`` (B excluded) with every

@@ -1,4 +1,4 @@
-"""The Kafka brokers' side of a fault run (``pykraft faults run --brokers N``).
+"""The Kafka brokers' side of a fault run (``pykraft dev faults run --brokers N``).
 
 ``run.py`` drives the controllers' side and calls this at its hooks:
 

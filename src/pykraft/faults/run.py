@@ -1,6 +1,6 @@
 """A fault run: real processes, a seeded fault schedule, a workload, a monitor and a checker.
 
-``run(RunConfig(...))`` (and ``pykraft faults run``):
+``run(RunConfig(...))`` (and ``pykraft dev faults run``):
 
 1. ``voters`` + ``observers`` ``pykraft server`` processes (``cluster.py``), each in its own
    network namespace when ``netns`` (``net.py``), each with its log on a small tmpfs;
@@ -156,7 +156,7 @@ class Report:
         c = self.config
         kinds = collections.Counter(f.kind for f in self.faults)
         lines = [
-            f"pykraft faults run --seed {c.seed} --seconds {c.seconds:g} --voters {c.voters} "
+            f"pykraft dev faults run --seed {c.seed} --seconds {c.seconds:g} --voters {c.voters} "
             f"--observers {c.observers}{'' if c.netns else ' --no-netns'}"
             + (f" --brokers {c.brokers}" if c.brokers else "")
             + (" --unsafe-controller" if c.unsafe_controller else "")

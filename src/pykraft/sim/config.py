@@ -211,7 +211,7 @@ class SimResult:
 
     def repro_command(self) -> str:
         return (
-            f"pykraft sim run --seed {self.seed} --voters {self.voters} --observers "
+            f"pykraft dev sim run --seed {self.seed} --voters {self.voters} --observers "
             f"{self.observers} --profile {self.profile} --events {self.fault_phase_events}"
             + ("" if self.pre_vote else " --no-pre-vote")
         )
