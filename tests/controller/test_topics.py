@@ -398,12 +398,21 @@ def test_configs_incremental_and_legacy(h: Harness) -> None:
 def test_topic_config_validation_follows_kafka_logconfig() -> None:
     validate_topic_config("compression.gzip.level", "-1")
     validate_topic_config("min.cleanable.dirty.ratio", "0.25")
+    # Kafka 4.4.0's new topic configs (issue 46: refused as unknown before).
+    validate_topic_config("max.decompressed.message.bytes", "1048576")
+    validate_topic_config("remote.copy.lag.ms", "-1")
+    validate_topic_config("remote.copy.lag.bytes", "1000000")
+    validate_topic_config("errors.deadletterqueue.group.enable", "true")
     for name, value in [
         ("segment.bytes", "1000"),
         ("compression.type", "brotli"),
         ("min.cleanable.dirty.ratio", "2"),
         ("preallocate", "yes"),
         ("segment.index.bytes", str(2**31)),
+        ("max.decompressed.message.bytes", "0"),
+        ("remote.copy.lag.ms", "-2"),
+        ("remote.copy.lag.bytes", "-2"),
+        ("errors.deadletterqueue.group.enable", "maybe"),
     ]:
         with pytest.raises(ApiError) as caught:
             validate_topic_config(name, value)

@@ -211,6 +211,28 @@ def test_kafka_topics_create_is_refused_by_a_policy_plug_in(
     assert not describe.partitions(cluster.bootstrap, "forbidden-orders")
 
 
+def test_kafka_configs_sets_the_topic_configs_new_in_kafka_4_4(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 46: Kafka 4.4.0's new topic configs, refused as unknown by the controller before,
+    set with Kafka's kafka-configs through the broker and described back."""
+    new = {
+        "max.decompressed.message.bytes": "8388608",
+        "remote.copy.lag.ms": "60000",
+        "remote.copy.lag.bytes": "1048576",
+        "errors.deadletterqueue.group.enable": "true",
+    }
+    kafka.run("topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", "new-44")
+    common = ("--bootstrap-server", cluster.bootstrap, "--entity-type", "topics")
+    common += ("--entity-name", "new-44")
+    added = ",".join(f"{k}={v}" for k, v in new.items())
+    result = kafka.run("configs", *common, "--alter", "--add-config", added, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    described = kafka.run("configs", *common, "--describe").stdout
+    for key, value in new.items():
+        assert f"{key}={value}" in described, described
+
+
 def test_pykraft_topics_prints_what_kafka_topics_prints(
     cluster: KafkaCluster, kafka: KafkaDist
 ) -> None:
