@@ -155,9 +155,8 @@ def test_a_task_that_asks_runs_again_at_the_next_tick_the_others_a_period_later(
     assert runs == [("a", 1_100), ("a", 1_100), ("a", 1_300), ("b", 1_300)]
 
 
-def test_a_leaderless_partition_is_elected_uncleanly_once_its_topic_allows_it() -> None:
-    """Kafka's electUnclean: the topic is switched to unclean elections while its partition
-    is offline; no broker event follows, the timer elects."""
+def _two_brokers_one_partition() -> Harness:
+    """Brokers 1 and 2, topic t of one partition on (1, 2); sessions that never expire."""
     h = Harness(unclean_leader_election_interval_ms=INTERVAL, broker_session_timeout_ms=900_000)
     h.live_broker(1)
     h.live_broker(2)
@@ -165,6 +164,13 @@ def test_a_leaderless_partition_is_elected_uncleanly_once_its_topic_allows_it() 
         "t", partitions=-1, rf=-1, assignments=[{"partition_index": 0, "broker_ids": [1, 2]}]
     )
     assert topic["error_code"] == 0, topic
+    return h
+
+
+def test_a_leaderless_partition_is_elected_uncleanly_once_its_topic_allows_it() -> None:
+    """Kafka's electUnclean: the topic is switched to unclean elections while its partition
+    is offline; no broker event follows, the timer elects."""
+    h = _two_brokers_one_partition()
     assert h.heartbeat(2, want_fence=True)["is_fenced"] is True  # out of the ISR
     assert h.heartbeat(1, want_fence=True)["is_fenced"] is True  # last ISR member: offline
     (p,) = h.image.all_partitions()
@@ -190,13 +196,7 @@ def test_a_leaderless_partition_is_elected_uncleanly_once_its_topic_allows_it() 
 
 
 def test_without_the_topic_allowing_it_the_timer_elects_nothing() -> None:
-    h = Harness(unclean_leader_election_interval_ms=INTERVAL, broker_session_timeout_ms=900_000)
-    h.live_broker(1)
-    h.live_broker(2)
-    topic = h.create_topic(
-        "t", partitions=-1, rf=-1, assignments=[{"partition_index": 0, "broker_ids": [1, 2]}]
-    )
-    assert topic["error_code"] == 0, topic
+    h = _two_brokers_one_partition()
     h.heartbeat(2, want_fence=True)
     h.heartbeat(1, want_fence=True)
     h.heartbeat(2)
