@@ -186,3 +186,125 @@ def test_the_table_is_acyclic() -> None:
             if current not in seen:
                 seen.add(current)
                 todo.extend(ALLOWED.get(current, ()))
+
+
+# Module grain inside the deterministic cores. raft/'s modules stand on floors: a module
+# imports (at run time) only modules of its own floor or below. The rule modules see the core
+# through ``raft/context.CoreContext`` and never import ``raft/core`` (``raft/api`` names it
+# under TYPE_CHECKING only, to have mypy check that RaftCore is a RaftApi).
+RAFT_FLOORS: tuple[frozenset[str], ...] = (
+    # vocabulary: plain types, messages, the protocols the core is seen through
+    frozenset({"api", "config", "context", "messages", "quorum", "requests", "types", "voters"}),
+    # state objects, each owning one concern
+    frozenset({"control", "interfaces", "progress", "roles", "snapshots", "state"}),
+    # rules: functions of a CoreContext, one concern each
+    frozenset(
+        {
+            "admin",
+            "describe",
+            "dispatch",
+            "elections",
+            "invariants",
+            "joining",
+            "kraft_version",
+            "membership",
+            "outputs",
+            "reassignment",
+            "replication",
+        }
+    ),
+    frozenset({"core"}),  # RaftCore: the one class that holds it all
+)
+
+
+def runtime_imports(path: Path, package: str) -> set[str]:
+    """The sibling modules of ``pykraft.<package>`` that ``path`` imports when it runs
+    (imports under ``if TYPE_CHECKING:`` left out)."""
+    tree = ast.parse(path.read_text())
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(inner) for inner in ast.walk(node))
+    prefix = f"pykraft.{package}"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only or not isinstance(node, ast.ImportFrom):
+            continue
+        if node.module == prefix:
+            found.update(alias.name for alias in node.names)
+        elif node.module and node.module.startswith(prefix + "."):
+            found.add(node.module.split(".")[2])
+    found.discard(path.stem)
+    return found
+
+
+def module_graph(package: str) -> dict[str, set[str]]:
+    files = sorted((ROOT / package).glob("*.py"))
+    names = {path.stem for path in files} - {"__init__"}
+    return {
+        path.stem: runtime_imports(path, package) & names for path in files if path.stem in names
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import path that comes back to where it started (one per module on a cycle)."""
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        todo: list[list[str]] = [[start]]
+        seen: set[str] = set()
+        while todo:
+            path = todo.pop()
+            for nxt in sorted(graph[path[-1]]):
+                if nxt == start:
+                    found.append([*path, start])
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    todo.append([*path, nxt])
+    return found
+
+
+def raft_floor_breaks(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    floor = {name: level for level, names in enumerate(RAFT_FLOORS) for name in names}
+    missing = set(graph) - set(floor)
+    assert not missing, f"raft modules without a floor in RAFT_FLOORS: {sorted(missing)}"
+    return {
+        name: {dep for dep in deps if floor[dep] > floor[name]}
+        for name, deps in graph.items()
+        if any(floor[dep] > floor[name] for dep in deps)
+    }
+
+
+def test_raft_modules_stand_on_floors() -> None:
+    assert raft_floor_breaks(module_graph("raft")) == {}
+
+
+def test_no_raft_module_but_api_names_the_core() -> None:
+    named = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "raft").glob("*.py")
+        if "pykraft.raft.core" in imported_modules(path)
+    }
+    assert named == {"raft/api.py"}
+
+
+def test_the_deterministic_cores_have_no_import_cycle() -> None:
+    for package in ("raft", "controller", "metadata"):
+        assert cycles(module_graph(package)) == [], package
+
+
+def test_only_the_log_listener_builds_on_the_quorum_controller() -> None:
+    users = {
+        path.stem
+        for path in (ROOT / "controller").glob("*.py")
+        if "pykraft.controller.quorum_controller" in imported_modules(path)
+    }
+    assert users == {"log_listener"}
+
+
+def test_the_module_checks_see_a_break() -> None:
+    graph = {"membership": {"kraft_version"}, "kraft_version": {"membership"}}
+    assert cycles(graph) == [
+        ["kraft_version", "membership", "kraft_version"],
+        ["membership", "kraft_version", "membership"],
+    ]
+    assert raft_floor_breaks({**module_graph("raft"), "types": {"core"}}) == {"types": {"core"}}

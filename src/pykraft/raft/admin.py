@@ -1,6 +1,6 @@
 """Admin operations an embedding application starts through ``RaftCore`` methods (the same
 operations arrive from the network as AddRaftVoter, RemoveRaftVoter and UpdateFeatures
-requests, see ``membership.handle_admin_request``). Each returns an operation id; the outcome is
+requests, see ``membership.admit_admin_request``). Each returns an operation id; the outcome is
 reported once in ``Ready.completed``. Calling one away from the leader raises NotLeaderError,
 like ``RaftCore.append``.
 """

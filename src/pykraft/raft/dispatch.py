@@ -17,6 +17,7 @@ from pykraft.raft import (
     describe,
     elections,
     joining,
+    kraft_version,
     membership,
     messages,
     reassignment,
@@ -88,8 +89,10 @@ def on_request(core: CoreContext, src: int, rid: int, body: AnyRequest, now_ms: 
         core.respond(src, rid, ApiVersionsResponse(ErrorCode.none, core.config.kraft_versions))
     elif isinstance(body, DescribeQuorumRequest):
         core.respond(src, rid, describe.describe_quorum(core, now_ms))
-    elif isinstance(body, AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest):
-        membership.handle_admin_request(core, src, rid, body, now_ms)
+    elif isinstance(body, AddRaftVoterRequest | RemoveRaftVoterRequest):
+        membership.handle_voter_request(core, src, rid, body, now_ms)
+    elif isinstance(body, UpdateFeaturesRequest):
+        kraft_version.handle_update_features(core, src, rid, body, now_ms)
     elif isinstance(body, AlterVotersRequest):
         reassignment.handle_alter(core, src, rid, body, now_ms)
     elif isinstance(body, ListVoterReassignmentRequest):

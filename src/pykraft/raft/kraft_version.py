@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from pykraft.raft import membership
 from pykraft.raft.membership import ChangeOperation, PendingChange, Reply
+from pykraft.raft.messages import UpdateFeaturesRequest
 from pykraft.raft.types import ReplicaKey
 
 if TYPE_CHECKING:
@@ -87,3 +88,12 @@ def start_update(
     change = PendingChange(OPERATION, ReplicaKey(core.local_key.id), (), now_ms + timeout_ms, reply)
     change.target_version = version
     membership.start(core, change, now_ms)
+
+
+def handle_update_features(
+    core: CoreContext, src: int, rid: int, body: UpdateFeaturesRequest, now_ms: int
+) -> None:
+    """A peer's UpdateFeatures for kraft.version, after ``membership.admit_admin_request``."""
+    reply = membership.admit_admin_request(core, src, rid, body)
+    if reply is not None:
+        start_update(core, body.kraft_version, reply, body.timeout_ms, now_ms, body.validate_only)

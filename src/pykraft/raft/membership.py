@@ -412,13 +412,14 @@ def leadership_lost(core: CoreContext) -> None:
         finish(core, change, ErrorCode.not_leader_or_follower, "leadership changed")
 
 
-def handle_admin_request(
+def admit_admin_request(
     core: CoreContext,
     src: int,
     rid: int,
     body: AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateFeaturesRequest,
-    now_ms: int,
-) -> None:
+) -> Reply | None:
+    """The checks every admin request passes (this replica leads; the cluster id matches):
+    the reply to answer through, or None when it has been answered already."""
     reply = Reply(src=src, request_id=rid, peer=True)
     operation: ChangeOperation = (
         ChangeOperation.ADD_VOTER
@@ -430,20 +431,32 @@ def handle_admin_request(
     if not isinstance(core.state, Leader):
         error, message = ErrorCode.not_leader_or_follower, f"the leader is {core.leader_id}"
         answer_now(core, operation, reply, error, message)
-        return
+        return None
     if not isinstance(body, UpdateFeaturesRequest) and not core.config.accepts_cluster(
         body.cluster_id
     ):
         error, message = ErrorCode.inconsistent_cluster_id, "cluster id mismatch"
         answer_now(core, operation, reply, error, message)
-        return
-    if isinstance(body, UpdateFeaturesRequest):
-        from pykraft.raft import kraft_version  # it builds on this module
+        return None
+    return reply
 
-        kraft_version.start_update(
-            core, body.kraft_version, reply, body.timeout_ms, now_ms, body.validate_only
-        )
+
+def handle_voter_request(
+    core: CoreContext,
+    src: int,
+    rid: int,
+    body: AddRaftVoterRequest | RemoveRaftVoterRequest,
+    now_ms: int,
+) -> None:
+    """AddRaftVoter and RemoveRaftVoter (KIP-853), after :func:`admit_admin_request`."""
+    reply = admit_admin_request(core, src, rid, body)
+    if reply is None:
         return
+    operation = (
+        ChangeOperation.ADD_VOTER
+        if isinstance(body, AddRaftVoterRequest)
+        else ChangeOperation.REMOVE_VOTER
+    )
     if isinstance(body, AddRaftVoterRequest):
         if body.voter_key.directory_id is None or not body.listeners:
             # Answered at once (it cannot become valid by waiting), as Kafka's AddVoterHandler.
