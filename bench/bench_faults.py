@@ -8,7 +8,7 @@ other on the same machine. Each run is checked by the same checker (nothing ackn
 or duplicated, no unsafe election, ...); the table gives what both cost the clients: time
 without an agreed controller leader, the slowest leader recovery after a heal, partitions
 offline, and the time until a healed broker is listed alive again. Prints a Markdown table
-(bench/REPORT.md section 16) and each run's report.
+(bench/ANALYSIS.md section 16) and each run's report.
 """
 
 from __future__ import annotations

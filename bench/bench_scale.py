@@ -50,7 +50,7 @@ controller's CPU.
 
 Kafka's controllers run with ``-Xmx4g`` (its 1 GB default would not hold a million
 partitions) and otherwise this project's server JVM options (G1, full JIT). Prints one JSON
-line per (size, side), then a Markdown table (bench/REPORT.md section 18). ``run_all.py
+line per (size, side), then a Markdown table (bench/ANALYSIS.md section 18). ``run_all.py
 --only scale`` runs the same (``run_scale``) and plots the curves.
 """
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import report
-from _common import BENCH_DIR, REPO_DIR, fsync_probe_ms, install_reaper, machine_info
+from _common import BENCH_DIR, fsync_probe_ms, install_reaper, machine_info
 from _load import LoadSpec
+from report_results import save_result
+from scripts import SCRIPTS, Script, run_script
 from wl_kafka import run_kafka_anchor
 from wl_kraft import (
     KAFKA_DEFAULTS,
@@ -48,18 +49,20 @@ from wl_kraft import (
 from wl_syncobj import run_syncobj
 
 SYNCOBJ_VARIANTS = ((False, True), (False, False), (True, True), (True, False))  # journal, batch
-PHASES = (
+CORE_PHASES = (
     "kafka",
     "kraft",
     "syncobj",
     "failover",
     "catchup",
     "profile",
-    "single",
     "cluster",
     "reassign",
     "scale",
 )
+SCRIPT_PHASES = {row.phase: row for row in SCRIPTS}
+PHASES = CORE_PHASES + tuple(SCRIPT_PHASES)
+DEFAULT = CORE_PHASES + tuple(row.phase for row in SCRIPTS if row.default)
 
 
 @dataclass(frozen=True)
@@ -219,54 +222,26 @@ def profile(plan: Plan, work: Path, out_dir: Path) -> dict[str, Any]:
     return {"result": rows[0], "path": str(path)}
 
 
-def single_area(plan: Plan) -> dict[str, Any]:
-    """The other engineers' single-area benches, run as they are; stdout kept verbatim."""
-    runs = {
-        "bench_sim": ["--events", str(plan.sim_events), "--profiles", "none,chaos"],
-        "bench_log": ["--records", str(plan.log_records)],
-        "bench_protocol": [],
-        "bench_controller": [],
-    }
-    out: dict[str, Any] = {}
-    for name, extra in runs.items():
-        script = BENCH_DIR / f"{name}.py"
-        if not script.exists():
-            out[name] = {"error": f"{script.name} not found"}
-            continue
-        say(f"   {name} {' '.join(extra)}")
-        try:
-            proc = subprocess.run(
-                [sys.executable, str(script), *extra],
-                capture_output=True,
-                text=True,
-                timeout=900,
-                cwd=REPO_DIR,
-            )
-            out[name] = {
-                "rc": proc.returncode,
-                "stdout": proc.stdout,
-                "stderr": proc.stderr[-2000:],
-            }
-        except subprocess.TimeoutExpired:
-            out[name] = {"error": "timed out after 900 s"}
-        say(
-            "   "
-            + out[name].get("stdout", out[name].get("error", "")).strip().replace("\n", "\n   ")
-        )
-    return out
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="1-3 minute smoke run")
     parser.add_argument("--publish", action="store_true", help="copy to bench/REPORT.md, plots/")
-    parser.add_argument("--only", default=",".join(PHASES), help=f"subset of {','.join(PHASES)}")
+    parser.add_argument(
+        "--only",
+        default=",".join(DEFAULT),
+        help=f"subset of {','.join(PHASES)} (or 'all'); the default leaves the long scripts out",
+    )
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "out")
     parser.add_argument("--workdir", type=Path, default=None, help="scratch (default: tmp)")
     args = parser.parse_args()
     install_reaper()
     plan = QUICK if args.quick else FULL
-    only = set(args.only.split(","))
+    only = set(PHASES) if args.only == "all" else set(args.only.split(","))
+    if "single" in only:  # the old name of the four single-area benches
+        only |= {"sim", "log", "protocol", "controller"}
+    unknown = only - set(PHASES) - {"single"}
+    if unknown:
+        parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     work = Path(tempfile.mkdtemp(prefix="pykraft-bench-", dir=args.workdir))
@@ -287,8 +262,6 @@ def main() -> int:
             phase(results, "catchup", lambda: catchup(plan, work))
         if "profile" in only:
             phase(results, "profile", lambda: profile(plan, work, args.out))
-        if "single" in only:
-            phase(results, "single", lambda: single_area(plan))
         if "cluster" in only:
             from wl_cluster import run_cluster
 
@@ -328,6 +301,9 @@ def main() -> int:
                     1 if args.quick else 2,
                 ),
             )
+        for row in SCRIPTS:
+            if row.phase in only:
+                script_phase(results, row, quick=args.quick, out_dir=args.out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         results["elapsed_s"] = round(time.time() - started, 1)
@@ -335,21 +311,39 @@ def main() -> int:
     report_path = report.write(results, args.out)
     say(f"report: {report_path}")
     if args.publish:
-        publish(args.out)
+        publish(results, args.out)
     return 1 if results.get("errors") else 0
 
 
-def publish(out: Path) -> None:
+def script_phase(results: dict[str, Any], row: Script, *, quick: bool, out_dir: Path) -> None:
+    def run() -> dict[str, Any]:
+        result = run_script(row, quick=quick, out_dir=out_dir, log=say)
+        say(
+            "   " + (result.get("stdout") or result.get("error", "")).strip().replace("\n", "\n   ")
+        )
+        if "error" in result:
+            raise RuntimeError(f"{row.script}: {result['error']}")
+        return result
+
+    phase(results, row.phase, run)
+
+
+def publish(results: dict[str, Any], out: Path) -> None:
+    """Each phase's figures become ``bench/results/<phase>.json`` (with the machine and the
+    run they come from), and ``bench/REPORT.md`` is generated again from every result file
+    there; ``bench/ANALYSIS.md``, the written analysis, is never touched."""
     plots = BENCH_DIR / "plots"
     plots.mkdir(exist_ok=True)
     for png in out.glob("*.png"):
         shutil.copy2(png, plots / png.name)
-    text = (out / "REPORT.md").read_text().replace("](./", "](plots/")
-    (BENCH_DIR / "REPORT.md").write_text(text)
     profile = out / "profile-pykraft-leader.txt"
     if profile.exists():
         shutil.copy2(profile, plots / profile.name)
-    say(f"published: {BENCH_DIR / 'REPORT.md'} and {plots}/")
+    for name in PHASES:
+        if name in results and name not in (results.get("errors") or {}):
+            save_result(BENCH_DIR / "results", name, results)
+    path = report.write_published(BENCH_DIR / "results", BENCH_DIR)
+    say(f"published: {path}, bench/results/ and {plots}/")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ of ``RaftNode.schedule_append`` (Kafka's ``scheduleAppend``, what Kafka's worklo
 calls; open loop, no future per call) issuing one record per call at the same rate, latency
 from the call to the commit callback, p75/p99 nearest-rank over the measured window. (Until
 2026-11-28 pykraft's side was paced coroutines awaiting ``RaftNode.append``, a future per
-call: it peaked at about 50,000 rec/s, REPORT section 0.)
+call: it peaked at about 50,000 rec/s, ANALYSIS.md section 0.)
 
 Both fsync before a record counts toward the high watermark: pykraft by design (B13), Kafka
 because its raft client flushes the leader's log before counting its own offset and a

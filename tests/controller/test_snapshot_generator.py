@@ -106,7 +106,7 @@ def test_a_slice_reads_through_the_pins_view_not_by_undoing_later_changes(
 ) -> None:
     """Each slice costs what it reads, however much changed since the pin: a slice that
     undid and redid every later change (``Timeline.at``) grew with a write load until a
-    snapshot of a million partitions took 300 s (bench/REPORT.md section 18)."""
+    snapshot of a million partitions took 300 s (bench/ANALYSIS.md section 18)."""
     rng = random.Random(5)
     h = _harness(5)
     generator, expected = _pinned_on_the_active(rng, h, 6)

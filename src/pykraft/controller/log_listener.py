@@ -102,7 +102,7 @@ SNAPSHOT_READ_BYTES: Final = 4 << 20
 # held (bench/bench_scale.py's loop lag); 2,500 still gave 109 ms once at a million
 # partitions (three controllers loading at once on two cores): 2,000. With the kept
 # encodings and the compiled image, 2,000 gave 208-259 ms and 1,000 gave 39-107 ms, and ready
-# came sooner (bench/REPORT.md section 21): 1,000.
+# came sooner (bench/ANALYSIS.md section 21): 1,000.
 LOAD_SLICE_RECORDS: Final = 1_000
 # A snapshot's records are decoded and replayed up to this many at a time by one compiled
 # call (``QuorumController.replay_encoded``), never more than the sync's budget has left.

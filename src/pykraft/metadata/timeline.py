@@ -36,7 +36,7 @@ map (``PinnedView``), without undoing anything, at a cost per read independent o
 changed since. ``unpin`` lets the map go. (An earlier design read at the pin with ``at``,
 undoing every later change on each slice's entry and redoing it on exit: under a stream of
 CreateTopics during a snapshot of a million partitions the slices grew to 800 ms and the
-snapshot to 300 s, bench/REPORT.md section 18.) ``at_committed()`` is ``at`` the last
+snapshot to 300 s, bench/ANALYSIS.md section 18.) ``at_committed()`` is ``at`` the last
 committed offset.
 """
 

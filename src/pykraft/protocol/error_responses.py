@@ -50,7 +50,7 @@ def error_response(
     cls = response_schema(api_key, api_version)
     # This version's own fields when it has a top-level error code (the common case):
     # asking every version's (``known_fields``) imports them all, which held a standby's
-    # loop 280-340 ms at its first timed-out Fetch (bench/REPORT.md section 26). An old
+    # loop 280-340 ms at its first timed-out Fetch (bench/ANALYSIS.md section 26). An old
     # version without one is answered when another version has it (the field is dropped,
     # as Kafka's older versions do).
     own = version_fields(cls)
