@@ -23,7 +23,7 @@ FUNCTION_LINES = 60
 
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
-    "node/driver.py": 782,
+    "node/driver.py": 762,
     "controller/quorum_controller.py": 749,
     "node/migration_host.py": 668,
     "faults/run.py": 678,

@@ -58,14 +58,13 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Final
 
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.convert import RejectedRequest
 from pykraft.net.sasl import ScramCredential
 from pykraft.net.security import Session
-from pykraft.net.server import Answer, AuthenticationStats, KafkaServer
+from pykraft.net.server import Answer, KafkaServer
 from pykraft.node.appends import (
     APPEND_BATCH_RECORDS_MAX,
     AppendLostError,
@@ -87,7 +86,14 @@ from pykraft.node.inbound import (
     wall_clock,
 )
 from pykraft.node.loop_lag import LoopLag
-from pykraft.node.metrics import MetricsServer, RaftMetrics, Snapshot, record_count, snapshot_of
+from pykraft.node.metrics import (
+    MetricsServer,
+    RaftMetrics,
+    Snapshot,
+    authentication_metrics,
+    record_count,
+    snapshot_of,
+)
 from pykraft.node.peers import Peers
 from pykraft.node.registration import ControllerRegistrar
 from pykraft.node.storage import NodeStartError, new_core, open_storage
@@ -297,11 +303,24 @@ class RaftNode:
         if self.failed is not None:
             return False
         try:
+            self._poll_overdue()
             step()
         except (OSError, StorageError) as e:
             self._storage_failed("metadata log write", e)
             return False
         return True
+
+    def _poll_overdue(self) -> None:
+        """Fire the core's timers that expired before this input, as Kafka's poll does
+        (``pollCurrentState`` before the inbound message). The loop runs socket callbacks
+        before due timers, so after a stall (a paused process, a long flush) a peer's answer
+        would otherwise reach the core first and mask the overdue fetch timeout."""
+        timer, core, loop = self._timer, self.core, self._loop
+        if timer is None or core is None or loop is None or timer.when() > loop.time():
+            return
+        timer.cancel()
+        self._timer = None
+        core.poll(self.now_ms())
 
     def _pump(self) -> None:
         core = self.core
@@ -741,42 +760,3 @@ class RaftNode:
 
     async def run_until_stopped(self) -> None:
         await self.stopped.wait()
-
-
-SOCKET_SERVER_PREFIX: Final = "kafka_server_socket_server_metrics_"
-
-
-def authentication_metrics(stats: AuthenticationStats) -> list[tuple[str, str, float]]:
-    """Kafka's socket-server-metrics of the controller listener (Selector's names)."""
-    return [
-        (
-            SOCKET_SERVER_PREFIX + "successful_authentication_total",
-            "connections authenticated (TLS or SASL)",
-            float(stats.successful_authentication_total),
-        ),
-        (
-            SOCKET_SERVER_PREFIX + "failed_authentication_total",
-            "TLS handshakes and SASL authentications that failed",
-            float(stats.failed_authentication_total),
-        ),
-        (
-            SOCKET_SERVER_PREFIX + "successful_authentication_no_reauth_total",
-            "authentications of clients that cannot re-authenticate (KIP-368)",
-            float(stats.successful_authentication_no_reauth_total),
-        ),
-        (
-            SOCKET_SERVER_PREFIX + "successful_reauthentication_total",
-            "re-authentications that succeeded (KIP-368)",
-            float(stats.successful_reauthentication_total),
-        ),
-        (
-            SOCKET_SERVER_PREFIX + "failed_reauthentication_total",
-            "re-authentications that failed (KIP-368)",
-            float(stats.failed_reauthentication_total),
-        ),
-        (
-            SOCKET_SERVER_PREFIX + "expired_connections_killed_count",
-            "connections closed because their session expired without re-authentication",
-            float(stats.expired_connections_killed_count),
-        ),
-    ]

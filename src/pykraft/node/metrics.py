@@ -76,6 +76,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from pykraft.net.server import AuthenticationStats
 from pykraft.raft.api import RaftApi
 from pykraft.raft.describe import active_observers
 from pykraft.raft.roles import Leader
@@ -377,3 +378,42 @@ def record_count(records: bytes) -> int:
     except (CorruptRecordError, ValueError):
         pass  # the core validates and rejects; the metric counts what it could read
     return count
+
+
+SOCKET_SERVER_PREFIX: Final = "kafka_server_socket_server_metrics_"
+
+
+def authentication_metrics(stats: AuthenticationStats) -> list[tuple[str, str, float]]:
+    """Kafka's socket-server-metrics of the controller listener (Selector's names)."""
+    return [
+        (
+            SOCKET_SERVER_PREFIX + "successful_authentication_total",
+            "connections authenticated (TLS or SASL)",
+            float(stats.successful_authentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "failed_authentication_total",
+            "TLS handshakes and SASL authentications that failed",
+            float(stats.failed_authentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "successful_authentication_no_reauth_total",
+            "authentications of clients that cannot re-authenticate (KIP-368)",
+            float(stats.successful_authentication_no_reauth_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "successful_reauthentication_total",
+            "re-authentications that succeeded (KIP-368)",
+            float(stats.successful_reauthentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "failed_reauthentication_total",
+            "re-authentications that failed (KIP-368)",
+            float(stats.failed_reauthentication_total),
+        ),
+        (
+            SOCKET_SERVER_PREFIX + "expired_connections_killed_count",
+            "connections closed because their session expired without re-authentication",
+            float(stats.expired_connections_killed_count),
+        ),
+    ]
