@@ -90,3 +90,63 @@ def test_server_start_refuses_the_broker_role(tmp_path: Path) -> None:
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "process.roles must be controller" in lines[0], lines
         assert f"process.roles={roles}" in lines[0]
+
+
+ADMIN_COMMANDS = (
+    ("topics", "--list"),
+    ("cluster", "describe"),
+    ("reassign", "--list"),
+    ("features", "describe"),
+    ("metadata-quorum", "describe", "--status"),
+)
+
+
+def test_every_admin_command_takes_kafkas_bootstrap_options() -> None:
+    """As Kafka's tools: --bootstrap-server or --bootstrap-controller, --command-config and
+    --timeout-ms, on every admin command; one builder turns them into the client."""
+    from pykraft.cli._common import admin_client
+
+    parser = build_parser()
+    for command in ADMIN_COMMANDS:
+        for option in ("--bootstrap-server", "--bootstrap-controller"):
+            group, rest = command[0], list(command[1:])
+            args = parser.parse_args(
+                [group, option, "h:1", "--command-config", "/dev/null", "--timeout-ms", "7"] + rest
+                if group in ("topics", "reassign", "metadata-quorum", "features")
+                else [group, *rest, option, "h:1", "--timeout-ms", "7"]
+            )
+            client = admin_client(args)
+            assert client.bootstrap == [("h", 1)]
+            assert client.bootstrap_controllers == (option == "--bootstrap-controller")
+            assert client.timeout_ms == 7
+
+
+def test_an_admin_command_needs_exactly_one_bootstrap_option(capsys: object) -> None:
+    both = ["--bootstrap-server", "h:1", "--bootstrap-controller", "h:2"]
+    cases = [
+        ["topics", "--list"],
+        ["topics", *both, "--list"],
+        ["cluster", "describe"],
+        ["cluster", "describe", *both],
+        ["reassign", "--list"],
+        ["reassign", *both, "--list"],
+        ["features", "describe"],
+        ["features", *both, "describe"],
+        ["features", "describe", *both],
+        ["features", "--bootstrap-server", "h:1", "describe", "--bootstrap-controller", "h:2"],
+        ["metadata-quorum", "describe", "--status"],
+        ["metadata-quorum", *both, "describe", "--status"],
+    ]
+    for argv in cases:
+        assert main(argv) == 1, argv
+    lines = capsys.readouterr().err.splitlines()  # type: ignore[attr-defined]
+    assert lines == [
+        "pykraft: give exactly one of --bootstrap-server and --bootstrap-controller"
+    ] * len(cases)
+
+
+def test_features_takes_the_bootstrap_option_after_its_command() -> None:
+    from pykraft.cli._common import admin_client
+
+    args = build_parser().parse_args(["features", "describe", "--bootstrap-server", "b:9"])
+    assert admin_client(args).bootstrap == [("b", 9)]

@@ -13,6 +13,7 @@ is the same, and Kafka's ``kafka-dump-log`` decodes every record pykraft wrote.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -288,6 +289,50 @@ def test_pykraft_topics_prints_what_kafka_topics_prints(
     assert (
         f"Broker: 100\tEndpoint: {cluster.brokers[0].address}\tRack: None\tState: unfenced"
         in described.stdout
+    )
+
+
+def test_pykraft_admin_commands_take_bootstrap_server_as_kafkas_tools_do(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """``--bootstrap-server`` names a real Kafka broker, which answers or forwards to the
+    controller: pykraft's topics, cluster, features and metadata-quorum commands work through
+    it and print what they print through the controllers."""
+    server, controller = (
+        ("--bootstrap-server", cluster.bootstrap),
+        (
+            "--bootstrap-controller",
+            cluster.bootstrap_controllers,
+        ),
+    )
+    created = cli("topics", *server, "--create", "--topic", "via-broker", "--partitions", "3")
+    assert created.returncode == 0 and created.stdout == "Created topic via-broker.\n", created
+    for command in (("topics", "--describe", "--topic", "via-broker"), ("cluster", "describe")):
+        wait_for(
+            lambda command=command: (
+                cli(command[0], *server, *command[1:]).stdout
+                == cli(command[0], *controller, *command[1:]).stdout
+            ),
+            f"{' '.join(command)} to agree through a broker and through the controllers",
+        )
+    status = cli("metadata-quorum", *server, "describe", "--status")
+    assert status.returncode == 0 and "LeaderId:" in status.stdout, status
+    theirs = kafka.run("topics", *server, "--describe", "--topic", "via-broker").stdout
+    assert cli("topics", *server, "--describe", "--topic", "via-broker").stdout == theirs
+
+    # features through a broker: the broker's own supported ranges, as Kafka's tool prints
+    # them. The epoch is the offset of the broker's metadata, which moves between two calls.
+    def without_epoch(text: str) -> str:
+        return re.sub(r"Epoch: \d+", "Epoch: N", text)
+
+    theirs = kafka.run("features", *server, "describe").stdout
+    ours = cli("features", *server, "describe").stdout
+    assert "FinalizedVersionLevel" in ours and without_epoch(ours) == without_epoch(theirs)
+    both = cli("topics", *server, *controller, "--list")
+    assert both.returncode == 1
+    assert (
+        both.stderr
+        == "pykraft: give exactly one of --bootstrap-server and --bootstrap-controller\n"
     )
 
 

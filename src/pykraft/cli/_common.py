@@ -1,6 +1,8 @@
-"""What the ``pykraft`` subcommand modules share: a command group's parser, the admin
-commands' ``--timeout-ms`` and ``--command-config`` (Kafka's client properties: TLS and SASL
-to the controllers or brokers)."""
+"""What the ``pykraft`` subcommand modules share: a command group's parser, and the admin
+commands' options and client. Every admin command takes, as Kafka's tools do,
+``--bootstrap-server`` (brokers) or ``--bootstrap-controller`` (controllers), exactly one,
+``--command-config`` (client properties: TLS and SASL) and ``--timeout-ms``; one function,
+:func:`admin_client`, builds the client from them."""
 
 from __future__ import annotations
 
@@ -9,7 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pykraft.admin import AdminClient
     from pykraft.net.security import ClientSecurity
+
+BOOTSTRAP_SERVER = "the brokers to connect to: host:port[,host:port...] (a broker forwards)"
+BOOTSTRAP_CONTROLLER = "the controllers to connect to: host:port[,host:port...]"
+
+
+class UsageError(Exception):
+    """Options that do not go together: one line on stderr, exit code 1."""
 
 
 def command_group(sub: Any, name: str, *, help: str, dest: str) -> tuple[Any, Any]:
@@ -25,8 +35,53 @@ def command_group(sub: Any, name: str, *, help: str, dest: str) -> tuple[Any, An
     return parser, parser.add_subparsers(dest=dest, metavar="COMMAND")
 
 
+def add_bootstrap(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
+    """``--bootstrap-server`` and ``--bootstrap-controller``. Which one was given (exactly
+    one) is checked by :func:`admin_client`, so that a command group can take them before
+    and after its command (``after_command``: the subcommand's copy, which leaves the
+    group's value alone when absent)."""
+    default = argparse.SUPPRESS if after_command else None
+    parser.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,...]", default=default, help=BOOTSTRAP_SERVER
+    )
+    parser.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,...]",
+        default=default,
+        help=BOOTSTRAP_CONTROLLER,
+    )
+
+
+def add_admin_options(parser: argparse.ArgumentParser) -> None:
+    """Every admin option: the two bootstrap options, ``--command-config``, ``--timeout-ms``."""
+    add_bootstrap(parser)
+    add_timeout_ms(parser)
+
+
+def admin_client(args: argparse.Namespace, *, request_timeout_ms: int = 5_000) -> AdminClient:
+    """The admin client the command's options ask for: to the brokers or to the controllers,
+    with the ``--command-config`` security and the ``--timeout-ms`` bound."""
+    from pykraft.admin import AdminClient
+
+    server: str | None = getattr(args, "bootstrap_server", None)
+    controller: str | None = getattr(args, "bootstrap_controller", None)
+    if controller is not None and server is None:
+        bootstrap, controllers = controller, True
+    elif server is not None and controller is None:
+        bootstrap, controllers = server, False
+    else:
+        raise UsageError("give exactly one of --bootstrap-server and --bootstrap-controller")
+    return AdminClient(
+        bootstrap,
+        bootstrap_controllers=controllers,
+        request_timeout_ms=request_timeout_ms,
+        timeout_ms=args.timeout_ms,
+        security=client_security(args),
+    )
+
+
 def add_timeout_ms(parser: argparse.ArgumentParser) -> None:
-    """The admin commands' options: ``--timeout-ms`` and ``--command-config``."""
+    """``--timeout-ms`` and ``--command-config``."""
     parser.add_argument(
         "--timeout-ms", type=int, default=30_000, help="bound on the whole call (default 30000)"
     )

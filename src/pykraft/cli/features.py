@@ -1,6 +1,7 @@
 """``pykraft features`` (Kafka's kafka-features.sh):
 
     pykraft features (--bootstrap-controller H:P[,H:P] | --bootstrap-server H:P)
+        [--command-config F] [--timeout-ms MS]    (the bootstrap options also after the command)
         describe
         upgrade (--feature NAME=LEVEL ... | --release-version R) [--dry-run]
         downgrade --feature NAME=LEVEL ... [--unsafe] [--dry-run]
@@ -27,19 +28,7 @@ import asyncio
 import sys
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms, client_security, command_group
-
-
-def _where(parser: argparse.ArgumentParser, *, default: object) -> None:
-    parser.add_argument(
-        "--bootstrap-controller",
-        metavar="HOST:PORT[,...]",
-        default=default,
-        help="controller listener(s)",
-    )
-    parser.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT[,...]", default=default, help="broker listener(s)"
-    )
+from pykraft.cli._common import add_admin_options, add_bootstrap, admin_client, command_group
 
 
 def register(sub: Any) -> None:
@@ -49,10 +38,9 @@ def register(sub: Any) -> None:
         help="describe, upgrade and downgrade feature levels (kafka-features)",
         dest="features_command",
     )
-    _where(parser, default=None)
-    add_timeout_ms(parser)
+    add_admin_options(parser)
     upgrade = commands.add_parser("upgrade", help="upgrade a feature's finalized version")
-    _where(upgrade, default=argparse.SUPPRESS)  # accepted after the command too
+    add_bootstrap(upgrade, after_command=True)  # accepted after the command too
     upgrade.add_argument(
         "--feature", action="append", metavar="NAME=LEVEL", help="a feature's new level"
     )
@@ -64,10 +52,10 @@ def register(sub: Any) -> None:
     )
     upgrade.set_defaults(func=_upgrade)
     describe = commands.add_parser("describe", help="supported and finalized features")
-    _where(describe, default=argparse.SUPPRESS)
+    add_bootstrap(describe, after_command=True)
     describe.set_defaults(func=_describe)
     downgrade = commands.add_parser("downgrade", help="downgrade a feature's finalized version")
-    _where(downgrade, default=argparse.SUPPRESS)
+    add_bootstrap(downgrade, after_command=True)
     downgrade.add_argument("--feature", action="append", required=True, metavar="NAME=LEVEL")
     downgrade.add_argument("--unsafe", action="store_true", help="an unsafe (lossy) downgrade")
     downgrade.add_argument("--dry-run", action="store_true", help="validate only")
@@ -137,26 +125,11 @@ def feature_line(info: Any) -> str:
     )
 
 
-def _admin(args: argparse.Namespace) -> Any:
-    from pykraft.admin import AdminClient
-
-    controllers = args.bootstrap_controller is not None
-    return AdminClient(
-        args.bootstrap_controller if controllers else args.bootstrap_server,
-        bootstrap_controllers=controllers,
-        timeout_ms=args.timeout_ms,
-        security=client_security(args),
-    )
-
-
 def _describe(args: argparse.Namespace) -> int:
     from pykraft.admin import AdminError
 
-    if (args.bootstrap_controller is None) == (args.bootstrap_server is None):
-        return _fail("give exactly one of --bootstrap-controller and --bootstrap-server")
-
     async def go() -> list[Any]:
-        async with _admin(args) as admin:
+        async with admin_client(args) as admin:
             features: list[Any] = await admin.describe_features()
             return features
 
@@ -184,11 +157,9 @@ def _update(args: argparse.Namespace, *, upgrade_type: int) -> int:
         levels = _parse_features(args.feature or [], getattr(args, "release_version", None))
     except ValueError as e:
         return _fail(e)
-    if (args.bootstrap_controller is None) == (args.bootstrap_server is None):
-        return _fail("give exactly one of --bootstrap-controller and --bootstrap-server")
 
     async def go() -> None:
-        async with _admin(args) as admin:
+        async with admin_client(args) as admin:
             await admin.update_features(
                 levels, upgrade_type=upgrade_type, validate_only=args.dry_run
             )

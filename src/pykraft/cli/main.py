@@ -116,11 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
+    from pykraft.cli._common import UsageError
     from pykraft.storage.properties import ConfigError
 
     try:
         code: int = func(args)
-    except ConfigError as e:  # e.g. a bad --command-config: one line, no traceback
+    except (ConfigError, UsageError) as e:  # e.g. a bad --command-config: one line
         print(f"pykraft: {e}", file=sys.stderr)
         return 1
     return code

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms, client_security, command_group
+from pykraft.cli._common import add_admin_options, admin_client, command_group
 
 STATUS_KEY_WIDTH = 24
 
@@ -47,12 +47,7 @@ def register(sub: Any) -> None:
         help="describe and change the KRaft quorum (kafka-metadata-quorum)",
         dest="quorum_command",
     )
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument(
-        "--bootstrap-controller", metavar="HOST:PORT[,...]", help="controller listener(s)"
-    )
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="broker listener(s)")
-    add_timeout_ms(parser)
+    add_admin_options(parser)
     describe = commands.add_parser("describe", help="describe the metadata quorum")
     what = describe.add_mutually_exclusive_group(required=True)
     what.add_argument("--status", action="store_true", help="quorum status")
@@ -91,18 +86,6 @@ def register(sub: Any) -> None:
     reassign.set_defaults(func=_reassign)
 
 
-def _client(args: argparse.Namespace) -> Any:
-    from pykraft.admin import AdminClient
-
-    controllers = args.bootstrap_controller is not None
-    return AdminClient(
-        args.bootstrap_controller if controllers else args.bootstrap_server,
-        bootstrap_controllers=controllers,
-        timeout_ms=args.timeout_ms,
-        security=client_security(args),
-    )
-
-
 def _fail(message: object) -> int:
     print(f"pykraft metadata-quorum: {message}", file=sys.stderr)
     return 1
@@ -112,7 +95,7 @@ def _run(args: argparse.Namespace, main: Any) -> int:
     from pykraft.admin import AdminError
 
     async def go() -> int:
-        async with _client(args) as admin:
+        async with admin_client(args) as admin:
             code: int = await main(admin)
             return code
 

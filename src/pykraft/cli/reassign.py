@@ -1,7 +1,8 @@
 """``pykraft reassign``: Kafka's kafka-reassign-partitions against the controllers, with
 KIP-435's limits and controller-managed throttles::
 
-    pykraft reassign --bootstrap-controller H:P[,H:P]
+    pykraft reassign (--bootstrap-server H:P[,H:P] | --bootstrap-controller H:P[,H:P])
+        [--command-config F] [--timeout-ms MS]
         --generate --topics-to-move-json-file F --broker-list 4,5,6
         --execute --reassignment-json-file F [--additional] [--throttle BYTES/S]
                   [--replica-count R] [--partition-count P] [--leader-movements L]
@@ -43,7 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms, client_security
+from pykraft.cli._common import add_admin_options, admin_client
 
 Partition = tuple[str, int]
 
@@ -64,8 +65,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "reassign", help="move partitions between brokers (kafka-reassign-partitions)"
     )
-    parser.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]", required=True)
-    add_timeout_ms(parser)
+    add_admin_options(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     for name in ("generate", "execute", "verify", "cancel", "list", "describe"):
         action.add_argument(f"--{name}", action="store_true")
@@ -168,7 +168,7 @@ def generate(
 
 
 def _reassign(args: argparse.Namespace) -> int:
-    from pykraft.admin import AdminClient, AdminError
+    from pykraft.admin import AdminError
 
     needs_plan = args.execute or args.verify or args.cancel
     if needs_plan and args.reassignment_json_file is None:
@@ -179,12 +179,7 @@ def _reassign(args: argparse.Namespace) -> int:
         return _fail(e)
 
     async def go() -> int:
-        async with AdminClient(
-            args.bootstrap_controller,
-            bootstrap_controllers=True,
-            timeout_ms=args.timeout_ms,
-            security=client_security(args),
-        ) as admin:
+        async with admin_client(args) as admin:
             if args.generate:
                 return await _generate(admin, args)
             if args.execute:

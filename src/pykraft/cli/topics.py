@@ -1,7 +1,7 @@
-"""``pykraft topics`` (Kafka's kafka-topics.sh, against the controllers) and ``pykraft
-cluster describe``::
+"""``pykraft topics`` (Kafka's kafka-topics.sh) and ``pykraft cluster describe``::
 
-    pykraft topics --bootstrap-controller H:P[,H:P]
+    pykraft topics (--bootstrap-server H:P[,H:P] | --bootstrap-controller H:P[,H:P])
+        [--command-config F] [--timeout-ms MS]
         --create --topic T [--partitions N] [--replication-factor R]
                  [--replica-assignment 1:2,2:3] [--config K=V ...] [--if-not-exists]
         --list [--exclude-internal]
@@ -10,14 +10,15 @@ cluster describe``::
         --delete --topic T [--if-exists]
         --alter --topic T [--partitions N] [--config K=V ...] [--delete-config K ...]
 
-    pykraft cluster describe --bootstrap-controller H:P[,H:P]
+    pykraft cluster describe (--bootstrap-server H:P | --bootstrap-controller H:P)
     pykraft cluster describe --metadata-log-dir DIR     (a stopped controller's data)
 
 The flags and output lines are kafka-topics' (``Created topic T.``, the ``Topic: ..
 PartitionCount: ..`` and ``\\tTopic: .. Partition: .. Leader: ..`` lines); ``--alter`` also
-takes ``--config``/``--delete-config`` (kafka-configs' job in Kafka). Kafka's tool talks to
-brokers; this one to the controllers' metadata image (the active controller's), so it also
-works before any broker runs. Errors are one line on stderr, exit code 1.
+takes ``--config``/``--delete-config`` (kafka-configs' job in Kafka). With
+``--bootstrap-server`` it talks to brokers, as Kafka's tool does (they forward to the
+controller); with ``--bootstrap-controller`` to the controllers' metadata image (the active
+controller's), so it also works before any broker runs. Errors are one line on stderr, exit code 1.
 
 ``cluster describe`` prints the active controller, the voters, and each registered broker:
 id, endpoint, rack, fenced or not; with ``--metadata-log-dir`` (read from the files of a
@@ -33,13 +34,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pykraft.cli._common import add_timeout_ms, client_security, command_group
+from pykraft.cli._common import UsageError, add_admin_options, admin_client, command_group
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("topics", help="create, list, describe, delete, alter topics")
-    parser.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]", required=True)
-    add_timeout_ms(parser)
+    add_admin_options(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     for name in ("create", "list", "describe", "delete", "alter"):
         action.add_argument(f"--{name}", action="store_true")
@@ -60,10 +60,10 @@ def register(sub: Any) -> None:
         sub, "cluster", help="the brokers and controllers of the cluster", dest="cluster_command"
     )
     describe = commands.add_parser("describe", help="brokers and controllers")
-    where = describe.add_mutually_exclusive_group(required=True)
-    where.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]")
-    where.add_argument("--metadata-log-dir", type=Path, metavar="DIR")
-    add_timeout_ms(describe)
+    add_admin_options(describe)
+    describe.add_argument(
+        "--metadata-log-dir", type=Path, metavar="DIR", help="read a metadata log, offline"
+    )
     describe.set_defaults(func=_cluster_describe)
 
 
@@ -95,7 +95,7 @@ def _assignment(text: str) -> dict[int, list[int]]:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    from pykraft.admin import AdminClient, AdminError
+    from pykraft.admin import AdminError
 
     try:
         configs = _configs(args.config)
@@ -105,12 +105,7 @@ def _topics(args: argparse.Namespace) -> int:
         return _fail("--topic is required")
 
     async def go() -> int:
-        async with AdminClient(
-            args.bootstrap_controller,
-            bootstrap_controllers=True,
-            timeout_ms=args.timeout_ms,
-            security=client_security(args),
-        ) as admin:
+        async with admin_client(args) as admin:
             if args.create:
                 return await _create(admin, args, configs)
             if args.list:
@@ -235,27 +230,26 @@ async def _alter(admin: Any, args: argparse.Namespace, configs: dict[str, str]) 
 
 def _cluster_describe(args: argparse.Namespace) -> int:
     if args.metadata_log_dir is not None:
+        if args.bootstrap_server or args.bootstrap_controller:
+            raise UsageError("give --metadata-log-dir or a bootstrap option, not both")
         return _describe_files(args.metadata_log_dir)
-    from pykraft.admin import AdminClient, AdminError
+    from pykraft.admin import AdminError
     from pykraft.admin.metadata import brokers
 
-    async def go() -> tuple[Any, Any, Any]:
-        async with AdminClient(
-            args.bootstrap_controller,
-            bootstrap_controllers=True,
-            timeout_ms=args.timeout_ms,
-            security=client_security(args),
-        ) as admin:
+    async def go() -> tuple[Any, Any]:
+        async with admin_client(args) as admin:
             quorum = await admin.describe_quorum()
-            controller_id, found = await brokers(admin)
-            return quorum, controller_id, found
+            _, found = await brokers(admin)
+            return quorum, found
 
     try:
-        quorum, controller_id, found = asyncio.run(go())
+        quorum, found = asyncio.run(go())
     except AdminError as e:
         print(f"pykraft cluster: {e}", file=sys.stderr)
         return 1
-    print(f"ActiveController: {controller_id}")
+    # The quorum's leader: a broker's DescribeCluster names a random broker as controller
+    # (KIP-590 hides the controller from clients), the quorum's answer is the truth.
+    print(f"ActiveController: {quorum.leader_id}")
     print(f"Controllers: {','.join(str(v.replica_id) for v in quorum.voters)}")
     for b in found:
         state = "fenced" if b.fenced else "unfenced"
