@@ -27,7 +27,7 @@ from bench_elr import build
 from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.metadata.image import Image
 from pykraft.metadata.serde import decode_record
-from pykraft.node.controller_host import SNAPSHOT_SLICE_RECORDS
+from pykraft.node.snapshot_emitter import SNAPSHOT_SLICE_RECORDS
 from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.raft.types import OffsetAndEpoch
 from pykraft.storage import FileSnapshotStore

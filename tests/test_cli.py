@@ -111,7 +111,7 @@ def test_every_admin_command_takes_kafkas_bootstrap_options() -> None:
         for option in ("--bootstrap-server", "--bootstrap-controller"):
             group, rest = command[0], list(command[1:])
             args = parser.parse_args(
-                [group, option, "h:1", "--command-config", "/dev/null", "--timeout-ms", "7"] + rest
+                [group, option, "h:1", "--command-config", "/dev/null", "--timeout-ms", "7", *rest]
                 if group in ("topics", "reassign", "metadata-quorum", "features")
                 else [group, *rest, option, "h:1", "--timeout-ms", "7"]
             )

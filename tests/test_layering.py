@@ -308,3 +308,27 @@ def test_the_module_checks_see_a_break() -> None:
         ["membership", "kraft_version", "membership"],
     ]
     assert raft_floor_breaks({**module_graph("raft"), "types": {"core"}}) == {"types": {"core"}}
+
+
+# The node's helpers see the controller host through a narrow protocol of what they use
+# (``EnvelopeSite``, ``MigrationSite``, ``SnapshotNode``, ``MigrationFigures``), never the
+# whole ``ControllerHost`` or ``RaftNode``: not even under TYPE_CHECKING.
+NARROW_NODE_MODULES = (
+    "envelope",
+    "migration_host",
+    "zk_worker",
+    "controller_metrics",
+    "snapshot_emitter",
+    "kraft_upgrade",
+)
+
+
+def test_node_helpers_see_the_host_through_narrow_protocols() -> None:
+    reaching = {
+        name: sorted(
+            imported_modules(ROOT / "node" / f"{name}.py")
+            & {"pykraft.node.controller_host", "pykraft.node.driver"}
+        )
+        for name in NARROW_NODE_MODULES
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}

@@ -25,9 +25,8 @@ FUNCTION_LINES = 60
 MODULES_OVER: dict[str, int] = {
     "node/driver.py": 762,
     "controller/quorum_controller.py": 749,
-    "node/migration_host.py": 668,
     "faults/run.py": 678,
-    "node/controller_host.py": 662,
+    "node/controller_host.py": 648,
     "schema/generate.py": 654,
     "net/server.py": 639,
     "sim/simulator.py": 624,

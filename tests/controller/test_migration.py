@@ -248,8 +248,18 @@ def test_isr_shrink_bumps_the_leader_epoch_while_migrating(
     )
     p = image.partition(topic_id, 0)
     assert p is not None
-    shrink = PartitionChangeBuilder(image, p).set_target_isr((0, 1)).set_acceptable(lambda b: True).build()
+    shrink = (
+        PartitionChangeBuilder(image, p)
+        .set_target_isr((0, 1))
+        .set_acceptable(lambda b: True)
+        .build()
+    )
     assert shrink is not None and shrink.isr == (0, 1)
     assert shrink.leader == (0 if bumped else NO_LEADER_CHANGE)
-    grow = PartitionChangeBuilder(image, p).set_target_isr((0, 1, 2)).set_acceptable(lambda b: True).build()
+    grow = (
+        PartitionChangeBuilder(image, p)
+        .set_target_isr((0, 1, 2))
+        .set_acceptable(lambda b: True)
+        .build()
+    )
     assert grow is None  # nothing changes: no record, no bump

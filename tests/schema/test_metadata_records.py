@@ -45,7 +45,9 @@ def test_generated_modules_are_up_to_date() -> None:
 
 def test_every_schema_has_a_class() -> None:
     assert set(RECORD_TYPES) == set(SPECS)
-    assert len(RECORD_TYPES) == len(list(Path(SCHEMAS).glob("*.json"))) == 27  # Kafka 4.4.0 added UnregisterControllerRecord
+    assert (
+        len(RECORD_TYPES) == len(list(Path(SCHEMAS).glob("*.json"))) == 27
+    )  # Kafka 4.4.0 added UnregisterControllerRecord
 
 
 @pytest.mark.parametrize(("api_key", "version"), CASES, ids=lambda x: str(x))

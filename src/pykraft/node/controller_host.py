@@ -37,7 +37,6 @@ import dataclasses
 import gc
 import logging
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -64,7 +63,6 @@ from pykraft.controller.quorum_controller import (
     error_fields,
 )
 from pykraft.controller.result import RecordList, Response
-from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.metadata.image import Image, ImageError
 from pykraft.metadata.serde import MetadataRecordError
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
@@ -84,14 +82,14 @@ from pykraft.node.request_fields import (
     only_metadata_partition,
 )
 from pykraft.node.request_fields import timeout_ms as request_timeout_ms
+from pykraft.node.snapshot_emitter import SnapshotEmitter
 from pykraft.node.snapshot_policy import SnapshotPolicy
 from pykraft.protocol import ApiKey, ApiVersionRange, DecodedRequest, ErrorCode, error_response
-from pykraft.protocol.apis import response_schema
+from pykraft.protocol.apis import ApiTable, response_schema
 from pykraft.protocol.build import make
 from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS, READ_APIS
 from pykraft.raft.api import RaftApi
 from pykraft.raft.interfaces import Ready
-from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.storage import StorageError
 
 if TYPE_CHECKING:
@@ -102,9 +100,6 @@ __all__ = ["ControllerHost", "load_image"]
 
 log = logging.getLogger("pykraft.controller")
 
-# Records per slice of a snapshot generated between other events (about 40 us each to build
-# and encode: a slice holds the event loop for some 40 ms).
-SNAPSHOT_SLICE_RECORDS: Final = 1000
 LOADING: Final = "This controller is loading its metadata image"
 AUTHORIZER_NOT_READY: Final = "The authorizer is not ready: the metadata image is loading"
 
@@ -131,7 +126,7 @@ class ControllerHost:
         self._sync_scheduled = False
         self._timer: asyncio.TimerHandle | None = None
         self._snapshots = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
-        self._snapshot_task: asyncio.Future[None] | None = None
+        self._emitter = SnapshotEmitter(node, self._snapshots, self._snapshot_end)
         self._image_frozen = False  # the image in use holds records and is frozen (gc)
         self._refreeze = False  # a snapshot replaces a frozen image: unfreeze, collect
         self._caught_up = False  # replayed up to the high watermark once since the start
@@ -155,8 +150,31 @@ class ControllerHost:
         return 0 if self.listener is None else self.listener.position
 
     @property
+    def replayed_committed(self) -> bool:
+        core = self.node.core
+        return core is not None and self.position <= core.high_watermark
+
+    def now_ms(self) -> int:
+        return self.node.now_ms()
+
+    def run(self, step: Callable[[], None]) -> None:
+        self.node.run(step)
+
+    @property
     def metadata_errors(self) -> int:
         return 0 if self.listener is None else self.listener.metadata_errors
+
+    @property
+    def served_apis(self) -> ApiTable:
+        return self.node.served_apis
+
+    @property
+    def active(self) -> bool:
+        return self.controller is not None and self.controller.active
+
+    def answer(self, request: DecodedRequest, session: Session) -> Answer:
+        """This node's answer: the controller's, else the node's (the quorum's APIs)."""
+        return self.handle(request, session) or self.node.handle_request(request, session)
 
     def _core(self) -> RaftApi:
         core = self.node.core
@@ -202,6 +220,7 @@ class ControllerHost:
 
     def stopped(self) -> None:
         self._stopped = True
+        self._emitter.stopped = True
         if self.migration is not None:
             self.migration.stop()
         if self._timer is not None:
@@ -240,7 +259,12 @@ class ControllerHost:
             return []
         committed = self._core().high_watermark - 1
         return [
-            *controller_metrics(self.controller, committed, self.metadata_errors, self.migration),
+            *controller_metrics(
+                self.controller,
+                committed,
+                self.metadata_errors,
+                None if self.migration is None else self.migration.figures(),
+            ),
             (
                 "pykraft_gc_image_frozen",
                 "1 when the metadata image in use is out of the cyclic collector's full "
@@ -558,7 +582,7 @@ class ControllerHost:
             )
             if self.migration is not None:
                 self.migration.leadership_changed(listener.epoch)
-        self._maybe_snapshot()
+        self._emitter.maybe_start()
         self._schedule_tick()
         if self.migration is not None:
             self._poke_migration(listener.image)
@@ -613,50 +637,12 @@ class ControllerHost:
     # -- snapshots ----------------------------------------------------------------------------
 
     def request_snapshot(self) -> None:
-        """A snapshot as soon as the image is exactly the committed state (on demand:
-        ``pykraft server`` calls this on SIGUSR1)."""
-        self._snapshots.request()
-        self.node.run(self._maybe_snapshot)
+        """A snapshot as soon as the image is exactly the committed state (SIGUSR1)."""
+        self._emitter.request()
 
-    def _maybe_snapshot(self) -> None:
-        listener = self.listener
-        now = self.node.now_ms()
-        if listener is None or self.node.core is None or not self._snapshots.due(now):
-            return
-        end = None if listener.cold else listener.snapshot_end(self._core())
-        if end is None:
-            return  # loading, applied records not committed yet, or nothing new
-        generator = SnapshotGenerator(listener.image, end)
-        self._snapshots.started(now)
-        self._snapshot_task = asyncio.ensure_future(self._snapshot(generator))
-
-    async def _snapshot(self, generator: SnapshotGenerator) -> None:
-        """The image's records a slice per turn of the event loop, each slice encoded and
-        framed as one batch of the snapshot file (``SNAPSHOT_SLICE_RECORDS``: the loop goes
-        on answering between them), then the snapshot sealed, made durable off the loop and
-        published (``RaftNode.freeze_snapshot``)."""
-        started = time.monotonic()
-        end = generator.end
-        writer: RaftSnapshotWriter | None = None
-        try:
-            writer = self.node.open_snapshot(end)
-            while not generator.done and not self._stopped:
-                writer.append(generator.next_values(SNAPSHOT_SLICE_RECORDS), self.node.now_ms())
-                await asyncio.sleep(0)
-            if not generator.done:
-                return  # stopped: the writer is aborted below
-            sid = await self.node.freeze_snapshot(writer)
-        except Exception as e:
-            log.warning("metadata snapshot at %d not written: %s", end, e)
-        else:
-            log.info(
-                "metadata snapshot written snapshot_id=%s records=%d in %.0f ms",
-                sid,
-                generator.count,
-                (time.monotonic() - started) * 1000,
-            )
-        finally:
-            if writer is not None:
-                writer.abort()  # a no-op once frozen
-            generator.close()
-            self._snapshots.finished()
+    def _snapshot_end(self) -> tuple[Image, int] | None:
+        listener, core = self.listener, self.node.core
+        if listener is None or core is None or listener.cold:
+            return None
+        end = listener.snapshot_end(core)
+        return None if end is None else (listener.image, end)

@@ -4,16 +4,29 @@ image and the migration's state (SPEC G5: ZkMigrationState, ZkWriteBehindLag).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import Final
 
 from pykraft.controller.quorum_controller import QuorumController
 
-if TYPE_CHECKING:
-    from pykraft.node.migration_host import MigrationHost
-
-__all__ = ["PREFIX", "controller_metrics", "metric_name", "zk_write_behind_lag"]
+__all__ = [
+    "PREFIX",
+    "MigrationFigures",
+    "controller_metrics",
+    "metric_name",
+    "zk_write_behind_lag",
+]
 
 PREFIX: Final = "kafka_controller_kafkacontroller_"
+
+
+@dataclass(frozen=True)
+class MigrationFigures:
+    """What the metrics read of a KIP-866 migration (``MigrationHost.figures``)."""
+
+    zk_written_offset: int | None  # the last offset written to ZooKeeper; None unless dual write
+    snapshot_write_ms: float  # the last full reconciliation (ZkWriteSnapshotTimeMs)
+    delta_write_ms: float  # the last dual write (ZkWriteDeltaTimeMs)
 
 
 def metric_name(jmx_name: str) -> str:
@@ -25,23 +38,25 @@ def metric_name(jmx_name: str) -> str:
 
 
 def zk_write_behind_lag(
-    controller: QuorumController, committed_offset: int, migration: MigrationHost | None
+    controller: QuorumController, committed_offset: int, zk_written_offset: int | None
 ) -> int:
-    """The offset of the last committed change minus the last one written to ZooKeeper;
-    0 on inactive controllers and before dual write, as Kafka."""
-    if migration is None or migration.driver.state.value != "DUAL_WRITE":
+    """The offset of the last committed change minus the last one written to ZooKeeper
+    (``zk_written_offset``, None unless in dual write); 0 on inactive controllers and before
+    dual write, as Kafka."""
+    if zk_written_offset is None:
         return 0
     last = min(controller.image.last_change_offset, committed_offset)
-    return max(0, int(last) - int(migration.driver.leadership.metadata_offset))
+    return max(0, int(last) - int(zk_written_offset))
 
 
 def controller_metrics(
     controller: QuorumController,
     committed_offset: int,
     metadata_errors: int,
-    migration: MigrationHost | None,
+    migration: MigrationFigures | None,
 ) -> list[tuple[str, str, float]]:
     """(name, help, value) of every controller metric now."""
+    zk_written = None if migration is None else migration.zk_written_offset
     image = controller.image
     topics = image.topics_image
     brokers = list(image.brokers.values())
@@ -77,7 +92,7 @@ def controller_metrics(
         (
             "ZkWriteBehindLag",
             "offset of the last committed change minus the last one written to ZooKeeper",
-            zk_write_behind_lag(controller, committed_offset, migration),
+            zk_write_behind_lag(controller, committed_offset, zk_written),
         ),
         (
             "ZkWriteSnapshotTimeMs",

@@ -5,13 +5,16 @@ its own and wraps the answer. Only the APIs Kafka forwards are accepted.
 The broker's connection must hold CLUSTER_ACTION (checked with every request before this,
 ``ControllerHost.refuse``); the inner request is then authorized as the principal and the
 client address the envelope carries (Kafka's DefaultKafkaPrincipalBuilder bytes and the raw
-IP), so a broker's client can do no more through the broker than its ACLs allow."""
+IP), so a broker's client can do no more through the broker than its ACLs allow.
+
+The node it arrives at is seen through :class:`EnvelopeSite`: the APIs it serves, whether its
+controller is the active one, and how it answers a request. ``ControllerHost`` is one."""
 
 from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.static.protocol import ResponsePayload
 
@@ -25,20 +28,36 @@ from pykraft.protocol.controller_apis import CONTROLLER_API_VERSIONS, FORWARDABL
 from pykraft.protocol.errors import ProtocolError
 
 if TYPE_CHECKING:
-    from pykraft.node.controller_host import ControllerHost
+    from pykraft.protocol.apis import ApiTable
 
-__all__ = ["envelope", "envelope_error"]
+__all__ = ["EnvelopeSite", "envelope", "envelope_error"]
 
 log = logging.getLogger("pykraft.controller")
 
 
-def envelope(host: ControllerHost, request: DecodedRequest, session: Session) -> Answer:
+class EnvelopeSite(Protocol):
+    """What an Envelope needs of the node that receives it."""
+
+    @property
+    def served_apis(self) -> ApiTable: ...
+
+    @property
+    def active(self) -> bool:
+        """This node's controller is the active one."""
+        ...
+
+    def answer(self, request: DecodedRequest, session: Session) -> Answer:
+        """The node's answer to ``request`` as if it came in on ``session``."""
+        ...
+
+
+def envelope(site: EnvelopeSite, request: DecodedRequest, session: Session) -> Answer:
     """A broker's forwarded request (KIP-590): decoded, answered as if it came in on the
     listener, and its answer wrapped in the Envelope response."""
     version = request.api_version
     m: Any = request.message
     try:
-        inner = decode_request(bytes(m.request_data), host.node.served_apis)
+        inner = decode_request(bytes(m.request_data), site.served_apis)
     except ProtocolError as e:
         log.warning("envelope with an unreadable request: %s", e)
         return Answer(envelope_error(version, ErrorCode.invalid_request))
@@ -58,13 +77,10 @@ def envelope(host: ControllerHost, request: DecodedRequest, session: Session) ->
     session = Session(
         session.listener_name, session.security_protocol, principal, client_host, True
     )
-    controller = host.controller
-    if inner.api_key in CONTROLLER_API_VERSIONS and (controller is None or not controller.active):
+    if inner.api_key in CONTROLLER_API_VERSIONS and not site.active:
         # Kafka answers an Envelope to a standby at the envelope level.
         return Answer(envelope_error(version, ErrorCode.not_controller))
-    inner_answer = host.handle(inner, session)
-    if inner_answer is None:
-        inner_answer = host.node.handle_request(inner, session)
+    inner_answer = site.answer(inner, session)
     outer = Answer()
 
     def wrap() -> None:

@@ -31,66 +31,78 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
-
-from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from pykraft.controller import migration as m
 from pykraft.metadata.delta import MetadataDelta
-from pykraft.migration import propagator, zk_acls, zk_client, zk_data, zk_tokens, zk_writes
+from pykraft.migration import propagator, zk_data, zk_writes
+from pykraft.node.controller_metrics import MigrationFigures
 from pykraft.node.zk_brokers import LegacyBrokers, Send
+from pykraft.node.zk_worker import ZkWorker
 
 if TYPE_CHECKING:
-    from pykraft.node.controller_host import ControllerHost
+    from pykraft.controller.config import ControllerConfig
+    from pykraft.controller.quorum_controller import QuorumController
+    from pykraft.controller.result import RecordList
 
-__all__ = ["MigrationHost"]
+__all__ = ["MigrationHost", "MigrationSite"]
 
 log = logging.getLogger("pykraft.migration")
 
 RESEND_DELAY_S: Final = 1.0
 
 
+class MigrationSite(Protocol):
+    """What the migration uses of the controller node it runs on (``ControllerHost``)."""
+
+    @property
+    def config(self) -> ControllerConfig: ...
+
+    @property
+    def controller(self) -> QuorumController | None: ...
+
+    @property
+    def replayed_committed(self) -> bool:
+        """Everything the controller has replayed is committed."""
+        ...
+
+    def now_ms(self) -> int: ...
+
+    def run(self, step: Callable[[], None]) -> None:
+        """Run ``step`` on the loop with the core stepped after it (``RaftNode.run``)."""
+        ...
+
+    def write(self, records: RecordList) -> int | None: ...
+
+    def after_commit(self, offset: int, fn: Callable[[bool], None]) -> None: ...
+
+
 class MigrationHost:
     """Invariant: the driver has at most one action outstanding, run on ``_executor``."""
 
-    def __init__(
-        self, controller_host: ControllerHost, zookeeper_connect: str, node_id: int
-    ) -> None:
-        self.host = controller_host
-        self.node = controller_host.node
+    def __init__(self, site: MigrationSite, zookeeper_connect: str, node_id: int) -> None:
+        self.site = site
         self.zookeeper_connect = zookeeper_connect
         self.driver = m.MigrationDriver(node_id)
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pykraft-zk")
-        self._zk: KazooClient | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
         self._last_reason = ""
         self._brokers = LegacyBrokers(node_id)  # the ZooKeeper-mode brokers' channels
         # Where the replicas were at the last requests sent (StopReplica for the dropped ones).
         self._replicas: propagator.ReplicaMap | None = None
-        # ZooKeeper as the initial load read it, with the epoch that read it (worker thread).
-        self._zk_as_loaded: tuple[int, zk_data.ZkSnapshot] | None = None
         # Brokers the last FULL requests did not reach, and the timer that retries them.
         self._undelivered: frozenset[int] = frozenset()
         self._resend: asyncio.TimerHandle | None = None
-        # The last full reconciliation's duration (SYNC_KRAFT_TO_ZK: ZkWriteSnapshotTimeMs) and
-        # the last dual write's (ZkWriteDeltaTimeMs), on the worker thread.
-        self.snapshot_write_ms = 0.0
-        self.delta_write_ms = 0.0
         # The delta path (loop side): the image whose changes are tracked since the last
         # successful reconciliation, and whether that reconciliation succeeded.
         self._tracked: Any = None
         self._delta_ok = False
         # The brokers the last requests reached, with the epochs they had (loop side).
         self._sent: dict[int, int] = {}
-        # What ZooKeeper holds (worker side; None until a full reconciliation succeeds).
-        self._model: zk_writes.ZkModel | None = None
+        self.zk = ZkWorker(zookeeper_connect, self._brokers)  # the worker thread's side
 
     # -- the loop side ----------------------------------------------------------------------------
 
@@ -98,22 +110,27 @@ class MigrationHost:
         self.driver.leadership_changed(active_epoch)
         self.poke()
 
+    def figures(self) -> MigrationFigures:
+        """What the controller metrics read (``controller_metrics.MigrationFigures``)."""
+        driver = self.driver
+        dual_write = driver.state.value == "DUAL_WRITE"
+        return MigrationFigures(
+            driver.leadership.metadata_offset if dual_write else None,
+            self.zk.snapshot_write_ms,
+            self.zk.delta_write_ms,
+        )
+
     def poke(self) -> None:
         """Run the driver's next action, if one is due (on the loop, inside node.run)."""
-        controller = self.host.controller
+        controller = self.site.controller
         if self._stopped or controller is None:
             return
         driver = self.driver
         before = driver.state
-        core = self.node.core
         # Only committed state is mirrored: nothing while applied records await commit.
         # NoOpRecords change nothing ZooKeeper holds: the last other record is what counts.
-        committed = (
-            controller.image.last_change_offset
-            if core is not None and self.host.position <= core.high_watermark
-            else -1
-        )
-        action = driver.next_action(controller.image, self.node.now_ms(), committed)
+        committed = controller.image.last_change_offset if self.site.replayed_committed else -1
+        action = driver.next_action(controller.image, self.site.now_ms(), committed)
         if driver.state != before:
             log.info("migration driver state %s -> %s", before.value, driver.state.value)
             self.poke()
@@ -142,25 +159,26 @@ class MigrationHost:
             sends = self._full_requests(image, action.leadership, delta=False)
         elif action.kind == "dual_write":
             sends = self._dual_write_requests(image, action.leadership, scope)
+        zk = self.zk
         work: dict[str, Callable[[], Any]] = {
-            "recover": self._recover,
-            "read_brokers": self._read_brokers,
-            "claim": lambda: self._claim(action.leadership, self.node.now_ms()),
-            "load": lambda: self._load(epoch),
-            "write_state": lambda: self._write_state(action.leadership),
-            "sync": lambda: self._sync(want, action.leadership),
+            "recover": zk.recover,
+            "read_brokers": zk.read_brokers,
+            "claim": lambda: zk.claim(action.leadership, self.site.now_ms()),
+            "load": lambda: zk.load(epoch),
+            "write_state": lambda: zk.write_state(action.leadership),
+            "sync": lambda: zk.sync(want, action.leadership),
             "send_full": lambda: self._brokers.send(sends),
-            "dual_write": lambda: self._dual_write(want, action.leadership, sends, scope),
+            "dual_write": lambda: zk.dual_write(want, action.leadership, sends, scope),
         }
         future = asyncio.get_running_loop().run_in_executor(self._executor, work[action.kind])
         future.add_done_callback(
-            lambda f: self.node.run(lambda: self._done(action, f, image, epoch))
+            lambda f: self.site.run(lambda: self._done(action, f, image, epoch))
         )
 
     def _done(self, action: m.Action, future: asyncio.Future[Any], image: Any, epoch: int) -> None:
         driver = self.driver
         before = driver.state
-        now = self.node.now_ms()
+        now = self.site.now_ms()
         error = future.exception()
         if error is not None:
             log.warning("migration %s failed: %s", action.kind, error)
@@ -170,7 +188,7 @@ class MigrationHost:
             driver.on_recovered(future.result())
         elif action.kind == "read_brokers":
             zk_brokers, assigned = future.result()
-            controller = self.host.controller
+            controller = self.site.controller
             assert controller is not None  # set at start, before this host exists
             driver.on_brokers(controller.image, zk_brokers, assigned, now)
         elif action.kind == "claim":
@@ -211,16 +229,16 @@ class MigrationHost:
         self.poke()
 
     def _append_load(self, load: zk_data.MigrationLoad, epoch: int) -> None:
-        controller = self.host.controller
+        controller = self.site.controller
         if controller is None or not controller.active or self.driver.active_epoch != epoch:
-            self.driver.on_error("leadership changed during the load", self.node.now_ms())
+            self.driver.on_error("leadership changed during the load", self.site.now_ms())
             return
-        batches = m.migration_records(load.batches, self.host.config.migration_min_batch_size)
+        batches = m.migration_records(load.batches, self.site.config.migration_min_batch_size)
         last = None
         for batch in batches:
-            last = self.host.write(batch)
+            last = self.site.write(batch)
             if last is None:  # leadership moved: the next leader aborts the transaction
-                self.driver.on_error("leadership changed during the load", self.node.now_ms())
+                self.driver.on_error("leadership changed during the load", self.site.now_ms())
                 return
         assert last is not None
         counts = load.counts()
@@ -244,7 +262,7 @@ class MigrationHost:
                 self.driver.on_committed()
                 self.poke()
 
-        self.host.after_commit(last, committed)
+        self.site.after_commit(last, committed)
 
     def _full_requests(
         self,
@@ -258,7 +276,7 @@ class MigrationHost:
         built on the loop from the image (the worker thread never reads it): FULL
         UpdateMetadata and LeaderAndIsr, and with ``delta`` StopReplica for the replicas
         dropped since the last requests."""
-        listener = self.host.config.inter_broker_listener_name
+        listener = self.site.config.inter_broker_listener_name
         brokers = [
             b
             for b in image.brokers.values()
@@ -317,7 +335,7 @@ class MigrationHost:
             controller_id=self.driver.node_id,
             zk_controller_epoch=leadership.zk_controller_epoch,
             kraft_epoch=leadership.controller_epoch,
-            listener=self.host.config.inter_broker_listener_name,
+            listener=self.site.config.inter_broker_listener_name,
             topics_only=names,
         )
         return update, lisr
@@ -331,7 +349,7 @@ class MigrationHost:
         broker with a new epoch (registered or restarted since the last requests)."""
         if scope is None:
             return self._full_requests(image, leadership, delta=True)
-        listener = self.host.config.inter_broker_listener_name
+        listener = self.site.config.inter_broker_listener_name
         brokers = sorted(
             (b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced),
             key=lambda b: b.broker_id,
@@ -371,14 +389,14 @@ class MigrationHost:
     def _schedule_resend(self) -> None:
         if self._resend is None and not self._stopped:
             self._resend = asyncio.get_running_loop().call_later(
-                RESEND_DELAY_S, lambda: self.node.run(self._send_again)
+                RESEND_DELAY_S, lambda: self.site.run(self._send_again)
             )
 
     def _send_again(self) -> None:
         """FULL requests again to the brokers the last ones did not reach (the current image;
         on the worker thread after any action in flight)."""
         self._resend = None
-        controller = self.host.controller
+        controller = self.site.controller
         driver = self.driver
         if self._stopped or controller is None or driver.state != m.DriverState.DUAL_WRITE:
             return
@@ -395,7 +413,7 @@ class MigrationHost:
                 if self._undelivered:
                     self._schedule_resend()
 
-        future.add_done_callback(lambda f: self.node.run(lambda: done(f)))
+        future.add_done_callback(lambda f: self.site.run(lambda: done(f)))
 
     def _schedule(self) -> None:
         if self._timer is not None:
@@ -404,265 +422,13 @@ class MigrationHost:
         deadline = self.driver.next_deadline_ms()
         if deadline is None or self._stopped:
             return
-        delay = max(0.0, (deadline - self.node.now_ms()) / 1000)
-        self._timer = asyncio.get_running_loop().call_later(delay, lambda: self.node.run(self.poke))
+        delay = max(0.0, (deadline - self.site.now_ms()) / 1000)
+        self._timer = asyncio.get_running_loop().call_later(delay, lambda: self.site.run(self.poke))
 
     def stop(self) -> None:
         self._stopped = True
         for timer in (self._timer, self._resend):
             if timer is not None:
                 timer.cancel()
-        self._executor.submit(self._close)
+        self._executor.submit(self.zk.close)
         self._executor.shutdown(wait=False)
-
-    # -- the ZooKeeper side (the worker thread) -------------------------------------------------
-
-    def _client(self) -> KazooClient:
-        if self._zk is None:
-            self._zk = zk_client.connect(self.zookeeper_connect)
-        return self._zk
-
-    def _close(self) -> None:
-        self._brokers.close()
-        if self._zk is not None:
-            with contextlib.suppress(KazooException):
-                zk_client.close(self._zk)
-            self._zk = None
-
-    def _recover(self) -> m.ZkLeadership:
-        zk = self._client()
-        zk_client.ensure_top_level_paths(zk)
-        empty = m.ZkLeadership()
-        try:
-            data, stat = zk.get(zk_data.MIGRATION)
-        except NoNodeError:
-            with contextlib.suppress(NodeExistsError):
-                zk.create(zk_data.MIGRATION, _migration_json(empty))
-            data, stat = zk.get(zk_data.MIGRATION)
-        cid, cepoch, offset, epoch = zk_writes.parse_migration(data)
-        return replace(
-            empty,
-            controller_id=cid,
-            controller_epoch=cepoch,
-            metadata_offset=offset,
-            metadata_epoch=epoch,
-            migration_zk_version=stat.version,
-        )
-
-    def _read_brokers(self) -> tuple[set[int], set[int]]:
-        zk = self._client()
-        brokers = {int(b) for b in zk.get_children(zk_data.BROKER_IDS)}
-        assigned: set[int] = set()
-        for topic in zk.get_children(zk_data.TOPICS):
-            try:
-                data, _ = zk.get(f"{zk_data.TOPICS}/{topic}")
-            except NoNodeError:
-                continue
-            snapshot = zk_data.ZkSnapshot({"/t": zk_data.Znode(data, 0)})
-            value = snapshot.json("/t") or {}
-            for replicas in value.get("partitions", {}).values():
-                assigned.update(int(b) for b in replicas)
-        return brokers, assigned
-
-    def _claim(self, leadership: m.ZkLeadership, now_ms: int) -> m.ZkLeadership | None:
-        """Kafka's tryRegisterKRaftControllerAsActiveController, then the unconditional
-        /migration write. None when the claim failed (retry later)."""
-        zk = self._client()
-        epoch_data, epoch_stat = zk.get(zk_data.CONTROLLER_EPOCH)
-        try:
-            controller_data, controller_stat = zk.get(zk_data.CONTROLLER)
-        except NoNodeError:
-            controller_data, controller_stat = None, None
-        if controller_data is not None:
-            current = zk_data.ZkSnapshot({"/c": zk_data.Znode(controller_data, 0)}).json("/c") or {}
-            if int(current.get("kraftControllerEpoch", -1)) >= leadership.controller_epoch:
-                log.info(
-                    "/controller names KRaft epoch %s >= ours", current.get("kraftControllerEpoch")
-                )
-                return None
-        new_epoch = int(epoch_data) + 1
-        tx = zk.transaction()
-        tx.set_data(zk_data.CONTROLLER_EPOCH, str(new_epoch).encode(), version=epoch_stat.version)
-        if controller_stat is not None:
-            tx.delete(zk_data.CONTROLLER, version=controller_stat.version)
-        wall_ms = int(time.time() * 1000)
-        tx.create(
-            zk_data.CONTROLLER,
-            zk_writes.controller_json(
-                leadership.controller_id, wall_ms, leadership.controller_epoch
-            ),
-        )
-        results = tx.commit()
-        if any(isinstance(x, Exception) for x in results):
-            log.info("claiming ZooKeeper controllership failed: %s", results)
-            return None
-        claimed = replace(
-            leadership,
-            zk_controller_epoch=new_epoch,
-            zk_controller_epoch_zk_version=results[0].version,
-        )
-        stat = zk.set(zk_data.MIGRATION, _migration_json(claimed), version=-1)
-        return replace(claimed, migration_zk_version=stat.version)
-
-    def _load(self, epoch: int) -> zk_data.MigrationLoad:
-        zk = self._client()
-        started = time.monotonic()
-        snapshot = zk_client.read_snapshot(zk)
-        load = zk_data.read_all_metadata(snapshot)
-        log.info("read ZooKeeper's metadata in %.0f ms", (time.monotonic() - started) * 1000)
-        # Read under this controller's claim of /controller: ZooKeeper-mode brokers in
-        # migration mode write no metadata znodes, so the first reconciliation compares with
-        # it instead of reading everything again (Kafka reads again).
-        self._zk_as_loaded = (epoch, snapshot)
-        return load
-
-    def _write_state(self, leadership: m.ZkLeadership) -> m.ZkLeadership:
-        zk = self._client()
-        try:
-            stat = zk.set(
-                zk_data.MIGRATION,
-                _migration_json(leadership),
-                version=leadership.migration_zk_version,
-            )
-        except BadVersionError:
-            raise RuntimeError(
-                "/migration changed under this controller: another KRaft controller is making "
-                "writes to ZooKeeper"
-            ) from None
-        return replace(leadership, migration_zk_version=stat.version)
-
-    def _sync(
-        self,
-        want: zk_writes.DesiredZk | None,
-        leadership: m.ZkLeadership,
-        *,
-        delta: bool = False,
-        scope: MetadataDelta | None = None,
-    ) -> m.ZkLeadership:
-        """ZooKeeper made to say what ``want`` says, with fenced writes; /migration records
-        ``leadership``. ``delta``: a dual write of committed changes (timed apart); with
-        ``scope``, ``want`` holds only what it names and is reconciled against the model
-        of ZooKeeper (no read)."""
-        assert want is not None
-        zk = self._client()
-        started = time.monotonic()
-        model, self._model = self._model, None  # stale if this write fails half way
-        loaded, self._zk_as_loaded = self._zk_as_loaded, None
-        if scope is not None:
-            if model is None:
-                raise RuntimeError("no model of ZooKeeper for a dual write of a delta")
-            have = model.snapshot(scope)
-        elif loaded is not None and loaded[0] == leadership.controller_epoch:
-            have = loaded[1]
-        else:
-            have = zk_client.read_snapshot(zk)
-        ops, changed = zk_writes.reconcile(want, have)
-        result = self._fenced(zk, ops, leadership)
-        if scope is None:
-            self._model = zk_writes.ZkModel(want, have, ops)
-        else:
-            assert model is not None
-            model.apply(want, scope, ops)
-            self._model = model
-        for entity in changed:
-            # Outside the fenced writes, as Kafka: brokers watch these to reload configs.
-            zk.create(
-                "/config/changes/config_change_",
-                zk_writes.config_change_json(entity),
-                sequence=True,
-                makepath=True,
-            )
-        notes = zk_acls.acl_notifications((op.kind, op.path) for op in ops)
-        notes += zk_tokens.token_notifications(op.path for op in ops)
-        for prefix, data in notes:
-            # The ZooKeeper-mode brokers reload the resource's ACLs or the token.
-            zk.create(prefix, data, sequence=True, makepath=True)
-        elapsed = (time.monotonic() - started) * 1000
-        if delta:
-            self.delta_write_ms = elapsed
-        else:
-            self.snapshot_write_ms = elapsed
-        if ops:
-            counts: dict[str, int] = {}
-            for op in ops:
-                counts[op.kind] = counts.get(op.kind, 0) + 1
-            log.info(
-                "Made the following ZK writes when reconciling with KRaft state: %s",
-                ", ".join(f"{k}={v}" for k, v in sorted(counts.items())),
-            )
-        return result
-
-    def _fenced(
-        self, zk: KazooClient, ops: list[zk_writes.ZkOp], leadership: m.ZkLeadership
-    ) -> m.ZkLeadership:
-        """Kafka's fenced multi-ops: each write is one multi of (check /controller_epoch at
-        its version, check /migration -- on the last write, SetData of /migration --, the
-        write). A newer ZooKeeper or KRaft controller fails the checks."""
-        version = leadership.migration_zk_version
-        state = _migration_json(leadership)
-        if not ops:
-            try:
-                stat = zk.set(zk_data.MIGRATION, state, version=version)
-            except BadVersionError:
-                raise RuntimeError(_FENCED_MIGRATION) from None
-            return replace(leadership, migration_zk_version=stat.version)
-        for i, op in enumerate(ops):
-            last = i == len(ops) - 1
-            kind = op.kind
-            while True:
-                tx = zk.transaction()
-                tx.check(zk_data.CONTROLLER_EPOCH, leadership.zk_controller_epoch_zk_version)
-                if last:
-                    tx.set_data(zk_data.MIGRATION, state, version=version)
-                else:
-                    tx.check(zk_data.MIGRATION, version)
-                if kind == "create":
-                    tx.create(op.path, op.data)
-                elif kind == "set":
-                    tx.set_data(op.path, op.data)
-                elif kind == "delete":
-                    tx.delete(op.path)
-                results = tx.commit()
-                if not any(isinstance(x, Exception) for x in results):
-                    break
-                if isinstance(results[0], BadVersionError):
-                    raise RuntimeError(
-                        "Controller epoch zkVersion check fails: another controller took over"
-                    )
-                if isinstance(results[1], BadVersionError):
-                    raise RuntimeError(_FENCED_MIGRATION)
-                error = results[2] if len(results) > 2 else results[-1]
-                # Idempotent, as Kafka's callers: an existing node is set, a missing one is
-                # already deleted (only the fencing ops run).
-                if kind == "create" and isinstance(error, NodeExistsError):
-                    kind = "set"
-                elif kind == "delete" and isinstance(error, NoNodeError):
-                    kind = "none"
-                elif kind == "set" and isinstance(error, NoNodeError):
-                    kind = "create"
-                else:
-                    raise RuntimeError(f"ZooKeeper refused {op.kind} {op.path}: {error!r}")
-            if last:
-                version = results[1].version
-        return replace(leadership, migration_zk_version=version)
-
-    def _dual_write(
-        self,
-        want: zk_writes.DesiredZk | None,
-        leadership: m.ZkLeadership,
-        sends: list[Send],
-        scope: MetadataDelta | None,
-    ) -> tuple[m.ZkLeadership, frozenset[int]]:
-        return self._sync(want, leadership, delta=True, scope=scope), self._brokers.send(sends)
-
-
-_FENCED_MIGRATION = (
-    "/migration changed under this controller: another KRaft controller is making writes to "
-    "ZooKeeper"
-)
-
-
-def _migration_json(s: m.ZkLeadership) -> bytes:
-    return zk_writes.migration_json(
-        s.controller_id, s.controller_epoch, s.metadata_offset, s.metadata_epoch
-    )
