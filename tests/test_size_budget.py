@@ -25,7 +25,6 @@ FUNCTION_LINES = 60
 MODULES_OVER: dict[str, int] = {
     "node/driver.py": 762,
     "controller/quorum_controller.py": 749,
-    "faults/run.py": 678,
     "node/controller_host.py": 648,
     "schema/generate.py": 654,
     "net/server.py": 639,
@@ -35,7 +34,6 @@ MODULES_OVER: dict[str, int] = {
 FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:events": 137,
     "pipeline/history.py:_plots": 101,
-    "faults/run.py:run": 101,
     "sim/simulator.py:_loop": 93,
     "cli/local.py:_up": 92,
     "protocol/api_versions.py:build_api_versions_response": 83,
@@ -59,7 +57,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "cli/storage.py:_features": 61,
 }
 
-
 def sizes() -> tuple[dict[str, int], dict[str, int]]:
     """Lines per hand-written module, and per function (``module:name``; the longest of a
     name defined twice in one module)."""
@@ -79,7 +76,6 @@ def sizes() -> tuple[dict[str, int], dict[str, int]]:
                 functions[key] = max(length, functions.get(key, 0))
     return modules, functions
 
-
 def over_budget(
     measured: dict[str, int], limit: int, listed: dict[str, int]
 ) -> tuple[dict[str, int], list[str]]:
@@ -93,18 +89,15 @@ def over_budget(
     done = [name for name, ceiling in listed.items() if measured.get(name, 0) <= limit]
     return grown, done
 
-
 def test_no_module_over_600_lines_nor_growing_past_its_ceiling() -> None:
     grown, done = over_budget(sizes()[0], MODULE_LINES, MODULES_OVER)
     assert not grown, f"over {MODULE_LINES} lines (split it): {grown}"
     assert not done, f"within the budget now: take them off MODULES_OVER: {done}"
 
-
 def test_no_function_over_60_lines_nor_growing_past_its_ceiling() -> None:
     grown, done = over_budget(sizes()[1], FUNCTION_LINES, FUNCTIONS_OVER)
     assert not grown, f"over {FUNCTION_LINES} lines (split it): {grown}"
     assert not done, f"within the budget now: take them off FUNCTIONS_OVER: {done}"
-
 
 def test_the_check_sees_growth() -> None:
     grown, done = over_budget(

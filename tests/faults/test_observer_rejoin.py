@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from pykraft.faults.cluster import FaultCluster
+from pykraft.faults.monitor import Monitor
 from pykraft.faults.net import Network
-from pykraft.faults.run import Monitor
 
 
 def test_an_observer_cut_off_from_the_leader_follows_it_again_after_the_heal(

@@ -6,7 +6,7 @@
    network namespace when ``netns`` (``net.py``), each with its log on a small tmpfs;
 2. the workload (``workload.py``) registering simulated brokers through the active controller
    and recording every acknowledged write with its offset;
-3. the monitor: every 200 ms each node's raft metrics (state, leader, epoch, high watermark):
+3. the monitor (``monitor.py``): every 200 ms each node's raft metrics (state, leader, epoch, high watermark):
    time without an agreed leader (a majority of voters naming one leader in one epoch), two
    leaders in one epoch, a high watermark that went down within a process's life;
 4. the schedule: from ``seed``, one fault at a time, held 2-6 s, then healed, 2-6 s apart,
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import dataclasses
 import random
@@ -54,8 +53,8 @@ from pykraft.faults.broker_side import (
     pct,
 )
 from pykraft.faults.check import Verdict, check, read_replica
-from pykraft.faults.cluster import BROKER_BASE, FaultCluster, Node
-from pykraft.faults.kafka_quorum import DERIVED
+from pykraft.faults.cluster import BROKER_BASE, FaultCluster
+from pykraft.faults.monitor import Monitor
 from pykraft.faults.net import Network
 from pykraft.faults.workload import Workload
 from pykraft.interop.kafka import KafkaDist
@@ -66,9 +65,7 @@ __all__ = ["Fault", "Report", "RunConfig", "run", "schedule"]
 PROCESS_KINDS = ("kill", "pause", "restart", "disk")
 LEADER = 0  # a fault's target: whichever node leads when the fault is applied
 NETWORK_KINDS = ("isolate", "split", "oneway")
-_SAMPLE_S = 0.2
 FULL_DISK_RATE = 20.0  # registrations/s while a controller's disk is full (see full_disk_rate)
-_STALL_S = 1.5  # a leader whose high watermark has not moved for this long is not leading
 
 
 @dataclass(frozen=True)
@@ -252,146 +249,6 @@ def schedule(config: RunConfig) -> list[Fault]:
     return faults
 
 
-class Monitor:
-    """Samples every node's raft metrics; see the module docstring for what it watches."""
-
-    def __init__(self, cluster: FaultCluster) -> None:
-        self.cluster = cluster
-        self.majority = len(cluster.voters) // 2 + 1
-        self.leader: tuple[int, int] | None = None  # (leader id, epoch) agreed, last sample
-        self.samples: dict[int, dict[str, float]] = {}
-        self.leaderless_ms: list[float] = []
-        self.two_leaders: list[str] = []
-        self.hwm_decreases: list[str] = []
-        self.errors: list[str] = []
-        self.sampled_at = 0.0
-        self._leaders_by_epoch: dict[int, int] = {}
-        self._progress: dict[tuple[int, int], tuple[float, float]] = {}  # -> (hwm, since)
-        self._hwm: dict[tuple[int, int], float] = {}
-        self._since: float | None = None  # start of the current leaderless window
-        self._stop = threading.Event()
-        self._pool = concurrent.futures.ThreadPoolExecutor(len(cluster.nodes))
-        self._thread = threading.Thread(target=self._loop, name="monitor", daemon=True)
-        self.lock = threading.Lock()
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        with self.lock:
-            if self._since is not None:
-                self.leaderless_ms.append((time.monotonic() - self._since) * 1000)
-                self._since = None
-
-    def _scrape(self, node: Node) -> dict[str, float] | None:
-        if not node.running or node.paused:
-            return None
-        return node.scrape()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self._sample()
-            except Exception as e:  # the watch must go on; the run fails on it
-                self.errors.append(f"monitor: {type(e).__name__}: {e}")
-            self._stop.wait(max(0.0, _SAMPLE_S - (time.monotonic() - started)))
-
-    def _sample(self) -> None:
-        nodes = list(self.cluster.nodes.values())
-        incarnations = {n.node_id: n.incarnation for n in nodes}
-        results = list(self._pool.map(self._scrape, nodes))
-        now = time.monotonic()
-        with self.lock:
-            # A node restarted while it was scraped may have answered from its new process:
-            # that sample is dropped rather than judged as the old process's (keyed by the
-            # incarnation read before the scrape).
-            self.samples = {
-                n.node_id: r
-                for n, r in zip(nodes, results, strict=True)
-                if r is not None and n.incarnation == incarnations[n.node_id]
-            }
-            self.sampled_at = now
-            self._judge(now, incarnations)
-
-    def _judge(self, now: float, incarnations: dict[int, int]) -> None:
-        votes: collections.Counter[tuple[int, int]] = collections.Counter()
-        for node_id, s in self.samples.items():
-            s = {k: v for k, v in s.items() if v == v}  # NaN: no value yet
-            epoch = int(s.get("current_epoch", -1))
-            if s.get("state=leader"):
-                seen = self._leaders_by_epoch.setdefault(epoch, node_id)
-                if seen != node_id:
-                    self.two_leaders.append(
-                        f"epoch {epoch}: nodes {seen} and {node_id} both leader"
-                    )
-            if self.cluster.nodes[node_id].voter and s.get("current_leader", -1) >= 0:
-                votes[(int(s["current_leader"]), epoch)] += 1
-            hwm = s.get("high_watermark", -1)
-            key = (node_id, incarnations[node_id])
-            if hwm >= 0 and not s.get(DERIVED):
-                last = self._hwm.get(key, -1)
-                if hwm < last:
-                    self.hwm_decreases.append(f"node {node_id}: {last:.0f} -> {hwm:.0f}")
-                self._hwm[key] = max(hwm, last)
-        agreed = [
-            k for k, n in votes.items()
-            if n >= self.majority and self.samples.get(k[0], {}).get("state=leader")
-        ]  # fmt: skip
-        # A leader counts while it commits: its high watermark moved lately (the controller
-        # writes at least a NoOpRecord every 500 ms). A leader cut off from its majority is
-        # still named by the others until their fetch timeout; it commits nothing.
-        previous, self.leader = self.leader, None
-        for key in agreed:
-            hwm = self.samples[key[0]].get("high_watermark", -1)
-            progress = self._progress.get(key)
-            if progress is None or hwm > progress[0]:
-                self._progress[key] = (hwm, now)
-            if now - self._progress[key][1] <= _STALL_S:
-                self.leader = key
-        if self.leader is None and self._since is None:
-            # Leaderless since the last commit of the leader it had (a stall is only seen
-            # _STALL_S later).
-            self._since = self._progress[previous][1] if previous in self._progress else now
-        elif self.leader is not None and self._since is not None:
-            self.leaderless_ms.append((now - self._since) * 1000)
-            self._since = None
-
-    def wait(self, predicate: Callable[[], object], timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with self.lock:
-                if predicate():
-                    return True
-            time.sleep(0.05)
-        return False
-
-    def converged(self, target: int) -> bool:
-        """Every node is up, in the agreed leader's epoch, with a high watermark >= target."""
-        if self.leader is None or len(self.samples) != len(self.cluster.nodes):
-            return False
-        epoch = self.leader[1]
-        return all(
-            s.get("high_watermark", -1) >= target and int(s.get("current_epoch", -1)) == epoch
-            for s in self.samples.values()
-        )
-
-    def leader_high_watermark(self) -> int | None:
-        if self.leader is None:
-            return None
-        value = self.samples.get(self.leader[0], {}).get("high_watermark", -1)
-        return int(value) if value > 0 else None
-
-    def start_windows(self) -> None:
-        """Count leaderless time from now on (not the cluster's first election)."""
-        with self.lock:
-            self.leaderless_ms.clear()
-            self._since = None if self.leader is not None else time.monotonic()
-
-
 class _WorkloadThread:
     def __init__(self, workload: Workload) -> None:
         self.workload = workload
@@ -422,8 +279,17 @@ class _WorkloadThread:
         self._thread.join(timeout=30)
 
 
+@dataclass
+class _Parts:
+    """What a run has started, for its phases and its clean-up."""
+
+    cluster: FaultCluster | None = None
+    monitor: Monitor | None = None
+    load: _WorkloadThread | None = None
+    side: BrokerSide | None = None
+
+
 def run(config: RunConfig) -> Report:
-    say = config.log
     faults = schedule(config)
     report = Report(config, faults)
     work = config.work or Path(tempfile.mkdtemp(prefix="pykraft-faults-"))
@@ -431,98 +297,126 @@ def run(config: RunConfig) -> Report:
     ids = list(range(1, config.voters + config.observers + 1))
     broker_ids = [BROKER_BASE + 1 + i for i in range(config.brokers)]
     network = Network(ids + broker_ids) if config.netns else None
-    cluster: FaultCluster | None = None
-    monitor: Monitor | None = None
-    load: _WorkloadThread | None = None
-    side: BrokerSide | None = None
+    parts = _Parts()
     try:
         with contextlib.ExitStack() as stack:
             if network is not None:
                 network.setup()
                 stack.callback(network.teardown)
-            cluster = FaultCluster(
-                work,
-                voters=config.voters,
-                observers=config.observers,
-                network=network,
-                brokers=config.brokers,
-                kafka=KafkaDist.get(config.kafka)
-                if config.brokers or config.controllers == "kafka"
-                else None,
-                controllers=config.controllers,
-                controller_extra={UNSAFE_TEST_ELECT_OUTSIDE_ISR: "true"}
-                if config.unsafe_controller
-                else None,
-            )
-            stack.callback(cluster.teardown)
-            cluster.setup()
-            for node_id in ids:
-                cluster.start(node_id)
-            monitor = Monitor(cluster)
-            monitor.start()
-            stack.callback(monitor.stop)
-            if not monitor.wait(lambda: monitor.leader is not None, 60):
-                report.problems.append("no leader within 60 s of the start")
+            if not _start(config, work, network, ids, stack, parts, report):
                 return report
-            if config.brokers:
-                side = report.brokers = BrokerSide(cluster, network, config.broker_rate)
-                stack.callback(side.watch.stop)
-                side.start()
-                stack.callback(side.workload.stop)
-            load = _WorkloadThread(
-                Workload(
-                    cluster.cluster_id,
-                    [n.address for n in cluster.voters],
-                    rate=config.registration_rate,
-                )
-            )
-            load.start()
-            say(
-                f"cluster up (leader {monitor.leader}); {len(faults)} faults over {config.seconds:g} s"
+            assert parts.cluster and parts.monitor and parts.load
+            config.log(
+                f"cluster up (leader {parts.monitor.leader}); {len(faults)} faults over "
+                f"{config.seconds:g} s"
             )
             t0 = time.monotonic()
-            _inject(config, cluster, network, monitor, faults, report, t0, side, load)
+            _inject(
+                config,
+                parts.cluster,
+                network,
+                parts.monitor,
+                faults,
+                report,
+                t0,
+                parts.side,
+                parts.load,
+            )
             _sleep_until(t0 + config.seconds)
-            load.stop()
-            if side is not None:
-                side.stop_workload(config.client_stop_s)
-            committed = _converge(config, monitor, report, load)
-            views_offset: int | None = None
-            if side is not None:
-                side.finish(config.converge_s)
-                with monitor.lock:
-                    views_offset = monitor.leader_high_watermark()
-                side.stop()
-            monitor.stop()
-            report.leaderless_ms = monitor.leaderless_ms
-            report.two_leaders = monitor.two_leaders
-            report.hwm_decreases = monitor.hwm_decreases
-            report.problems += monitor.errors[:5]
-            report.acked = len(load.workload.acked)
-            report.outcomes = dict(load.workload.outcomes)
-            for node_id in ids:
-                code = cluster.stop(node_id)
-                kafka_sigterm = cluster.nodes[node_id].kafka_controller and code == 143
-                if code not in (0, None) and not kafka_sigterm:
-                    report.problems.append(f"node {node_id} exited with {code} on SIGTERM")
-            report.tails = {n.node_id: n.tail() for n in cluster.every_node}
-            if side is not None:
-                side.check_log({n.node_id: n.data for n in cluster.nodes.values()}, views_offset)
-            if committed is not None:
-                replicas = [
-                    read_replica(n.node_id, n.data, committed) for n in cluster.nodes.values()
-                ]
-                report.verdict = check(replicas, load.workload.acked, committed)
+            _finish(config, ids, parts, report)
     finally:
-        if load is not None:
-            load.stop()
-        if cluster is not None and not report.tails:
-            report.tails = {n.node_id: n.tail() for n in cluster.every_node}
+        if parts.load is not None:
+            parts.load.stop()
+        if parts.cluster is not None and not report.tails:
+            report.tails = {n.node_id: n.tail() for n in parts.cluster.every_node}
         if config.work is None and report.ok:
             shutil.rmtree(work, ignore_errors=True)
         elif config.work is None:
-            say(f"work directory kept: {work}")
+            config.log(f"work directory kept: {work}")
     return report
+
+
+def _start(
+    config: RunConfig,
+    work: Path,
+    network: Network | None,
+    ids: list[int],
+    stack: contextlib.ExitStack,
+    parts: _Parts,
+    report: Report,
+) -> bool:
+    """The controllers, the monitor, the brokers and the workload, each stopped by ``stack``;
+    False (with the problem in the report) when no leader came."""
+    cluster = parts.cluster = FaultCluster(
+        work,
+        voters=config.voters,
+        observers=config.observers,
+        network=network,
+        brokers=config.brokers,
+        kafka=KafkaDist.get(config.kafka)
+        if config.brokers or config.controllers == "kafka"
+        else None,
+        controllers=config.controllers,
+        controller_extra={UNSAFE_TEST_ELECT_OUTSIDE_ISR: "true"}
+        if config.unsafe_controller
+        else None,
+    )
+    stack.callback(cluster.teardown)
+    cluster.setup()
+    for node_id in ids:
+        cluster.start(node_id)
+    monitor = parts.monitor = Monitor(cluster)
+    monitor.start()
+    stack.callback(monitor.stop)
+    if not monitor.wait(lambda: monitor.leader is not None, 60):
+        report.problems.append("no leader within 60 s of the start")
+        return False
+    if config.brokers:
+        side = parts.side = report.brokers = BrokerSide(cluster, network, config.broker_rate)
+        stack.callback(side.watch.stop)
+        side.start()
+        stack.callback(side.workload.stop)
+    voters = [n.address for n in cluster.voters]
+    parts.load = _WorkloadThread(
+        Workload(cluster.cluster_id, voters, rate=config.registration_rate)
+    )
+    parts.load.start()
+    return True
+
+
+def _finish(config: RunConfig, ids: list[int], parts: _Parts, report: Report) -> None:
+    """After the schedule: the workload stopped, the cluster converged, the counts read, every
+    node stopped gracefully and the logs checked against what was acknowledged."""
+    cluster, monitor, load, side = parts.cluster, parts.monitor, parts.load, parts.side
+    assert cluster is not None and monitor is not None and load is not None
+    load.stop()
+    if side is not None:
+        side.stop_workload(config.client_stop_s)
+    committed = _converge(config, monitor, report, load)
+    views_offset: int | None = None
+    if side is not None:
+        side.finish(config.converge_s)
+        with monitor.lock:
+            views_offset = monitor.leader_high_watermark()
+        side.stop()
+    monitor.stop()
+    report.leaderless_ms = monitor.leaderless_ms
+    report.two_leaders = monitor.two_leaders
+    report.hwm_decreases = monitor.hwm_decreases
+    report.problems += monitor.errors[:5]
+    report.acked = len(load.workload.acked)
+    report.outcomes = dict(load.workload.outcomes)
+    for node_id in ids:
+        code = cluster.stop(node_id)
+        kafka_sigterm = cluster.nodes[node_id].kafka_controller and code == 143
+        if code not in (0, None) and not kafka_sigterm:
+            report.problems.append(f"node {node_id} exited with {code} on SIGTERM")
+    report.tails = {n.node_id: n.tail() for n in cluster.every_node}
+    if side is not None:
+        side.check_log({n.node_id: n.data for n in cluster.nodes.values()}, views_offset)
+    if committed is not None:
+        replicas = [read_replica(n.node_id, n.data, committed) for n in cluster.nodes.values()]
+        report.verdict = check(replicas, load.workload.acked, committed)
 
 
 def _inject(
