@@ -29,7 +29,6 @@ MODULES_OVER: dict[str, int] = {
     "schema/generate.py": 654,
     "net/server.py": 639,
     "sim/simulator.py": 624,
-    "net/sasl.py": 602,
 }
 FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:events": 137,
@@ -57,6 +56,7 @@ FUNCTIONS_OVER: dict[str, int] = {
     "cli/storage.py:_features": 61,
 }
 
+
 def sizes() -> tuple[dict[str, int], dict[str, int]]:
     """Lines per hand-written module, and per function (``module:name``; the longest of a
     name defined twice in one module)."""
@@ -76,6 +76,7 @@ def sizes() -> tuple[dict[str, int], dict[str, int]]:
                 functions[key] = max(length, functions.get(key, 0))
     return modules, functions
 
+
 def over_budget(
     measured: dict[str, int], limit: int, listed: dict[str, int]
 ) -> tuple[dict[str, int], list[str]]:
@@ -89,15 +90,18 @@ def over_budget(
     done = [name for name, ceiling in listed.items() if measured.get(name, 0) <= limit]
     return grown, done
 
+
 def test_no_module_over_600_lines_nor_growing_past_its_ceiling() -> None:
     grown, done = over_budget(sizes()[0], MODULE_LINES, MODULES_OVER)
     assert not grown, f"over {MODULE_LINES} lines (split it): {grown}"
     assert not done, f"within the budget now: take them off MODULES_OVER: {done}"
 
+
 def test_no_function_over_60_lines_nor_growing_past_its_ceiling() -> None:
     grown, done = over_budget(sizes()[1], FUNCTION_LINES, FUNCTIONS_OVER)
     assert not grown, f"over {FUNCTION_LINES} lines (split it): {grown}"
     assert not done, f"within the budget now: take them off FUNCTIONS_OVER: {done}"
+
 
 def test_the_check_sees_growth() -> None:
     grown, done = over_budget(

@@ -36,7 +36,7 @@ from pykraft.interop.cluster import LocalCluster
 from pykraft.interop.kafka import KafkaDist
 from pykraft.interop.secure import BROKER_LISTENER, SecureSetup
 from pykraft.net.client import Connection
-from pykraft.net.sasl import SaslAuthenticationError
+from pykraft.net.sasl_client import SaslAuthenticationError
 from pykraft.net.security import (
     ClientSecurity,
     KafkaPrincipal,

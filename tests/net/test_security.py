@@ -29,7 +29,8 @@ from pykraft.interop.certs import LocalCA
 from pykraft.net.apis import SERVED_APIS
 from pykraft.net.client import Connection
 from pykraft.net.errors import SecurityConfigError
-from pykraft.net.sasl import SaslAuthenticationError, ScramCredential
+from pykraft.net.sasl import ScramCredential
+from pykraft.net.sasl_client import SaslAuthenticationError
 from pykraft.net.security import (
     ClientSecurity,
     KafkaPrincipal,

@@ -31,7 +31,7 @@ from typing import Any, Final, cast
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.net import apis, sasl
+from pykraft.net import apis, sasl_client
 from pykraft.net.apis import KRAFT_APIS
 from pykraft.net.convert import InvalidResponse, VersionTooOld
 from pykraft.net.convert.features import api_versions_request
@@ -143,7 +143,7 @@ class Connection(asyncio.Protocol):
         if security is not None and security.sasl is not None:
             server_max = conn.peer_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1]
             try:
-                lifetime_ms = await sasl.authenticate(
+                lifetime_ms = await sasl_client.authenticate(
                     lambda message: conn.request(message, timeout_ms=timeout_ms),
                     security.sasl,
                     server_max,
@@ -428,7 +428,7 @@ class PeerChannel:
                 frame_max_bytes=self._frame_max_bytes,
                 security=self._security,
             )
-        except sasl.SaslAuthenticationError as e:
+        except sasl_client.SaslAuthenticationError as e:
             # Kafka's NetworkClient logs it at ERROR: the operator must fix a credential.
             self._backoff_ms = RECONNECT_BACKOFF_MAX_MS
             self._retry_at_s = loop.time() + self._backoff_ms / 1000

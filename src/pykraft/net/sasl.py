@@ -22,8 +22,7 @@ expiry) the session gets a lifetime, sent in SaslAuthenticate v1+; a SaslHandsha
 authenticated connection starts the exchange again (``begin_reauthentication``), which must
 keep the mechanism and the principal; the listener closes a connection whose session ended.
 
-Client. :func:`authenticate` runs the same exchange from the dialling side over a
-``net.client.Connection`` (raft between controllers, registration, the admin client).
+The client side of the same exchange is ``net/sasl_client.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import datetime
 import enum
 import hmac
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -45,22 +44,20 @@ from pykraft.net.security import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
     KafkaPrincipal,
-    SaslClientConfig,
     SaslServerConfig,
 )
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
-from pykraft.protocol.apis import request_schema, response_schema
+from pykraft.protocol.apis import response_schema
 from pykraft.protocol.build import make
 
 if TYPE_CHECKING:
-    from kio.static.protocol import RequestPayload
+    pass
 
 __all__ = [
     "SCRAM_MECHANISM_TYPES",
     "SaslServerAuthenticator",
     "ScramCredential",
     "Step",
-    "authenticate",
 ]
 
 log = logging.getLogger("pykraft.net.sasl")
@@ -128,7 +125,7 @@ class SaslServerAuthenticator:
         ``monotonic_ms``: the clock sessions expire by (KIP-368)."""
         self.config = config
         self._credentials = credentials
-        self._wall_clock_ms = wall_clock_ms or _wall_clock_ms
+        self.wall_clock_ms = wall_clock_ms or system_clock_ms
         self._monotonic_ms = monotonic_ms or _monotonic_ms
         self._oauth_error: str | None = None  # the JSON error sent as a challenge
         self._token_expiry_ms: float | None = None  # OAUTHBEARER: the token's exp (wall)
@@ -363,7 +360,7 @@ class SaslServerAuthenticator:
         if credential is None and max_reauth <= 0:
             self.session_expiry_ms = None
             return 0
-        left = None if credential is None else max(0, int(credential - self._wall_clock_ms()))
+        left = None if credential is None else max(0, int(credential - self.wall_clock_ms()))
         if left is None:
             lifetime = max_reauth
         elif max_reauth <= 0:
@@ -409,9 +406,7 @@ class SaslServerAuthenticator:
         except ValueError:
             raise _AuthenticationFailed(_generic_failure(OAUTHBEARER)) from None
         try:
-            principal, self._token_expiry_ms = validator.validate(
-                first.token, self._wall_clock_ms()
-            )
+            principal, self._token_expiry_ms = validator.validate(first.token, self.wall_clock_ms())
         except oauthbearer.InvalidToken as e:
             self._oauth_error = oauthbearer.error_json(e)
             self.failure_detail = e.reason  # logged by the listener, never sent
@@ -486,13 +481,13 @@ def _generic_failure(mechanism: str) -> str:
     )
 
 
-def _wall_clock_ms() -> int:
+def system_clock_ms() -> int:
     import time
 
     return int(time.time() * 1000)
 
 
-def _lifetime_ms(value: object) -> int:
+def lifetime_ms(value: object) -> int:
     """SessionLifetimeMs as kio gives it (a timedelta) in ms."""
     if isinstance(value, datetime.timedelta):
         return int(value.total_seconds() * 1000)
@@ -541,62 +536,3 @@ def illegal_sasl_state(request: DecodedRequest, message: str | None = None) -> R
         error_message=message,
         auth_bytes=b"",
     )
-
-
-# -- the client side ---------------------------------------------------------------------------
-
-SASL_AUTHENTICATE_VERSION: Final = 2
-
-Exchange = Callable[["RequestPayload"], Awaitable[Any]]
-
-
-class SaslAuthenticationError(ConnectionError):
-    """The server refused our credentials or mechanism (Kafka's AuthenticationException)."""
-
-
-async def authenticate(exchange: Exchange, config: SaslClientConfig, server_max: int) -> int:
-    """SaslHandshake v1 and SaslAuthenticate rounds as the client (``exchange`` sends one
-    request and returns its answer); the session lifetime the server gave (ms, 0: none;
-    KIP-368). Raises SaslAuthenticationError."""
-    version = min(server_max, SASL_AUTHENTICATE_VERSION)
-    handshake: Any = await exchange(
-        make(request_schema(ApiKey.SASL_HANDSHAKE, 1), {"mechanism": config.mechanism})
-    )
-    if handshake.error_code != ErrorCode.none:
-        raise SaslAuthenticationError(
-            f"SaslHandshake for {config.mechanism}: {handshake.error_code.name.upper()} "
-            f"(enabled: {', '.join(handshake.mechanisms)})"
-        )
-
-    lifetime = [0]
-
-    async def send(token: bytes) -> bytes:
-        answer: Any = await exchange(
-            make(request_schema(ApiKey.SASL_AUTHENTICATE, version), {"auth_bytes": token})
-        )
-        if answer.error_code != ErrorCode.none:
-            raise SaslAuthenticationError(
-                f"{answer.error_code.name.upper()}: {answer.error_message or ''}".rstrip(": ")
-            )
-        lifetime[0] = _lifetime_ms(getattr(answer, "session_lifetime", 0))
-        return bytes(answer.auth_bytes)
-
-    if config.mechanism == PLAIN:
-        await send(f"\x00{config.username}\x00{config.password}".encode())
-        return lifetime[0]
-    if config.mechanism == OAUTHBEARER:
-        token, extensions = oauthbearer.unsecured_token(config.options, _wall_clock_ms())
-        reply = await send(oauthbearer.client_initial_response(token, "", extensions))
-        if reply:  # the server's JSON error: acknowledge it to get the failure
-            await send(oauthbearer.CONTROL_A.encode())
-            raise SaslAuthenticationError(f"OAUTHBEARER token refused: {reply.decode()}")
-        return lifetime[0]
-    from scramp import ScramClient, ScramException
-
-    client = ScramClient([config.mechanism], config.username, config.password)
-    try:
-        client.set_server_first((await send(client.get_client_first().encode())).decode())
-        client.set_server_final((await send(client.get_client_final().encode())).decode())
-    except ScramException as e:
-        raise SaslAuthenticationError(f"SCRAM exchange failed: {e}") from None
-    return lifetime[0]
