@@ -6,9 +6,11 @@ bootstrap server (a negative destination id with ``Outbound.endpoint``) by that 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pykraft.raft.control import voter_entries
 from pykraft.raft.types import Endpoint, OffsetAndEpoch
-from pykraft.raft.voters import VoterSet
+from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.records import (
     kraft_version_batch,
     snapshot_footer_batch,
@@ -38,3 +40,19 @@ def format_bootstrap(node: SimNode, voters: VoterSet | None) -> None:
     writer = node.snapshots.create(OffsetAndEpoch(0, 0))
     writer.append(b"".join(parts))
     writer.freeze()
+
+
+def initial_voters(
+    nodes: Sequence[SimNode], kraft_version: int
+) -> tuple[VoterSet, tuple[Endpoint, ...]]:
+    """The voters every node starts with, by replica key *with* directory id (a wiped disk is
+    a new replica), and the bootstrap servers; at kraft.version 1 each node's bootstrap
+    checkpoint holds them and every node is a bootstrap server."""
+    voter_set = VoterSet(
+        {n.id: VoterInfo(n.key, (endpoint_of(n.id),), 0, 1) for n in nodes if n.is_voter_slot}
+    )
+    if kraft_version != 1:
+        return voter_set, ()
+    for node in nodes:
+        format_bootstrap(node, voter_set)
+    return voter_set, tuple(endpoint_of(n.id) for n in nodes)

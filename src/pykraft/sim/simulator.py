@@ -51,13 +51,23 @@ from pykraft.metadata.tagged import tagged_noop
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.core import RaftCore
 from pykraft.raft.messages import REQUEST_TYPES, FetchResponse, Inbound, Outbound, RequestFailed
-from pykraft.raft.types import Endpoint
-from pykraft.raft.voters import VoterInfo, VoterSet
 from pykraft.sim import recovery
-from pykraft.sim.bootstrap import PORT_BASE, endpoint_of, format_bootstrap
+from pykraft.sim.bootstrap import PORT_BASE, format_bootstrap, initial_voters
 from pykraft.sim.brokers import SimBrokers
 from pykraft.sim.config import SimConfig, SimResult, Violation
 from pykraft.sim.controller import ControllerChecker, SimController
+from pykraft.sim.events import (
+    EV_APPEND,
+    EV_BROKER,
+    EV_HEAL,
+    EV_NEMESIS,
+    EV_POLL,
+    EV_REFUSED,
+    EV_REQUEST,
+    EV_RESPONSE,
+    Event,
+    format_recent,
+)
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.invariants import InvariantChecker, check_stated_hwm
 from pykraft.sim.nemesis import Nemesis
@@ -73,27 +83,12 @@ from pykraft.sim.operations import (
 from pykraft.sim.stats import RunStats
 from pykraft.sim.trace import TraceWriter, describe_message
 
-# Event kinds (small ints: compared on the hot path).
-EV_REQUEST = 0  # payload: (destination incarnation, Inbound with the transport id)
-EV_RESPONSE = 1  # payload: (transport id, responder id, response body)
-EV_POLL = 2  # payload: incarnation
-EV_REFUSED = 3  # payload: transport id (destination was down: connection refused)
-EV_APPEND = 4
-EV_NEMESIS = 5
-EV_HEAL = 6  # payload: fault id
-EV_BROKER = 7  # payload: a simulated broker's event (pykraft.sim.brokers)
-EVENT_NAMES = ("request", "response", "poll", "refused", "append", "nemesis", "heal", "broker")
-
 # The core's own list (requests vs responses), as a set for a fast ``type(body) in``.
 _REQUEST_TYPES = frozenset(REQUEST_TYPES)
 _FP_MASK = (1 << 64) - 1
 # The heal phase ends by the liveness bound in simulated time; this bounds its events too,
 # in case a bug makes time stand still.
 HEAL_PHASE_EVENTS_MAX = 5_000_000
-
-# (time_ms, sequence, kind, node id, payload). The payload's type depends on the kind (see
-# EV_*); it is ``Any`` so that the hot loop unpacks it without casts.
-Event = tuple[int, int, int, int, Any]
 
 
 class Simulation:
@@ -123,7 +118,7 @@ class Simulation:
             node.on_completed = self.operations.completed
         self.by_id: list[SimNode | None] = [None, *self.nodes]
         self.kraft_version = config.profile.kraft_version
-        self.voter_set, self._bootstrap_servers = self._initial_voters()
+        self.voter_set, self._bootstrap_servers = initial_voters(self.nodes, self.kraft_version)
         self.raft_config = config.raft_config()
         self._raft_configs: dict[bool, RaftConfig] = {}  # by auto-join setting
         self.network = Network(range(1, n_nodes + 1), config.profile, net_rng)
@@ -160,23 +155,6 @@ class Simulation:
         self.controller_checker: ControllerChecker | None = None
         if config.profile.controller_brokers:
             self._add_controllers(config)
-
-    def _initial_voters(self) -> tuple[VoterSet, tuple[Endpoint, ...]]:
-        """The voters every node starts with, by replica key *with* directory id (a wiped
-        disk is a new replica); at kraft.version 1 each node's bootstrap checkpoint holds
-        them and every node is a bootstrap server."""
-        voter_set = VoterSet(
-            {
-                n.id: VoterInfo(n.key, (endpoint_of(n.id),), 0, 1)
-                for n in self.nodes
-                if n.is_voter_slot
-            }
-        )
-        if self.kraft_version != 1:
-            return voter_set, ()
-        for node in self.nodes:
-            format_bootstrap(node, voter_set)
-        return voter_set, tuple(endpoint_of(n.id) for n in self.nodes)
 
     def _add_controllers(self, config: SimConfig) -> None:
         """The metadata controller on every node and its brokers (profile ``controller``):
@@ -401,7 +379,7 @@ class Simulation:
                 time_ms=self.now_ms,
                 event_index=self.event_index,
                 node=v.node,
-                last_events=tuple(self._format_recent()),
+                last_events=tuple(format_recent(self._recent)),
             )
             self.trace_event(v.node, "violation", invariant=v.invariant, message=v.message)
         except Exception as e:  # a crash of the core (or of ours) is a finding too
@@ -416,7 +394,7 @@ class Simulation:
                 time_ms=self.now_ms,
                 event_index=self.event_index,
                 node=None,
-                last_events=tuple(self._format_recent()),
+                last_events=tuple(format_recent(self._recent)),
             )
             self.trace_event(None, "violation", invariant="exception", message=message)
         self._finish()
@@ -601,22 +579,6 @@ class Simulation:
             result.voter_changes = sum(1 for offset, _v in entries if offset >= 0)
         fp = (self._fingerprint ^ (self.history.end_offset << 20) ^ result.max_epoch) & _FP_MASK
         result.fingerprint = f"{fp:016x}"
-
-    def _format_recent(self) -> list[str]:
-        lines = []
-        for at_ms, index, kind, node_id, payload in self._recent:
-            detail = ""
-            if kind == EV_REQUEST:
-                _inc, inbound = payload
-                detail = f"from {inbound.src}: {describe_message(inbound.body)}"
-            elif kind == EV_RESPONSE:
-                _tid, responder, body = payload
-                detail = f"from {responder}: {describe_message(body)}"
-            elif kind == EV_HEAL:
-                detail = f"fault {payload}"
-            where = f"node {node_id}" if node_id else "cluster"
-            lines.append(f"t={at_ms} #{index} {EVENT_NAMES[kind]} {where} {detail}".rstrip())
-        return lines
 
 
 def run(config: SimConfig, trace: TraceWriter | None = None) -> SimResult:
