@@ -311,8 +311,9 @@ def test_the_module_checks_see_a_break() -> None:
 
 
 # The node's helpers see the controller host through a narrow protocol of what they use
-# (``EnvelopeSite``, ``MigrationSite``, ``SnapshotNode``, ``MigrationFigures``), never the
-# whole ``ControllerHost`` or ``RaftNode``: not even under TYPE_CHECKING.
+# (``EnvelopeSite``, ``MigrationSite``, ``SnapshotNode``, ``MigrationFigures``,
+# ``AppendHost``), never the whole ``ControllerHost`` or ``RaftNode``: not even under
+# TYPE_CHECKING.
 NARROW_NODE_MODULES = (
     "envelope",
     "migration_host",
@@ -320,6 +321,7 @@ NARROW_NODE_MODULES = (
     "controller_metrics",
     "snapshot_emitter",
     "kraft_upgrade",
+    "appender",
 )
 
 

@@ -23,11 +23,10 @@ FUNCTION_LINES = 60
 
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
-    "node/driver.py": 762,
+    "node/driver.py": 684,
     "controller/quorum_controller.py": 749,
     "node/controller_host.py": 648,
     "schema/generate.py": 654,
-    "net/server.py": 639,
 }
 FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:events": 137,

@@ -22,29 +22,26 @@ connection stays open) unless Kafka defines no response for that api key and ver
 unknown api key): then no answer could be read, and the connection is closed with a log line,
 as Kafka does; ApiVersions is answered here from the table.
 
-Security (``net/security.py``): on an SSL or SASL_SSL listener the connection starts TLS
-before its first byte is read (``loop.start_tls``); a failed handshake (an untrusted or
-expired certificate, a plaintext client) is one log line, a count in
-``failed-authentication-total`` and a closed connection, never a frame read from
-ciphertext. On a SASL listener every request goes through the connection's
-``SaslServerAuthenticator`` (``net/sasl.py``) until it authenticates, and frames are capped
-at ``sasl.server.max.receive.size`` until then. Handlers get the connection's
-:class:`~pykraft.net.security.Session` (listener, protocol, principal, client address).
+Security (``net/security.py``): on an SSL or SASL_SSL listener every byte goes through the
+connection's TLS engine (``net/server_tls.py``) first; a failed handshake is one log line, a
+count in ``failed-authentication-total`` and a closed connection. On a SASL listener every
+request goes through the connection's ``SaslServerAuthenticator`` (``net/sasl.py``) until
+it authenticates, frames capped at ``sasl.server.max.receive.size`` until then. Handlers get
+the connection's :class:`~pykraft.net.security.Session` (listener, protocol, principal,
+client address).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
-import ssl
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Final, cast
 
 from kio.static.protocol import ResponsePayload
 
+from pykraft.net.answer import Answer, AuthenticationStats
 from pykraft.net.apis import KRAFT_APIS
 from pykraft.net.sasl import (
     Action,
@@ -53,6 +50,7 @@ from pykraft.net.sasl import (
     illegal_sasl_state,
 )
 from pykraft.net.security import ANONYMOUS, ListenerSecurity, SecurityProtocol, Session
+from pykraft.net.server_tls import ServerTls, TlsClosed, TlsHandshakeFailed
 from pykraft.net.tls import peer_subject
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
@@ -76,54 +74,6 @@ log = logging.getLogger("pykraft.net.server")
 IN_FLIGHT_MAX_DEFAULT: Final = 64
 TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
 _SASL_APIS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-
-
-@dataclass(slots=True)
-class AuthenticationStats:
-    """Kafka's socket-server-metrics of one listener: authentications that succeeded
-    (TLS and SASL channels reaching ready; PLAINTEXT ones are not counted) and failed."""
-
-    successful_authentication_total: int = 0
-    failed_authentication_total: int = 0
-    successful_authentication_no_reauth_total: int = 0
-    # KIP-368: re-authentications, and connections closed because their session expired
-    successful_reauthentication_total: int = 0
-    failed_reauthentication_total: int = 0
-    expired_connections_killed_count: int = 0
-
-
-class Answer:
-    """A response a handler gives now or later. ``set`` delivers it synchronously to the
-    connection (which writes it if it is next in request order); ``on_cancel`` runs if the
-    connection goes away first. Invariant: set or cancelled at most once, never both."""
-
-    __slots__ = ("_deliver", "done", "on_cancel", "payload")
-
-    def __init__(self, payload: ResponsePayload | None = None) -> None:
-        self.payload = payload
-        self.done = payload is not None
-        self._deliver: Callable[[], None] | None = None
-        self.on_cancel: Callable[[], None] | None = None
-
-    def attach(self, deliver: Callable[[], None]) -> None:
-        """The connection's side: ``deliver()`` runs inside ``set``."""
-        self._deliver = deliver
-
-    def set(self, payload: ResponsePayload) -> None:
-        if self.done:
-            return
-        self.payload = payload
-        self.done = True
-        if self._deliver is not None:
-            self._deliver()
-
-    def cancel(self) -> None:
-        if self.done:
-            return
-        self.done = True
-        self._deliver = None
-        if self.on_cancel is not None:
-            self.on_cancel()
 
 
 Handler = Callable[[DecodedRequest, Session], "Answer | Awaitable[ResponsePayload]"]
@@ -206,13 +156,9 @@ class _ServerConnection(asyncio.Protocol):
         self._eof = False  # the client is done sending: close once everything is answered
         self._taking = False  # inside _take_requests (a handler may answer re-entrantly)
         self._closing = False  # a failed authentication: answer what is due, then close
-        # TLS (SSL and SASL_SSL listeners): the engine and its buffers; ready after the
-        # handshake; the timer gives up on a handshake that does not finish.
-        self._tls: ssl.SSLObject | None = None
-        self._tls_in: ssl.MemoryBIO | None = None
-        self._tls_out: ssl.MemoryBIO | None = None
-        self._tls_ready = False
-        self._tls_started = False  # a byte of the handshake arrived
+        # TLS (SSL and SASL_SSL listeners): the engine; the timer gives up on a handshake that
+        # does not finish.
+        self._tls: ServerTls | None = None
         self._tls_timer: asyncio.TimerHandle | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         security = server.security
@@ -237,8 +183,7 @@ class _ServerConnection(asyncio.Protocol):
         if context is not None:
             # TLS through memory buffers: every byte goes through the handshake first, and a
             # failure is ours to count and log (docs/DECISIONS.md).
-            self._tls_in, self._tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
-            self._tls = context.wrap_bio(self._tls_in, self._tls_out, server_side=True)
+            self._tls = ServerTls(context, self._transport.write)
             self._tls_timer = asyncio.get_running_loop().call_later(
                 TLS_HANDSHAKE_TIMEOUT_S, self._tls_failed, "handshake timed out"
             )
@@ -247,7 +192,8 @@ class _ServerConnection(asyncio.Protocol):
         server = self._server
         server.stats.failed_authentication_total += 1
         log.info("Failed authentication with %s (SSL handshake failed: %s)", self._peer, reason)
-        self._flush_tls()  # the alert, if any
+        if self._tls is not None:
+            self._tls.flush()  # the alert, if any
         self._closing = True
         if self._transport is not None:
             self._transport.close()
@@ -257,9 +203,8 @@ class _ServerConnection(asyncio.Protocol):
         assert self._tls is not None
         if self._tls_timer is not None:
             self._tls_timer.cancel()
-        self._tls_ready = True
         principal = ANONYMOUS
-        subject = peer_subject(self._tls)
+        subject = peer_subject(self._tls.engine)
         if subject is not None and self._session.security_protocol is SecurityProtocol.SSL:
             try:
                 principal = server.security.principal_mapper.name_principal(subject)
@@ -276,53 +221,25 @@ class _ServerConnection(asyncio.Protocol):
             self._session.client_host,
         )
 
-    def _flush_tls(self) -> None:
-        out = self._tls_out
-        if out is not None and out.pending and self._transport is not None:
-            self._transport.write(out.read())
-
     def _decrypt(self, data: bytes) -> bytes | None:
         """The plaintext in ``data`` (None: the connection failed or the peer closed)."""
         tls = self._tls
-        assert tls is not None and self._tls_in is not None
-        self._tls_in.write(data)
-        self._tls_started = True
-        if not self._tls_ready:
-            try:
-                tls.do_handshake()
-            except ssl.SSLWantReadError:
-                self._flush_tls()
-                return b""
-            except (ssl.SSLError, ssl.CertificateError) as e:
-                self._tls_failed(getattr(e, "reason", None) or e)
-                return None
-            self._flush_tls()
+        assert tls is not None
+        try:
+            established, plain = tls.feed(data)
+        except TlsHandshakeFailed as e:
+            self._tls_failed(e.args[0])
+            return None
+        except TlsClosed as e:
+            if e.args:
+                log.info("closing connection from %s: TLS error: %s", self._peer, e.args[0])
+            self._close()
+            return None
+        if established:
             self._tls_established()
             if self._closing:
                 return None
-        chunks = []
-        while True:
-            try:
-                chunk = tls.read(65536)
-            except ssl.SSLWantReadError:
-                break
-            except ssl.SSLZeroReturnError:
-                chunk = b""
-            except ssl.SSLError as e:
-                log.info("closing connection from %s: TLS error: %s", self._peer, e)
-                self._close()
-                return None
-            if not chunk:
-                # The peer's close_notify (an empty read): answer with ours and close, as
-                # Kafka does (a client's TLS shutdown waits for it; asyncio's up to 30 s).
-                with contextlib.suppress(ssl.SSLError):
-                    tls.unwrap()
-                self._flush_tls()
-                self._close()
-                return None
-            chunks.append(chunk)
-        self._flush_tls()
-        return b"".join(chunks)
+        return plain
 
     def _write(self, data: bytes) -> None:
         transport = self._transport
@@ -331,7 +248,6 @@ class _ServerConnection(asyncio.Protocol):
             transport.write(data)
             return
         self._tls.write(data)
-        self._flush_tls()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -345,10 +261,10 @@ class _ServerConnection(asyncio.Protocol):
         self._take_requests()
 
     def eof_received(self) -> bool:
-        if self._tls is not None and not self._tls_ready and not self._closing:
+        if self._tls is not None and not self._tls.ready and not self._closing:
             # A peer that gives up mid-handshake (e.g. it refused our certificate and
             # closed without its alert): a failed handshake, counted.
-            if self._tls_in is not None and self._tls_started:
+            if self._tls.started:
                 self._tls_failed("the peer closed the connection during the handshake")
             return False
         try:

@@ -28,9 +28,9 @@ from typing import Protocol
 from kio.static.protocol import ResponsePayload
 
 from pykraft.metadata.image import Image
+from pykraft.net.answer import Answer
 from pykraft.net.sasl import ScramCredential
 from pykraft.net.security import Session
-from pykraft.net.server import Answer
 from pykraft.protocol import ApiVersionRange, DecodedRequest
 from pykraft.raft.interfaces import Ready
 

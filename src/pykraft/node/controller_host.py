@@ -65,11 +65,11 @@ from pykraft.controller.quorum_controller import (
 from pykraft.controller.result import RecordList, Response
 from pykraft.metadata.image import Image, ImageError
 from pykraft.metadata.serde import MetadataRecordError
+from pykraft.net.answer import Answer
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
 from pykraft.net.convert.reassign import progress_listing
 from pykraft.net.sasl import SCRAM_MECHANISM_TYPES, ScramCredential
 from pykraft.net.security import Session
-from pykraft.net.server import Answer
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.kraft_upgrade import KraftUpgrades

@@ -61,16 +61,13 @@ from collections.abc import Callable, Sequence
 
 from kio.static.protocol import ResponsePayload
 
+from pykraft.net.answer import Answer
 from pykraft.net.convert import RejectedRequest
 from pykraft.net.sasl import ScramCredential
 from pykraft.net.security import Session
-from pykraft.net.server import Answer, KafkaServer
-from pykraft.node.appends import (
-    APPEND_BATCH_RECORDS_MAX,
-    AppendLostError,
-    CommitTracker,
-    LingerBatch,
-)
+from pykraft.net.server import KafkaServer
+from pykraft.node.appender import Appender
+from pykraft.node.appends import AppendLostError
 from pykraft.node.application import Application
 from pykraft.node.config import NodeConfig
 from pykraft.node.events import VoterSetLog, log_transition
@@ -101,7 +98,6 @@ from pykraft.protocol import (
     DecodedRequest,
 )
 from pykraft.raft.api import RaftApi
-from pykraft.raft.config import NotLeaderError
 from pykraft.raft.interfaces import Ready, SnapshotWriter
 from pykraft.raft.messages import (
     AnyRequest,
@@ -113,7 +109,7 @@ from pykraft.raft.messages import (
     RequestFailed,
     is_request,
 )
-from pykraft.raft.roles import Leader, Role
+from pykraft.raft.roles import Role
 from pykraft.raft.snapshots import RaftSnapshotWriter
 from pykraft.raft.types import Endpoint, OffsetAndEpoch
 from pykraft.storage import (
@@ -148,10 +144,7 @@ class RaftNode:
         self._peers = Peers(config, self._on_peer_result)
         self._inbound = PendingAnswers()  # requests stepped into the core, by our ids
         self._timer: asyncio.TimerHandle | None = None
-        self._linger: asyncio.TimerHandle | None = None
-        self._append_deferred = False  # _append_pending is queued in _deferred
-        self._appends = LingerBatch()
-        self._commits = CommitTracker()
+        self._appender: Appender | None = None  # the application's appends, once started
         self._stopping = False
         self.failed: BaseException | None = None  # a fatal storage error stopped the node
         self._flusher = Flusher()  # inline, or on the fsync thread while flushes are slow
@@ -188,6 +181,7 @@ class RaftNode:
     async def start(self) -> None:
         """Open storage, build the core, start listening. Raises NodeStartError."""
         self._loop = asyncio.get_running_loop()
+        self._appender = Appender(self, self._loop, self.config.quorum_append_linger_ms)
         cfg = self.config
         storage = open_storage(cfg)
         self.cluster_id = storage.cluster_id
@@ -255,11 +249,10 @@ class RaftNode:
             await asyncio.sleep(0.05)
         self._stopping = True
         self.loop_lag.stop()
-        for handle in (self._timer, self._linger):
-            if handle is not None:
-                handle.cancel()
-        self._fail_appends(ConnectionError("node shutting down"))
-        self._commits.fail_all(lambda: ConnectionError("node shutting down"))
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._appender is not None:
+            self._appender.stop(ConnectionError("node shutting down"))
         if self.application is not None:
             self.application.stopped()
         if self._server is not None:
@@ -442,7 +435,10 @@ class RaftNode:
         if ready.snapshot_loaded is not None:
             log.info("snapshot loaded snapshot_id=%s", ready.snapshot_loaded)
         if ready.high_watermark is not None:
-            self._committed(ready.high_watermark)
+            if self._appender is not None:
+                self._appender.committed(ready.high_watermark)
+            if self.on_commit is not None:
+                self.on_commit(ready.high_watermark)
         if ready.leader_change is not None:
             change = ready.leader_change
             log.info("leader change leader=%d epoch=%d", change.leader_id, change.epoch)
@@ -597,25 +593,7 @@ class RaftNode:
         """Append records as the leader, batched for ``controller.quorum.append.linger.ms``;
         returns the offset of the last of ``values`` once appended (not yet committed: see
         :meth:`wait_committed`). Raises ``NotLeaderError`` on a non-leader."""
-        core = self.core
-        if core is None or self._stopping:
-            raise ConnectionError("node is not running")
-        if not values:
-            raise ValueError("append needs at least one record")
-        if not isinstance(core.state, Leader):
-            raise NotLeaderError(core.leader_id, core.epoch)
-        loop = self._loop
-        assert loop is not None
-        # One future per call (a shared one would be cancelled with any one caller), but no
-        # other per-call object: the linger batch keeps flat lists.
-        done: asyncio.Future[int] = loop.create_future()
-        if self._appends.add(values, done) >= APPEND_BATCH_RECORDS_MAX:
-            self._flush_appends()
-        elif self._linger is None:
-            self._linger = loop.call_later(
-                self.config.quorum_append_linger_ms / 1000, self._flush_appends
-            )
-        return await done
+        return await self._appending().append(values)
 
     def schedule_append(self, values: Sequence[bytes]) -> int:
         """Kafka's ``RaftClient.scheduleAppend``: take records for the next batch and return
@@ -626,67 +604,33 @@ class RaftNode:
         Raises ``NotLeaderError`` on a non-leader. Records scheduled when leadership is lost
         never reach the log: :meth:`wait_committed` with the epoch raises
         ``AppendLostError`` for them."""
-        core = self.core
-        if core is None or self._stopping:
+        return self._appending().schedule_append(values)
+
+    def _appending(self) -> Appender:
+        if self._appender is None:
             raise ConnectionError("node is not running")
-        last = core.schedule_append(values)
-        if core.scheduled_count + len(self._appends.values) >= APPEND_BATCH_RECORDS_MAX:
-            self._flush_appends()
-        elif self._linger is None:
-            assert self._loop is not None
-            self._linger = self._loop.call_later(
-                self.config.quorum_append_linger_ms / 1000, self._flush_appends
-            )
-        return last
+        return self._appender
 
-    def _fail_appends(self, error: BaseException) -> None:
-        batch, self._appends = self._appends, LingerBatch()
-        batch.fail(error)
+    # -- what the appender uses (node/appender.AppendHost) ----------------------------------
 
-    def _flush_appends(self) -> None:
-        if self._linger is not None:
-            self._linger.cancel()
-            self._linger = None
-        core = self.core
-        if core is None or self._stopping or not (self._appends.values or core.scheduled_count):
-            return
-        if self._flushing is not None:
-            # Appended after the running flush, together with whatever else arrives (queued
-            # once: calls past the batch limit during a flush all end here).
-            if not self._append_deferred:
-                self._append_deferred = True
-                self._deferred.append(self._append_pending)
-            return
-        if self._step(self._append_pending):
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    @property
+    def flushing(self) -> bool:
+        return self._flushing is not None
+
+    def defer(self, step: Callable[[], None]) -> None:
+        self._deferred.append(step)
+
+    def step_now(self, step: Callable[[], None]) -> None:
+        if self._step(step):
             self._pump()
 
-    def _append_pending(self) -> None:
-        self._append_deferred = False
-        core = self.core
-        if core is None or self._stopping:
-            return
-        batch = self._appends
-        self._appends = LingerBatch()
-        now = self.now_ms()
-        scheduled = core.scheduled_count
-        try:
-            # The scheduled records first: they were promised the offsets after the log end.
-            last: int | None = core.drain_scheduled(now) if scheduled else None
-            if batch.values:
-                last = core.append(batch.values, now)
-        except NotLeaderError as e:
-            batch.fail(e)
-            return
-        except (OSError, StorageError) as e:
-            batch.fail(ConnectionError(f"metadata log write failed: {e}"))
-            raise
-        if last is None:
-            return
-        if self.metrics is not None:
-            self.metrics.on_append(now, scheduled + len(batch.values))
-        self._commits.mark(last, now)
-        if batch.values:
-            batch.appended(last)
+    def epoch_at(self, offset: int) -> int | None:
+        assert self._log is not None
+        return self._log.epoch_at(offset)
 
     async def create_snapshot(
         self, write: Callable[[RaftSnapshotWriter], None], end_offset: int | None = None
@@ -734,29 +678,7 @@ class RaftNode:
         """Wait until ``offset`` is below the high watermark. With ``epoch`` (the epoch the
         record was appended in), raise :class:`AppendLostError` if the committed log holds
         another epoch's record at that offset (it was truncated by a new leader)."""
-        core = self.core
-        assert core is not None and self._loop is not None
-        if epoch is None:
-            epoch = core.epoch
-        if offset < core.high_watermark:
-            self._check_epoch(offset, epoch)
-            return
-        await self._commits.wait(self._loop, offset, epoch)
-
-    def _check_epoch(self, offset: int, epoch: int) -> None:
-        assert self._log is not None
-        held = self._log.epoch_at(offset)
-        if held is not None and held != epoch:
-            raise AppendLostError(f"offset {offset} holds epoch {held}, not {epoch}")
-
-    def _committed(self, high_watermark: int) -> None:
-        now = self.now_ms()
-        for appended_ms in self._commits.committed_marks(high_watermark):
-            if self.metrics is not None:
-                self.metrics.on_commit(now, appended_ms)
-        self._commits.resolve(high_watermark, self._check_epoch)
-        if self.on_commit is not None:
-            self.on_commit(high_watermark)
+        await self._appending().wait_committed(offset, epoch)
 
     async def run_until_stopped(self) -> None:
         await self.stopped.wait()

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.static.protocol import ResponsePayload
 
+from pykraft.net.answer import Answer
 from pykraft.net.security import Session, decode_principal
-from pykraft.net.server import Answer
 from pykraft.protocol import ApiKey, DecodedRequest, ErrorCode
 from pykraft.protocol.apis import response_schema
 from pykraft.protocol.build import make

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Final
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net import apis
+from pykraft.net.answer import Answer
 from pykraft.net.apis import SERVED_APIS, Answerer
 from pykraft.net.convert import KRAFT_VERSION_FEATURE, RejectedRequest, describe_quorum
-from pykraft.net.server import Answer
 from pykraft.node.cluster import describe_cluster_response, metadata_response
 from pykraft.protocol import (
     ApiKey,

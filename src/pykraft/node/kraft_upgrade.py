@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from kio.static.protocol import ResponsePayload
 
 from pykraft.controller.authorization import Caller
-from pykraft.net.server import Answer
+from pykraft.net.answer import Answer
 from pykraft.protocol import DecodedRequest, ErrorCode
 from pykraft.raft.api import RaftApi
 from pykraft.raft.interfaces import OperationResult

@@ -76,7 +76,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from pykraft.net.server import AuthenticationStats
+from pykraft.net.answer import AuthenticationStats
 from pykraft.raft.api import RaftApi
 from pykraft.raft.describe import active_observers
 from pykraft.raft.roles import Leader
