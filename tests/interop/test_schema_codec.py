@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
 
 from pykraft.interop.kafka import KafkaDist
-from pykraft.schema.generate import generate_message, snake
+from pykraft.schema.codegen import snake
+from pykraft.schema.generate import generate_message
 from pykraft.schema.spec import MessageSpec, parse_spec
 
 from ..schema import strategies

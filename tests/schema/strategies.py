@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pykraft.schema.generate import snake
+from pykraft.schema.codegen import snake
 from pykraft.schema.spec import FieldSpec, MessageSpec
 
 _INT_RANGES = {
