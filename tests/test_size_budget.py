@@ -24,7 +24,6 @@ FUNCTION_LINES = 60
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
     "node/driver.py": 684,
-    "controller/quorum_controller.py": 749,
     "node/controller_host.py": 648,
 }
 FUNCTIONS_OVER: dict[str, int] = {

@@ -11,7 +11,7 @@ controller at the committed offset and everything else only while active
 (``controller/mutation_quota.py``) and authorizes per item the fields named here
 (``controller/authorization.py``); ``node/envelope.py`` unwraps only ``FORWARDABLE`` APIs.
 Each derived name is read from the rows below, so an API is described once. Who handles it
-is the controller's dispatch (``QuorumController._handlers``; a test keeps both key sets
+is the handler table (``controller/handlers.HANDLERS``; a test keeps both key sets
 equal); the rule of each authorization and the shape of each error answer are code of
 ``controller/authorization.py`` and ``controller/errors.py``.
 

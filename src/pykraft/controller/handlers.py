@@ -1,0 +1,473 @@
+"""One handler per controller API (Kafka's ``ControllerApis`` and the managers it calls): each
+takes the controller as a :class:`ControllerView`, the request's version, the request and
+the :class:`~pykraft.controller.context.Context`, and returns the records and the response
+(``Result``). :data:`HANDLERS` is the table ``QuorumController.handle`` dispatches from,
+after what every request passes there (active or a read, the migration's write check,
+cluster authorization, per-item authorization, the KIP-599 mutation quota).
+
+The handlers are thin: the rules live in one module per concern (``brokers``, ``heartbeats``,
+``topic_requests``, ``leadership``, ``configs``, ``acls``, ``scram``, ``quotas``, ``tokens``,
+``directories``, ``features``, ``reassign``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.controller import (
+    acls,
+    directories,
+    features,
+    leadership,
+    quotas,
+    reassign,
+    scram,
+    throttles,
+    tokens,
+    topic_requests,
+)
+from pykraft.controller import brokers as b
+from pykraft.controller import configs as cfgs
+from pykraft.controller import heartbeats as hb
+from pykraft.controller.authorization import Caller
+from pykraft.controller.config import ControllerConfig, RandomSource
+from pykraft.controller.context import INTERNAL_CALLER, METADATA_TOPIC, Context, forwarded
+from pykraft.controller.errors import CONTROLLER_ID_NOT_REGISTERED, ApiError
+from pykraft.controller.partitions import partition_version
+from pykraft.controller.policy_checks import alter_config_check
+from pykraft.controller.result import RecordList, Response, Result
+from pykraft.controller.sessions import BrokerSessions
+from pykraft.controller.steps import Limits
+from pykraft.metadata import records as r
+from pykraft.metadata.image import BROKER_RESOURCE, Image
+from pykraft.metadata.versions import IBP_4_4_IV2
+from pykraft.protocol.apis import ApiKey
+
+__all__ = ["HANDLERS", "ControllerView", "Handler"]
+
+
+class ControllerView(Protocol):
+    """What the handlers read of the controller (``QuorumController``)."""
+
+    image: Image
+    config: ControllerConfig
+    rng: RandomSource
+    node_id: int
+    cluster_id: str
+    sessions: BrokerSessions
+    authorizer: acls.StandardAuthorizer | None
+
+    @property
+    def metadata_version(self) -> int: ...
+
+    def allowed(
+        self,
+        caller: Caller,
+        operation: int | None,
+        resource_type: int = acls.Res.CLUSTER,
+        resource_name: str = acls.CLUSTER_NAME,
+    ) -> bool: ...
+
+    def unclean(self) -> b.UncleanTopics: ...
+
+    def limits(self) -> Limits: ...
+
+
+Handler = Callable[[ControllerView, int, Any, Context], Result[Response]]
+
+
+# BrokerRegistration / BrokerHeartbeat / UnregisterBroker ------------------------------
+
+
+def broker_registration(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    try:
+        records, epoch = b.register_broker(
+            c.image,
+            c.sessions,
+            request,
+            cluster_id=c.cluster_id,
+            kraft_version=ctx.kraft_version,
+            next_offset=ctx.next_offset,
+            now_ms=ctx.now_ms,
+            unclean=c.unclean(),
+            zk_migration=c.config.zk_migration_enabled,
+            inter_broker_listener=c.config.inter_broker_listener_name,
+        )
+    except ApiError as e:
+        return Result([], {"error_code": e.code, "broker_epoch": -1})
+    return Result(records, {"error_code": 0, "broker_epoch": epoch})
+
+
+def broker_heartbeat(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    broker = c.image.brokers.get(int(request.broker_id))
+    register_offset = broker.register_offset if broker is not None else 0
+    try:
+        beat = hb.heartbeat(
+            c.image,
+            c.sessions,
+            request,
+            register_offset=register_offset,
+            now_ms=ctx.now_ms,
+            unclean=c.unclean(),
+        )
+    except ApiError as e:
+        return Result([], {"error_code": e.code, "is_fenced": True})
+    records = beat.records
+    offline = getattr(request, "offline_log_dirs", None)
+    if offline and broker is not None:
+        # As Kafka's processBrokerHeartbeat: failed directories first (directories.py).
+        records = directories.offline_dir_records(c.image, broker, offline, c.unclean()) + records
+    on_written = None
+    if beat.next_state == hb.CONTROLLED_SHUTDOWN:
+        broker_id = int(request.broker_id)
+
+        def on_written(last_offset: int) -> None:
+            c.sessions.shutdown_offset.setdefault(broker_id, last_offset)
+
+        if not records:
+            c.sessions.shutdown_offset.setdefault(broker_id, ctx.next_offset - 1)
+    return Result(
+        records,
+        {
+            "error_code": 0,
+            "is_caught_up": beat.caught_up,
+            "is_fenced": beat.fenced,
+            "should_shut_down": beat.should_shut_down,
+        },
+        on_written,
+    )
+
+
+def unregister_broker(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    try:
+        records = b.unregister_broker(c.image, c.sessions, int(request.broker_id), c.unclean())
+    except ApiError as e:
+        return Result([], {"error_code": e.code, "error_message": e.message})
+    return Result(records, {"error_code": 0})
+
+
+def unregister_controller(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    """Kafka 4.4.0's UnregisterController (``ClusterControlManager.unregisterController``,
+    after ``kafka-metadata-quorum remove-controller``): from 4.4-IV2; not the active
+    controller itself; a registered controller; UnregisterControllerRecord."""
+    controller_id = int(request.controller_id)
+    code: int
+    message: str
+    if c.metadata_version < IBP_4_4_IV2:
+        code, message = (
+            ErrorCode.unsupported_version,
+            "The current MetadataVersion is too old to support controller unregistration.",
+        )
+    elif controller_id == c.node_id:
+        code, message = (
+            ErrorCode.invalid_request,
+            "Controller cannot unregister itself while it is active.",
+        )
+    elif controller_id not in c.image.controllers:
+        code, message = (
+            CONTROLLER_ID_NOT_REGISTERED,
+            f"Controller ID {controller_id} is not currently registered.",
+        )
+    else:
+        record = r.UnregisterControllerRecord(controller_id=controller_id)
+        return Result([(record, 0)], {"throttle_time_ms": 0, "error_code": 0})
+    return Result([], {"throttle_time_ms": 0, "error_code": code, "error_message": message})
+
+
+# Topics -------------------------------------------------------------------------------
+
+
+def create_topics(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    return Result(
+        *topic_requests.create_topics(c.image, c.config, c.rng, c.metadata_version, request)
+    )
+
+
+def delete_topics(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    return Result(*topic_requests.delete_topics(c.image, version, request))
+
+
+def create_partitions(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return Result(*topic_requests.create_partitions(c.image, c.rng, c.metadata_version, request))
+
+
+# AlterPartition, ElectLeaders (leadership.py) ------------------------------------------
+
+
+def alter_partition(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return Result(
+        *leadership.alter_partition(
+            c.image,
+            c.metadata_version,
+            version,
+            request,
+            unsafe_elect_outside_isr=c.config.unsafe_test_elect_outside_isr,
+        )
+    )
+
+
+def elect_leaders(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    return Result(*leadership.elect_leaders(c.image, c.metadata_version, request))
+
+
+# AllocateProducerIds ------------------------------------------------------------------
+
+
+def allocate_producer_ids(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    broker_id, epoch = int(request.broker_id), int(request.broker_epoch)
+    try:
+        b.check_broker_epoch(c.image, broker_id, epoch)
+    except ApiError as e:
+        return Result(
+            [],
+            {
+                "throttle_time": 0,
+                "error_code": e.code,
+                "producer_id_start": -1,
+                "producer_id_len": 0,
+            },
+        )
+    start = c.image.next_producer_id
+    size = c.config.producer_id_block_size
+    if start > (1 << 63) - 1 - size:
+        return Result([], {"throttle_time": 0, "error_code": ErrorCode.unknown_server_error})
+    record = r.ProducerIdsRecord(
+        broker_id=broker_id, broker_epoch=epoch, next_producer_id=start + size
+    )
+    return Result(
+        [(record, 0)],
+        {
+            "throttle_time": 0,
+            "error_code": 0,
+            "producer_id_start": start,
+            "producer_id_len": size,
+        },
+    )
+
+
+# Configs ------------------------------------------------------------------------------
+
+
+def incremental_alter_configs(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return _alter_with(c, cfgs.incremental_alter_configs, request, ctx)
+
+
+def alter_configs(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    return _alter_with(c, cfgs.alter_configs, request, ctx)
+
+
+def _alter_with(
+    c: ControllerView, alter: cfgs.Alter, request: Any, ctx: Context
+) -> Result[Response]:
+    principal = None if ctx.caller is None else ctx.caller.principal
+    policy = alter_config_check(c.config.alter_config_policy, principal)
+    validate_only = bool(request.validate_only)
+    records, results = alter(c.image, request.resources, validate_only, forwarded(ctx), policy)
+    return Result(_unthrottle(c, records), {"throttle_time": 0, "responses": results})
+
+
+def _unthrottle(c: ControllerView, records: RecordList) -> RecordList:
+    """``records`` and, when they delete the managed-throttle policy, the removal of
+    every throttle it set (``throttles``)."""
+    deleted = any(
+        isinstance(rec, r.ConfigRecord)
+        and (rec.resource_type, rec.resource_name, rec.name)
+        == (BROKER_RESOURCE, "", throttles.THROTTLE_POLICY)
+        and rec.value is None
+        for rec, _ in records
+    )
+    if deleted and throttles.policy(c.image) is not None:
+        return records + list(throttles.reconcile(c.image, None))
+    return records
+
+
+def describe_configs(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return Result(
+        [],
+        {"throttle_time": 0, "results": cfgs.describe_configs(c.image, request.resources)},
+    )
+
+
+# ACLs (acls.py), SCRAM credentials (scram.py), client quotas (quotas.py) ------------
+
+
+def _require_authorizer(c: ControllerView) -> None:
+    if c.authorizer is None:
+        raise ApiError(ErrorCode.security_disabled, "No Authorizer is configured.")
+
+
+def create_acls(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    _require_authorizer(c)
+    return Result(*acls.create_acls(c.image, c.rng, request))
+
+
+def delete_acls(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    _require_authorizer(c)
+    return Result(*acls.delete_acls(c.image, request))
+
+
+def describe_acls(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    if c.authorizer is None:
+        raise ApiError(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
+    return Result([], acls.describe_acls(c.image, request))
+
+
+def alter_scram(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    return Result(*scram.alter_user_scram_credentials(c.image, c.metadata_version, request))
+
+
+def alter_client_quotas(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return Result(*quotas.alter_client_quotas(c.image, request))
+
+
+def create_token(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    caller = ctx.caller or INTERNAL_CALLER
+
+    def allowed(op: int, res: int, name: str) -> bool:
+        return c.allowed(caller, op, res, name)
+
+    return Result(
+        *tokens.create_token(
+            c.image,
+            c.config,
+            c.metadata_version,
+            c.rng,
+            request,
+            caller,
+            ctx.wall_clock_ms,
+            allowed,
+        )
+    )
+
+
+def renew_token(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    return _token_change(c, tokens.renew_token, request, ctx)
+
+
+def expire_token(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+    return _token_change(c, tokens.expire_token, request, ctx)
+
+
+def _token_change(
+    c: ControllerView, change: tokens.Change, request: Any, ctx: Context
+) -> Result[Response]:
+    caller = ctx.caller or INTERNAL_CALLER
+    version = c.metadata_version
+    return Result(*change(c.image, c.config, version, request, caller, ctx.wall_clock_ms))
+
+
+# AssignReplicasToDirs (directories.py) --------------------------------------------------
+
+
+def assign_replicas_to_dirs(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return Result(*directories.assign_replicas_to_dirs(c.image, request, c.unclean()))
+
+
+# UpdateFeatures (features.py) ----------------------------------------------------------
+
+
+def update_features(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return Result(
+        *features.update_features(
+            c.image,
+            version,
+            request,
+            c.node_id,
+            ctx.controller_features,
+            c.config.min_insync_replicas,
+            ctx.kraft_version,
+        )
+    )
+
+
+# Reassignment (KIP-455) --------------------------------------------------------------
+
+
+def alter_reassignments(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    unclean = c.unclean()
+    records, responses = reassign.alter_reassignments(
+        c.image,
+        request,
+        version,
+        unclean_of=lambda topic_id: topic_id in unclean,
+        partition_version=partition_version(c.metadata_version),
+        skip=lambda name: name == METADATA_TOPIC,
+        limits=c.limits(),
+    )
+    return Result(
+        records,
+        {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": responses},
+    )
+
+
+def list_reassignments(
+    c: ControllerView, version: int, request: Any, ctx: Context
+) -> Result[Response]:
+    return Result(
+        [],
+        {
+            "throttle_time": 0,
+            "error_code": 0,
+            "error_message": None,
+            **reassign.list_reassignments(c.image, request),
+        },
+    )
+
+
+# The controller APIs and their handlers: QuorumController.handle dispatches from here.
+HANDLERS: Final[dict[int, Handler]] = {
+    ApiKey.BROKER_REGISTRATION: broker_registration,
+    ApiKey.BROKER_HEARTBEAT: broker_heartbeat,
+    ApiKey.CREATE_TOPICS: create_topics,
+    ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.CREATE_PARTITIONS: create_partitions,
+    ApiKey.ALTER_PARTITION: alter_partition,
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: assign_replicas_to_dirs,
+    ApiKey.ALLOCATE_PRODUCER_IDS: allocate_producer_ids,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
+    ApiKey.ALTER_CONFIGS: alter_configs,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.ELECT_LEADERS: elect_leaders,
+    ApiKey.UNREGISTER_BROKER: unregister_broker,
+    ApiKey.UNREGISTER_CONTROLLER: unregister_controller,
+    ApiKey.UPDATE_FEATURES: update_features,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: list_reassignments,
+    ApiKey.CREATE_ACLS: create_acls,
+    ApiKey.DELETE_ACLS: delete_acls,
+    ApiKey.DESCRIBE_ACLS: describe_acls,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_scram,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
+    ApiKey.CREATE_DELEGATION_TOKEN: create_token,
+    ApiKey.RENEW_DELEGATION_TOKEN: renew_token,
+    ApiKey.EXPIRE_DELEGATION_TOKEN: expire_token,
+}
