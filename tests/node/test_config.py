@@ -239,3 +239,16 @@ def test_policies_load_python_classes_and_refuse_java_ones(
             NodeConfig.from_properties({**BASE, "create.topic.policy.class.name": value})
         assert info.value.key == "create.topic.policy.class.name"
         assert why in str(info.value) and "\n" not in str(info.value), str(info.value)
+
+
+def test_group_settings_bound_group_configs_and_are_not_unused() -> None:
+    """``group.*`` properties are the controller's group-coordinator settings: they reach the
+    controller's GROUP validation and are not reported as unused; a bad one is refused."""
+    props = {**BASE, "group.consumer.min.session.timeout.ms": "6000"}
+    cfg = NodeConfig.from_properties(props)
+    settings = cfg.controller_config().group_settings
+    assert settings.ints["group.consumer.min.session.timeout.ms"] == 6000
+    assert settings.ints["group.consumer.max.session.timeout.ms"] == 60_000  # Kafka's default
+    assert "group.consumer.min.session.timeout.ms" not in cfg.unknown_keys
+    with pytest.raises(ConfigError, match=r"group\.share\.max\.delivery\.count\.limit"):
+        NodeConfig.from_properties({**BASE, "group.share.max.delivery.count.limit": "ten"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pykraft.controller.group_configs import DEFAULT_GROUP_SETTINGS, GroupSettings
 from pykraft.controller.policies import AlterConfigPolicy, CreateTopicPolicy
 from pykraft.metadata.versions import DEFAULT_METADATA_VERSION
 
@@ -86,3 +87,6 @@ class ControllerConfig:
     # AlterPartition shrinks the ISR, a replica it removed becomes the leader: an unclean
     # election Kafka never makes. Never set it on a cluster holding data.
     unsafe_test_elect_outside_isr: bool = False
+    # group.* (the group coordinator's settings): the bounds GROUP configs are validated
+    # against, as Kafka's controller passes its own to GroupConfig.validate.
+    group_settings: GroupSettings = field(default=DEFAULT_GROUP_SETTINGS, compare=False)

@@ -23,8 +23,10 @@ from pykraft.controller.broker_configs import sensitive_broker_config
 from pykraft.controller.errors import ApiError
 from pykraft.controller.group_configs import (
     CLIENT_METRICS_RESOURCE,
+    DEFAULT_GROUP_SETTINGS,
     GROUP_CONFIGS,
     GROUP_RESOURCE,
+    GroupSettings,
     validate_client_metrics,
     validate_group,
 )
@@ -270,9 +272,9 @@ Changes = Callable[[Any, int, dict[str, str]], dict[str, str | None]]
 # (alter.config.policy.class.name, controller/policies.py).
 PolicyCheck = Callable[[int, str, dict[str, str | None]], None]
 # incremental_alter_configs or alter_configs: (image, resources, validate_only, forwarded,
-# policy) -> (records, per-resource results).
+# policy, the controller's group.* settings) -> (records, per-resource results).
 Alter = Callable[
-    [Image, Iterable[Any], bool, bool, PolicyCheck | None],
+    [Image, Iterable[Any], bool, bool, PolicyCheck | None, GroupSettings],
     tuple[RecordList, list[dict[str, Any]]],
 ]
 
@@ -284,6 +286,7 @@ def _alter(
     changes_of: Changes,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
+    group_settings: GroupSettings = DEFAULT_GROUP_SETTINGS,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """(records, per-resource results): each resource checked, ``changes_of(resource,
     type, current configs)`` gives key -> new value (None deletes) or raises ApiError.
@@ -297,7 +300,7 @@ def _alter(
             _check_resource(image, rtype, rname)
             current = dict(image.configs.get((rtype, rname), {}))
             changes = changes_of(resource, rtype, current)
-            _validate_whole(rtype, rname, current, changes)
+            _validate_whole(rtype, rname, current, changes, group_settings)
             if rtype == BROKER_RESOURCE and CORDONED_LOG_DIRS in changes:
                 _check_cordoned(image, current, changes[CORDONED_LOG_DIRS], forwarded)
             elr = elr_enabled(image)
@@ -314,7 +317,11 @@ def _alter(
 
 
 def _validate_whole(
-    rtype: int, rname: str, current: dict[str, str], changes: dict[str, str | None]
+    rtype: int,
+    rname: str,
+    current: dict[str, str],
+    changes: dict[str, str | None],
+    group_settings: GroupSettings,
 ) -> None:
     """GROUP and CLIENT_METRICS: Kafka checks the resource's whole resulting config map."""
     if rtype not in (GROUP_RESOURCE, CLIENT_METRICS_RESOURCE):
@@ -322,7 +329,7 @@ def _validate_whole(
     result = {**current, **changes}
     whole = {k: v for k, v in result.items() if v is not None}
     if rtype == GROUP_RESOURCE:
-        validate_group(rname, whole)
+        validate_group(rname, whole, group_settings)
     else:
         validate_client_metrics(rname, whole)
 
@@ -388,9 +395,12 @@ def incremental_alter_configs(
     validate_only: bool,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
+    group_settings: GroupSettings = DEFAULT_GROUP_SETTINGS,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key."""
-    return _alter(image, resources, validate_only, _incremental_changes, forwarded, policy)
+    return _alter(
+        image, resources, validate_only, _incremental_changes, forwarded, policy, group_settings
+    )
 
 
 def alter_configs(
@@ -399,9 +409,12 @@ def alter_configs(
     validate_only: bool,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
+    group_settings: GroupSettings = DEFAULT_GROUP_SETTINGS,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """The legacy AlterConfigs: each resource's configs replaced by those given."""
-    return _alter(image, resources, validate_only, _replacing_changes, forwarded, policy)
+    return _alter(
+        image, resources, validate_only, _replacing_changes, forwarded, policy, group_settings
+    )
 
 
 def _check_cordoned(

@@ -1,14 +1,17 @@
-"""Configs of GROUP (32) and CLIENT_METRICS (16) resources on the controller (issue 28 part
-4), validated as Kafka 4.3.1's controller validates them (``ControllerConfigurationValidator``
-calling ``GroupConfig.validate`` and ``ClientMetricsConfigs.validate``; names, defaults and
-bounds read from the 4.3.1 jars, ``docs/kafka/KAFKA-4.4-CONTRACT.md`` section 5).
+"""Configs of GROUP (32) and CLIENT_METRICS (16) resources on the controller, validated as
+Kafka 4.4.0's controller validates them (``ControllerConfigurationValidator`` calling
+``GroupConfig.validate`` with the controller's own group-coordinator settings, and
+``ClientMetricsConfigs.validate``; names, types, defaults, bounds and texts read from the
+4.4.0 jars).
 
 * A resource name must not be empty (no default group or subscription): INVALID_REQUEST.
-* GROUP: the group-config names; INT values within the bounds the controller's own group
-  coordinator settings give (their defaults here: ``group.consumer.min.session.timeout.ms``
-  and the like), BOOLEANs, ``share.auto.offset.reset`` and ``share.isolation.level`` from
-  their sets; each session timeout greater than its heartbeat interval, with the defaults
-  filled in. Any failure is INVALID_CONFIG with Kafka's text.
+* GROUP, in Kafka's order: every name known (27); ``streams.rack.aware.assignment.tags``
+  without duplicates; each value of its type and at least its ConfigDef minimum; INT values
+  within the bounds the controller's ``group.*`` settings give (:class:`GroupSettings`, from
+  the node's properties, Kafka's defaults otherwise); ``streams.assignor.name`` one of
+  ``group.streams.assignors``; each session timeout greater than its heartbeat interval when
+  either is set (the other from the settings); a DLQ topic name not starting with ``__``.
+  Any failure is INVALID_CONFIG with Kafka's text.
 * CLIENT_METRICS: ``metrics`` (a list), ``interval.ms`` (100 .. 3,600,000, else
   INVALID_REQUEST), ``match`` (``key=regex`` entries over Kafka's six client keys, else
   INVALID_CONFIG); an unknown name is INVALID_REQUEST.
@@ -30,80 +33,135 @@ from pykraft.controller.errors import ApiError
 
 __all__ = [
     "CLIENT_METRICS_RESOURCE",
+    "DEFAULT_GROUP_SETTINGS",
     "GROUP_CONFIGS",
     "GROUP_RESOURCE",
+    "GROUP_SETTING_DEFAULTS",
+    "GroupSettings",
     "validate_client_metrics",
     "validate_group",
 ]
 
 GROUP_RESOURCE: Final = 32
 CLIENT_METRICS_RESOURCE: Final = 16
+STREAMS_RACK_TAGS: Final = "streams.rack.aware.assignment.tags"
 
 
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
-    """One group config: type, default, and the bound keys (the broker configs bounding it)."""
+    """One group config (Kafka 4.4.0's ``GroupConfig.CONFIG_DEF``): its type, default, the
+    ConfigDef minimum, and the bounds ``validateValues`` takes from the controller's own
+    ``group.*`` settings (``low_key``/``high_key``: the setting names; empty: unbounded)."""
 
     type: str
-    default: str
-    low: int | None = None
-    high: int | None = None
+    default: str | None
+    at_least: int | None = None
     low_key: str = ""
     high_key: str = ""
 
 
-def _bounded(kind: str, what: str, default: int, low: int, high: int) -> GroupConfigDef:
-    """A ``<kind>.<what>`` bounded by ``group.<kind>.min/max.<what>``."""
+def _ranged(kind: str, what: str, default: int, at_least: int) -> GroupConfigDef:
+    """``<kind>.<what>`` within ``group.<kind>.min.<what>`` .. ``group.<kind>.max.<what>``."""
     return GroupConfigDef(
-        "INT",
-        str(default),
-        low,
-        high,
-        f"group.{kind}.min.{what}",
-        f"group.{kind}.max.{what}",
+        "INT", str(default), at_least, f"group.{kind}.min.{what}", f"group.{kind}.max.{what}"
     )
 
 
-# GroupConfig's CONFIG_DEF in Kafka 4.3.1 (defaults = GroupCoordinatorConfig/ShareGroupConfig
-# defaults, bounds = their min/max settings).
+# Kafka 4.4.0's GroupConfig.CONFIG_DEF, in its order (read from the jar with jshell).
 GROUP_CONFIGS: Final[Mapping[str, GroupConfigDef]] = {
-    "consumer.session.timeout.ms": _bounded(
-        "consumer", "session.timeout.ms", 45_000, 45_000, 60_000
-    ),
-    "consumer.heartbeat.interval.ms": _bounded(
-        "consumer", "heartbeat.interval.ms", 5_000, 5_000, 15_000
-    ),
-    "consumer.assignment.interval.ms": _bounded(
-        "consumer", "assignment.interval.ms", 1_000, 0, 15_000
-    ),
+    "consumer.session.timeout.ms": _ranged("consumer", "session.timeout.ms", 45_000, 1),
+    "consumer.heartbeat.interval.ms": _ranged("consumer", "heartbeat.interval.ms", 5_000, 1),
+    "consumer.assignment.interval.ms": _ranged("consumer", "assignment.interval.ms", 1_000, 0),
     "consumer.assignor.offload.enable": GroupConfigDef("BOOLEAN", "true"),
-    "share.session.timeout.ms": _bounded("share", "session.timeout.ms", 45_000, 45_000, 60_000),
-    "share.heartbeat.interval.ms": _bounded("share", "heartbeat.interval.ms", 5_000, 5_000, 15_000),
-    "share.record.lock.duration.ms": _bounded(
-        "share", "record.lock.duration.ms", 30_000, 15_000, 60_000
-    ),
-    "share.delivery.count.limit": _bounded("share", "delivery.count.limit", 5, 2, 10),
-    "share.partition.max.record.locks": _bounded(
-        "share", "partition.max.record.locks", 2_000, 100, 4_000
-    ),
+    "share.session.timeout.ms": _ranged("share", "session.timeout.ms", 45_000, 1),
+    "share.heartbeat.interval.ms": _ranged("share", "heartbeat.interval.ms", 5_000, 1),
+    "share.record.lock.duration.ms": _ranged("share", "record.lock.duration.ms", 30_000, 1_000),
+    "share.delivery.count.limit": _ranged("share", "delivery.count.limit", 5, 2),
+    "share.partition.max.record.locks": _ranged("share", "partition.max.record.locks", 2_000, 100),
     "share.auto.offset.reset": GroupConfigDef("STRING", "latest"),
     "share.isolation.level": GroupConfigDef("STRING", "read_uncommitted"),
     "share.renew.acknowledge.enable": GroupConfigDef("BOOLEAN", "true"),
-    "share.assignment.interval.ms": _bounded("share", "assignment.interval.ms", 1_000, 0, 15_000),
+    "share.assignment.interval.ms": _ranged("share", "assignment.interval.ms", 1_000, 0),
     "share.assignor.offload.enable": GroupConfigDef("BOOLEAN", "true"),
-    "streams.session.timeout.ms": _bounded("streams", "session.timeout.ms", 45_000, 45_000, 60_000),
-    "streams.heartbeat.interval.ms": _bounded(
-        "streams", "heartbeat.interval.ms", 5_000, 5_000, 15_000
-    ),
+    "streams.session.timeout.ms": _ranged("streams", "session.timeout.ms", 45_000, 1),
+    "streams.heartbeat.interval.ms": _ranged("streams", "heartbeat.interval.ms", 5_000, 1),
     "streams.num.standby.replicas": GroupConfigDef(
-        "INT", "0", 0, 2, "", "group.streams.max.standby.replicas"
+        "INT", "0", 0, high_key="group.streams.max.standby.replicas"
     ),
     "streams.initial.rebalance.delay.ms": GroupConfigDef("INT", "3000", 0),
-    "streams.assignment.interval.ms": _bounded(
-        "streams", "assignment.interval.ms", 1_000, 0, 15_000
-    ),
+    "streams.assignment.interval.ms": _ranged("streams", "assignment.interval.ms", 1_000, 0),
     "streams.assignor.offload.enable": GroupConfigDef("BOOLEAN", "true"),
+    "streams.task.offset.interval.ms": GroupConfigDef(
+        "INT", "60000", 1, low_key="group.streams.min.task.offset.interval.ms"
+    ),
+    "streams.num.warmup.replicas": GroupConfigDef(
+        "INT", "2", 0, high_key="group.streams.max.warmup.replicas"
+    ),
+    "streams.rack.aware.assignment.tags": GroupConfigDef("LIST", ""),
+    "streams.acceptable.recovery.lag": GroupConfigDef("LONG", "10000", 0),
+    "streams.assignor.name": GroupConfigDef("STRING", None),
+    "errors.deadletterqueue.topic.name": GroupConfigDef("STRING", ""),
+    "errors.deadletterqueue.copy.record.enable": GroupConfigDef("BOOLEAN", "false"),
 }
+
+# The controller's own group-coordinator settings GroupConfig.validate reads (Kafka 4.4.0's
+# GroupCoordinatorConfig and ShareGroupConfig defaults); a node's ``group.*`` properties
+# override them (``GroupSettings.from_properties``).
+GROUP_SETTING_DEFAULTS: Final[Mapping[str, str]] = {
+    **{
+        f"group.{kind}.{bound}{what}": str(value)
+        for kind in ("consumer", "share", "streams")
+        for bound, what, value in (
+            ("", "session.timeout.ms", 45_000),
+            ("min.", "session.timeout.ms", 45_000),
+            ("max.", "session.timeout.ms", 60_000),
+            ("", "heartbeat.interval.ms", 5_000),
+            ("min.", "heartbeat.interval.ms", 5_000),
+            ("max.", "heartbeat.interval.ms", 15_000),
+            ("min.", "assignment.interval.ms", 0),
+            ("max.", "assignment.interval.ms", 15_000),
+        )
+    },
+    "group.share.min.record.lock.duration.ms": "15000",
+    "group.share.max.record.lock.duration.ms": "60000",
+    "group.share.min.delivery.count.limit": "2",
+    "group.share.max.delivery.count.limit": "10",
+    "group.share.min.partition.max.record.locks": "100",
+    "group.share.max.partition.max.record.locks": "4000",
+    "group.streams.max.standby.replicas": "2",
+    "group.streams.min.task.offset.interval.ms": "15000",
+    "group.streams.max.warmup.replicas": "20",
+    "group.streams.assignors": "sticky",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """The controller's ``group.*`` settings (ints, and the streams assignors)."""
+
+    ints: Mapping[str, int]
+    assignors: tuple[str, ...]
+
+    @staticmethod
+    def from_properties(props: Mapping[str, str]) -> GroupSettings:
+        """From a node's properties (defaults for what they do not set); ValueError names a
+        setting that is not a number."""
+        ints: dict[str, int] = {}
+        for key, default in GROUP_SETTING_DEFAULTS.items():
+            if key == "group.streams.assignors":
+                continue
+            value = props.get(key, default)
+            try:
+                ints[key] = int(value.strip())
+            except ValueError:
+                raise ValueError(f"{key}: {value!r} is not a number") from None
+        names = props.get(
+            "group.streams.assignors", GROUP_SETTING_DEFAULTS["group.streams.assignors"]
+        )
+        return GroupSettings(ints, tuple(n.strip() for n in names.split(",") if n.strip()))
+
+
+DEFAULT_GROUP_SETTINGS: Final = GroupSettings.from_properties({})
 _SESSION_OVER_HEARTBEAT: Final = ("consumer", "share", "streams")
 _ISOLATION: Final = ("read_committed", "read_uncommitted")
 _ISO_DURATION: Final = re.compile(
@@ -127,58 +185,112 @@ def _invalid(code: ErrorCode, message: str) -> ApiError:
     return ApiError(code, message)
 
 
-def _parse_int(name: str, value: str) -> int:
+def _number(key: str, value: str, kind: str) -> int:
     try:
         return int(value.strip())
     except ValueError:
         raise _invalid(
             ErrorCode.invalid_config,
-            f"Invalid value {value} for configuration {name}: Not a number of type INT",
+            f"Invalid value {value} for configuration {key}: Not a number of type {kind}",
         ) from None
 
 
-def validate_group(name: str, configs: Mapping[str, str]) -> None:
-    """ApiError when ``configs`` (the group's whole resulting map) is not valid."""
-    if not name:
-        raise _invalid(ErrorCode.invalid_request, "Default group resources are not allowed.")
-    values: dict[str, int] = {}
-    for key, value in configs.items():
-        spec = GROUP_CONFIGS.get(key)
-        if spec is None:
-            raise _invalid(ErrorCode.invalid_config, f"Unknown group config name: {key}")
-        if spec.type == "BOOLEAN":
-            if value.strip().lower() not in ("true", "false"):
-                raise _invalid(
-                    ErrorCode.invalid_config,
-                    f"Invalid value {value} for configuration {key}: Expected value to be "
-                    "either true or false",
-                )
-        elif spec.type == "INT":
-            values[key] = _parse_int(key, value)
-        elif key == "share.isolation.level" and value not in _ISOLATION:
-            raise _invalid(ErrorCode.invalid_config, f"Unknown Share isolation level: {value}")
-        elif key == "share.auto.offset.reset":
-            _auto_offset_reset(value)
-    for key, number in values.items():
-        spec = GROUP_CONFIGS[key]
-        if spec.low is not None and number < spec.low:
-            bound = f" {spec.low_key}" if spec.low_key else f" {spec.low}"
-            raise _invalid(
-                ErrorCode.invalid_config, f"{key} must be greater than or equal to{bound}"
-            )
-        if spec.high is not None and number > spec.high:
+def _parse(key: str, value: str, spec: GroupConfigDef) -> int | None:
+    """ConfigDef.parse of one value: its type and its minimum (INVALID_CONFIG with Kafka's
+    ConfigException text); the number for INT and LONG."""
+    if spec.type == "BOOLEAN":
+        if value.strip().lower() not in ("true", "false"):
             raise _invalid(
                 ErrorCode.invalid_config,
-                f"{key} must be less than or equal to {spec.high_key or spec.high}",
+                f"Invalid value {value} for configuration {key}: Expected value to be either "
+                "true or false",
             )
+    elif spec.type in ("INT", "LONG"):
+        number = _number(key, value, spec.type)
+        if spec.at_least is not None and number < spec.at_least:
+            raise _invalid(
+                ErrorCode.invalid_config,
+                f"Invalid value {value} for configuration {key}: Value must be at least "
+                f"{spec.at_least}",
+            )
+        return number
+    elif key == "share.isolation.level" and value not in _ISOLATION:
+        raise _invalid(
+            ErrorCode.invalid_config,
+            f"Invalid value {value} for configuration {key}: String must be one of: "
+            + ", ".join(_ISOLATION),
+        )
+    elif key == "share.auto.offset.reset":
+        _auto_offset_reset(value)
+    return None
+
+
+def validate_group(
+    name: str, configs: Mapping[str, str], settings: GroupSettings = DEFAULT_GROUP_SETTINGS
+) -> None:
+    """ApiError when ``configs`` (the group's whole resulting map) is not valid, as Kafka
+    4.4.0's ``GroupConfig.validate`` with the controller's ``group.*`` settings."""
+    if not name:
+        raise _invalid(ErrorCode.invalid_request, "Default group resources are not allowed.")
+    for key in configs:
+        if key not in GROUP_CONFIGS:
+            raise _invalid(ErrorCode.invalid_config, f"Unknown group config name: {key}")
+    tags = [t for t in re.split(r"\s*,\s*", configs.get(STREAMS_RACK_TAGS, "").strip()) if t]
+    if len(tags) != len(set(tags)):
+        raise _invalid(
+            ErrorCode.invalid_config, f"{STREAMS_RACK_TAGS} must not contain duplicate tag keys."
+        )
+    numbers = {}
+    for key, value in configs.items():
+        number = _parse(key, value, GROUP_CONFIGS[key])
+        if number is not None:
+            numbers[key] = number
+    _check_bounds(numbers, settings)
+    _check_values(configs, numbers, settings)
+
+
+def _check_bounds(numbers: Mapping[str, int], settings: GroupSettings) -> None:
+    for key, number in numbers.items():
+        spec = GROUP_CONFIGS[key]
+        low = settings.ints.get(spec.low_key) if spec.low_key else None
+        high = settings.ints.get(spec.high_key) if spec.high_key else None
+        if low is not None and high is not None and not low <= number <= high:
+            message = f"{key} must be in the range {low} to {high} inclusive."
+        elif low is None and high is not None and number > high:
+            message = f"{key} must be less than or equal to {high}"
+        elif high is None and low is not None and number < low:
+            message = f"{key} must be greater than or equal to {low}"
+        else:
+            continue
+        raise _invalid(ErrorCode.invalid_config, message)
+
+
+def _check_values(
+    configs: Mapping[str, str], numbers: Mapping[str, int], settings: GroupSettings
+) -> None:
+    assignor = configs.get("streams.assignor.name")
+    if assignor is not None and assignor not in settings.assignors:
+        raise _invalid(
+            ErrorCode.invalid_config,
+            f"streams.assignor.name '{assignor}' is not a registered task assignor. "
+            f"Registered assignors are: [{', '.join(settings.assignors)}].",
+        )
     for kind in _SESSION_OVER_HEARTBEAT:
         session_key, heartbeat_key = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
-        session = values.get(session_key, int(GROUP_CONFIGS[session_key].default))
-        heartbeat = values.get(heartbeat_key, int(GROUP_CONFIGS[heartbeat_key].default))
+        if session_key not in numbers and heartbeat_key not in numbers:
+            continue
+        session = numbers.get(session_key, settings.ints[f"group.{session_key}"])
+        heartbeat = numbers.get(heartbeat_key, settings.ints[f"group.{heartbeat_key}"])
         if session <= heartbeat:
             raise _invalid(
                 ErrorCode.invalid_config, f"{session_key} must be greater than {heartbeat_key}"
             )
+    dlq = configs.get("errors.deadletterqueue.topic.name", "")
+    if dlq and dlq.startswith("__"):
+        raise _invalid(
+            ErrorCode.invalid_config,
+            "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'",
+        )
 
 
 def _auto_offset_reset(value: str) -> None:
@@ -192,7 +304,8 @@ def _auto_offset_reset(value: str) -> None:
     raise _invalid(
         ErrorCode.invalid_config,
         f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value "
-        "for share.auto.offset.reset: earliest, latest or by_duration:<ISO8601 duration>",
+        f"`{value}` for configuration share.auto.offset.reset. The value must be either "
+        "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
     )
 
 

@@ -17,6 +17,11 @@ from pathlib import Path
 from typing import Final, cast
 
 from pykraft.controller.config import ControllerConfig
+from pykraft.controller.group_configs import (
+    DEFAULT_GROUP_SETTINGS,
+    GROUP_SETTING_DEFAULTS,
+    GroupSettings,
+)
 from pykraft.controller.policies import AlterConfigPolicy, CreateTopicPolicy
 from pykraft.net.errors import SecurityConfigError
 from pykraft.net.security import ListenerSecurity, listener_security
@@ -157,6 +162,8 @@ class NodeConfig:
     delegation_token_expiry_check_interval_ms: int = 3_600_000
     # create.topic.policy.class.name / alter.config.policy.class.name, loaded (node/plugins.py)
     create_topic_policy: CreateTopicPolicy | None = field(default=None, compare=False)
+    # group.* settings: the bounds of GROUP configs (controller/group_configs.py)
+    group_settings: GroupSettings = field(default=DEFAULT_GROUP_SETTINGS, compare=False)
     alter_config_policy: AlterConfigPolicy | None = field(default=None, compare=False)
     unknown_keys: tuple[str, ...] = ()
 
@@ -218,6 +225,7 @@ class NodeConfig:
             unsafe_test_elect_outside_isr=self.unsafe_test_elect_outside_isr,
             create_topic_policy=self.create_topic_policy,
             alter_config_policy=self.alter_config_policy,
+            group_settings=self.group_settings,
         )
 
     @property
@@ -400,7 +408,20 @@ STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAutho
 
 
 def _known(key: str) -> bool:
-    return key in _KNOWN or key in _SECURITY_KEYS or key.startswith(_SECURITY_PREFIXES)
+    return (
+        key in _KNOWN
+        or key in _SECURITY_KEYS
+        or key.startswith(_SECURITY_PREFIXES)
+        or key in GROUP_SETTING_DEFAULTS
+    )
+
+
+def _group_settings(props: Mapping[str, str]) -> GroupSettings:
+    try:
+        return GroupSettings.from_properties(props)
+    except ValueError as e:
+        key, _, problem = str(e).partition(": ")
+        raise ConfigError(key, problem) from None
 
 
 def _security(
@@ -562,6 +583,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         delegation_token_secret_key=props.get("delegation.token.secret.key", "").strip(),
         create_topic_policy=cast(CreateTopicPolicy | None, _policy(props, CREATE_TOPIC_POLICY)),
         alter_config_policy=cast(AlterConfigPolicy | None, _policy(props, ALTER_CONFIG_POLICY)),
+        group_settings=_group_settings(props),
         unknown_keys=tuple(sorted(k for k in props if not _known(k))),
         **ints,
     )
