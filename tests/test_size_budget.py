@@ -36,7 +36,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "net/security.py:listener_security": 78,
     "pipeline/migration_dry_run.py:_convert": 69,
     "pipeline/plan.py:_round": 68,
-    "controller/topics.py:plan_topic": 68,
     "controller/reassign.py:step_records": 68,
     "sim/controller.py:check": 65,
     "net/client.py:open": 65,

@@ -234,6 +234,30 @@ def test_kafka_configs_sets_the_topic_configs_new_in_kafka_4_4(
         assert f"{key}={value}" in described, described
 
 
+def test_kafka_topics_meets_kafkas_cross_field_topic_rules(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 46: LogConfig.validate's rules through a real broker: tiered storage is off in
+    this cluster (remote.log.storage.system.enable), and min.compaction.lag.ms may not pass
+    max.compaction.lag.ms; Kafka's tool shows Kafka's texts and no topic is made."""
+    refused = {
+        "remote.storage.enable=true": "Tiered Storage functionality is disabled in the broker",
+        "min.compaction.lag.ms=100,max.compaction.lag.ms=50": (
+            "conflict topic config setting min.compaction.lag.ms (100) > max.compaction.lag.ms"
+        ),
+    }
+    for n, (configs, text) in enumerate(refused.items()):
+        args = ["topics", "--bootstrap-server", cluster.bootstrap, "--create"]
+        args += ["--topic", f"cross-{n}"]
+        for config in configs.split(","):
+            args += ["--config", config]
+        result = kafka.run(*args, check=False)
+        out = result.stdout + result.stderr
+        assert result.returncode != 0 and "InvalidConfigurationException" in out, out
+        assert text in out, out
+        assert not describe.partitions(cluster.bootstrap, f"cross-{n}")
+
+
 def test_pykraft_topics_prints_what_kafka_topics_prints(
     cluster: KafkaCluster, kafka: KafkaDist
 ) -> None:

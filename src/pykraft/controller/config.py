@@ -90,3 +90,6 @@ class ControllerConfig:
     # group.* (the group coordinator's settings): the bounds GROUP configs are validated
     # against, as Kafka's controller passes its own to GroupConfig.validate.
     group_settings: GroupSettings = field(default=DEFAULT_GROUP_SETTINGS, compare=False)
+    # remote.log.storage.system.enable: tiered storage on in the cluster; a topic may set
+    # remote.storage.enable=true only then (controller/log_config.py).
+    remote_log_storage_system_enable: bool = False

@@ -20,16 +20,16 @@ from typing import Any, Final, Protocol
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.broker_configs import sensitive_broker_config
+from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
 from pykraft.controller.group_configs import (
     CLIENT_METRICS_RESOURCE,
-    DEFAULT_GROUP_SETTINGS,
     GROUP_CONFIGS,
     GROUP_RESOURCE,
-    GroupSettings,
     validate_client_metrics,
     validate_group,
 )
+from pykraft.controller.log_config import validate_log_config
 from pykraft.controller.partitions import MIN_INSYNC, elr_enabled
 from pykraft.controller.result import RecordList
 from pykraft.controller.steps import LIMIT_CONFIGS
@@ -128,6 +128,10 @@ TOPIC_CONFIGS: Final[dict[str, ConfigDef]] = {
     "remote.log.delete.on.disable": _d("BOOLEAN", "false"),
     "errors.deadletterqueue.group.enable": _d("BOOLEAN", "false"),
 }
+
+
+TOPIC_DEFAULTS: Final[Mapping[str, str | None]] = {k: d.default for k, d in TOPIC_CONFIGS.items()}
+DEFAULTS: Final = ControllerConfig()
 
 
 def _invalid(name: str, value: str, why: str) -> ApiError:
@@ -272,9 +276,9 @@ Changes = Callable[[Any, int, dict[str, str]], dict[str, str | None]]
 # (alter.config.policy.class.name, controller/policies.py).
 PolicyCheck = Callable[[int, str, dict[str, str | None]], None]
 # incremental_alter_configs or alter_configs: (image, resources, validate_only, forwarded,
-# policy, the controller's group.* settings) -> (records, per-resource results).
+# policy, the controller's settings) -> (records, per-resource results).
 Alter = Callable[
-    [Image, Iterable[Any], bool, bool, PolicyCheck | None, GroupSettings],
+    [Image, Iterable[Any], bool, bool, PolicyCheck | None, ControllerConfig],
     tuple[RecordList, list[dict[str, Any]]],
 ]
 
@@ -286,7 +290,7 @@ def _alter(
     changes_of: Changes,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
-    group_settings: GroupSettings = DEFAULT_GROUP_SETTINGS,
+    settings: ControllerConfig = DEFAULTS,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """(records, per-resource results): each resource checked, ``changes_of(resource,
     type, current configs)`` gives key -> new value (None deletes) or raises ApiError.
@@ -300,7 +304,7 @@ def _alter(
             _check_resource(image, rtype, rname)
             current = dict(image.configs.get((rtype, rname), {}))
             changes = changes_of(resource, rtype, current)
-            _validate_whole(rtype, rname, current, changes, group_settings)
+            _validate_whole(rtype, rname, current, changes, settings)
             if rtype == BROKER_RESOURCE and CORDONED_LOG_DIRS in changes:
                 _check_cordoned(image, current, changes[CORDONED_LOG_DIRS], forwarded)
             elr = elr_enabled(image)
@@ -321,15 +325,19 @@ def _validate_whole(
     rname: str,
     current: dict[str, str],
     changes: dict[str, str | None],
-    group_settings: GroupSettings,
+    settings: ControllerConfig,
 ) -> None:
-    """GROUP and CLIENT_METRICS: Kafka checks the resource's whole resulting config map."""
-    if rtype not in (GROUP_RESOURCE, CLIENT_METRICS_RESOURCE):
+    """TOPIC (the cross-field rules), GROUP and CLIENT_METRICS: Kafka checks the resource's
+    whole resulting config map."""
+    if rtype not in (TOPIC_RESOURCE, GROUP_RESOURCE, CLIENT_METRICS_RESOURCE):
         return
     result = {**current, **changes}
     whole = {k: v for k, v in result.items() if v is not None}
-    if rtype == GROUP_RESOURCE:
-        validate_group(rname, whole, group_settings)
+    if rtype == TOPIC_RESOURCE:
+        enabled = settings.remote_log_storage_system_enable
+        validate_log_config(current, whole, TOPIC_DEFAULTS, enabled)
+    elif rtype == GROUP_RESOURCE:
+        validate_group(rname, whole, settings.group_settings)
     else:
         validate_client_metrics(rname, whole)
 
@@ -395,11 +403,11 @@ def incremental_alter_configs(
     validate_only: bool,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
-    group_settings: GroupSettings = DEFAULT_GROUP_SETTINGS,
+    settings: ControllerConfig = DEFAULTS,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key."""
     return _alter(
-        image, resources, validate_only, _incremental_changes, forwarded, policy, group_settings
+        image, resources, validate_only, _incremental_changes, forwarded, policy, settings
     )
 
 
@@ -409,12 +417,10 @@ def alter_configs(
     validate_only: bool,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
-    group_settings: GroupSettings = DEFAULT_GROUP_SETTINGS,
+    settings: ControllerConfig = DEFAULTS,
 ) -> tuple[RecordList, list[dict[str, Any]]]:
     """The legacy AlterConfigs: each resource's configs replaced by those given."""
-    return _alter(
-        image, resources, validate_only, _replacing_changes, forwarded, policy, group_settings
-    )
+    return _alter(image, resources, validate_only, _replacing_changes, forwarded, policy, settings)
 
 
 def _check_cordoned(

@@ -281,9 +281,8 @@ def _alter_with(
     principal = None if ctx.caller is None else ctx.caller.principal
     policy = alter_config_check(c.config.alter_config_policy, principal)
     validate_only = bool(request.validate_only)
-    settings = c.config.group_settings
     resources = request.resources
-    records, results = alter(c.image, resources, validate_only, forwarded(ctx), policy, settings)
+    records, results = alter(c.image, resources, validate_only, forwarded(ctx), policy, c.config)
     return Result(_unthrottle(c, records), {"throttle_time": 0, "responses": results})
 
 

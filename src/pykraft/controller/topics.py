@@ -20,8 +20,9 @@ from typing import Final
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.config import ControllerConfig, RandomSource
-from pykraft.controller.configs import validate_topic_config
+from pykraft.controller.configs import TOPIC_DEFAULTS, validate_topic_config
 from pykraft.controller.errors import ApiError
+from pykraft.controller.log_config import validate_log_config
 from pykraft.controller.partitions import active, directory_of
 from pykraft.controller.result import RecordList
 from pykraft.metadata.image import (
@@ -227,37 +228,15 @@ def plan_topic(
             ErrorCode.invalid_topic_exception,
             f"Topic '{name}' collides with existing topic: {collision}",
         )
-    if assignments:
-        if num_partitions != -1 or replication_factor != -1:
-            raise ApiError(
-                ErrorCode.invalid_request,
-                "A manual partition assignment was specified, but numPartitions or "
-                "replicationFactor was not set to -1.",
-            )
-        assignment = _manual(image, assignments, 0)
-        num_partitions = len(assignment)
-        replication_factor = len(next(iter(assignment.values())))
-    else:
-        if num_partitions == -1:
-            num_partitions = config.num_partitions
-        if replication_factor == -1:
-            replication_factor = config.default_replication_factor
-        if num_partitions <= 0:
-            raise ApiError(
-                ErrorCode.invalid_partitions,
-                "Number of partitions was set to an invalid non-positive value.",
-            )
-        if replication_factor <= 0:
-            raise ApiError(
-                ErrorCode.invalid_replication_factor,
-                "Replication factor must be larger than 0, or -1 to use the default value.",
-            )
-        assignment = dict(enumerate(place(image, range(num_partitions), replication_factor, rng)))
+    assignment = _assignment(image, config, rng, num_partitions, replication_factor, assignments)
+    num_partitions = len(assignment)
+    replication_factor = len(next(iter(assignment.values())))
     kept: dict[str, str] = {}
     for key, value in configs.items():
         validate_topic_config(key, value)
         assert value is not None
         kept[key] = value
+    validate_log_config({}, kept, TOPIC_DEFAULTS, config.remote_log_storage_system_enable)
     topic_id = new_topic_id(image, rng)
     plan = TopicPlan(name, topic_id, num_partitions, replication_factor, kept)
     plan.records.append((TopicRecord(name=name, topic_id=topic_id), 0))
@@ -272,6 +251,41 @@ def plan_topic(
         )
     plan.records.extend(partition_records(image, topic_id, assignment, version))
     return plan
+
+
+def _assignment(
+    image: Image,
+    config: ControllerConfig,
+    rng: RandomSource,
+    num_partitions: int,
+    replication_factor: int,
+    assignments: list[tuple[int, tuple[int, ...]]],
+) -> dict[int, tuple[int, ...]]:
+    """The partitions' replicas: the manual assignment, or placed (with the controller's
+    num.partitions and default.replication.factor for -1)."""
+    if assignments:
+        if num_partitions != -1 or replication_factor != -1:
+            raise ApiError(
+                ErrorCode.invalid_request,
+                "A manual partition assignment was specified, but numPartitions or "
+                "replicationFactor was not set to -1.",
+            )
+        return _manual(image, assignments, 0)
+    if num_partitions == -1:
+        num_partitions = config.num_partitions
+    if replication_factor == -1:
+        replication_factor = config.default_replication_factor
+    if num_partitions <= 0:
+        raise ApiError(
+            ErrorCode.invalid_partitions,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
+    if replication_factor <= 0:
+        raise ApiError(
+            ErrorCode.invalid_replication_factor,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    return dict(enumerate(place(image, range(num_partitions), replication_factor, rng)))
 
 
 def new_topic_id(image: Image, rng: RandomSource) -> uuid.UUID:

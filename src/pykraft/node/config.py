@@ -134,6 +134,8 @@ class NodeConfig:
     metadata_max_idle_interval_ms: int = 500
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True  # delete.topic.enable (Kafka's default)
+    # remote.log.storage.system.enable: tiered storage on in the cluster (topic validation)
+    remote_log_storage_system_enable: bool = False
     # The metadata log and its snapshots kept within these (node/log_retention.py); -1: none.
     metadata_max_retention_bytes: int = 100 * 1024 * 1024
     metadata_max_retention_ms: int = 7 * 24 * 3600 * 1000
@@ -207,6 +209,7 @@ class NodeConfig:
             snapshot_interval_ms=self.metadata_log_max_snapshot_interval_ms,
             unclean_leader_election=self.unclean_leader_election_enable,
             delete_topic_enable=self.delete_topic_enable,
+            remote_log_storage_system_enable=self.remote_log_storage_system_enable,
             auto_leader_rebalance_enable=self.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000,
             unclean_leader_election_interval_ms=self.unclean_leader_election_interval_ms,
@@ -368,6 +371,7 @@ _BOOLS: Final[dict[str, bool]] = {
     "allow.everyone.if.no.acl.found": False,
     UNSAFE_TEST_ELECT_OUTSIDE_ISR: False,
     "zookeeper.metadata.migration.enable": False,
+    "remote.log.storage.system.enable": False,
 }
 
 _KNOWN: Final = frozenset(
@@ -569,6 +573,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         quorum_auto_join_enable=_flag(props, "controller.quorum.auto.join.enable"),
         unclean_leader_election_enable=_flag(props, "unclean.leader.election.enable"),
         delete_topic_enable=_flag(props, "delete.topic.enable"),
+        remote_log_storage_system_enable=_flag(props, "remote.log.storage.system.enable"),
         auto_leader_rebalance_enable=_flag(props, "auto.leader.rebalance.enable"),
         allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found"),
         unsafe_test_elect_outside_isr=_flag(props, UNSAFE_TEST_ELECT_OUTSIDE_ISR),
