@@ -200,3 +200,51 @@ def test_create_topics_and_alter_configs_apply_the_rules_with_the_clusters_setti
         ErrorCode.invalid_config,
         TURN_OFF,
     )
+
+
+def _described(h: Harness, topic: str) -> dict[str, tuple[str | None, int]]:
+    response = h.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        resources=[{"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    return {c["name"]: (c["value"], c["config_source"]) for c in response["results"][0]["configs"]}
+
+
+def test_describe_shows_the_broker_configs_a_topic_falls_back_to() -> None:
+    """As Kafka's controller: an unset topic config shows this controller's broker config it
+    falls back to (the properties file: STATIC_BROKER_CONFIG 4, hours made milliseconds), the
+    cluster default set with kafka-configs over it (DYNAMIC_DEFAULT_BROKER_CONFIG 3), the
+    topic's own over both (TOPIC_CONFIG 1); with none, Kafka's default (DEFAULT_CONFIG 5)."""
+    h = Harness(node_id=1, static_broker_configs={"log.retention.hours": "24"})
+    h.live_broker(1)
+    assert _create(h, "t", {})[0] == ErrorCode.none
+    seen = _described(h, "t")
+    assert seen["retention.ms"] == ("86400000", 4)
+    assert seen["segment.bytes"] == ("1073741824", 5)
+    assert _alter_broker(h, "", {"log.retention.ms": "5000", "log.segment.bytes": "2097152"}) == 0
+    seen = _described(h, "t")
+    assert seen["retention.ms"] == ("5000", 3)
+    assert seen["segment.bytes"] == ("2097152", 3)
+    assert _alter(h, "t", {"retention.ms": "7000"}) == (0, None)
+    assert _described(h, "t")["retention.ms"] == ("7000", 1)
+
+
+def _alter_broker(h: Harness, name: str, configs: dict[str, str]) -> int:
+    response = h.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        validate_only=False,
+        resources=[
+            {
+                "resource_type": 4,
+                "resource_name": name,
+                "configs": [
+                    {"name": k, "value": v, "config_operation": 0} for k, v in configs.items()
+                ],
+            }
+        ],
+    )
+    return int(response["responses"][0]["error_code"])

@@ -252,3 +252,11 @@ def test_group_settings_bound_group_configs_and_are_not_unused() -> None:
     assert "group.consumer.min.session.timeout.ms" not in cfg.unknown_keys
     with pytest.raises(ConfigError, match=r"group\.share\.max\.delivery\.count\.limit"):
         NodeConfig.from_properties({**BASE, "group.share.max.delivery.count.limit": "ten"})
+
+
+def test_broker_configs_topics_fall_back_to_reach_describe_and_are_not_unused() -> None:
+    cfg = NodeConfig.from_properties({**BASE, "log.retention.hours": "24", "x.y": "1"})
+    controller = cfg.controller_config()
+    assert dict(controller.static_broker_configs) == {"log.retention.hours": "24"}
+    assert controller.node_id == cfg.node_id
+    assert "log.retention.hours" not in cfg.unknown_keys and "x.y" in cfg.unknown_keys

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -93,3 +94,8 @@ class ControllerConfig:
     # remote.log.storage.system.enable: tiered storage on in the cluster; a topic may set
     # remote.storage.enable=true only then (controller/log_config.py).
     remote_log_storage_system_enable: bool = False
+    # This node's id and the broker configs of its properties file that topic configs fall
+    # back to (log.retention.ms, message.max.bytes, ...): what DescribeConfigs(TOPIC) shows
+    # for a config the topic does not set, as STATIC_BROKER_CONFIG (controller/topic_defaults).
+    node_id: int = 0
+    static_broker_configs: Mapping[str, str] = field(default_factory=dict, compare=False)

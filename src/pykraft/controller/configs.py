@@ -34,6 +34,7 @@ from pykraft.controller.partitions import MIN_INSYNC, elr_enabled
 from pykraft.controller.result import RecordList
 from pykraft.controller.steps import LIMIT_CONFIGS
 from pykraft.controller.throttles import THROTTLE_POLICY
+from pykraft.controller.topic_defaults import broker_default
 from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.metadata.records import ClearElrRecord, ConfigRecord
 from pykraft.metadata.versions import IBP_4_3_IV0
@@ -529,10 +530,13 @@ def _with_defaults(
     return entries
 
 
-def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, Any]]:
+def describe_configs(
+    image: Image, resources: Iterable[Any], settings: ControllerConfig = DEFAULTS
+) -> list[dict[str, Any]]:
     """DescribeConfigs results: a topic's or group's every config (set ones as TOPIC_CONFIG /
-    GROUP_CONFIG, the rest at Kafka's defaults), a broker's or client-metrics subscription's
-    stored configs."""
+    GROUP_CONFIG; a topic's others from the broker configs they fall back to, on this
+    controller, ``topic_defaults.py``; the rest at Kafka's defaults), a broker's or
+    client-metrics subscription's stored configs."""
     results = []
     for resource in resources:
         rtype, rname = int(resource.resource_type), resource.resource_name
@@ -546,6 +550,13 @@ def describe_configs(image: Image, resources: Iterable[Any]) -> list[dict[str, A
         entries: list[dict[str, Any]] = []
         if rtype == TOPIC_RESOURCE:
             entries = _with_defaults(TOPIC_CONFIGS, stored, wanted, SOURCE_TOPIC)
+            for entry in entries:
+                if entry["config_source"] == SOURCE_DEFAULT:
+                    found = broker_default(
+                        entry["name"], image, settings.static_broker_configs, settings.node_id
+                    )
+                    if found is not None:
+                        entry["value"], entry["config_source"] = found
         elif rtype == GROUP_RESOURCE:
             entries = _with_defaults(GROUP_CONFIGS, stored, wanted, SOURCE_GROUP)
         else:

@@ -306,7 +306,10 @@ def describe_configs(
 ) -> Result[Response]:
     return Result(
         [],
-        {"throttle_time": 0, "results": cfgs.describe_configs(c.image, request.resources)},
+        {
+            "throttle_time": 0,
+            "results": cfgs.describe_configs(c.image, request.resources, c.config),
+        },
     )
 
 

@@ -70,7 +70,7 @@ def create_topics(
         if not validate_only:
             records.extend(plan.records)
         configs = cfgs.describe_configs(
-            _with_topic(image, name, plan.configs), [_TopicResource(name)]
+            _with_topic(image, name, plan.configs), [_TopicResource(name)], config
         )[0]["configs"]
         results.append(
             {

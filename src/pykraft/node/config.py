@@ -23,6 +23,7 @@ from pykraft.controller.group_configs import (
     GroupSettings,
 )
 from pykraft.controller.policies import AlterConfigPolicy, CreateTopicPolicy
+from pykraft.controller.topic_defaults import BROKER_SYNONYMS
 from pykraft.net.errors import SecurityConfigError
 from pykraft.net.security import ListenerSecurity, listener_security
 from pykraft.node.plugins import load_plugin
@@ -134,8 +135,7 @@ class NodeConfig:
     metadata_max_idle_interval_ms: int = 500
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True  # delete.topic.enable (Kafka's default)
-    # remote.log.storage.system.enable: tiered storage on in the cluster (topic validation)
-    remote_log_storage_system_enable: bool = False
+    remote_log_storage_system_enable: bool = False  # remote.log.storage.system.enable
     # The metadata log and its snapshots kept within these (node/log_retention.py); -1: none.
     metadata_max_retention_bytes: int = 100 * 1024 * 1024
     metadata_max_retention_ms: int = 7 * 24 * 3600 * 1000
@@ -166,6 +166,8 @@ class NodeConfig:
     create_topic_policy: CreateTopicPolicy | None = field(default=None, compare=False)
     # group.* settings: the bounds of GROUP configs (controller/group_configs.py)
     group_settings: GroupSettings = field(default=DEFAULT_GROUP_SETTINGS, compare=False)
+    # log.retention.ms and the other configs topics fall back to (controller/topic_defaults)
+    static_broker_configs: Mapping[str, str] = field(default_factory=dict, compare=False)
     alter_config_policy: AlterConfigPolicy | None = field(default=None, compare=False)
     unknown_keys: tuple[str, ...] = ()
 
@@ -229,6 +231,8 @@ class NodeConfig:
             create_topic_policy=self.create_topic_policy,
             alter_config_policy=self.alter_config_policy,
             group_settings=self.group_settings,
+            node_id=self.node_id,
+            static_broker_configs=self.static_broker_configs,
         )
 
     @property
@@ -417,6 +421,7 @@ def _known(key: str) -> bool:
         or key in _SECURITY_KEYS
         or key.startswith(_SECURITY_PREFIXES)
         or key in GROUP_SETTING_DEFAULTS
+        or key in BROKER_SYNONYMS
     )
 
 
@@ -589,6 +594,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         create_topic_policy=cast(CreateTopicPolicy | None, _policy(props, CREATE_TOPIC_POLICY)),
         alter_config_policy=cast(AlterConfigPolicy | None, _policy(props, ALTER_CONFIG_POLICY)),
         group_settings=_group_settings(props),
+        static_broker_configs={k: v for k, v in props.items() if k in BROKER_SYNONYMS},
         unknown_keys=tuple(sorted(k for k in props if not _known(k))),
         **ints,
     )
