@@ -260,3 +260,19 @@ def test_broker_configs_topics_fall_back_to_reach_describe_and_are_not_unused() 
     assert dict(controller.static_broker_configs) == {"log.retention.hours": "24"}
     assert controller.node_id == cfg.node_id
     assert "log.retention.hours" not in cfg.unknown_keys and "x.y" in cfg.unknown_keys
+
+
+def test_kip_1219_fetch_sizes_reach_the_core() -> None:
+    cfg = NodeConfig.from_properties(
+        {
+            **BASE,
+            "controller.quorum.fetch.max.bytes": "1048576",
+            "controller.quorum.fetch.snapshot.max.bytes": "65536",
+        }
+    )
+    raft = cfg.raft_config(cluster_id=None, clock_offset_ms=0)
+    assert (raft.fetch_max_bytes, raft.fetch_snapshot_max_bytes) == (1_048_576, 65_536)
+    default = NodeConfig.from_properties(BASE).raft_config(cluster_id=None, clock_offset_ms=0)
+    assert default.fetch_max_bytes == 8 * 1024 * 1024
+    with pytest.raises(ConfigError, match=r"controller\.quorum\.fetch\.max\.bytes"):
+        NodeConfig.from_properties({**BASE, "controller.quorum.fetch.max.bytes": "0"})

@@ -19,13 +19,21 @@ from typing import Final, cast
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.group_configs import (
     DEFAULT_GROUP_SETTINGS,
-    GROUP_SETTING_DEFAULTS,
     GroupSettings,
 )
 from pykraft.controller.policies import AlterConfigPolicy, CreateTopicPolicy
 from pykraft.controller.topic_defaults import BROKER_SYNONYMS
 from pykraft.net.errors import SecurityConfigError
 from pykraft.net.security import ListenerSecurity, listener_security
+from pykraft.node.config_keys import (
+    ALTER_CONFIG_POLICY,
+    BOOLS,
+    CREATE_TOPIC_POLICY,
+    INTS,
+    STANDARD_AUTHORIZER,
+    UNSAFE_TEST_ELECT_OUTSIDE_ISR,
+    known,
+)
 from pykraft.node.plugins import load_plugin
 from pykraft.raft.config import RaftConfig
 from pykraft.raft.types import Endpoint
@@ -105,6 +113,10 @@ class NodeConfig:
     quorum_bootstrap_servers: tuple[HostPort, ...] = ()
     quorum_election_timeout_ms: int = 1000
     quorum_fetch_timeout_ms: int = 2000
+    # controller.quorum.fetch.max.bytes / .fetch.snapshot.max.bytes (KIP-1219): Kafka's default
+    # is 1 MiB; pykraft's 8 MiB (its catch-up rate, bench/ANALYSIS.md section 4; DECISIONS)
+    quorum_fetch_max_bytes: int = 8 * MIB
+    quorum_fetch_snapshot_max_bytes: int = 8 * MIB
     quorum_election_backoff_max_ms: int = 1000
     quorum_append_linger_ms: int = 25
     quorum_request_timeout_ms: int = 2000
@@ -189,6 +201,8 @@ class NodeConfig:
         return RaftConfig(
             election_timeout_ms=self.quorum_election_timeout_ms,
             fetch_timeout_ms=self.quorum_fetch_timeout_ms,
+            fetch_max_bytes=self.quorum_fetch_max_bytes,
+            fetch_snapshot_max_bytes=self.quorum_fetch_snapshot_max_bytes,
             election_backoff_max_ms=self.quorum_election_backoff_max_ms,
             request_timeout_ms=self.quorum_request_timeout_ms,
             retry_backoff_ms=self.quorum_retry_backoff_ms,
@@ -322,109 +336,6 @@ def _voters(key: str, raw: str) -> tuple[VoterAddress, ...]:
     return tuple(out)
 
 
-# Kafka names of the integer configs with defaults, mapped to (field, minimum).
-# A deliberately broken controller, for the fault checker's own test (ControllerConfig).
-UNSAFE_TEST_ELECT_OUTSIDE_ISR: Final = "pykraft.test.unsafe.elect.outside.isr"
-
-_INTS: Final[dict[str, tuple[str, int]]] = {
-    "controller.quorum.election.timeout.ms": ("quorum_election_timeout_ms", 1),
-    "controller.quorum.fetch.timeout.ms": ("quorum_fetch_timeout_ms", 1),
-    "controller.quorum.election.backoff.max.ms": ("quorum_election_backoff_max_ms", 1),
-    "controller.quorum.append.linger.ms": ("quorum_append_linger_ms", 0),
-    "controller.quorum.request.timeout.ms": ("quorum_request_timeout_ms", 1),
-    "controller.quorum.retry.backoff.ms": ("quorum_retry_backoff_ms", 0),
-    "metadata.log.max.record.bytes.between.snapshots": (
-        "metadata_log_max_record_bytes_between_snapshots",
-        1,
-    ),
-    "metadata.log.max.snapshot.interval.ms": ("metadata_log_max_snapshot_interval_ms", 0),
-    # Kafka's minimum for the metadata log's segments is 8 MiB; tests use smaller ones.
-    "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1024),
-    "socket.request.max.bytes": ("socket_request_max_bytes", 1),
-    "pykraft.debug.append.interval.ms": ("debug_append_interval_ms", 0),
-    "pykraft.event.loop.stall.stack.ms": ("event_loop_stall_stack_ms", 0),
-    "broker.session.timeout.ms": ("broker_session_timeout_ms", 1),
-    "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", 1),
-    "num.partitions": ("num_partitions", 1),
-    "min.insync.replicas": ("min_insync_replicas", 1),
-    "default.replication.factor": ("default_replication_factor", 1),
-    "metadata.max.idle.interval.ms": ("metadata_max_idle_interval_ms", 0),
-    "zookeeper.metadata.migration.min.batch.size": (
-        "zookeeper_metadata_migration_min_batch_size",
-        1,
-    ),
-    "delegation.token.max.lifetime.ms": ("delegation_token_max_lifetime_ms", 1),
-    "delegation.token.expiry.time.ms": ("delegation_token_expiry_time_ms", 1),
-    "delegation.token.expiry.check.interval.ms": ("delegation_token_expiry_check_interval_ms", 1),
-    "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", 1),
-    "metadata.max.retention.bytes": ("metadata_max_retention_bytes", -1),
-    "metadata.max.retention.ms": ("metadata_max_retention_ms", -1),
-    "unclean.leader.election.interval.ms": ("unclean_leader_election_interval_ms", 1),
-}
-
-CREATE_TOPIC_POLICY: Final = "create.topic.policy.class.name"
-ALTER_CONFIG_POLICY: Final = "alter.config.policy.class.name"
-
-
-# Kafka names of the boolean configs, with their defaults (absent: false).
-_BOOLS: Final[dict[str, bool]] = {
-    "controller.quorum.auto.join.enable": False,
-    "unclean.leader.election.enable": False,
-    "delete.topic.enable": True,
-    "auto.leader.rebalance.enable": True,
-    "allow.everyone.if.no.acl.found": False,
-    UNSAFE_TEST_ELECT_OUTSIDE_ISR: False,
-    "zookeeper.metadata.migration.enable": False,
-    "remote.log.storage.system.enable": False,
-}
-
-_KNOWN: Final = frozenset(
-    {
-        "node.id",
-        "process.roles",
-        "listeners",
-        "controller.listener.names",
-        "metadata.log.dir",
-        "log.dirs",
-        "log.dir",
-        "controller.quorum.voters",
-        "controller.quorum.bootstrap.servers",
-        "metrics.port",
-        "zookeeper.connect",
-        "inter.broker.listener.name",
-        *_INTS,
-        *_BOOLS,
-        CREATE_TOPIC_POLICY,
-        ALTER_CONFIG_POLICY,
-    }
-)
-
-
-# Security configs (read by net/security.py and net/tls.py, with their listener prefixes).
-_SECURITY_PREFIXES: Final = ("ssl.", "sasl.", "listener.name.", "connections.max.reauth.ms")
-_SECURITY_KEYS: Final = frozenset(
-    {
-        "listener.security.protocol.map",
-        "connection.failed.authentication.delay.ms",
-        "authorizer.class.name",
-        "super.users",
-        "allow.everyone.if.no.acl.found",
-        "delegation.token.secret.key",
-    }
-)
-STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-
-
-def _known(key: str) -> bool:
-    return (
-        key in _KNOWN
-        or key in _SECURITY_KEYS
-        or key.startswith(_SECURITY_PREFIXES)
-        or key in GROUP_SETTING_DEFAULTS
-        or key in BROKER_SYNONYMS
-    )
-
-
 def _group_settings(props: Mapping[str, str]) -> GroupSettings:
     try:
         return GroupSettings.from_properties(props)
@@ -492,9 +403,9 @@ def _metadata_log_dir(props: Mapping[str, str]) -> Path:
 
 
 def _flag(props: Mapping[str, str], key: str) -> bool:
-    """A boolean config; when absent, its default in ``_BOOLS`` (else false)."""
+    """A boolean config; when absent, its default in ``BOOLS`` (else false)."""
     raw = props.get(key)
-    return _BOOLS.get(key, False) if raw is None else _bool(key, raw)
+    return BOOLS.get(key, False) if raw is None else _bool(key, raw)
 
 
 def _controller_names(
@@ -552,7 +463,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
     voters, bootstrap = _quorum(props, require_quorum)
     ints = {
         field: _int(key, props[key], minimum=minimum)
-        for key, (field, minimum) in _INTS.items()
+        for key, (field, minimum) in INTS.items()
         if key in props
     }
     metrics_raw = props.get("metrics.port", "").strip()
@@ -595,6 +506,6 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         alter_config_policy=cast(AlterConfigPolicy | None, _policy(props, ALTER_CONFIG_POLICY)),
         group_settings=_group_settings(props),
         static_broker_configs={k: v for k, v in props.items() if k in BROKER_SYNONYMS},
-        unknown_keys=tuple(sorted(k for k in props if not _known(k))),
+        unknown_keys=tuple(sorted(k for k in props if not known(k))),
         **ints,
     )

@@ -1,0 +1,125 @@
+"""The config names a node reads (Kafka's, where Kafka has one): the integer and boolean
+settings with their fields and defaults, the names read elsewhere (security, group.*, the
+broker configs topics fall back to), and :func:`known`, which says whether a key is used at
+all (the others are logged once as not used, as Kafka logs "supplied but not used")."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pykraft.controller.group_configs import GROUP_SETTING_DEFAULTS
+from pykraft.controller.topic_defaults import BROKER_SYNONYMS
+
+__all__ = [
+    "ALTER_CONFIG_POLICY",
+    "BOOLS",
+    "CREATE_TOPIC_POLICY",
+    "INTS",
+    "STANDARD_AUTHORIZER",
+    "UNSAFE_TEST_ELECT_OUTSIDE_ISR",
+    "known",
+]
+
+# Kafka names of the integer configs with defaults, mapped to (field, minimum).
+# A deliberately broken controller, for the fault checker's own test (ControllerConfig).
+UNSAFE_TEST_ELECT_OUTSIDE_ISR: Final = "pykraft.test.unsafe.elect.outside.isr"
+
+INTS: Final[dict[str, tuple[str, int]]] = {
+    "controller.quorum.election.timeout.ms": ("quorum_election_timeout_ms", 1),
+    "controller.quorum.fetch.timeout.ms": ("quorum_fetch_timeout_ms", 1),
+    "controller.quorum.election.backoff.max.ms": ("quorum_election_backoff_max_ms", 1),
+    "controller.quorum.append.linger.ms": ("quorum_append_linger_ms", 0),
+    "controller.quorum.request.timeout.ms": ("quorum_request_timeout_ms", 1),
+    "controller.quorum.retry.backoff.ms": ("quorum_retry_backoff_ms", 0),
+    "controller.quorum.fetch.max.bytes": ("quorum_fetch_max_bytes", 1),
+    "controller.quorum.fetch.snapshot.max.bytes": ("quorum_fetch_snapshot_max_bytes", 1),
+    "metadata.log.max.record.bytes.between.snapshots": (
+        "metadata_log_max_record_bytes_between_snapshots",
+        1,
+    ),
+    "metadata.log.max.snapshot.interval.ms": ("metadata_log_max_snapshot_interval_ms", 0),
+    # Kafka's minimum for the metadata log's segments is 8 MiB; tests use smaller ones.
+    "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1024),
+    "socket.request.max.bytes": ("socket_request_max_bytes", 1),
+    "pykraft.debug.append.interval.ms": ("debug_append_interval_ms", 0),
+    "pykraft.event.loop.stall.stack.ms": ("event_loop_stall_stack_ms", 0),
+    "broker.session.timeout.ms": ("broker_session_timeout_ms", 1),
+    "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", 1),
+    "num.partitions": ("num_partitions", 1),
+    "min.insync.replicas": ("min_insync_replicas", 1),
+    "default.replication.factor": ("default_replication_factor", 1),
+    "metadata.max.idle.interval.ms": ("metadata_max_idle_interval_ms", 0),
+    "zookeeper.metadata.migration.min.batch.size": (
+        "zookeeper_metadata_migration_min_batch_size",
+        1,
+    ),
+    "delegation.token.max.lifetime.ms": ("delegation_token_max_lifetime_ms", 1),
+    "delegation.token.expiry.time.ms": ("delegation_token_expiry_time_ms", 1),
+    "delegation.token.expiry.check.interval.ms": ("delegation_token_expiry_check_interval_ms", 1),
+    "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", 1),
+    "metadata.max.retention.bytes": ("metadata_max_retention_bytes", -1),
+    "metadata.max.retention.ms": ("metadata_max_retention_ms", -1),
+    "unclean.leader.election.interval.ms": ("unclean_leader_election_interval_ms", 1),
+}
+
+CREATE_TOPIC_POLICY: Final = "create.topic.policy.class.name"
+ALTER_CONFIG_POLICY: Final = "alter.config.policy.class.name"
+
+
+# Kafka names of the boolean configs, with their defaults (absent: false).
+BOOLS: Final[dict[str, bool]] = {
+    "controller.quorum.auto.join.enable": False,
+    "unclean.leader.election.enable": False,
+    "delete.topic.enable": True,
+    "auto.leader.rebalance.enable": True,
+    "allow.everyone.if.no.acl.found": False,
+    UNSAFE_TEST_ELECT_OUTSIDE_ISR: False,
+    "zookeeper.metadata.migration.enable": False,
+    "remote.log.storage.system.enable": False,
+}
+
+KNOWN: Final = frozenset(
+    {
+        "node.id",
+        "process.roles",
+        "listeners",
+        "controller.listener.names",
+        "metadata.log.dir",
+        "log.dirs",
+        "log.dir",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "metrics.port",
+        "zookeeper.connect",
+        "inter.broker.listener.name",
+        *INTS,
+        *BOOLS,
+        CREATE_TOPIC_POLICY,
+        ALTER_CONFIG_POLICY,
+    }
+)
+
+
+# Security configs (read by net/security.py and net/tls.py, with their listener prefixes).
+SECURITY_PREFIXES: Final = ("ssl.", "sasl.", "listener.name.", "connections.max.reauth.ms")
+SECURITY_KEYS: Final = frozenset(
+    {
+        "listener.security.protocol.map",
+        "connection.failed.authentication.delay.ms",
+        "authorizer.class.name",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
+        "delegation.token.secret.key",
+    }
+)
+STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def known(key: str) -> bool:
+    return (
+        key in KNOWN
+        or key in SECURITY_KEYS
+        or key.startswith(SECURITY_PREFIXES)
+        or key in GROUP_SETTING_DEFAULTS
+        or key in BROKER_SYNONYMS
+    )
