@@ -118,3 +118,67 @@ def test_a_controller_keeps_its_log_within_retention_then_cuts_it(tmp_path: Path
         wait_for(lambda: len(_cluster_configs(node.address)) >= 63, "every config from the cut log")
     finally:
         node.kill()
+
+
+class _Core:
+    """What PeriodicClean uses of the core: its snapshots, its retention hook, the cut."""
+
+    def __init__(self, latest: OffsetAndEpoch | None, target: OffsetAndEpoch | None) -> None:
+        self.log = object()
+        self._latest, self.target = latest, target
+        self.asked: list[OffsetAndEpoch] = []
+        self.cut: list[OffsetAndEpoch] = []
+        self.snapshots = self
+
+    def latest(self) -> OffsetAndEpoch | None:
+        return self._latest
+
+    def snapshot_retention(self, sid: OffsetAndEpoch, _log: object) -> OffsetAndEpoch | None:
+        self.asked.append(sid)
+        return self.target
+
+    def delete_before_snapshot(self, sid: OffsetAndEpoch) -> bool:
+        self.cut.append(sid)
+        return True
+
+
+def test_the_retention_check_also_runs_between_snapshots(monkeypatch: object) -> None:
+    """As Kafka's cleaner every 60 s: the node asks the core's retention hook with the newest
+    snapshot and cuts the log to what it answers, stepped through the node's run, until
+    stopped; with no snapshot nothing happens."""
+    import asyncio
+
+    import pytest
+
+    from pykraft.node import log_retention
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(log_retention, "CLEAN_INTERVAL_S", 0.01)
+    newest, older = OffsetAndEpoch(500, 3), OffsetAndEpoch(200, 2)
+    core = _Core(newest, older)
+    steps: list[str] = []
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+
+        def run(step: object) -> None:
+            steps.append("run")
+            step()  # type: ignore[operator]
+
+        clean = log_retention.PeriodicClean(loop, run, core)  # type: ignore[arg-type]
+        clean.start()
+        await asyncio.sleep(0.1)
+        clean.stop()
+        seen = len(core.cut)
+        await asyncio.sleep(0.05)
+        assert len(core.cut) == seen  # stopped
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        mp.undo()
+    assert core.cut and set(core.cut) == {older} and set(core.asked) == {newest}
+    assert len(steps) == len(core.cut)
+    idle = _Core(None, older)
+    log_retention.PeriodicClean(None, lambda step: step(), idle).clean()  # type: ignore[arg-type]
+    assert idle.cut == [] and idle.asked == []

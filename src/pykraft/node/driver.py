@@ -82,6 +82,7 @@ from pykraft.node.inbound import (
     source_of,
     wall_clock,
 )
+from pykraft.node.log_retention import PeriodicClean
 from pykraft.node.loop_lag import LoopLag
 from pykraft.node.metrics import (
     MetricsServer,
@@ -143,8 +144,10 @@ class RaftNode:
         self._server: KafkaServer | None = None
         self._peers = Peers(config, self._on_peer_result)
         self._inbound = PendingAnswers()  # requests stepped into the core, by our ids
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None  # uvloop: a Handle when already due
+        self._timer_ms = 0  # when it fires, in now_ms()
         self._appender: Appender | None = None  # the application's appends, once started
+        self._cleaner: PeriodicClean | None = None  # metadata log retention between snapshots
         self._stopping = False
         self.failed: BaseException | None = None  # a fatal storage error stopped the node
         self._flusher = Flusher()  # inline, or on the fsync thread while flushes are slow
@@ -190,7 +193,7 @@ class RaftNode:
         if self.application is not None:
             self.served_apis = SERVED_APIS.with_apis(*self.application.api_rows())
         self._server = KafkaServer(
-            self._handle,
+            self.handle_request,
             listener_name=self.listener.name,
             host=self.listener.host,
             port=self.listener.port,
@@ -206,6 +209,8 @@ class RaftNode:
         core = new_core(cfg, storage, self._rng, self.now_ms(), clock_offset_ms)
         core.on_transition = self._on_transition
         self.core = core
+        self._cleaner = PeriodicClean(self._loop, self.run, core)
+        self._cleaner.start()
         self._registrar = ControllerRegistrar(
             cfg.node_id,
             core.endpoints,
@@ -251,6 +256,8 @@ class RaftNode:
         self.loop_lag.stop()
         if self._timer is not None:
             self._timer.cancel()
+        if self._cleaner is not None:
+            self._cleaner.stop()
         if self._appender is not None:
             self._appender.stop(ConnectionError("node shutting down"))
         if self.application is not None:
@@ -308,8 +315,8 @@ class RaftNode:
         (``pollCurrentState`` before the inbound message). The loop runs socket callbacks
         before due timers, so after a stall (a paused process, a long flush) a peer's answer
         would otherwise reach the core first and mask the overdue fetch timeout."""
-        timer, core, loop = self._timer, self.core, self._loop
-        if timer is None or core is None or loop is None or timer.when() > loop.time():
+        timer, core = self._timer, self.core
+        if timer is None or core is None or self._timer_ms > self.now_ms():
             return
         timer.cancel()
         self._timer = None
@@ -485,6 +492,7 @@ class RaftNode:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = self._loop.call_at(deadline_ms / 1000, self._poll)
+        self._timer_ms = deadline_ms
 
     def _poll(self) -> None:
         self._timer = None
@@ -504,13 +512,9 @@ class RaftNode:
         if is_request(body):
             self._send_request(message.dst, message.request_id, body, message.endpoint)
             return
-        if isinstance(body, DescribeQuorumResponse):
-            body = self._wall_clock(body)
+        if isinstance(body, DescribeQuorumResponse):  # replica timestamps as wall clock (D11)
+            body = wall_clock(body, self.now_ms(), int(time.time() * 1000))
         self._inbound.answer(message.request_id, body)
-
-    def _wall_clock(self, response: DescribeQuorumResponse) -> DescribeQuorumResponse:
-        """Replica timestamps from the core's monotonic clock to wall-clock ms (D11)."""
-        return wall_clock(response, self.now_ms(), int(time.time() * 1000))
 
     def _send_request(
         self, dst: int, request_id: int, body: AnyRequest, endpoint: Endpoint | None
@@ -552,13 +556,9 @@ class RaftNode:
         )
 
     def handle_request(self, request: DecodedRequest, session: Session) -> Answer:
-        """A request as if it came in on the listener (an Envelope's inner request)."""
-        return self._handle(request, session)
-
-    def _handle(self, request: DecodedRequest, session: Session) -> Answer:
-        """A request from the listener: answered here, or stepped into the core (whose
-        response ``_send`` writes through the ``Answer``, in the same call when the core
-        answers at once)."""
+        """A request from the listener (or an Envelope's inner request): answered here, or
+        stepped into the core (whose response ``_send`` writes through the ``Answer``, in the
+        same call when the core answers at once)."""
         core = self.core
         if self.application is not None:
             refused = self.application.refuse(request, session)
