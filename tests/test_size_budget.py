@@ -24,7 +24,7 @@ FUNCTION_LINES = 60
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
     "node/driver.py": 684,
-    "node/controller_host.py": 648,
+    "node/controller_host.py": 646,
 }
 FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:events": 137,

@@ -115,6 +115,8 @@ class NodeConfig:
     quorum_fetch_timeout_ms: int = 2000
     # controller.quorum.fetch.max.bytes / .fetch.snapshot.max.bytes (KIP-1219): Kafka's default
     # is 1 MiB; pykraft's 8 MiB (its catch-up rate, bench/ANALYSIS.md section 4; DECISIONS)
+    controller_performance_sample_period_ms: int = 60_000  # the periodic performance message
+    controller_performance_always_log_threshold_ms: int = 2_000  # an event this slow: logged
     quorum_fetch_max_bytes: int = 8 * MIB
     quorum_fetch_snapshot_max_bytes: int = 8 * MIB
     quorum_election_backoff_max_ms: int = 1000

@@ -32,6 +32,11 @@ INTS: Final[dict[str, tuple[str, int]]] = {
     "controller.quorum.request.timeout.ms": ("quorum_request_timeout_ms", 1),
     "controller.quorum.retry.backoff.ms": ("quorum_retry_backoff_ms", 0),
     "controller.quorum.fetch.max.bytes": ("quorum_fetch_max_bytes", 1),
+    "controller.performance.sample.period.ms": ("controller_performance_sample_period_ms", 100),
+    "controller.performance.always.log.threshold.ms": (
+        "controller_performance_always_log_threshold_ms",
+        0,
+    ),
     "controller.quorum.fetch.snapshot.max.bytes": ("quorum_fetch_snapshot_max_bytes", 1),
     "metadata.log.max.record.bytes.between.snapshots": (
         "metadata_log_max_record_bytes_between_snapshots",

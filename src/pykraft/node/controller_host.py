@@ -74,6 +74,7 @@ from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.kraft_upgrade import KraftUpgrades
 from pykraft.node.metadata_files import load_image
+from pykraft.node.performance import EventPerformanceMonitor, event_name
 from pykraft.node.request_fields import (
     REASSIGNMENT_KEYS,
     caller_of,
@@ -133,7 +134,11 @@ class ControllerHost:
         self._stopped = False
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
-        self._migrating_seen: tuple[int, ...] = ()
+        nc = node.config
+        self.performance = EventPerformanceMonitor(
+            nc.controller_performance_sample_period_ms,
+            nc.controller_performance_always_log_threshold_ms,
+        )
         self._kraft_upgrades = KraftUpgrades(self._process, self._error)
 
     # -- what other modules read ---------------------------------------------------------------
@@ -212,6 +217,7 @@ class ControllerHost:
         asyncio.get_running_loop().call_soon(self._run_sync)
         self._sync_scheduled = True
         log.info("metadata controller started node.id=%d", node_id)
+        self.performance.start(asyncio.get_running_loop())
         if self.config.zk_migration_enabled:
             from pykraft.node.migration_host import MigrationHost  # kazoo only when migrating
 
@@ -220,6 +226,7 @@ class ControllerHost:
 
     def stopped(self) -> None:
         self._stopped = True
+        self.performance.stop()
         self._emitter.stopped = True
         if self.migration is not None:
             self.migration.stop()
@@ -308,7 +315,8 @@ class ControllerHost:
         caller = caller_of(session, request.client_id)
         if api_key in READ_APIS:
             answer = Answer()
-            self._run_request(request, answer, caller)
+            name = event_name(api_key)
+            self.performance.timed(name, lambda: self._run_request(request, answer, caller))
             return answer
         if not controller.active:
             return Answer(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
@@ -432,7 +440,10 @@ class ControllerHost:
             if not answer.done:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
             return
-        self._run_request(request, answer, caller, kraft_version)
+        name = event_name(request.api_key)
+        self.performance.timed(
+            name, lambda: self._run_request(request, answer, caller, kraft_version)
+        )
 
     def _answer_after_commit(
         self, request: DecodedRequest, answer: Answer, payload: ResponsePayload, offset: int
@@ -585,7 +596,7 @@ class ControllerHost:
         self._emitter.maybe_start()
         self._schedule_tick()
         if self.migration is not None:
-            self._poke_migration(listener.image)
+            self.migration.image_changed(listener.image)
 
     def _freeze_image(self) -> None:
         """The image in use lives as long as the process (until a snapshot replaces it): its
@@ -596,19 +607,6 @@ class ControllerHost:
         gc.freeze()
         listener = self.listener
         self._image_frozen = listener is not None and listener.position > 0
-
-    def _poke_migration(self, image: Image) -> None:
-        migration = self.migration
-        assert migration is not None
-        migrating = tuple(
-            sorted(b.broker_id for b in image.brokers.values() if b.is_migrating_zk_broker)
-        )
-        if migrating != self._migrating_seen:
-            # A ZooKeeper broker registered: the driver looks again now (as Kafka's driver
-            # wakes on cluster deltas), not at its next backoff.
-            self._migrating_seen = migrating
-            migration.driver.retry_at_ms = 0
-        migration.poke()
 
     # -- time ---------------------------------------------------------------------------------
 
@@ -631,7 +629,7 @@ class ControllerHost:
         listener = self.listener
         if listener is None or not listener.active:
             return
-        listener.tick(self._core(), self._context())
+        self.performance.timed("periodicTick", lambda: listener.tick(self._core(), self._context()))
         self._schedule_tick()
 
     # -- snapshots ----------------------------------------------------------------------------

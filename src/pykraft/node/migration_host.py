@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from pykraft.controller.config import ControllerConfig
     from pykraft.controller.quorum_controller import QuorumController
     from pykraft.controller.result import RecordList
+    from pykraft.metadata.image import Image
 
 __all__ = ["MigrationHost", "MigrationSite"]
 
@@ -103,11 +104,23 @@ class MigrationHost:
         # The brokers the last requests reached, with the epochs they had (loop side).
         self._sent: dict[int, int] = {}
         self.zk = ZkWorker(zookeeper_connect, self._brokers)  # the worker thread's side
+        self._migrating_seen: tuple[int, ...] = ()  # ZooKeeper brokers registered, last look
 
     # -- the loop side ----------------------------------------------------------------------------
 
     def leadership_changed(self, active_epoch: int) -> None:
         self.driver.leadership_changed(active_epoch)
+        self.poke()
+
+    def image_changed(self, image: Image) -> None:
+        """The controller's image moved: look again now if a ZooKeeper broker registered (as
+        Kafka's driver wakes on cluster deltas), else at the driver's own time."""
+        migrating = tuple(
+            sorted(b.broker_id for b in image.brokers.values() if b.is_migrating_zk_broker)
+        )
+        if migrating != self._migrating_seen:
+            self._migrating_seen = migrating
+            self.driver.retry_at_ms = 0
         self.poke()
 
     def figures(self) -> MigrationFigures:
