@@ -60,6 +60,7 @@ def test_the_message_comes_every_period_and_starts_afresh(
 def test_names_and_settings() -> None:
     assert event_name(ApiKey.CREATE_TOPICS) == "createTopics"
     assert event_name(ApiKey.ALTER_PARTITION_REASSIGNMENTS) == "alterPartitionReassignments"
+    assert event_name(ApiKey.BROKER_HEARTBEAT) == "processBrokerHeartbeat"  # Kafka's name
     cfg = NodeConfig.from_properties(
         {
             **BASE,

@@ -23,8 +23,19 @@ NS_PER_MS: Final = 1_000_000
 T = TypeVar("T")
 
 
+# Where Kafka's QuorumController names the event otherwise than the API (its operations).
+_KAFKA_NAMES: Final = {
+    ApiKey.BROKER_HEARTBEAT: "processBrokerHeartbeat",
+    ApiKey.BROKER_REGISTRATION: "registerBroker",
+    ApiKey.ALTER_CONFIGS: "legacyAlterConfigs",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "alterUserScramCredentials",
+}
+
+
 def event_name(api_key: int) -> str:
-    """``ApiKey.CREATE_TOPICS`` -> ``createTopics`` (Kafka's controller names its events so)."""
+    """``ApiKey.CREATE_TOPICS`` -> ``createTopics``: Kafka's QuorumController's event name."""
+    if api_key in _KAFKA_NAMES:
+        return _KAFKA_NAMES[ApiKey(api_key)]
     head, *rest = ApiKey(api_key).name.lower().split("_")
     return head + "".join(word.capitalize() for word in rest)
 
