@@ -276,3 +276,44 @@ def test_kip_1219_fetch_sizes_reach_the_core() -> None:
     assert default.fetch_max_bytes == 8 * 1024 * 1024
     with pytest.raises(ConfigError, match=r"controller\.quorum\.fetch\.max\.bytes"):
         NodeConfig.from_properties({**BASE, "controller.quorum.fetch.max.bytes": "0"})
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("principal.builder.class", "ssl.principal.mapping.rules"),
+        ("listener.name.controller.plain.sasl.server.callback.handler.class", "user_<name>"),
+        ("sasl.server.callback.handler.class", "SCRAM the credentials in the metadata log"),
+        ("ssl.engine.factory.class", "ssl.keystore"),
+    ],
+)
+def test_a_java_plug_in_for_the_listener_is_refused_with_what_pykraft_does(
+    key: str, says: str
+) -> None:
+    """No such setting is silently ignored: pykraft cannot load a Java class, so the node
+    refuses to start with one line naming the key and what pykraft does instead."""
+    with pytest.raises(ConfigError) as info:
+        NodeConfig.from_properties({**BASE, key: "com.example.Custom"})
+    text = str(info.value)
+    assert text.startswith(f"invalid config {key}: ") and "com.example.Custom" in text
+    assert says in text
+
+
+def test_security_settings_pykraft_does_not_read_are_reported_unused() -> None:
+    """Security settings are honoured only where pykraft reads them; the others (a JCE
+    provider, a login refresh factor) are reported as not used, listener prefixes too."""
+    cfg = NodeConfig.from_properties(
+        {
+            **BASE,
+            "ssl.provider": "SunJSSE",
+            "sasl.login.refresh.window.factor": "0.8",
+            "listener.name.controller.ssl.keystore.type": "PKCS12",
+            "listener.name.controller.plain.sasl.jaas.config": "x",
+            "listener.name.controller.ssl.protocol": "TLSv1.3",
+        }
+    )
+    assert cfg.unknown_keys == (
+        "listener.name.controller.ssl.protocol",
+        "sasl.login.refresh.window.factor",
+        "ssl.provider",
+    )

@@ -30,8 +30,10 @@ from pykraft.node.config_keys import (
     BOOLS,
     CREATE_TOPIC_POLICY,
     INTS,
+    JAVA_PLUGINS,
     STANDARD_AUTHORIZER,
     UNSAFE_TEST_ELECT_OUTSIDE_ISR,
+    base_security_key,
     known,
 )
 from pykraft.node.plugins import load_plugin
@@ -457,7 +459,16 @@ def _quorum(
     return voters, bootstrap
 
 
+def _java_plugins(props: Mapping[str, str]) -> None:
+    """A Java plug-in class named for the listener: refused, saying what pykraft does."""
+    for key, value in sorted(props.items()):
+        instead = JAVA_PLUGINS.get(base_security_key(key))
+        if instead is not None and value.strip() and "oauthbearer." not in key:
+            raise ConfigError(key, f"pykraft cannot load the Java class {value.strip()}; {instead}")
+
+
 def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
+    _java_plugins(props)
     node_id = _int("node.id", _required(props, "node.id"), minimum=0, maximum=2**31 - 1)
     roles = _roles(props)
     listeners = _listeners("listeners", _required(props, "listeners"))

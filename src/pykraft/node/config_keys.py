@@ -5,6 +5,7 @@ all (the others are logged once as not used, as Kafka logs "supplied but not use
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from pykraft.controller.group_configs import GROUP_SETTING_DEFAULTS
@@ -15,8 +16,10 @@ __all__ = [
     "BOOLS",
     "CREATE_TOPIC_POLICY",
     "INTS",
+    "JAVA_PLUGINS",
     "STANDARD_AUTHORIZER",
     "UNSAFE_TEST_ELECT_OUTSIDE_ISR",
+    "base_security_key",
     "known",
 ]
 
@@ -105,8 +108,48 @@ KNOWN: Final = frozenset(
 )
 
 
-# Security configs (read by net/security.py and net/tls.py, with their listener prefixes).
-SECURITY_PREFIXES: Final = ("ssl.", "sasl.", "listener.name.", "connections.max.reauth.ms")
+# Security configs (read by net/security.py and net/tls.py), as they may appear after a
+# ``listener.name.<listener>.`` prefix and a SASL mechanism's prefix (``plain.``, ...).
+SECURITY_READ: Final = frozenset(
+    {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.cipher.suites",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.principal.mapping.rules",
+        "sasl.enabled.mechanisms",
+        "sasl.mechanism.controller.protocol",
+        "sasl.jaas.config",
+        "sasl.server.max.receive.size",
+        "connections.max.reauth.ms",
+    }
+)
+# Plug-in classes Kafka loads into its listener, and what pykraft does in their place: it
+# cannot run a Java class, so a node that names one is refused at start, with this, rather
+# than run without it (node/config.py; OAUTHBEARER's handler: net/security.py).
+JAVA_PLUGINS: Final[dict[str, str]] = {
+    "principal.builder.class": (
+        "principals are Kafka's default builder's (User:<SASL name>, or the TLS subject "
+        "through ssl.principal.mapping.rules)"
+    ),
+    "sasl.server.callback.handler.class": (
+        "PLAIN checks the user_<name> entries of sasl.jaas.config, SCRAM the credentials in "
+        "the metadata log"
+    ),
+    "ssl.engine.factory.class": "TLS is set up from the ssl.keystore.* and ssl.truststore.* configs",
+}
+_MECHANISM_PREFIX: Final = re.compile(r"^(?:plain|scram-sha-256|scram-sha-512|oauthbearer)\.")
+_LISTENER_PREFIX: Final = re.compile(r"^listener\.name\.[^.]+\.")
 SECURITY_KEYS: Final = frozenset(
     {
         "listener.security.protocol.map",
@@ -117,6 +160,14 @@ SECURITY_KEYS: Final = frozenset(
         "delegation.token.secret.key",
     }
 )
+
+
+def base_security_key(key: str) -> str:
+    """A security key without its listener and mechanism prefixes:
+    ``listener.name.internal.plain.sasl.jaas.config`` -> ``sasl.jaas.config``."""
+    return _MECHANISM_PREFIX.sub("", _LISTENER_PREFIX.sub("", key))
+
+
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -124,7 +175,8 @@ def known(key: str) -> bool:
     return (
         key in KNOWN
         or key in SECURITY_KEYS
-        or key.startswith(SECURITY_PREFIXES)
+        or base_security_key(key) in SECURITY_READ
+        or base_security_key(key) in JAVA_PLUGINS
         or key in GROUP_SETTING_DEFAULTS
         or key in BROKER_SYNONYMS
     )
