@@ -729,3 +729,77 @@ def test_sasl_handshake_v0_then_bare_tokens() -> None:
         await server.close()
 
     run(main)
+
+
+PLUGIN_MODULE = """
+from pykraft.net.security import KafkaPrincipal
+
+
+class TeamPrincipals:
+    def build(self, context):
+        if context.sasl_authorization_id is None:
+            return KafkaPrincipal("User", "ANONYMOUS")
+        team = "ops" if context.sasl_authorization_id.startswith("ops-") else "dev"
+        return f"Team:{team}"
+
+
+class Directory:
+    def configure(self, configs):
+        self.users = dict(u.split("=") for u in configs["my.directory"].split(","))
+
+    def authenticate(self, username, password):
+        if username == "boom":
+            raise RuntimeError("directory down")
+        return self.users.get(username) == password
+"""
+
+
+def test_python_principal_builder_and_plain_callback_handler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """principal.builder.class and PLAIN's server callback handler as Python classes in the
+    shape of Kafka's interfaces: the handler decides PLAIN logins (a failure or an exception is
+    Kafka's invalid-credentials answer), the builder names the session's principal."""
+    from pykraft.node.config import NodeConfig
+    from tests.node.test_config import BASE
+
+    (tmp_path / "my_plugins.py").write_text(PLUGIN_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    props = {
+        **BASE,
+        **sasl_props(),
+        "principal.builder.class": "my_plugins:TeamPrincipals",
+        "listener.name.controller.plain.sasl.server.callback.handler.class": (
+            "my_plugins:Directory"
+        ),
+        "my.directory": "ops-ann=pw1,dev-bo=pw2,boom=x",
+    }
+    sec = NodeConfig.from_properties(props).security
+    assert sec is not None and sec.principal_builder is not None
+
+    async def main() -> None:
+        seen = Seen()
+        server = await serve(sec, seen)
+        for user, password, principal in (
+            ("ops-ann", "pw1", "Team:ops"),
+            ("dev-bo", "pw2", "Team:dev"),
+        ):
+            conn = await Connection.open(
+                "127.0.0.1", server.port, timeout_ms=5000, security=client("PLAIN", user, password)
+            )
+            await metadata(conn)
+            assert str(seen.sessions[-1].principal) == principal
+            conn.close()
+            await conn.wait_closed()
+        for user, password in (("ops-ann", "wrong"), ("alice", "a-pw"), ("boom", "x")):
+            with pytest.raises(SaslAuthenticationError, match=r"Authentication failed"):
+                await Connection.open(
+                    "127.0.0.1",
+                    server.port,
+                    timeout_ms=5000,
+                    security=client("PLAIN", user, password),
+                )
+        assert server.stats.failed_authentication_total == 3
+        await server.close()
+
+    run(main)

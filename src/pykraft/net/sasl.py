@@ -382,8 +382,18 @@ class SaslServerAuthenticator:
             raise _AuthenticationFailed("Authentication failed: username not specified")
         if not password:
             raise _AuthenticationFailed("Authentication failed: password not specified")
-        expected = self.config.plain_users.get(user)
-        if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+        callback = self.config.plain_callback
+        if callback is not None:
+            try:
+                allowed = bool(callback.authenticate(user, password))
+            except Exception as e:  # the plug-in's: a failed authentication, not a crash
+                raise _AuthenticationFailed(f"Authentication failed: {type(e).__name__}") from None
+        else:
+            expected = self.config.plain_users.get(user)
+            allowed = expected is not None and hmac.compare_digest(
+                expected.encode(), password.encode()
+            )
+        if not allowed:
             raise _AuthenticationFailed("Authentication failed: Invalid username or password")
         if authzid and authzid != user:
             raise _AuthenticationFailed(

@@ -23,7 +23,7 @@ import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from pykraft.net.errors import SecurityConfigError
 from pykraft.net.oauthbearer import UnsecuredValidator
@@ -194,6 +194,35 @@ SUPPORTED_MECHANISMS: Final = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
 @dataclass(frozen=True, slots=True)
+class AuthenticationContext:
+    """What a principal builder is told of a connection (Kafka's ``AuthenticationContext``
+    and its SSL and SASL kinds): the listener, its protocol, the client's address, and once
+    authenticated the TLS peer's subject or the SASL mechanism and authorization id."""
+
+    listener_name: str
+    security_protocol: str
+    client_address: str
+    ssl_subject: str | None = None
+    sasl_mechanism: str | None = None
+    sasl_authorization_id: str | None = None
+
+
+class PrincipalBuilder(Protocol):
+    """``principal.builder.class``: Kafka's ``KafkaPrincipalBuilder.build``, in Python (a
+    ``KafkaPrincipal`` or its ``Type:name`` text)."""
+
+    def build(self, context: AuthenticationContext) -> KafkaPrincipal | str: ...
+
+
+class PlainCallbackHandler(Protocol):
+    """``[listener.name.<l>.plain.]sasl.server.callback.handler.class``: what Kafka's
+    ``PlainServerCallbackHandler`` decides, in Python: may ``username`` log in with
+    ``password``?"""
+
+    def authenticate(self, username: str, password: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
 class SaslServerConfig:
     """The server side of SASL on one listener. ``plain_users``: the ``user_<name>``
     options of the listener's PLAIN JAAS entry (never logged)."""
@@ -206,6 +235,8 @@ class SaslServerConfig:
     reauth_ms: Mapping[str, int] = field(default_factory=dict)
     max_receive_size: int = 524_288  # sasl.server.max.receive.size
     failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
+    # PLAIN checked by a plug-in instead of the JAAS user_<name> entries
+    plain_callback: PlainCallbackHandler | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +270,15 @@ class ListenerSecurity:
     sasl: SaslServerConfig | None = None
     principal_mapper: PrincipalMapper = PrincipalMapper()
     client: ClientSecurity = ClientSecurity()
+    principal_builder: PrincipalBuilder | None = field(default=None, compare=False)
+
+    def principal(self, default: KafkaPrincipal, context: AuthenticationContext) -> KafkaPrincipal:
+        """The connection's principal: the builder's when one is configured (ValueError for
+        an answer that is not a principal), else ``default``, Kafka's default builder's."""
+        if self.principal_builder is None:
+            return default
+        built = self.principal_builder.build(context)
+        return built if isinstance(built, KafkaPrincipal) else KafkaPrincipal.parse(str(built))
 
 
 # -- reading the configs ---------------------------------------------------------------------

@@ -49,7 +49,14 @@ from pykraft.net.sasl import (
     SaslServerAuthenticator,
     illegal_sasl_state,
 )
-from pykraft.net.security import ANONYMOUS, ListenerSecurity, SecurityProtocol, Session
+from pykraft.net.security import (
+    ANONYMOUS,
+    AuthenticationContext,
+    KafkaPrincipal,
+    ListenerSecurity,
+    SecurityProtocol,
+    Session,
+)
 from pykraft.net.server_tls import ServerTls, TlsClosed, TlsHandshakeFailed
 from pykraft.net.tls import peer_subject
 from pykraft.protocol import (
@@ -176,9 +183,16 @@ class _ServerConnection(asyncio.Protocol):
         self._peer = self._transport.get_extra_info("peername")
         self._server.connections.add(self)
         host = self._peer[0] if isinstance(self._peer, tuple) else "127.0.0.1"
-        self._session = Session(
-            self._server.listener_name, self._session.security_protocol, ANONYMOUS, host
-        )
+        protocol = self._session.security_protocol
+        self._session = Session(self._server.listener_name, protocol, ANONYMOUS, host)
+        if protocol is SecurityProtocol.PLAINTEXT and self._server.security.principal_builder:
+            try:  # Kafka builds PLAINTEXT connections' principals too (ANONYMOUS by default)
+                principal = self._built(ANONYMOUS)
+            except Exception as e:
+                log.info("closing connection from %s: principal.builder.class: %r", host, e)
+                self._transport.close()
+                return
+            self._session = Session(self._server.listener_name, protocol, principal, host)
         context = self._server.security.server_ssl
         if context is not None:
             # TLS through memory buffers: every byte goes through the handshake first, and a
@@ -205,10 +219,12 @@ class _ServerConnection(asyncio.Protocol):
             self._tls_timer.cancel()
         principal = ANONYMOUS
         subject = peer_subject(self._tls.engine)
-        if subject is not None and self._session.security_protocol is SecurityProtocol.SSL:
+        if self._session.security_protocol is SecurityProtocol.SSL:
             try:
-                principal = server.security.principal_mapper.name_principal(subject)
-            except ValueError as e:
+                if subject is not None:
+                    principal = server.security.principal_mapper.name_principal(subject)
+                principal = self._built(principal, ssl_subject=subject)
+            except Exception as e:  # the mapping's or a plug-in's: a failed handshake
                 self._tls_failed(e)
                 return
         if self._sasl is None:
@@ -368,6 +384,18 @@ class _ServerConnection(asyncio.Protocol):
         """The connection authenticated: counted, full frame sizes, the session's principal."""
         server = self._server
         assert sasl.principal is not None
+        try:
+            principal = self._built(
+                sasl.principal,
+                sasl_mechanism=sasl.mechanism,
+                sasl_authorization_id=sasl.principal.name,
+            )
+        except Exception as e:  # the plug-in's: the authentication fails, the connection goes
+            server.stats.failed_authentication_total += 1
+            log.info("Failed authentication with %s (principal.builder.class: %r)", self._peer, e)
+            self._closing = True
+            self._close()
+            return
         server.stats.successful_authentication_total += 1
         if not reauth_capable:
             server.stats.successful_authentication_no_reauth_total += 1
@@ -375,8 +403,21 @@ class _ServerConnection(asyncio.Protocol):
         self._session = Session(
             self._session.listener_name,
             self._session.security_protocol,
-            sasl.principal,
+            principal,
             self._session.client_host,
+        )
+
+    def _built(self, default: KafkaPrincipal, **context: str | None) -> KafkaPrincipal:
+        """The principal ``principal.builder.class`` gives (``default`` without one)."""
+        session = self._session
+        return self._server.security.principal(
+            default,
+            AuthenticationContext(
+                session.listener_name,
+                session.security_protocol.name,
+                session.client_host,
+                **context,
+            ),
         )
 
     def _dispatch(self, request: DecodedRequest) -> None:

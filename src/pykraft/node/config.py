@@ -11,6 +11,7 @@ their Kafka ``server.properties`` files.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,16 +25,22 @@ from pykraft.controller.group_configs import (
 from pykraft.controller.policies import AlterConfigPolicy, CreateTopicPolicy
 from pykraft.controller.topic_defaults import BROKER_SYNONYMS
 from pykraft.net.errors import SecurityConfigError
-from pykraft.net.security import ListenerSecurity, listener_security
+from pykraft.net.security import (
+    ListenerSecurity,
+    PlainCallbackHandler,
+    PrincipalBuilder,
+    listener_security,
+)
 from pykraft.node.config_keys import (
     ALTER_CONFIG_POLICY,
     BOOLS,
     CREATE_TOPIC_POLICY,
     INTS,
     JAVA_PLUGINS,
+    PRINCIPAL_BUILDER,
+    SERVER_CALLBACK,
     STANDARD_AUTHORIZER,
     UNSAFE_TEST_ELECT_OUTSIDE_ISR,
-    base_security_key,
     known,
 )
 from pykraft.node.plugins import load_plugin
@@ -459,16 +466,35 @@ def _quorum(
     return voters, bootstrap
 
 
-def _java_plugins(props: Mapping[str, str]) -> None:
-    """A Java plug-in class named for the listener: refused, saying what pykraft does."""
+def _listener_plugins(props: Mapping[str, str], security: ListenerSecurity) -> ListenerSecurity:
+    """The listener's plug-ins: ``principal.builder.class`` and PLAIN's server callback
+    handler as Python classes; a plug-in pykraft cannot take refuses the start."""
+    prefix = f"listener.name.{security.listener_name.lower()}."
     for key, value in sorted(props.items()):
-        instead = JAVA_PLUGINS.get(base_security_key(key))
-        if instead is not None and value.strip() and "oauthbearer." not in key:
-            raise ConfigError(key, f"pykraft cannot load the Java class {value.strip()}; {instead}")
+        instead = JAVA_PLUGINS.get(key.removeprefix(prefix) if key.startswith(prefix) else key)
+        if instead is not None and value.strip():
+            raise ConfigError(key, f"pykraft cannot load the class {value.strip()}; {instead}")
+    builder = props.get(PRINCIPAL_BUILDER, "").strip()
+    if builder:
+        plugin = load_plugin(PRINCIPAL_BUILDER, builder, props, "build")
+        security = dataclasses.replace(security, principal_builder=cast(PrincipalBuilder, plugin))
+    for key in (f"{prefix}plain.{SERVER_CALLBACK}", SERVER_CALLBACK):
+        name = props.get(key, "").strip()
+        if not name:
+            continue
+        sasl = security.sasl
+        if sasl is None or "PLAIN" not in sasl.mechanisms:
+            raise ConfigError(key, "the controller listener does not enable PLAIN")
+        if key == SERVER_CALLBACK and any(m.startswith("SCRAM") for m in sasl.mechanisms):
+            raise ConfigError(key, "pykraft takes it for PLAIN only: name it plain.-prefixed")
+        plugin = load_plugin(key, name, props, "authenticate")
+        sasl = dataclasses.replace(sasl, plain_callback=cast(PlainCallbackHandler, plugin))
+        security = dataclasses.replace(security, sasl=sasl)
+        break
+    return security
 
 
 def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
-    _java_plugins(props)
     node_id = _int("node.id", _required(props, "node.id"), minimum=0, maximum=2**31 - 1)
     roles = _roles(props)
     listeners = _listeners("listeners", _required(props, "listeners"))
@@ -511,7 +537,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         inter_broker_listener_name=(
             props.get("inter.broker.listener.name", "").strip() or "PLAINTEXT"
         ),
-        security=_security(props, roles, listeners, controller_names),
+        security=_listener_plugins(props, _security(props, roles, listeners, controller_names)),
         authorizer_class_name=_authorizer(props),
         super_users=_super_users(props),
         delegation_token_secret_key=props.get("delegation.token.secret.key", "").strip(),

@@ -17,6 +17,8 @@ __all__ = [
     "CREATE_TOPIC_POLICY",
     "INTS",
     "JAVA_PLUGINS",
+    "PRINCIPAL_BUILDER",
+    "SERVER_CALLBACK",
     "STANDARD_AUTHORIZER",
     "UNSAFE_TEST_ELECT_OUTSIDE_ISR",
     "base_security_key",
@@ -134,19 +136,17 @@ SECURITY_READ: Final = frozenset(
         "connections.max.reauth.ms",
     }
 )
-# Plug-in classes Kafka loads into its listener, and what pykraft does in their place: it
-# cannot run a Java class, so a node that names one is refused at start, with this, rather
-# than run without it (node/config.py; OAUTHBEARER's handler: net/security.py).
+# Plug-in classes Kafka loads into its listener. pykraft takes a Python class in the shape of
+# Kafka's interface for the principal builder and PLAIN's server callback handler
+# (node/plugins.py); the others it cannot take, so a node that names one is refused at start,
+# with what pykraft does in its place, rather than run without it (OAUTHBEARER's handler:
+# net/security.py).
+PRINCIPAL_BUILDER: Final = "principal.builder.class"
+SERVER_CALLBACK: Final = "sasl.server.callback.handler.class"
 JAVA_PLUGINS: Final[dict[str, str]] = {
-    "principal.builder.class": (
-        "principals are Kafka's default builder's (User:<SASL name>, or the TLS subject "
-        "through ssl.principal.mapping.rules)"
-    ),
-    "sasl.server.callback.handler.class": (
-        "PLAIN checks the user_<name> entries of sasl.jaas.config, SCRAM the credentials in "
-        "the metadata log"
-    ),
     "ssl.engine.factory.class": "TLS is set up from the ssl.keystore.* and ssl.truststore.* configs",
+    f"scram-sha-256.{SERVER_CALLBACK}": "SCRAM checks the credentials in the metadata log",
+    f"scram-sha-512.{SERVER_CALLBACK}": "SCRAM checks the credentials in the metadata log",
 }
 _MECHANISM_PREFIX: Final = re.compile(r"^(?:plain|scram-sha-256|scram-sha-512|oauthbearer)\.")
 _LISTENER_PREFIX: Final = re.compile(r"^listener\.name\.[^.]+\.")
@@ -160,6 +160,11 @@ SECURITY_KEYS: Final = frozenset(
         "delegation.token.secret.key",
     }
 )
+
+
+def _listener_prefix(key: str) -> str:
+    match = _LISTENER_PREFIX.match(key)
+    return match.group(0) if match else ""
 
 
 def base_security_key(key: str) -> str:
@@ -176,7 +181,8 @@ def known(key: str) -> bool:
         key in KNOWN
         or key in SECURITY_KEYS
         or base_security_key(key) in SECURITY_READ
-        or base_security_key(key) in JAVA_PLUGINS
+        or base_security_key(key) in (PRINCIPAL_BUILDER, SERVER_CALLBACK)
+        or key.removeprefix(_listener_prefix(key)) in JAVA_PLUGINS
         or key in GROUP_SETTING_DEFAULTS
         or key in BROKER_SYNONYMS
     )
