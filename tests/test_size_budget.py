@@ -24,7 +24,7 @@ FUNCTION_LINES = 60
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
     "node/driver.py": 684,
-    "node/controller_host.py": 646,
+    "node/controller_host.py": 645,
 }
 FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:events": 137,
@@ -42,13 +42,8 @@ FUNCTIONS_OVER: dict[str, int] = {
     "migration/zk_writes.py:reconcile": 65,
     "storage/format.py:format_storage": 63,
     "node/cluster.py:describe_cluster_response": 63,
-    "node/controller_host.py:_sync": 62,
     "cli/demo.py:_one_more_epoch": 62,
-    "storage/log.py:open": 61,
     "sim/simulator.py:__init__": 61,
-    "node/server.py:serve": 61,
-    "migration/propagator.py:full_leader_and_isr": 61,
-    "cli/storage.py:_features": 61,
 }
 
 

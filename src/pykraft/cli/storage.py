@@ -101,25 +101,32 @@ def _features(args: argparse.Namespace) -> tuple[int | None, dict[str, int]]:
         else:
             known = ", ".join(["kraft.version", METADATA_VERSION, *sorted(FEATURES)])
             raise ConfigError(f"--feature {name}: unknown feature (known: {known})")
+    return kraft_version, _with_release_defaults(features)
+
+
+def _with_release_defaults(features: dict[str, int]) -> dict[str, int]:
+    """As kafka-storage: every feature at the release's default level, then ``--feature``'s;
+    checked against their dependencies (the ones above level 0 are returned)."""
     from pykraft.controller.features import check_bootstrap_level
     from pykraft.metadata.versions import (
         DEFAULT_METADATA_VERSION,
+        METADATA_VERSION,
         dependency_error,
         release_features,
     )
+    from pykraft.storage import ConfigError
 
     level = features.get(METADATA_VERSION, DEFAULT_METADATA_VERSION.level)
     try:
         check_bootstrap_level(level)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    # As kafka-storage: every feature at the release's default level, then --feature's.
     features = {**release_features(level), **features}
     for name, value in features.items():
         reason = dependency_error(name, value, features)
         if reason is not None:
             raise ConfigError(f"--feature {name}={value}: {reason}")
-    return kraft_version, {name: value for name, value in features.items() if value > 0}
+    return {name: value for name, value in features.items() if value > 0}
 
 
 def _format(args: argparse.Namespace) -> int:

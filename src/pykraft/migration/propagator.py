@@ -147,6 +147,21 @@ def full_update_metadata(
     )
 
 
+def _live_leaders(
+    image: Image, leaders: Collection[int], listener: str
+) -> list[LeaderAndIsrLiveLeader]:
+    """The leaders' endpoints on the inter-broker listener (those that have one)."""
+    live = []
+    for leader in sorted(leaders):
+        b = image.brokers.get(leader)
+        endpoint = None if b is None else inter_broker_endpoint(b, listener)
+        if endpoint is not None:
+            live.append(
+                LeaderAndIsrLiveLeader(broker_id=leader, host_name=endpoint[0], port=endpoint[1])
+            )
+    return live
+
+
 def full_leader_and_isr(
     image: Image,
     broker_id: int,
@@ -189,16 +204,9 @@ def full_leader_and_isr(
                 )
             )
             leaders.update(s.leader for s in states if s.leader >= 0)
-    live = []
-    for leader in sorted(leaders):
-        b = image.brokers.get(leader)
-        endpoint = None if b is None else inter_broker_endpoint(b, listener)
-        if endpoint is not None:
-            live.append(
-                LeaderAndIsrLiveLeader(broker_id=leader, host_name=endpoint[0], port=endpoint[1])
-            )
     if topics_only is not None and not topics:
         return None
+    live = _live_leaders(image, leaders, listener)
     return LeaderAndIsrRequest(
         controller_id=controller_id,
         is_k_raft_controller=True,

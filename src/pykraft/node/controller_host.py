@@ -134,11 +134,7 @@ class ControllerHost:
         self._stopped = False
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
-        nc = node.config
-        self.performance = EventPerformanceMonitor(
-            nc.controller_performance_sample_period_ms,
-            nc.controller_performance_always_log_threshold_ms,
-        )
+        self.performance = EventPerformanceMonitor.of(node.config)
         self._kraft_upgrades = KraftUpgrades(self._process, self._error)
 
     # -- what other modules read ---------------------------------------------------------------
@@ -554,28 +550,7 @@ class ControllerHost:
             # collector's full collections, which the load's allocations trigger, never walk
             # the image being built (at 100,000 partitions they held the loop 45 ms each).
             gc.freeze()
-        if listener.loaded is not None:
-            log.info("metadata image loaded from snapshot %s", listener.loaded)
-            listener.loaded = None
-            self._snapshots.reloaded()
-            if self._refreeze:
-                # It replaced a frozen image: that one is handed back to the collector (its
-                # controller's cycles would keep it alive). One full collection, on a rare
-                # event (a standby that fell behind the leader's log start).
-                gc.unfreeze()
-                gc.collect()
-            self._freeze_image()
-            self._refreeze = False
-        if not self._caught_up and listener.position >= core.high_watermark > 0:
-            # The image replayed from the log at start (all of it, without a snapshot, or
-            # what followed the snapshot) is as long-lived as one loaded from a snapshot:
-            # frozen out of the cyclic collector's full collections too.
-            self._caught_up = True
-            self._freeze_image()
-            log.info(
-                "metadata image caught up position=%d; frozen out of full collections",
-                listener.position,
-            )
+        self._freeze_loaded(listener, core.high_watermark)
         if change is LeaderChange.DEACTIVATED or (change is LeaderChange.ACTIVATED and epoch >= 0):
             log.info(
                 "no longer the active controller epoch=%d (%d uncommitted changes reverted)",
@@ -597,6 +572,30 @@ class ControllerHost:
         self._schedule_tick()
         if self.migration is not None:
             self.migration.image_changed(listener.image)
+
+    def _freeze_loaded(self, listener: MetaLogListener, high_watermark: int) -> None:
+        """An image loaded from a snapshot, or replayed up to the high watermark at start,
+        is as long-lived as the process: frozen out of the cyclic collector's full
+        collections (``_freeze_image``)."""
+        if listener.loaded is not None:
+            log.info("metadata image loaded from snapshot %s", listener.loaded)
+            listener.loaded = None
+            self._snapshots.reloaded()
+            if self._refreeze:
+                # It replaced a frozen image: that one is handed back to the collector (its
+                # controller's cycles would keep it alive). One full collection, on a rare
+                # event (a standby that fell behind the leader's log start).
+                gc.unfreeze()
+                gc.collect()
+            self._freeze_image()
+            self._refreeze = False
+        if not self._caught_up and listener.position >= high_watermark > 0:
+            self._caught_up = True
+            self._freeze_image()
+            log.info(
+                "metadata image caught up position=%d; frozen out of full collections",
+                listener.position,
+            )
 
     def _freeze_image(self) -> None:
         """The image in use lives as long as the process (until a snapshot replaces it): its

@@ -11,9 +11,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from pykraft.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from pykraft.node.config import NodeConfig
 
 __all__ = ["EventPerformanceMonitor", "event_name"]
 
@@ -53,6 +56,14 @@ class EventPerformanceMonitor:
         self.threshold_ns = always_log_threshold_ms * NS_PER_MS
         self._timer: asyncio.TimerHandle | None = None
         self.reset()
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> EventPerformanceMonitor:
+        """From ``controller.performance.sample.period.ms`` and ``.always.log.threshold.ms``."""
+        return cls(
+            config.controller_performance_sample_period_ms,
+            config.controller_performance_always_log_threshold_ms,
+        )
 
     def reset(self) -> None:
         self.count = 0

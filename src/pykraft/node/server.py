@@ -89,18 +89,9 @@ async def _debug_appender(node: RaftNode, interval_ms: int) -> None:
         log.info("committed offset=%d epoch=%d value=%s", offset, epoch, value.decode())
 
 
-async def serve(config: NodeConfig) -> int:
-    node = RaftNode(config)
-    try:
-        bootstrap = read_bootstrap_metadata(config.metadata_log_dir)
-        bootstrap_records = read_bootstrap_records(config.metadata_log_dir)
-    except StorageError as e:
-        log.error("cannot start: %s", e)
-        return 1
-    host = ControllerHost(
-        node, config.controller_config(), bootstrap=bootstrap, bootstrap_records=bootstrap_records
-    )
-    node.application = host
+def _prepare(host: ControllerHost) -> None:
+    """Before the node starts: the core's build logged, the newest message classes imported
+    and everything imported so far frozen out of the cyclic collector."""
     core_build = native.status()
     log.info(
         "consensus core: %s (%s)",
@@ -117,6 +108,21 @@ async def serve(config: NodeConfig) -> int:
     # held the loop 100-120 ms, counted as the node's longest stall (bench/bench_scale.py).
     gc.collect()
     gc.freeze()
+
+
+async def serve(config: NodeConfig) -> int:
+    node = RaftNode(config)
+    try:
+        bootstrap = read_bootstrap_metadata(config.metadata_log_dir)
+        bootstrap_records = read_bootstrap_records(config.metadata_log_dir)
+    except StorageError as e:
+        log.error("cannot start: %s", e)
+        return 1
+    host = ControllerHost(
+        node, config.controller_config(), bootstrap=bootstrap, bootstrap_records=bootstrap_records
+    )
+    node.application = host
+    _prepare(host)
     try:
         await node.start()
     except NodeStartError as e:

@@ -154,20 +154,7 @@ class FileLog:
         recovery_point = self._load_checkpoints()
         paths = sorted(partition_dir.glob("*.log"), key=lambda p: p.name)
         self._load_segments(paths, recovery_point)
-        # Segments wholly below the log start offset (a crash inside delete_before or
-        # reset_to_snapshot) are deleted now.
-        while self._segments and self._segments[0].next_offset <= self._start_offset:
-            if len(self._segments) == 1 and self._segments[0].base_offset == self._start_offset:
-                break
-            self._drop_segment(self._segments.pop(0))
-        if not self._segments:
-            self._segments.append(self._open_segment(self._start_offset, create=True))
-        first = self._segments[0].base_offset
-        if first > self._start_offset:
-            raise StorageError(
-                f"{partition_dir}: first segment starts at {first}, after the log start "
-                f"offset {self._start_offset}: offsets in between are missing"
-            )
+        self._drop_below_start()
         if self._epoch_starts:
             self._epoch_starts[0] = max(self._epoch_starts[0], self._start_offset)
         # Entries wholly below the start offset go (the last one before it is clamped).
@@ -194,6 +181,22 @@ class FileLog:
             fsync_dir(self.dir)
             self._dir_dirty = False
         return self
+
+    def _drop_below_start(self) -> None:
+        """Segments wholly below the log start offset (a crash inside delete_before or
+        reset_to_snapshot) are deleted; a gap after the start offset is an error."""
+        while self._segments and self._segments[0].next_offset <= self._start_offset:
+            if len(self._segments) == 1 and self._segments[0].base_offset == self._start_offset:
+                break
+            self._drop_segment(self._segments.pop(0))
+        if not self._segments:
+            self._segments.append(self._open_segment(self._start_offset, create=True))
+        first = self._segments[0].base_offset
+        if first > self._start_offset:
+            raise StorageError(
+                f"{self.dir}: first segment starts at {first}, after the log start "
+                f"offset {self._start_offset}: offsets in between are missing"
+            )
 
     def _load_checkpoints(self) -> int:
         """The recovery point, with the epochs and control batches below it taken from
