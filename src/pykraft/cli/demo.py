@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pykraft.raft.types import ReplicaKey
 
 
 def register(sub: Any) -> None:
@@ -46,14 +49,28 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _append_epoch(partition: Path, epoch: int, me: ReplicaKey, now_ms: int) -> int:
+    """The leader's LeaderChangeMessage and five batches of records in ``epoch``, flushed
+    once; the log end offset after them."""
+    from pykraft.records import build_batch, leader_change_batch
+    from pykraft.storage import FileLog
+
+    with FileLog.open(partition, segment_bytes=64 * 1024) as log:
+        log.append(leader_change_batch(log.end_offset, epoch, now_ms, me.id, [me], [me]))
+        for i in range(5):
+            values = [f"epoch {epoch} record {i}.{j}".encode() for j in range(100)]
+            log.append(build_batch(log.end_offset, epoch, values, now_ms))
+        log.flush()  # one fsync for all six batches
+        print(f"appended 6 batches in epoch {epoch}; log end offset {log.end_offset}")
+        return log.end_offset
+
+
 def _one_more_epoch(config_path: Path) -> Path:
     """Format (first run), lead one more epoch, append and snapshot; the metadata dir."""
     from pykraft.node.config import load_config
     from pykraft.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey
-    from pykraft.records import build_batch, leader_change_batch
     from pykraft.storage import (
         PARTITION_DIR_NAME,
-        FileLog,
         FileQuorumStateStore,
         FileSnapshotStore,
         format_storage,
@@ -86,15 +103,7 @@ def _one_more_epoch(config_path: Path) -> Path:
     states.write(ElectionState(epoch=epoch, leader_id=me.id, voted_key=me))
 
     now_ms = int(time.time() * 1000)
-    with FileLog.open(partition, segment_bytes=64 * 1024) as log:
-        log.append(leader_change_batch(log.end_offset, epoch, now_ms, me.id, [me], [me]))
-        for i in range(5):
-            values = [f"epoch {epoch} record {i}.{j}".encode() for j in range(100)]
-            log.append(build_batch(log.end_offset, epoch, values, now_ms))
-        log.flush()  # one fsync for all six batches
-        print(f"appended 6 batches in epoch {epoch}; log end offset {log.end_offset}")
-        end = log.end_offset
-
+    end = _append_epoch(partition, epoch, me, now_ms)
     snapshots = FileSnapshotStore.open(partition)
     snapshot_id = OffsetAndEpoch(end, epoch)
     write_snapshot(

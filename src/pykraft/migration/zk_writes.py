@@ -364,6 +364,36 @@ def _config_json(config: Mapping[str, str]) -> bytes:
     ).encode()
 
 
+def _partition_state_ops(
+    want: DesiredZk,
+    have: ZkSnapshot,
+    path: str,
+    topic: DesiredTopic,
+    partition: int,
+    new_topic: bool,
+) -> list[ZkOp]:
+    """The writes that make one partition's state znode say what the image says."""
+    ops: list[ZkOp] = []
+    leader, epoch, isr, recovering = topic.states[partition]
+    state_path = f"{path}/partitions/{partition}/state"
+    state = partition_state_json(leader, epoch, want.kraft_epoch, isr, recovering)
+    current_state = have.json(state_path) if not new_topic else None
+    if not new_topic and have.get(f"{path}/partitions") is None:
+        ops.append(ZkOp("create", f"{path}/partitions"))
+    if current_state is None:
+        if new_topic or have.get(f"{path}/partitions/{partition}") is None:
+            ops.append(ZkOp("create", f"{path}/partitions/{partition}"))
+        ops.append(ZkOp("create", state_path, state))
+    elif (
+        int(current_state.get("leader", -1)),
+        int(current_state.get("leader_epoch", -1)),
+        tuple(current_state.get("isr", ())),
+        int(current_state.get("leader_recovery_state", 0)) == 1,
+    ) != (leader, epoch, isr, recovering):
+        ops.append(ZkOp("set", state_path, state))
+    return ops
+
+
 def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]:
     """The writes that make ``have`` say what ``want`` says (Kafka's KRaftMigrationZkWriter
     snapshot reconciliation: topics, topic/broker configs, the producer id block), parents
@@ -387,23 +417,7 @@ def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]
         elif _assignment(current) != _assignment(json.loads(body)):
             ops.append(ZkOp("set", path, body))
         for partition in sorted(topic.partitions):
-            leader, epoch, isr, recovering = topic.states[partition]
-            state_path = f"{path}/partitions/{partition}/state"
-            state = partition_state_json(leader, epoch, want.kraft_epoch, isr, recovering)
-            current_state = have.json(state_path) if current is not None else None
-            if current is not None and have.get(f"{path}/partitions") is None:
-                ops.append(ZkOp("create", f"{path}/partitions"))
-            if current_state is None:
-                if current is None or have.get(f"{path}/partitions/{partition}") is None:
-                    ops.append(ZkOp("create", f"{path}/partitions/{partition}"))
-                ops.append(ZkOp("create", state_path, state))
-            elif (
-                int(current_state.get("leader", -1)),
-                int(current_state.get("leader_epoch", -1)),
-                tuple(current_state.get("isr", ())),
-                int(current_state.get("leader_recovery_state", 0)) == 1,
-            ) != (leader, epoch, isr, recovering):
-                ops.append(ZkOp("set", state_path, state))
+            ops += _partition_state_ops(want, have, path, topic, partition, current is None)
         if current is not None:
             for extra in sorted(
                 set(_ints(have.children(f"{path}/partitions"))) - set(topic.partitions)

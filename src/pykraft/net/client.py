@@ -35,7 +35,7 @@ from pykraft.net import apis, sasl_client
 from pykraft.net.apis import KRAFT_APIS
 from pykraft.net.convert import InvalidResponse, VersionTooOld
 from pykraft.net.convert.features import api_versions_request
-from pykraft.net.security import ClientSecurity
+from pykraft.net.security import ClientSecurity, SaslClientConfig
 from pykraft.protocol import (
     FRAME_MAX_BYTES_DEFAULT,
     ApiKey,
@@ -141,24 +141,26 @@ class Connection(asyncio.Protocol):
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
         }
         if security is not None and security.sasl is not None:
-            server_max = conn.peer_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1]
-            try:
-                lifetime_ms = await sasl_client.authenticate(
-                    lambda message: conn.request(message, timeout_ms=timeout_ms),
-                    security.sasl,
-                    server_max,
-                )
-            except BaseException:
-                # Nothing more to say to a peer that refused us: its socket goes now, not
-                # after a TLS close_notify exchange the caller's loop may not live to see.
-                conn.abort()
-                raise
-            if lifetime_ms > 0:
-                # KIP-368: renewed before the server's deadline, at 85-95 % of it as Kafka's
-                # clients do -- here by a new connection (``renewal_due``).
-                share = random.uniform(REAUTH_SHARE_MIN, REAUTH_SHARE_MAX)
-                conn.renew_at_s = conn._loop.time() + lifetime_ms * share / 1000
+            await conn._authenticate(security.sasl, timeout_ms)
         return conn
+
+    async def _authenticate(self, sasl: SaslClientConfig, timeout_ms: int) -> None:
+        """SASL as a client, and when the server gave the session a lifetime, the time to
+        renew it (KIP-368: at 85-95 % of it, as Kafka's clients do; here by a new
+        connection, ``renewal_due``)."""
+        server_max = self.peer_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1]
+        try:
+            lifetime_ms = await sasl_client.authenticate(
+                lambda message: self.request(message, timeout_ms=timeout_ms), sasl, server_max
+            )
+        except BaseException:
+            # Nothing more to say to a peer that refused us: its socket goes now, not after a
+            # TLS close_notify exchange the caller's loop may not live to see.
+            self.abort()
+            raise
+        if lifetime_ms > 0:
+            share = random.uniform(REAUTH_SHARE_MIN, REAUTH_SHARE_MAX)
+            self.renew_at_s = self._loop.time() + lifetime_ms * share / 1000
 
     @property
     def renewal_due(self) -> bool:

@@ -125,6 +125,36 @@ def _topic(mod: Any, image: Image | None, name: str | None, topic_id: Any) -> An
     )
 
 
+def _brokers(
+    image: Image, version: int, include_fenced: bool, cluster_id: str, leader_id: int
+) -> ResponsePayload:
+    """The broker endpoint type: the registered brokers (fenced ones when asked)."""
+    mod = kio_module(ApiKey.DESCRIBE_CLUSTER, version, "response")
+    listed = tuple(
+        _build(
+            mod.DescribeClusterBroker,
+            broker_id=b.broker_id,
+            host=b.endpoints[0].host if b.endpoints else "",
+            port=b.endpoints[0].port if b.endpoints else -1,
+            rack=b.rack,
+            is_fenced=b.fenced,
+        )
+        for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
+        if include_fenced or not b.fenced
+    )
+    answer: ResponsePayload = _build(
+        mod.DescribeClusterResponse,
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=BROKER_ENDPOINT_TYPE,
+        cluster_id=cluster_id,
+        controller_id=leader_id,
+        brokers=listed,
+    )
+    return answer
+
+
 def describe_cluster_response(
     request: RequestPayload,
     version: int,
@@ -140,31 +170,9 @@ def describe_cluster_response(
     (v2's IncludeFencedBrokers), and the active controller's id."""
     m: Any = request
     if image is not None and version >= 1 and int(m.endpoint_type) == BROKER_ENDPOINT_TYPE:
-        mod = kio_module(ApiKey.DESCRIBE_CLUSTER, version, "response")
-        include_fenced = bool(getattr(m, "include_fenced_brokers", False))
-        listed = tuple(
-            _build(
-                mod.DescribeClusterBroker,
-                broker_id=b.broker_id,
-                host=b.endpoints[0].host if b.endpoints else "",
-                port=b.endpoints[0].port if b.endpoints else -1,
-                rack=b.rack,
-                is_fenced=b.fenced,
-            )
-            for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
-            if include_fenced or not b.fenced
+        return _brokers(
+            image, version, bool(getattr(m, "include_fenced_brokers", False)), cluster_id, leader_id
         )
-        answer: ResponsePayload = _build(
-            mod.DescribeClusterResponse,
-            throttle_time=datetime.timedelta(0),
-            error_code=ErrorCode.none,
-            error_message=None,
-            endpoint_type=BROKER_ENDPOINT_TYPE,
-            cluster_id=cluster_id,
-            controller_id=leader_id,
-            brokers=listed,
-        )
-        return answer
     if int(getattr(m, "endpoint_type", 1)) != CONTROLLER_ENDPOINT_TYPE:
         return error_response(
             ApiKey.DESCRIBE_CLUSTER,

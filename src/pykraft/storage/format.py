@@ -174,6 +174,20 @@ def _initial_voters(
     return directory_id, voters
 
 
+def _kraft_version(
+    config: StorageConfig, dynamic: bool, no_initial_controllers: bool, given: int | None
+) -> int:
+    """The kraft.version to format at: 1 for a dynamic quorum unless given; Kafka's mode
+    rules checked."""
+    _check_mode(config, dynamic, no_initial_controllers, given)
+    version = (1 if dynamic else 0) if given is None else given
+    if version not in KRAFT_VERSIONS:
+        raise ConfigError(f"--feature kraft.version={version}: supported are 0 and 1")
+    if dynamic and version == 0:
+        raise ConfigError("--standalone/--initial-controllers need kraft.version=1")
+    return version
+
+
 def format_storage(
     config: StorageConfig,
     cluster_id: str,
@@ -202,12 +216,7 @@ def format_storage(
     except ValueError as exc:
         raise ConfigError(f"--cluster-id: {exc}") from None
     dynamic = standalone or initial_controllers is not None
-    _check_mode(config, dynamic, no_initial_controllers, kraft_version)
-    version = (1 if dynamic else 0) if kraft_version is None else kraft_version
-    if version not in KRAFT_VERSIONS:
-        raise ConfigError(f"--feature kraft.version={version}: supported are 0 and 1")
-    if dynamic and version == 0:
-        raise ConfigError("--standalone/--initial-controllers need kraft.version=1")
+    version = _kraft_version(config, dynamic, no_initial_controllers, kraft_version)
     log_dir = config.metadata_log_dir
     existing = read_meta_properties(log_dir) if log_dir.exists() else None
     if existing is not None:
