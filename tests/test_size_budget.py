@@ -32,8 +32,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "sim/simulator.py:_loop": 93,
     "cli/local.py:_up": 92,
     "protocol/api_versions.py:build_api_versions_response": 83,
-    "controller/errors.py:error_fields": 80,
-    "net/security.py:listener_security": 78,
     "pipeline/migration_dry_run.py:_convert": 69,
     "pipeline/plan.py:_round": 68,
     "controller/reassign.py:step_records": 68,

@@ -4,6 +4,7 @@ and the responses that refuse a whole request item by item."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
@@ -44,75 +45,78 @@ def check_op_size(records: int) -> None:
         raise ApiError(ErrorCode.policy_violation, TOO_LARGE)
 
 
-def error_fields(
-    api_key: int, version: int, request: Any, code: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    """The response fields refusing every item of ``request`` with ``code`` (Kafka's
-    ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
-    where a broker looks for NOT_CONTROLLER); the top-level fields only where the response
-    has them (``build.make`` refuses a field no version has)."""
-    known = version_fields(response_schema(api_key, version))
-    top = {"throttle_time": 0, "error_code": code, "error_message": message}
-    fields: dict[str, Any] = {k: v for k, v in top.items() if k in known}
-    if api_key == ApiKey.CREATE_TOPICS:
-        fields["topics"] = [topic_error(t.name, ApiError(code, message)) for t in request.topics]
-    elif api_key == ApiKey.DELETE_TOPICS:
-        if hasattr(request, "topics"):
-            items = [(t.name, t.topic_id) for t in request.topics]
-        else:
-            items = [(n, None) for n in request.topic_names]
-        fields["responses"] = [
-            {
-                "name": n,
-                "topic_id": i or uuid.UUID(int=0),
-                "error_code": code,
-                "error_message": message,
-            }
+Items = dict[str, list[dict[str, Any]]]
+
+
+def _create_topics(request: Any, code: ErrorCode, message: str | None) -> Items:
+    return {"topics": [topic_error(t.name, ApiError(code, message)) for t in request.topics]}
+
+
+def _delete_topics(request: Any, code: ErrorCode, message: str | None) -> Items:
+    if hasattr(request, "topics"):
+        items = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        items = [(n, None) for n in request.topic_names]
+    zero = uuid.UUID(int=0)
+    return {
+        "responses": [
+            {"name": n, "topic_id": i or zero, "error_code": code, "error_message": message}
             for n, i in items
         ]
-    elif api_key == ApiKey.CREATE_PARTITIONS:
-        fields["results"] = [
+    }
+
+
+def _create_partitions(request: Any, code: ErrorCode, message: str | None) -> Items:
+    return {
+        "results": [
             {"name": t.name, "error_code": code, "error_message": message} for t in request.topics
         ]
-    elif api_key in (ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS):
-        fields["responses"] = [
-            {
-                "error_code": code,
-                "error_message": message,
-                "resource_type": r_.resource_type,
-                "resource_name": r_.resource_name,
-            }
-            for r_ in request.resources
-        ]
-    elif api_key == ApiKey.DESCRIBE_CONFIGS:
-        fields["results"] = [
-            {
-                "error_code": code,
-                "error_message": message,
-                "resource_type": r_.resource_type,
-                "resource_name": r_.resource_name,
-                "configs": (),
-            }
-            for r_ in request.resources
-        ]
-    elif api_key == ApiKey.CREATE_ACLS:
-        fields["results"] = [
-            {"error_code": code, "error_message": message} for _ in request.creations
-        ]
-    elif api_key == ApiKey.DELETE_ACLS:
-        fields["filter_results"] = [
+    }
+
+
+def _resources(request: Any, code: ErrorCode, message: str | None) -> list[dict[str, Any]]:
+    return [
+        {
+            "error_code": code,
+            "error_message": message,
+            "resource_type": r_.resource_type,
+            "resource_name": r_.resource_name,
+        }
+        for r_ in request.resources
+    ]
+
+
+def _alter_configs(request: Any, code: ErrorCode, message: str | None) -> Items:
+    return {"responses": _resources(request, code, message)}
+
+
+def _describe_configs(request: Any, code: ErrorCode, message: str | None) -> Items:
+    return {"results": [{**r_, "configs": ()} for r_ in _resources(request, code, message)]}
+
+
+def _create_acls(request: Any, code: ErrorCode, message: str | None) -> Items:
+    return {"results": [{"error_code": code, "error_message": message} for _ in request.creations]}
+
+
+def _delete_acls(request: Any, code: ErrorCode, message: str | None) -> Items:
+    return {
+        "filter_results": [
             {"error_code": code, "error_message": message, "matching_acls": []}
             for _ in request.filters
         ]
-    elif api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
-        users = dict.fromkeys(
-            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
-        )
-        fields["results"] = [
-            {"user": u, "error_code": code, "error_message": message} for u in users
-        ]
-    elif api_key == ApiKey.ALTER_CLIENT_QUOTAS:
-        fields["entries"] = [
+    }
+
+
+def _alter_scram(request: Any, code: ErrorCode, message: str | None) -> Items:
+    users = dict.fromkeys(
+        [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    )
+    return {"results": [{"user": u, "error_code": code, "error_message": message} for u in users]}
+
+
+def _alter_quotas(request: Any, code: ErrorCode, message: str | None) -> Items:
+    return {
+        "entries": [
             {
                 "error_code": code,
                 "error_message": message,
@@ -123,6 +127,38 @@ def error_fields(
             }
             for entry in request.entries
         ]
+    }
+
+
+# The APIs without a top-level error code (and those whose items carry one too): the items
+# each refusal is set on, one builder per API.
+ITEM_ERRORS: Final[dict[int, Callable[[Any, ErrorCode, str | None], Items]]] = {
+    ApiKey.CREATE_TOPICS: _create_topics,
+    ApiKey.DELETE_TOPICS: _delete_topics,
+    ApiKey.CREATE_PARTITIONS: _create_partitions,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
+    ApiKey.ALTER_CONFIGS: _alter_configs,
+    ApiKey.DESCRIBE_CONFIGS: _describe_configs,
+    ApiKey.CREATE_ACLS: _create_acls,
+    ApiKey.DELETE_ACLS: _delete_acls,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_quotas,
+}
+
+
+def error_fields(
+    api_key: int, version: int, request: Any, code: ErrorCode, message: str | None
+) -> dict[str, Any]:
+    """The response fields refusing every item of ``request`` with ``code`` (Kafka's
+    ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
+    where a broker looks for NOT_CONTROLLER; ``ITEM_ERRORS``); the top-level fields only
+    where the response has them (``build.make`` refuses a field no version has)."""
+    known = version_fields(response_schema(api_key, version))
+    top = {"throttle_time": 0, "error_code": code, "error_message": message}
+    fields: dict[str, Any] = {k: v for k, v in top.items() if k in known}
+    items = ITEM_ERRORS.get(api_key)
+    if items is not None:
+        fields.update(items(request, code, message))
     return fields
 
 

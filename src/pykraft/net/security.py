@@ -476,6 +476,37 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
     return ClientSecurity(protocol, context, sasl)
 
 
+def _sasl_server(props: Mapping[str, str], lp: _ListenerProps) -> SaslServerConfig:
+    """The listener's SASL server side: its mechanisms, PLAIN's JAAS users, OAUTHBEARER's
+    validator, re-authentication and frame limits."""
+    enabled_key = "sasl.enabled.mechanisms"
+    mechanisms = _mechanisms(lp.key(enabled_key), lp.get(enabled_key, "GSSAPI"))
+    if not mechanisms:
+        raise ConfigError(lp.key(enabled_key), "no SASL mechanism is enabled")
+    plain_users: dict[str, str] = {}
+    if PLAIN in mechanisms:
+        entry = _jaas(lp, PLAIN)
+        if entry is None:
+            raise ConfigError(
+                f"{lp.prefix}plain.sasl.jaas.config",
+                "is required with PLAIN enabled on a SASL listener",
+            )
+        plain_users = {k[len("user_") :]: v for k, v in entry[1].items() if k.startswith("user_")}
+    return SaslServerConfig(
+        mechanisms,
+        plain_users,
+        oauth_validator=_oauth_validator(lp) if OAUTHBEARER in mechanisms else None,
+        reauth_ms={m: _reauth_ms(props, lp, m) for m in mechanisms},
+        max_receive_size=_int(
+            "sasl.server.max.receive.size", lp.get("sasl.server.max.receive.size", "524288"), 1
+        ),
+        failed_delay_ms=_int(
+            "connection.failed.authentication.delay.ms",
+            props.get("connection.failed.authentication.delay.ms", "100"),
+        ),
+    )
+
+
 def listener_security(
     props: Mapping[str, str], listener_name: str, *, server: bool
 ) -> ListenerSecurity:
@@ -503,38 +534,8 @@ def listener_security(
     sasl_server: SaslServerConfig | None = None
     sasl_client: SaslClientConfig | None = None
     if protocol.uses_sasl:
-        enabled_key = "sasl.enabled.mechanisms"
-        mechanisms = _mechanisms(lp.key(enabled_key), lp.get(enabled_key, "GSSAPI"))
-        plain_users: dict[str, str] = {}
         if server:
-            if not mechanisms:
-                raise ConfigError(lp.key(enabled_key), "no SASL mechanism is enabled")
-            if PLAIN in mechanisms:
-                entry = _jaas(lp, PLAIN)
-                if entry is None:
-                    raise ConfigError(
-                        f"{lp.prefix}plain.sasl.jaas.config",
-                        "is required with PLAIN enabled on a SASL listener",
-                    )
-                plain_users = {
-                    k[len("user_") :]: v for k, v in entry[1].items() if k.startswith("user_")
-                }
-            oauth = _oauth_validator(lp) if OAUTHBEARER in mechanisms else None
-            sasl_server = SaslServerConfig(
-                mechanisms,
-                plain_users,
-                oauth_validator=oauth,
-                reauth_ms={m: _reauth_ms(props, lp, m) for m in mechanisms},
-                max_receive_size=_int(
-                    "sasl.server.max.receive.size",
-                    lp.get("sasl.server.max.receive.size", "524288"),
-                    1,
-                ),
-                failed_delay_ms=_int(
-                    "connection.failed.authentication.delay.ms",
-                    props.get("connection.failed.authentication.delay.ms", "100"),
-                ),
-            )
+            sasl_server = _sasl_server(props, lp)
         mech_key = "sasl.mechanism.controller.protocol"
         mechanism = props.get(mech_key, "GSSAPI").strip().upper()
         _mechanisms(mech_key, mechanism)
