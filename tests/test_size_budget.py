@@ -31,10 +31,8 @@ FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:_plots": 101,
     "sim/simulator.py:_loop": 93,
     "cli/local.py:_up": 92,
-    "protocol/api_versions.py:build_api_versions_response": 83,
     "pipeline/migration_dry_run.py:_convert": 69,
     "pipeline/plan.py:_round": 68,
-    "controller/reassign.py:step_records": 68,
     "sim/controller.py:check": 65,
     "sim/simulator.py:__init__": 61,
 }

@@ -229,18 +229,23 @@ def step_records(
             Action(key, target, moves_leader(p.replicas, target, p.leader), adds=len(new))
         )
     for action in plan_batch(candidates, _in_flight(image), limits):
-        topic, index = action.key
-        assert isinstance(topic, uuid.UUID)
-        p = image.partition(topic, index)
-        assert p is not None
-        if action.elect:
-            done = () if p.replicas == p.final_target else None
-            builder = PartitionChangeBuilder(image, p, version).set_election(ELECTION_PREFERRED)
-            record = builder.set_final_target(done).build()
-            records.extend([] if record is None else [(record, version)])
-        else:
-            records.extend(_start(image, p, action.target, version=version))
+        records.extend(_perform(image, action, version))
     return records
+
+
+def _perform(image: Image, action: Action, version: int) -> RecordList:
+    """The records of one planned action: a preferred election (ending the plan when the
+    replicas reached the final target) or the start of a step."""
+    topic, index = action.key
+    assert isinstance(topic, uuid.UUID)
+    p = image.partition(topic, index)
+    assert p is not None
+    if not action.elect:
+        return _start(image, p, action.target, version=version)
+    done = () if p.replicas == p.final_target else None
+    builder = PartitionChangeBuilder(image, p, version).set_election(ELECTION_PREFERRED)
+    record = builder.set_final_target(done).build()
+    return [] if record is None else [(record, version)]
 
 
 def _in_flight(image: Image) -> InFlight:

@@ -100,6 +100,74 @@ def _api_keys(row_type: type[A], apis: Iterable[ApiVersionRange]) -> tuple[A, ..
     )
 
 
+def _v3_v4(
+    api_version: int,
+    apis: ApiTable,
+    error_code: ErrorCode,
+    throttle_time: i32Timedelta,
+    supported_features: Mapping[str, tuple[int, int]],
+    finalized_features: Mapping[str, int],
+    finalized_features_epoch: int,
+    zk_migration_ready: bool,
+) -> ApiVersionsResponse:
+    mod = v3 if api_version == 3 else v4
+    # v3 omits features whose minimum is 0 (KAFKA-17011, see the module docstring).
+    supported = {
+        name: (lo, hi)
+        for name, (lo, hi) in supported_features.items()
+        if api_version >= 4 or lo != 0
+    }
+    response: ApiVersionsResponse = mod.ApiVersionsResponse(
+        error_code=error_code,
+        api_keys=_api_keys(mod.ApiVersion, apis),
+        throttle_time=throttle_time,
+        supported_features=tuple(
+            mod.SupportedFeatureKey(name=name, min_version=i16(lo), max_version=i16(hi))
+            for name, (lo, hi) in sorted(supported.items())
+        ),
+        finalized_features_epoch=i64(finalized_features_epoch),
+        finalized_features=tuple(
+            mod.FinalizedFeatureKey(
+                name=name, max_version_level=i16(level), min_version_level=i16(level)
+            )
+            for name, level in sorted(finalized_features.items())
+        ),
+        zk_migration_ready=zk_migration_ready,
+    )
+    return response
+
+
+def _v5(
+    apis: ApiTable,
+    error_code: ErrorCode,
+    throttle_time_ms: int,
+    supported_features: Mapping[str, tuple[int, int]],
+    finalized_features: Mapping[str, int],
+    finalized_features_epoch: int,
+    zk_migration_ready: bool,
+) -> ResponsePayload:
+    """pykraft's generated class (``ext``): plain ints, Kafka's field names."""
+    cls = cast("type[v5.ApiVersionsResponse]", response_schema(ApiKey.API_VERSIONS, 5))
+    return cast(
+        ResponsePayload,
+        cls(
+            error_code=int(error_code),
+            api_keys=_api_keys(v5.ApiVersion, apis),
+            throttle_time_ms=throttle_time_ms,
+            supported_features=tuple(
+                v5.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+                for name, (lo, hi) in sorted(supported_features.items())
+            ),
+            finalized_features_epoch=finalized_features_epoch,
+            finalized_features=tuple(
+                v5.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+                for name, level in sorted(finalized_features.items())
+            ),
+            zk_migration_ready=zk_migration_ready,
+        ),
+    )
+
+
 def build_api_versions_response(
     api_version: int,
     apis: ApiTable,
@@ -134,53 +202,25 @@ def build_api_versions_response(
                 throttle_time=throttle_time,
             )
         case 3 | 4:
-            mod = v3 if api_version == 3 else v4
-            # v3 omits features whose minimum is 0 (KAFKA-17011, see the module docstring).
-            supported = {
-                name: (lo, hi)
-                for name, (lo, hi) in supported_features.items()
-                if api_version >= 4 or lo != 0
-            }
-            response: ApiVersionsResponse = mod.ApiVersionsResponse(
-                error_code=error_code,
-                api_keys=_api_keys(mod.ApiVersion, apis),
-                throttle_time=throttle_time,
-                supported_features=tuple(
-                    mod.SupportedFeatureKey(name=name, min_version=i16(lo), max_version=i16(hi))
-                    for name, (lo, hi) in sorted(supported.items())
-                ),
-                finalized_features_epoch=i64(finalized_features_epoch),
-                finalized_features=tuple(
-                    mod.FinalizedFeatureKey(
-                        name=name, max_version_level=i16(level), min_version_level=i16(level)
-                    )
-                    for name, level in sorted((finalized_features or {}).items())
-                ),
-                zk_migration_ready=zk_migration_ready,
+            return _v3_v4(
+                api_version,
+                apis,
+                error_code,
+                throttle_time,
+                supported_features,
+                finalized_features or {},
+                finalized_features_epoch,
+                zk_migration_ready,
             )
-            return response
         case 5:
-            # pykraft's generated class (``ext``): plain ints, Kafka's field names.
-            cls = cast("type[v5.ApiVersionsResponse]", response_schema(ApiKey.API_VERSIONS, 5))
-            return cast(
-                ResponsePayload,
-                cls(
-                    error_code=int(error_code),
-                    api_keys=_api_keys(v5.ApiVersion, apis),
-                    throttle_time_ms=throttle_time_ms,
-                    supported_features=tuple(
-                        v5.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
-                        for name, (lo, hi) in sorted(supported_features.items())
-                    ),
-                    finalized_features_epoch=finalized_features_epoch,
-                    finalized_features=tuple(
-                        v5.FinalizedFeatureKey(
-                            name=name, max_version_level=level, min_version_level=level
-                        )
-                        for name, level in sorted((finalized_features or {}).items())
-                    ),
-                    zk_migration_ready=zk_migration_ready,
-                ),
+            return _v5(
+                apis,
+                error_code,
+                throttle_time_ms,
+                supported_features,
+                finalized_features or {},
+                finalized_features_epoch,
+                zk_migration_ready,
             )
     raise ValueError(f"no ApiVersions response v{api_version}")
 
