@@ -33,7 +33,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "cli/local.py:_up": 92,
     "pipeline/migration_dry_run.py:_convert": 69,
     "pipeline/plan.py:_round": 68,
-    "sim/controller.py:check": 65,
     "sim/simulator.py:__init__": 61,
 }
 

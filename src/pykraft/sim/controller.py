@@ -342,6 +342,21 @@ class ControllerChecker:
                         node_id,
                     )
                 epochs[key] = now
+        self._check_broker_epochs(node_id, image, position)
+        self._check_reassignments(node_id, image, position)
+        digest = image_digest(image)
+        first = self._digests.get(position)
+        if first is None:
+            self._digests[position] = (digest, node_id)
+        elif first[0] != digest:
+            raise InvariantViolation(
+                "images-equal",
+                f"node {node_id}'s image at offset {position} differs from node {first[1]}'s",
+                node_id,
+            )
+
+    def _check_broker_epochs(self, node_id: int, image: Image, position: int) -> None:
+        """``broker-epochs``: brokers' epochs distinct, and none goes back on a node."""
         seen_epochs = [b.epoch for b in image.brokers.values()]
         if len(set(seen_epochs)) != len(seen_epochs):
             raise InvariantViolation(
@@ -357,17 +372,6 @@ class ControllerChecker:
                     node_id,
                 )
             brokers[b.broker_id] = b.epoch
-        self._check_reassignments(node_id, image, position)
-        digest = image_digest(image)
-        first = self._digests.get(position)
-        if first is None:
-            self._digests[position] = (digest, node_id)
-        elif first[0] != digest:
-            raise InvariantViolation(
-                "images-equal",
-                f"node {node_id}'s image at offset {position} differs from node {first[1]}'s",
-                node_id,
-            )
 
     def _check_reassignments(self, node_id: int, image: Image, position: int) -> None:
         limits = Limits.from_configs(image.configs.get((BROKER_RESOURCE, ""), {}))
