@@ -32,7 +32,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "sim/simulator.py:_loop": 93,
     "cli/local.py:_up": 92,
     "pipeline/migration_dry_run.py:_convert": 69,
-    "pipeline/plan.py:_round": 68,
     "sim/simulator.py:__init__": 61,
 }
 

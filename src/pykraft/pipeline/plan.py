@@ -206,19 +206,7 @@ def _round(brokers: DataFrame, partitions: DataFrame) -> DataFrame:
         starts.append((broker, position, position + deficit))
         position += deficit
     intervals = spark.createDataFrame(starts or [(-1, 0.0, 0.0)], "dest int, lo double, hi double")
-    # Laid end to end without a global sort: each broker's shed replicas are a prefix of its
-    # replicas by size (``upto`` is their running total), the brokers' blocks one after the
-    # other (offsets from at most a few hundred per-broker totals).
-    shed = shed.cache()
-    blocks = shed.groupBy("broker").agg(F.max("upto").alias("bytes")).orderBy("broker").collect()
-    offsets, shed_total = [], 0.0
-    for block in blocks:
-        offsets.append((int(block.broker), shed_total))
-        shed_total += float(block.bytes)
-    offset_table = spark.createDataFrame(offsets or [(-1, 0.0)], "broker int, offset double")
-    shed = shed.join(F.broadcast(offset_table), "broker").withColumn(
-        "end", F.col("offset") + F.col("upto")
-    )
+    shed, shed_total = _laid_end_to_end(shed)
     scale = position / shed_total if shed_total else 0.0
     mid = (F.col("end") - F.col("size_bytes") / 2) * F.lit(scale)
     placed = shed.join(
@@ -240,6 +228,26 @@ def _round(brokers: DataFrame, partitions: DataFrame) -> DataFrame:
         fix(F.col("topic"), F.col("partition"), F.col("target"), F.col("moves")).alias("target"),
     )
     return staying.unionByName(moving)
+
+
+def _laid_end_to_end(shed: DataFrame) -> tuple[DataFrame, float]:
+    """The shed replicas laid end to end (an ``end`` column), and their total size: without
+    a global sort, each broker's shed replicas are a prefix of its replicas by size (``upto``
+    is their running total), the brokers' blocks one after the other (offsets from at most a
+    few hundred per-broker totals)."""
+    shed = shed.cache()
+    blocks = shed.groupBy("broker").agg(F.max("upto").alias("bytes")).orderBy("broker").collect()
+    offsets, shed_total = [], 0.0
+    for block in blocks:
+        offsets.append((int(block.broker), shed_total))
+        shed_total += float(block.bytes)
+    offset_table = shed.sparkSession.createDataFrame(
+        offsets or [(-1, 0.0)], "broker int, offset double"
+    )
+    laid = shed.join(F.broadcast(offset_table), "broker").withColumn(
+        "end", F.col("offset") + F.col("upto")
+    )
+    return laid, shed_total
 
 
 def _fixer(deficits: dict[int, float], rack_of: dict[int, str | None]) -> Any:
