@@ -76,51 +76,57 @@ def _entity_column() -> Any:
     )
 
 
-def _convert(shared: dict[str, dict[str, Any]]) -> Any:
-    """The executors' function (mapInArrow over entity-sorted partitions): each entity's
-    rows become one snapshot, converted by ``read_all_metadata``."""
+def _entity_rows(
+    shared: dict[str, dict[str, Any]], entity: str, rows: list[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """One entity's znodes (with the shared listing) as one snapshot, converted by
+    ``read_all_metadata``: its records, then what it refused or skipped."""
     from pykraft.metadata.serde import encode_record
     from pykraft.pipeline.decode import to_jsonable
 
-    def convert(entity: str, rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        nodes = {row["path"]: row for row in rows}
-        listing = dict(shared[zk_data.TOPICS])
-        if entity.startswith("topic:"):
-            name = entity[len("topic:") :]
-            listing["children"] = [name] if name in (listing["children"] or ()) else []
-        else:
-            listing["children"] = []
-        nodes[zk_data.TOPICS] = listing
-        if zk_data.DELETE_TOPICS in shared:
-            nodes.setdefault(zk_data.DELETE_TOPICS, shared[zk_data.DELETE_TOPICS])
-        load = zk_data.read_all_metadata(snapshot_of(nodes.values()))
-        seq = 0
-        for record, version in load.records():
+    nodes = {row["path"]: row for row in rows}
+    listing = dict(shared[zk_data.TOPICS])
+    if entity.startswith("topic:"):
+        name = entity[len("topic:") :]
+        listing["children"] = [name] if name in (listing["children"] or ()) else []
+    else:
+        listing["children"] = []
+    nodes[zk_data.TOPICS] = listing
+    if zk_data.DELETE_TOPICS in shared:
+        nodes.setdefault(zk_data.DELETE_TOPICS, shared[zk_data.DELETE_TOPICS])
+    load = zk_data.read_all_metadata(snapshot_of(nodes.values()))
+    seq = 0
+    for record, version in load.records():
+        yield {
+            "entity": entity,
+            "kind": "record",
+            "seq": seq,
+            "record_type": type(record).__name__,
+            "record_version": version,
+            "value": encode_record(record, version),
+            "json": json.dumps(to_jsonable(record), sort_keys=True),
+        }
+        seq += 1
+    for kind, notes in (
+        ("refused", load.refused),
+        ("skipped_deletion", load.skipped_deletions),
+    ):
+        for note in notes:
             yield {
                 "entity": entity,
-                "kind": "record",
+                "kind": kind,
                 "seq": seq,
-                "record_type": type(record).__name__,
-                "record_version": version,
-                "value": encode_record(record, version),
-                "json": json.dumps(to_jsonable(record), sort_keys=True),
+                "record_type": None,
+                "record_version": None,
+                "value": None,
+                "json": json.dumps(note),
             }
             seq += 1
-        for kind, notes in (
-            ("refused", load.refused),
-            ("skipped_deletion", load.skipped_deletions),
-        ):
-            for note in notes:
-                yield {
-                    "entity": entity,
-                    "kind": kind,
-                    "seq": seq,
-                    "record_type": None,
-                    "record_version": None,
-                    "value": None,
-                    "json": json.dumps(note),
-                }
-                seq += 1
+
+
+def _convert(shared: dict[str, dict[str, Any]]) -> Any:
+    """The executors' function (mapInArrow over entity-sorted partitions): each entity's
+    rows become one snapshot, converted by ``read_all_metadata``."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
@@ -129,7 +135,7 @@ def _convert(shared: dict[str, dict[str, Any]]) -> Any:
         rows: list[dict[str, Any]] = []
 
         def flush() -> Any:
-            out = list(convert(current, rows)) if current is not None else []
+            out = list(_entity_rows(shared, current, rows)) if current is not None else []
             return pa.RecordBatch.from_pylist(out, schema=_arrow_schema()) if out else None
 
         for batch in batches:
