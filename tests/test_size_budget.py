@@ -31,7 +31,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:_plots": 101,
     "sim/simulator.py:_loop": 93,
     "cli/local.py:_up": 92,
-    "sim/simulator.py:__init__": 61,
 }
 
 

@@ -103,13 +103,7 @@ class Simulation:
         self._workload_rng = random.Random(master.getrandbits(64))
         n_nodes = config.voters + config.observers
         self.history = CommittedHistory()
-        self.nodes: list[SimNode] = []
-        for node_id in range(1, n_nodes + 1):
-            rng = random.Random(master.getrandbits(64))
-            every = int(config.snapshot_interval_records * (0.5 + rng.random()))
-            self.nodes.append(
-                SimNode(node_id, node_id <= config.voters, rng, self.history, max(2, every))
-            )
+        self.nodes: list[SimNode] = _make_nodes(config, master, self.history)
         # Drawn after the nodes' streams, so that adding it changed no other stream.
         final_rng = random.Random(master.getrandbits(64))
         self.operations = Operations(self)
@@ -579,6 +573,19 @@ class Simulation:
             result.voter_changes = sum(1 for offset, _v in entries if offset >= 0)
         fp = (self._fingerprint ^ (self.history.end_offset << 20) ^ result.max_epoch) & _FP_MASK
         result.fingerprint = f"{fp:016x}"
+
+
+def _make_nodes(
+    config: SimConfig, master: random.Random, history: CommittedHistory
+) -> list[SimNode]:
+    """The nodes, each with its own random stream drawn from ``master`` in id order, and its
+    snapshot interval drawn from that stream."""
+    nodes = []
+    for node_id in range(1, config.voters + config.observers + 1):
+        rng = random.Random(master.getrandbits(64))
+        every = int(config.snapshot_interval_records * (0.5 + rng.random()))
+        nodes.append(SimNode(node_id, node_id <= config.voters, rng, history, max(2, every)))
+    return nodes
 
 
 def run(config: SimConfig, trace: TraceWriter | None = None) -> SimResult:
