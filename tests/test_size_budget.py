@@ -30,7 +30,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "pipeline/history.py:events": 137,
     "pipeline/history.py:_plots": 101,
     "sim/simulator.py:_loop": 93,
-    "cli/local.py:_up": 92,
 }
 
 

@@ -470,6 +470,56 @@ def _secure_setup(base: Path, asked: bool) -> SecureSetup | None:
     return SecureSetup(base)
 
 
+def _members(
+    directory: Path, controllers: list[tuple[int, int, Path]], broker_configs: list[Path]
+) -> list[Member]:
+    """The controllers (pykraft) and brokers (Kafka's) the local cluster runs."""
+    members = [
+        Member(
+            "controller",
+            node_id,
+            functools.partial(_start_controller, directory, node_id, config),
+            directory / f"controller-{node_id}.log",
+        )
+        for node_id, _, config in controllers
+    ]
+    if broker_configs:
+        from pykraft.interop.kafka import REFERENCE_DIST, KafkaDist
+
+        dist = KafkaDist.get(REFERENCE_DIST)
+        for config in broker_configs:
+            log = directory / (config.stem + ".log")
+            broker_id = int(config.stem.split("-", 1)[1])
+            start = functools.partial(dist.start, "server", str(config), log=log)
+            members.append(Member("broker", broker_id, start, log))
+    return members
+
+
+def _print_client_settings(directory: Path, secure: SecureSetup | None) -> ClientSecurity | None:
+    """On a secure cluster: the client settings printed (the files Kafka's tools take, the
+    kafka-python arguments), and the controllers' client security for the status line."""
+    if secure is None:
+        return None
+    from pykraft.net.security import client_security
+    from pykraft.storage.properties import load_properties
+
+    admin = secure.passwords["admin"]
+    props = secure.client_properties(directory / "client.properties", "admin", admin)
+    controller_props = secure.controller_client_properties(
+        directory / "controller-client.properties", "admin", admin
+    )
+    print(
+        f"client properties (Kafka's tools: --command-config): {props}\n"
+        f"controller client properties (--bootstrap-controller): {controller_props}\n"
+        "kafka-python: security_protocol='SASL_SSL', sasl_mechanism='SCRAM-SHA-512', "
+        f"sasl_plain_username='admin', sasl_plain_password='{secure.passwords['admin']}', "
+        f"ssl_cafile='{secure.ca.ca_pem}'",
+        flush=True,
+    )
+    # The status line dials the controllers as the admin, as the printed file says.
+    return client_security(load_properties(controller_props))
+
+
 def _up(args: argparse.Namespace) -> int:
     from pykraft.node.config import ConfigError
     from pykraft.storage import StorageError
@@ -502,25 +552,8 @@ def _up(args: argparse.Namespace) -> int:
             print(f"no Kafka brokers: {reason}; running the controllers alone", flush=True)
     import os
 
-    members = [
-        Member(
-            "controller",
-            node_id,
-            functools.partial(_start_controller, args.dir, node_id, config),
-            args.dir / f"controller-{node_id}.log",
-        )
-        for node_id, _, config in controllers
-    ]
+    members = _members(args.dir, controllers, broker_configs)
     ports = [port for _, port, _ in controllers]
-    if broker_configs:
-        from pykraft.interop.kafka import REFERENCE_DIST, KafkaDist
-
-        dist = KafkaDist.get(REFERENCE_DIST)
-        for config in broker_configs:
-            log = args.dir / (config.stem + ".log")
-            broker_id = int(config.stem.split("-", 1)[1])
-            start = functools.partial(dist.start, "server", str(config), log=log)
-            members.append(Member("broker", broker_id, start, log))
     (args.dir / PID_FILE).write_text(f"{os.getpid()}\n")
     for m in members:
         if m.kind == "controller":
@@ -534,26 +567,7 @@ def _up(args: argparse.Namespace) -> int:
             "bootstrap.servers=" + ",".join(_broker_address(c) for c in broker_configs),
             flush=True,
         )
-    security: ClientSecurity | None = None
-    if secure is not None:
-        from pykraft.net.security import client_security
-        from pykraft.storage.properties import load_properties
-
-        admin = secure.passwords["admin"]
-        props = secure.client_properties(args.dir / "client.properties", "admin", admin)
-        controller_props = secure.controller_client_properties(
-            args.dir / "controller-client.properties", "admin", admin
-        )
-        print(
-            f"client properties (Kafka's tools: --command-config): {props}\n"
-            f"controller client properties (--bootstrap-controller): {controller_props}\n"
-            "kafka-python: security_protocol='SASL_SSL', sasl_mechanism='SCRAM-SHA-512', "
-            f"sasl_plain_username='admin', sasl_plain_password='{secure.passwords['admin']}', "
-            f"ssl_cafile='{secure.ca.ca_pem}'",
-            flush=True,
-        )
-        # The status line dials the controllers as the admin, as the printed file says.
-        security = client_security(load_properties(controller_props))
+    security = _print_client_settings(args.dir, secure)
     try:
         Watch(args.dir, members, ports, args.restart_after, security).run()
     finally:
