@@ -175,6 +175,20 @@ def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
         .withColumn("reassigning", F.col("replicas").isNotNull() & (F.col("rank") == 1))
     )
     names = _names(tables, node)
+    brokers = _history_rows(tables["brokers"], tables, node)
+    return {
+        "isr_changes": _isr_changes(parts, names),
+        "leader_changes": _leader_changes(parts, brokers, names),
+        "offline_intervals": _offline(parts, names),
+        "broker_unfence": _broker_unfence(brokers),
+        "reassignments": _reassignments(parts).join(names, "topic_id", "left"),
+        "config_changes": _config_changes(tables, node),
+        "balance": _balance(tables, node),
+    }
+
+
+def _isr_changes(parts: DataFrame, names: DataFrame) -> DataFrame:
+    """One row per broker leaving (shrink) or joining (expand) an ISR."""
     changes = parts.where(
         (F.col("rank") == 1) & F.col("isr").isNotNull() & F.col("previous_isr").isNotNull()
     )
@@ -196,9 +210,12 @@ def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
         F.lit("expand").alias("kind"),
         "reassigning",
     )
-    isr_changes = shrinks.unionByName(expands).join(names, "topic_id", "left")
+    return shrinks.unionByName(expands).join(names, "topic_id", "left")
 
-    brokers = _history_rows(tables["brokers"], tables, node)
+
+def _leader_changes(parts: DataFrame, brokers: DataFrame, names: DataFrame) -> DataFrame:
+    """One row per leader change, with its cause (a broker event in the same batch, a
+    reassignment, an unclean election, ...)."""
     batch_events = brokers.where(F.col("rank") == 1).select(
         "batch_offset",
         F.col("broker_id").alias("previous_leader"),
@@ -227,17 +244,20 @@ def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
         .when(F.col("previous_leader") == -1, "election (was offline)")
         .otherwise("election")
     )
-    leader_changes = (
+    return (
         with_cause.withColumn("cause", cause)
         .drop("broker_events", "moving", "recovery")
         .join(names, "topic_id", "left")
     )
 
+
+def _offline(parts: DataFrame, names: DataFrame) -> DataFrame:
+    """One row per interval a partition had no leader."""
     by_change = Window.partitionBy("topic_id", "partition").orderBy("offset")
     leader_rows = parts.where((F.col("rank") == 1) & (F.col("leader") != -2)).select(
         "topic_id", "partition", "offset", "timestamp_ms", "leader"
     )
-    offline = (
+    return (
         leader_rows.withColumn("end_ms", F.lead("timestamp_ms").over(by_change))
         .where(F.col("leader") == -1)
         .select(
@@ -251,6 +271,9 @@ def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
         .join(names, "topic_id", "left")
     )
 
+
+def _broker_unfence(brokers: DataFrame) -> DataFrame:
+    """Per broker registration, how long until it was unfenced."""
     registered = brokers.where((F.col("rank") == 1) & (F.col("event") == "register")).select(
         "broker_id", "broker_epoch", F.col("timestamp_ms").alias("registered_ms")
     )
@@ -259,12 +282,13 @@ def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
         .groupBy("broker_id", "broker_epoch")
         .agg(F.min("timestamp_ms").alias("unfenced_ms"))
     )
-    broker_unfence = registered.join(unfenced, ["broker_id", "broker_epoch"], "left").withColumn(
+    return registered.join(unfenced, ["broker_id", "broker_epoch"], "left").withColumn(
         "duration_ms", F.col("unfenced_ms") - F.col("registered_ms")
     )
 
-    reassignments = _reassignments(parts).join(names, "topic_id", "left")
-    configs = (
+
+def _config_changes(tables: Mapping[str, DataFrame], node: int) -> DataFrame:
+    return (
         _history_rows(tables["configs"], tables, node)
         .where(F.col("rank") == 1)
         .select(
@@ -278,25 +302,20 @@ def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
             "deleted",
         )
     )
+
+
+def _balance(tables: Mapping[str, DataFrame], node: int) -> DataFrame:
+    """Replicas and leaders per broker in the final state."""
     final = metadata_state.partitions_as_of(
         {k: v.where(F.col("node") == node) for k, v in tables.items()}, metadata_state.Moment(None)
     )
     replicas = final.select(F.explode("replicas").alias("broker")).groupBy("broker").count()
     leaders = final.where(F.col("leader") >= 0).groupBy(F.col("leader").alias("broker")).count()
-    balance = (
+    return (
         replicas.withColumnRenamed("count", "replicas")
         .join(leaders.withColumnRenamed("count", "leaders"), "broker", "full_outer")
         .fillna(0)
     )
-    return {
-        "isr_changes": isr_changes,
-        "leader_changes": leader_changes,
-        "offline_intervals": offline,
-        "broker_unfence": broker_unfence,
-        "reassignments": reassignments,
-        "config_changes": configs,
-        "balance": balance,
-    }
 
 
 def _reassignments(parts: DataFrame) -> DataFrame:
