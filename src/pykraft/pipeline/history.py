@@ -22,7 +22,7 @@ import html
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -396,6 +396,17 @@ def _plots(found: Mapping[str, DataFrame], out: Path, node: int) -> list[Path]:
         paths.append(path)
 
     isr = found["isr_changes"].where(~F.col("reassigning"))
+    _plot_isr(plt, save, isr, node)
+    _plot_isr_over_time(plt, save, isr)
+    _plot_durations(plt, save, found)
+    _plot_balance(plt, save, found)
+    return paths
+
+
+Save = Callable[[Any, str], None]
+
+
+def _plot_isr(plt: Any, save: Save, isr: DataFrame, node: int) -> None:
     per_broker = isr.groupBy("broker", "kind").count().orderBy("broker").collect()
     brokers = sorted({int(r["broker"]) for r in per_broker})
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -410,6 +421,8 @@ def _plots(found: Mapping[str, DataFrame], out: Path, node: int) -> list[Path]:
     ax.legend()
     save(fig, "isr_per_broker.png")
 
+
+def _plot_isr_over_time(plt: Any, save: Save, isr: DataFrame) -> None:
     span_row = isr.agg(F.min("timestamp_ms"), F.max("timestamp_ms")).first()
     if span_row is not None and span_row[0] is not None:
         import datetime
@@ -436,6 +449,9 @@ def _plots(found: Mapping[str, DataFrame], out: Path, node: int) -> list[Path]:
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
         save(fig, "isr_shrinks_over_time.png")
 
+
+def _plot_durations(plt: Any, save: Save, found: Mapping[str, DataFrame]) -> None:
+    """Leader changes by cause, offline intervals, registration to unfence."""
     causes = found["leader_changes"].groupBy("cause").count().orderBy(F.desc("count")).collect()
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.barh([str(r["cause"]) for r in causes], [int(r["count"]) for r in causes])
@@ -470,6 +486,8 @@ def _plots(found: Mapping[str, DataFrame], out: Path, node: int) -> list[Path]:
     ax.set(title="Registration to unfence", xlabel="duration (ms)", ylabel="registrations")
     save(fig, "time_to_unfence.png")
 
+
+def _plot_balance(plt: Any, save: Save, found: Mapping[str, DataFrame]) -> None:
     balance = found["balance"].orderBy("broker").collect()
     fig, ax = plt.subplots(figsize=(8, 4))
     ids = [int(r["broker"]) for r in balance]
@@ -480,7 +498,6 @@ def _plots(found: Mapping[str, DataFrame], out: Path, node: int) -> list[Path]:
         ax.set_xticks(ids)
     ax.legend()
     save(fig, "balance.png")
-    return paths
 
 
 def _table_html(frame: DataFrame, order: Sequence[str]) -> str:
