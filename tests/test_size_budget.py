@@ -24,7 +24,6 @@ FUNCTION_LINES = 60
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
     "node/driver.py": 684,
-    "node/controller_host.py": 645,
 }
 FUNCTIONS_OVER: dict[str, int] = {
     # The simulator's hot loop: one frame per event, the node's ``after`` inlined, on purpose

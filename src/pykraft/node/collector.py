@@ -23,11 +23,21 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["THRESHOLD_MS", "freeze_after_long_collections", "freeze_from_now_on", "stop_freezing"]
+if TYPE_CHECKING:
+    from pykraft.controller.log_listener import MetaLogListener
+
+__all__ = [
+    "THRESHOLD_MS",
+    "ImageFreezer",
+    "freeze_after_long_collections",
+    "freeze_from_now_on",
+    "stop_freezing",
+]
 
 log = logging.getLogger("pykraft.node")
+CONTROLLER_LOG = logging.getLogger("pykraft.controller")  # the image is the controller's
 
 THRESHOLD_MS: Final = 20.0  # a full collection this long freezes its survivors
 
@@ -77,3 +87,50 @@ def freeze_from_now_on(threshold_ms: float = THRESHOLD_MS) -> _Hook:
 def stop_freezing() -> None:
     """Remove the hook (tests)."""
     gc.callbacks[:] = [c for c in gc.callbacks if not isinstance(c, _Hook)]
+
+
+class ImageFreezer:
+    """The controller's image out of the cyclic collector's full collections: once loaded
+    from a snapshot, and once replayed up to the high watermark at start, it is as
+    long-lived as the process (a full collection would walk it all: some 0.7 s for a million
+    partitions, the loop held; bench/bench_snapshot.py). Its records are acyclic: reference
+    counting still frees what later records replace. An image a snapshot replaces is handed
+    back to the collector once."""
+
+    def __init__(self) -> None:
+        self.image_frozen = False  # the image in use holds records and is frozen
+        self._refreeze = False  # a snapshot replaces a frozen image: unfreeze, collect
+        self._caught_up = False  # replayed up to the high watermark once since the start
+
+    def replacing(self, side_load_cut_short: bool) -> None:
+        """A snapshot is being installed: the frozen image in use (or the frozen part a cut
+        short side load left behind) goes back to the collector once the new one is in."""
+        self._refreeze = self._refreeze or self.image_frozen or side_load_cut_short
+
+    def after_sync(self, listener: MetaLogListener, high_watermark: int) -> bool:
+        """Freeze what the last sync loaded or caught up; True when an image was loaded from
+        a snapshot (the caller's snapshot policy starts counting afresh)."""
+        loaded = listener.loaded is not None
+        if loaded:
+            CONTROLLER_LOG.info("metadata image loaded from snapshot %s", listener.loaded)
+            listener.loaded = None
+            if self._refreeze:
+                # It replaced a frozen image: that one is handed back to the collector (its
+                # controller's cycles would keep it alive). One full collection, on a rare
+                # event (a standby that fell behind the leader's log start).
+                gc.unfreeze()
+                gc.collect()
+            self._freeze(listener)
+            self._refreeze = False
+        if not self._caught_up and listener.position >= high_watermark > 0:
+            self._caught_up = True
+            self._freeze(listener)
+            CONTROLLER_LOG.info(
+                "metadata image caught up position=%d; frozen out of full collections",
+                listener.position,
+            )
+        return loaded
+
+    def _freeze(self, listener: MetaLogListener) -> None:
+        gc.freeze()
+        self.image_frozen = listener.position > 0

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kio.static.protocol import ResponsePayload
 
-from pykraft.controller import authorization, registration
+from pykraft.controller import registration
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
@@ -70,6 +70,8 @@ from pykraft.net.convert import KRAFT_VERSION_FEATURE
 from pykraft.net.convert.reassign import progress_listing
 from pykraft.net.sasl import SCRAM_MECHANISM_TYPES, ScramCredential
 from pykraft.net.security import Session
+from pykraft.node.cluster_check import cluster_refusal
+from pykraft.node.collector import ImageFreezer
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.kraft_upgrade import KraftUpgrades
@@ -102,7 +104,6 @@ __all__ = ["ControllerHost", "load_image"]
 log = logging.getLogger("pykraft.controller")
 
 LOADING: Final = "This controller is loading its metadata image"
-AUTHORIZER_NOT_READY: Final = "The authorizer is not ready: the metadata image is loading"
 
 
 class ControllerHost:
@@ -128,9 +129,7 @@ class ControllerHost:
         self._timer: asyncio.TimerHandle | None = None
         self._snapshots = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
         self._emitter = SnapshotEmitter(node, self._snapshots, self._snapshot_end)
-        self._image_frozen = False  # the image in use holds records and is frozen (gc)
-        self._refreeze = False  # a snapshot replaces a frozen image: unfreeze, collect
-        self._caught_up = False  # replayed up to the high watermark once since the start
+        self._freezer = ImageFreezer()  # the image out of the cyclic collector's reach
         self._stopped = False
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
@@ -272,7 +271,7 @@ class ControllerHost:
                 "pykraft_gc_image_frozen",
                 "1 when the metadata image in use is out of the cyclic collector's full "
                 "collections (gc.freeze once loaded or replayed), else 0",
-                float(self._image_frozen),
+                float(self._freezer.image_frozen),
             ),
         ]
 
@@ -283,7 +282,7 @@ class ControllerHost:
                 # A frozen image to hand back to the collector once the new one is in; none
                 # while the start-up load runs (the image in use is the empty one).
                 # A side load cut short left its frozen part behind: collected the same way.
-                self._refreeze = self._refreeze or self._image_frozen or self.listener.loading
+                self._freezer.replacing(self.listener.loading)
                 self.listener.snapshot_loaded()
         elif ready.high_watermark is None and ready.leader_change is None:
             return  # nothing the controller follows changed
@@ -330,40 +329,13 @@ class ControllerHost:
     def refuse(self, request: DecodedRequest, session: Session) -> ResponsePayload | None:
         """Kafka's ControllerApis cluster check, before anything else looks at ``request``
         (the quorum's RPCs included): the error response when the session's principal lacks
-        the operation the API needs on the cluster; None to go on."""
-        listener = self.listener
-        op = authorization.cluster_operation(request.api_key)
-        if listener is None or op is None:
+        the operation the API needs on the cluster (``cluster_check.py``); None to go on."""
+        refused = cluster_refusal(self.listener, request, session)
+        if refused is None:
             return None
-        principal = session.principal
-        if listener.cold:
-            # Kafka's authorizer before its initial load: super users only; the others get
-            # AuthorizerNotReadyException, which reaches the client as UNKNOWN_SERVER_ERROR.
-            authorizer = listener.controller.authorizer
-            if authorizer is None or str(principal) in authorizer.super_users:
-                return None
-            why, code, message = (
-                "the authorizer is not ready",
-                ErrorCode.unknown_server_error,
-                AUTHORIZER_NOT_READY,
-            )
-        elif listener.controller.allowed(caller_of(session), op):
-            return None
-        else:
-            why = f"Principal {principal} is not authorized"
-            code, message = (
-                ErrorCode.cluster_authorization_failed,
-                authorization.CLUSTER_AUTHORIZATION_FAILED,
-            )
-        log.error(
-            "Unexpected error handling request %s from %s: %s",
-            ApiKey(request.api_key).name,
-            session.client_host,
-            why,
-        )
         if request.api_key == ApiKey.ENVELOPE:
-            return envelope_error(request.api_version, code)
-        return self._error(request, code, message)
+            return envelope_error(request.api_version, refused[0])
+        return self._error(request, *refused)
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -550,7 +522,8 @@ class ControllerHost:
             # collector's full collections, which the load's allocations trigger, never walk
             # the image being built (at 100,000 partitions they held the loop 45 ms each).
             gc.freeze()
-        self._freeze_loaded(listener, core.high_watermark)
+        if self._freezer.after_sync(listener, core.high_watermark):
+            self._snapshots.reloaded()
         if change is LeaderChange.DEACTIVATED or (change is LeaderChange.ACTIVATED and epoch >= 0):
             log.info(
                 "no longer the active controller epoch=%d (%d uncommitted changes reverted)",
@@ -572,40 +545,6 @@ class ControllerHost:
         self._schedule_tick()
         if self.migration is not None:
             self.migration.image_changed(listener.image)
-
-    def _freeze_loaded(self, listener: MetaLogListener, high_watermark: int) -> None:
-        """An image loaded from a snapshot, or replayed up to the high watermark at start,
-        is as long-lived as the process: frozen out of the cyclic collector's full
-        collections (``_freeze_image``)."""
-        if listener.loaded is not None:
-            log.info("metadata image loaded from snapshot %s", listener.loaded)
-            listener.loaded = None
-            self._snapshots.reloaded()
-            if self._refreeze:
-                # It replaced a frozen image: that one is handed back to the collector (its
-                # controller's cycles would keep it alive). One full collection, on a rare
-                # event (a standby that fell behind the leader's log start).
-                gc.unfreeze()
-                gc.collect()
-            self._freeze_image()
-            self._refreeze = False
-        if not self._caught_up and listener.position >= high_watermark > 0:
-            self._caught_up = True
-            self._freeze_image()
-            log.info(
-                "metadata image caught up position=%d; frozen out of full collections",
-                listener.position,
-            )
-
-    def _freeze_image(self) -> None:
-        """The image in use lives as long as the process (until a snapshot replaces it): its
-        objects are put out of the cyclic collector's reach (gc.freeze), whose full
-        collections would walk them all (some 0.7 s for a million partitions, the loop held:
-        bench/bench_snapshot.py). Its records are acyclic: reference counting still frees
-        what later records replace."""
-        gc.freeze()
-        listener = self.listener
-        self._image_frozen = listener is not None and listener.position > 0
 
     # -- time ---------------------------------------------------------------------------------
 
