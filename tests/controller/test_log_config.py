@@ -157,14 +157,17 @@ def _create(h: Harness, name: str, configs: dict[str, str]) -> tuple[int, str | 
     return int(topic["error_code"]), topic["error_message"]
 
 
-def _alter(h: Harness, name: str, configs: dict[str, str]) -> tuple[int, str | None]:
+def _alter(
+    h: Harness, name: str, configs: dict[str, str], resource_type: int = 2
+) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs SET of ``configs`` on a topic (or ``resource_type``)."""
     response = h.call(
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         validate_only=False,
         resources=[
             {
-                "resource_type": 2,
+                "resource_type": resource_type,
                 "resource_name": name,
                 "configs": [
                     {"name": k, "value": v, "config_operation": 0} for k, v in configs.items()
@@ -224,27 +227,10 @@ def test_describe_shows_the_broker_configs_a_topic_falls_back_to() -> None:
     seen = _described(h, "t")
     assert seen["retention.ms"] == ("86400000", 4)
     assert seen["segment.bytes"] == ("1073741824", 5)
-    assert _alter_broker(h, "", {"log.retention.ms": "5000", "log.segment.bytes": "2097152"}) == 0
+    cluster_default = {"log.retention.ms": "5000", "log.segment.bytes": "2097152"}
+    assert _alter(h, "", cluster_default, resource_type=4) == (0, None)
     seen = _described(h, "t")
     assert seen["retention.ms"] == ("5000", 3)
     assert seen["segment.bytes"] == ("2097152", 3)
     assert _alter(h, "t", {"retention.ms": "7000"}) == (0, None)
     assert _described(h, "t")["retention.ms"] == ("7000", 1)
-
-
-def _alter_broker(h: Harness, name: str, configs: dict[str, str]) -> int:
-    response = h.call(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        1,
-        validate_only=False,
-        resources=[
-            {
-                "resource_type": 4,
-                "resource_name": name,
-                "configs": [
-                    {"name": k, "value": v, "config_operation": 0} for k, v in configs.items()
-                ],
-            }
-        ],
-    )
-    return int(response["responses"][0]["error_code"])
