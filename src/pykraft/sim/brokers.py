@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -38,9 +38,27 @@ from pykraft.protocol.build import make
 from pykraft.sim.controller import CLUSTER_ID
 
 if TYPE_CHECKING:
-    from pykraft.sim.simulator import Simulation
+    from pykraft.sim.network import Network
+    from pykraft.sim.node import SimNode
 
-__all__ = ["SimBrokers"]
+__all__ = ["BrokerSite", "SimBrokers"]
+
+
+class BrokerSite(Protocol):
+    """What the simulated brokers use of the simulation (``Simulation``): the clock, the
+    nodes and network, the leader, the heal phase, and how to schedule their events."""
+
+    nodes: list[SimNode]
+    by_id: list[SimNode | None]
+    network: Network
+    now_ms: int
+    healing: bool
+
+    def leader(self) -> SimNode | None: ...
+
+    def push_broker_event(self, delay_ms: int, payload: tuple[Any, ...]) -> None: ...
+
+    def after(self, node: SimNode) -> None: ...
 
 HEARTBEAT_MS: Final = 2_000
 TICK_MS: Final = 250
@@ -74,7 +92,7 @@ class SimBroker:
 class SimBrokers:
     """The brokers and the admin. Events come through the simulator's ``EV_BROKER``."""
 
-    def __init__(self, sim: Simulation, rng: random.Random, count: int) -> None:
+    def __init__(self, sim: BrokerSite, rng: random.Random, count: int) -> None:
         self.sim = sim
         self.rng = rng
         self.brokers = [SimBroker(100 + i) for i in range(count)]
