@@ -142,15 +142,22 @@ def _brokers(
         for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
         if include_fenced or not b.fenced
     )
+    return _answer(mod, BROKER_ENDPOINT_TYPE, cluster_id, leader_id, listed)
+
+
+def _answer(
+    mod: Any, endpoint_type: int, cluster_id: str, leader_id: int, brokers: tuple[Any, ...]
+) -> ResponsePayload:
+    """A DescribeCluster answer listing ``brokers`` for ``endpoint_type``."""
     answer: ResponsePayload = _build(
         mod.DescribeClusterResponse,
         throttle_time=datetime.timedelta(0),
         error_code=ErrorCode.none,
         error_message=None,
-        endpoint_type=BROKER_ENDPOINT_TYPE,
+        endpoint_type=endpoint_type,
         cluster_id=cluster_id,
         controller_id=leader_id,
-        brokers=listed,
+        brokers=brokers,
     )
     return answer
 
@@ -185,14 +192,4 @@ def describe_cluster_response(
         _build(mod.DescribeClusterBroker, broker_id=i, host=h, port=p, is_fenced=False)
         for i, (h, p) in sorted(controllers.items())
     )
-    response: ResponsePayload = _build(
-        mod.DescribeClusterResponse,
-        throttle_time=datetime.timedelta(0),
-        error_code=ErrorCode.none,
-        error_message=None,
-        endpoint_type=CONTROLLER_ENDPOINT_TYPE,
-        cluster_id=cluster_id,
-        controller_id=leader_id,
-        brokers=brokers,
-    )
-    return response
+    return _answer(mod, CONTROLLER_ENDPOINT_TYPE, cluster_id, leader_id, brokers)
