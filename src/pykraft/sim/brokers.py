@@ -60,6 +60,7 @@ class BrokerSite(Protocol):
 
     def after(self, node: SimNode) -> None: ...
 
+
 HEARTBEAT_MS: Final = 2_000
 TICK_MS: Final = 250
 REQUEST_TIMEOUT_MS: Final = 3_000

@@ -2,8 +2,11 @@
 stopped node started again; the run must then recover within the liveness bound
 (``SimConfig.liveness_bound_ms``): a record appended after the heal commits and every node
 applies it, then (with voter changes) the final reassignment completes and (controller
-profile) every partition reassignment reaches its target. What does not happen in time is
-the ``liveness`` or ``reassignments-converge`` violation."""
+profile) every partition reassignment reaches its target and then every partition is led by
+its preferred replica again through the periodic preferred election alone (Kafka's
+``electPreferred``; the simulated controllers check every ``SIM_IMBALANCE_CHECK_MS``). What
+does not happen in time is the ``liveness``, ``reassignments-converge`` or
+``healed-cluster-balanced`` violation."""
 
 from __future__ import annotations
 
@@ -14,12 +17,28 @@ from pykraft.sim.history import InvariantViolation
 if TYPE_CHECKING:
     from pykraft.sim.simulator import Simulation
 
-__all__ = ["MOVES_BOUND_MS", "heal", "liveness_failure", "recovered"]
+__all__ = [
+    "BALANCE_BOUND_MS",
+    "MOVES_BOUND_MS",
+    "SIM_IMBALANCE_CHECK_MS",
+    "heal",
+    "heal_bound_ms",
+    "liveness_failure",
+    "recovered",
+    "unrecovered",
+]
 
 # Controller profile: after the heal, partition reassignments must finish within this (each
 # step needs a scheduler tick, a commit and the leader's AlterPartition: about one broker
 # tick; a few dozen steps under the tightest limits).
 MOVES_BOUND_MS: Final = 120_000
+
+# Controller profile: the simulated controllers' leader.imbalance.check.interval (Kafka's
+# default, 300 s, is longer than a run). Once the moves settled (every broker back, every
+# ISR full), the next two runs of electPreferred must leave no partition led by another
+# replica than its first: one may start before the last ISR joined, the next sees it.
+SIM_IMBALANCE_CHECK_MS: Final = 10_000
+BALANCE_BOUND_MS: Final = 2 * SIM_IMBALANCE_CHECK_MS + 5_000
 
 
 def heal(sim: Simulation) -> None:
@@ -32,6 +51,34 @@ def heal(sim: Simulation) -> None:
     for node in sim.nodes:
         if node.core is None:
             sim.restart_node(node)
+
+
+def heal_bound_ms(sim: Simulation) -> int:
+    """How long the heal phase may last: the liveness bound, then the final reassignment's
+    bound, then (controller profile) the moves' and the balance's."""
+    bound = sim.config.liveness_bound_ms
+    if sim.final_reassignment is not None:
+        bound += sim.final_reassignment.bound_ms
+    if sim.brokers is not None:
+        bound += MOVES_BOUND_MS + BALANCE_BOUND_MS
+    return bound
+
+
+def unrecovered(sim: Simulation) -> None:
+    """The heal phase ended by its bound: raise the violation of the first thing that did
+    not happen (nothing when everything did, at the last event)."""
+    if sim.result.recovery_ms is None:
+        liveness_failure(sim)
+    final = sim.final_reassignment
+    if final is not None and not final.step(sim.now_ms):
+        final.fail(sim.now_ms)
+    if sim.brokers is None:
+        return
+    pending = sim.brokers.pending_moves()
+    if pending:
+        _moves_failure(pending)
+    if not _balanced(sim):
+        _balance_failure(sim)
 
 
 def recovered(sim: Simulation) -> bool:
@@ -66,15 +113,50 @@ def _moves_settled(sim: Simulation) -> bool:
         return True
     pending = sim.brokers.pending_moves()
     if not pending:
-        return True
+        return _balanced(sim)
+    sim.moves_settled_ms = None
     recovered_at = sim.heal_started_ms + (sim.result.recovery_ms or 0)
     if sim.now_ms > recovered_at + MOVES_BOUND_MS:
-        raise InvariantViolation(
-            "reassignments-converge",
-            f"{len(pending)} partitions still moving {MOVES_BOUND_MS} ms after the quorum "
-            f"recovered: {pending[:5]}",
-        )
+        _moves_failure(pending)
     return False
+
+
+def _moves_failure(pending: list[str]) -> NoReturn:
+    raise InvariantViolation(
+        "reassignments-converge",
+        f"{len(pending)} partitions still moving {MOVES_BOUND_MS} ms after the quorum "
+        f"recovered: {pending[:5]}",
+    )
+
+
+def _balanced(sim: Simulation) -> bool:
+    """Controller profile, once the moves settled: within ``BALANCE_BOUND_MS`` every
+    partition is led by its first replica, by the periodic preferred election (no one asks
+    for one while healing); else the invariant ``healed-cluster-balanced`` fails."""
+    node = sim.leader()
+    if node is None or node.controller is None:
+        return False
+    imbalanced = node.controller.image.topics_image.imbalanced
+    if not imbalanced:
+        return True
+    if sim.moves_settled_ms is None:
+        sim.moves_settled_ms = sim.now_ms
+    if sim.now_ms > sim.moves_settled_ms + BALANCE_BOUND_MS:
+        _balance_failure(sim)
+    return False
+
+
+def _balance_failure(sim: Simulation) -> NoReturn:
+    node = sim.leader()
+    if node is None or node.controller is None:
+        raise InvariantViolation("healed-cluster-balanced", "no active controller to balance")
+    image = node.controller.image
+    names = sorted(f"{image.topics[t].name}-{i}" for t, i in image.topics_image.imbalanced)
+    raise InvariantViolation(
+        "healed-cluster-balanced",
+        f"{len(names)} partitions still led by another replica than their first "
+        f"{BALANCE_BOUND_MS} ms after the moves settled: {names[:5]}",
+    )
 
 
 def liveness_failure(sim: Simulation) -> NoReturn:
