@@ -19,13 +19,12 @@ every acknowledged record."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from pykraft.interop.duties import State, partition_states
 from pykraft.interop.kafka import KafkaDist
 from pykraft.interop.load import consume_all
 
@@ -40,7 +39,6 @@ pytestmark = [
 TOPIC = "elr"
 RECORDS = 1_000
 SESSION_TIMEOUT_MS = 4_000
-State = tuple[int, frozenset[int], frozenset[int]]  # leader, ISR, ELR
 
 
 @pytest.fixture(scope="module")
@@ -61,36 +59,11 @@ def _cluster(kafka44: KafkaDist, base: Path, kind: str) -> KafkaCluster:
     )
 
 
-def _admin(cluster: KafkaCluster, broker: int) -> Any:
-    from kafka import KafkaAdminClient
-
-    server = next(b for b in cluster.brokers if b.node_id == broker)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return KafkaAdminClient(bootstrap_servers=server.address, request_timeout_ms=5_000)
-
-
 def state(cluster: KafkaCluster, ask: int) -> State | None:
     """The partition as broker ``ask`` reports it (DescribeTopicPartitions, with the ELR)."""
-    try:
-        admin = _admin(cluster, ask)
-    except Exception:
-        return None
-    try:
-        described = admin.describe_topic_partitions([TOPIC])
-    except Exception:
-        return None
-    finally:
-        admin.close()
-    (topic,) = described["topics"]
-    if topic["error_code"] != 0 or not topic["partitions"]:
-        return None
-    (p,) = topic["partitions"]
-    return (
-        p["leader_id"],
-        frozenset(p["isr_nodes"]),
-        frozenset(p["eligible_leader_replicas"] or ()),
-    )
+    server = next(b for b in cluster.brokers if b.node_id == ask)
+    found = partition_states(server, TOPIC)
+    return found[0][0] if len(found) == 1 else None
 
 
 def settle(cluster: KafkaCluster, ask: int, expected: State, what: str) -> State:
