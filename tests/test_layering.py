@@ -27,6 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "admin": {"net", "protocol", "raft", "records", "schema"},
     "sim": {"controller", "metadata", "protocol", "raft", "records", "schema", "storage"},
     "node": {
+        "admin",  # the health endpoint asks the quorum (DescribeQuorum) through the client
         "controller",
         "metadata",
         "migration",

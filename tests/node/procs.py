@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -120,6 +123,16 @@ class Proc:
                 for record in decode_records(buf[pos : pos + header.size]):
                     values[record.offset] = debug_value(record.value) or record.value
         return values
+
+    def health(self, what: str, timeout_s: float = 10) -> tuple[int, dict[str, Any]]:
+        """``/health/<what>`` on the metrics port: (HTTP status, the JSON answer)."""
+        assert self.metrics_port is not None
+        url = f"http://127.0.0.1:{self.metrics_port}/health/{what}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
 
     def scrape(self) -> dict[str, float]:
         """The metrics endpoint as {name or name{label=value}: value}."""

@@ -236,6 +236,29 @@ def test_kafka_python_describe_metadata_quorum(quorum: list[Proc]) -> None:
     assert {n["node_id"] for n in result["nodes"]} == {1, 2, 3}
 
 
+def test_health_of_a_working_quorum(quorum: list[Proc]) -> None:
+    """Issue 47 item 3: every node live and ready; restarting any one of three caught-up
+    voters keeps a caught-up majority; the answers say who leads and why."""
+    leader, info = leader_of(quorum)
+    for p in quorum:
+        assert p.health("live") == (200, {"status": "UP", "reasons": [], "node_id": p.node_id})
+        wait_for(lambda p=p: p.health("ready")[0] == 200, f"node {p.node_id} ready", 20)
+        status, ready = p.health("ready")
+        assert ready["leader_id"] == leader.node_id and ready["epoch"] == info.leader_epoch
+        assert ready["state"] == ("leader" if p is leader else "follower")
+        status, safe = p.health("safe-to-restart")
+        assert status == 200, safe
+        assert safe["caught_up"] == [1, 2, 3] and safe["leader_id"] == leader.node_id
+    endpoints = ",".join(f"127.0.0.1:{p.metrics_port}" for p in quorum)
+    shown = cli("cluster", "health", "--endpoints", endpoints)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    lines = shown.stdout.splitlines()
+    assert len(lines) == 3, lines
+    for p, line in zip(quorum, lines, strict=True):
+        assert line.startswith(f"node {p.node_id} "), line
+        assert "live UP  ready UP  safe-to-restart UP" in line, line
+
+
 def test_sigstop_follower_past_fetch_timeout_changes_no_epoch(quorum: list[Proc]) -> None:
     """Pre-Vote over the real network (SPEC C6): the stopped follower times out, becomes
     Prospective on SIGCONT, is refused pre-votes by voters that still hear the leader, and
@@ -267,3 +290,46 @@ def test_sigstop_follower_past_fetch_timeout_changes_no_epoch(quorum: list[Proc]
         t[2] == info.leader_epoch for p in quorum for t in p.transitions()[-3:] if p is follower
     )
     assert describe(leader.address).leader_id == leader.node_id
+
+
+def test_health_tells_a_lost_majority(quorum: list[Proc]) -> None:
+    """Issue 47 item 3: with one of three voters stopped, restarting either of the others
+    would lose the caught-up majority (safe-to-restart refuses, saying so) while both stay
+    ready; with two stopped, the survivor is no longer ready, with the reason, though its
+    port still answers and it is live."""
+    leader, _ = leader_of(quorum)
+    followers = [p for p in quorum if p is not leader]
+    first, second = followers
+    first.send(signal.SIGSTOP)
+    try:
+        for p in (leader, second):
+            wait_for(
+                lambda p=p: p.health("safe-to-restart")[0] == 503,
+                f"node {p.node_id}'s restart refused",
+                20,
+            )
+            _, safe = p.health("safe-to-restart")
+            assert safe["caught_up"] == sorted([leader.node_id, second.node_id]), safe
+            assert safe["reasons"] == [
+                f"restarting {p.node_id} leaves 1 caught-up voters "
+                f"[{(leader if p is second else second).node_id}]; 2 of 3 are needed"
+            ]
+            assert p.health("ready")[0] == 200
+        second.send(signal.SIGSTOP)
+        try:
+            wait_for(lambda: leader.health("ready")[0] == 503, "the survivor not ready", 20)
+            _, ready = leader.health("ready")
+            assert any(
+                r.startswith(("last heard from a majority of the voters", "no known leader"))
+                for r in ready["reasons"]
+            ), ready
+            assert leader.health("live")[0] == 200
+            assert leader.health("safe-to-restart")[0] == 503
+            shown = cli("cluster", "health", "--endpoints", f"127.0.0.1:{leader.metrics_port}")
+            assert shown.returncode == 1 and "ready DOWN" in shown.stdout, shown.stdout
+        finally:
+            second.send(signal.SIGCONT)
+    finally:
+        first.send(signal.SIGCONT)
+    for p in quorum:
+        wait_for(lambda p=p: p.health("ready")[0] == 200, f"node {p.node_id} ready again", 30)

@@ -15,6 +15,7 @@ from typing import Final
 
 from pykraft import __version__
 from pykraft.cli import (
+    cluster,
     demo,
     faults,
     features,
@@ -34,6 +35,7 @@ _MODULES = (
     storage,
     server,
     metadata_quorum,
+    cluster,
     features,
     topics,
     reassign,

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pykraft.cli._common import UsageError, add_admin_options, admin_client, command_group
+from pykraft.cli._common import UsageError, add_admin_options, admin_client
 
 
 def register(sub: Any) -> None:
@@ -55,16 +55,6 @@ def register(sub: Any) -> None:
     parser.add_argument("--under-replicated-partitions", action="store_true")
     parser.add_argument("--unavailable-partitions", action="store_true")
     parser.set_defaults(func=_topics)
-
-    _, commands = command_group(
-        sub, "cluster", help="the brokers and controllers of the cluster", dest="cluster_command"
-    )
-    describe = commands.add_parser("describe", help="brokers and controllers")
-    add_admin_options(describe)
-    describe.add_argument(
-        "--metadata-log-dir", type=Path, metavar="DIR", help="read a metadata log, offline"
-    )
-    describe.set_defaults(func=_cluster_describe)
 
 
 def _fail(message: object) -> int:
@@ -228,7 +218,7 @@ async def _alter(admin: Any, args: argparse.Namespace, configs: dict[str, str]) 
     return 0
 
 
-def _cluster_describe(args: argparse.Namespace) -> int:
+def cluster_describe(args: argparse.Namespace) -> int:
     if args.metadata_log_dir is not None:
         if args.bootstrap_server or args.bootstrap_controller:
             raise UsageError("give --metadata-log-dir or a bootstrap option, not both")

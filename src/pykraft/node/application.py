@@ -17,6 +17,7 @@ The node calls, all on its event loop:
 * ``image()`` the metadata image, for Metadata and DescribeCluster (None: none yet);
 * ``scram_credential(mechanism, user)`` a SCRAM user's credential from the log (SASL);
 * ``metrics()`` its gauges for the Prometheus endpoint: (name, help, value) each;
+* ``not_ready()`` why it is not ready, one line each (``/health/ready``; empty: ready);
 * ``stopped()`` once, when the node shuts down.
 """
 
@@ -57,5 +58,7 @@ class Application(Protocol):
     def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None: ...
 
     def metrics(self) -> list[tuple[str, str, float]]: ...
+
+    def not_ready(self) -> list[str]: ...  # why it is not ready (the health endpoint)
 
     def stopped(self) -> None: ...

@@ -74,6 +74,7 @@ from pykraft.node.cluster_check import cluster_refusal
 from pykraft.node.collector import ImageFreezer
 from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope, envelope_error
+from pykraft.node.health import controller_reasons
 from pykraft.node.kraft_upgrade import KraftUpgrades
 from pykraft.node.metadata_files import load_image
 from pykraft.node.performance import EventPerformanceMonitor, event_name
@@ -254,6 +255,10 @@ class ControllerHost:
         return ScramCredential(
             bytes(rec.salt), bytes(rec.stored_key), bytes(rec.server_key), int(rec.iterations)
         )
+
+    def not_ready(self) -> list[str]:
+        """Why the metadata controller is not ready (``health.controller_reasons``)."""
+        return controller_reasons(self.listener, self._core())
 
     def metrics(self) -> list[tuple[str, str, float]]:
         """Kafka's controller metrics (``controller_metrics.py``)."""

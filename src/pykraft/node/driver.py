@@ -70,6 +70,7 @@ from pykraft.node.appender import Appender
 from pykraft.node.appends import AppendLostError
 from pykraft.node.application import Application
 from pykraft.node.config import NodeConfig
+from pykraft.node.endpoint import HealthSource, NodeEndpoint, open_endpoint
 from pykraft.node.events import VoterSetLog, log_transition
 from pykraft.node.flush import Flusher
 from pykraft.node.inbound import (
@@ -85,7 +86,6 @@ from pykraft.node.inbound import (
 from pykraft.node.log_retention import PeriodicClean
 from pykraft.node.loop_lag import LoopLag
 from pykraft.node.metrics import (
-    MetricsServer,
     RaftMetrics,
     Snapshot,
     authentication_metrics,
@@ -158,7 +158,7 @@ class RaftNode:
         self.metrics: RaftMetrics | None = None
         self.loop_lag = LoopLag()  # the longest the loop was held (node/loop_lag.py)
         self._voter_log = VoterSetLog()
-        self._metrics_server: MetricsServer | None = None
+        self._metrics_server: NodeEndpoint | None = None  # metrics.port: metrics, health
         self.stopped = asyncio.Event()
         self.cluster_id = ""
         self.directory_id: uuid.UUID | None = None
@@ -221,9 +221,8 @@ class RaftNode:
         self.metrics = RaftMetrics(self.now_ms(), cfg.quorum_fetch_timeout_ms)
         self.loop_lag.start(self._loop, stall_stack_ms=cfg.event_loop_stall_stack_ms)
         if cfg.metrics_port is not None:
-            self._metrics_server = MetricsServer(self._loop, self.metrics_snapshot)
-            self._metrics_server.start(self.listener.host, cfg.metrics_port)
-            log.info("metrics endpoint listening port=%d", self._metrics_server.port)
+            health = HealthSource(cfg, lambda: self.core, self.now_ms, self.application)
+            self._metrics_server = open_endpoint(self._loop, cfg, self.metrics_snapshot, health)
         log.info(
             "node started node.id=%d directory.id=%s cluster.id=%s listener=%s:%d role=%s "
             "epoch=%d log_end_offset=%d",

@@ -67,22 +67,28 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from pykraft.net.answer import AuthenticationStats
+from pykraft.node.on_loop import LoopTimeout, call_on_loop
 from pykraft.raft.api import RaftApi
 from pykraft.raft.describe import active_observers
 from pykraft.raft.roles import Leader
 from pykraft.records import CorruptRecordError, iter_batches
 
-__all__ = ["STATES", "MetricsServer", "RaftMetrics", "Snapshot", "record_count", "snapshot_of"]
+__all__ = [
+    "STATES",
+    "RaftMetrics",
+    "Snapshot",
+    "record_count",
+    "registry_of",
+    "snapshot_of",
+]
 
 PREFIX: Final = "kafka_raft_metrics_"
 WINDOW_MS: Final = 60_000  # Kafka: 2 samples x metrics.sample.window.ms (30 s)
@@ -313,60 +319,28 @@ def _raft_families(s: Snapshot) -> list[Metric]:
 
 
 class _Collector:
+    """The group, read on the node's loop at each scrape (an empty scrape when the loop does
+    not answer within ``SCRAPE_TIMEOUT_S``)."""
+
     def __init__(self, loop: asyncio.AbstractEventLoop, take: Callable[[], Snapshot | None]):
         self._loop = loop
         self._take = take
 
     def collect(self) -> Iterable[Metric]:
         try:
-            on_loop = asyncio.get_running_loop() is self._loop
-        except RuntimeError:
-            on_loop = False
-        if on_loop:
-            snapshot = self._take()  # called on the loop's own thread (tests)
-        else:
-            done: concurrent.futures.Future[Snapshot | None] = concurrent.futures.Future()
-
-            def take() -> None:
-                try:
-                    done.set_result(self._take())
-                except BaseException as e:  # pragma: no cover - reported to the scraper
-                    done.set_exception(e)
-
-            try:
-                self._loop.call_soon_threadsafe(take)
-                snapshot = done.result(SCRAPE_TIMEOUT_S)
-            except (RuntimeError, concurrent.futures.TimeoutError):
-                return []  # the loop is gone or stuck: an empty scrape, not a hang
+            snapshot = call_on_loop(self._loop, self._take, SCRAPE_TIMEOUT_S)
+        except LoopTimeout:
+            return []  # the loop is gone or stuck: an empty scrape, not a hang
         return families(snapshot) if snapshot is not None else []
 
 
-class MetricsServer:
-    """The HTTP endpoint (prometheus-client's server thread) over a node-local registry."""
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, take: Callable[[], Snapshot | None]
-    ) -> None:
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Collector(loop, take))
-        self._server: object | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
-
-    def start(self, host: str, port: int) -> None:
-        server, thread = start_http_server(port, addr=host or "0.0.0.0", registry=self.registry)
-        self._server, self._thread = server, thread
-        self.port = int(server.server_port)
-
-    def close(self) -> None:
-        server = self._server
-        if server is not None:
-            server.shutdown()  # type: ignore[attr-defined]
-            server.server_close()  # type: ignore[attr-defined]
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+def registry_of(
+    loop: asyncio.AbstractEventLoop, take: Callable[[], Snapshot | None]
+) -> CollectorRegistry:
+    """A node-local registry whose one collector reads ``take()`` on ``loop``."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(loop, take))
+    return registry
 
 
 def record_count(records: bytes) -> int:

@@ -148,6 +148,12 @@ class RaftApi(CoreView, Protocol):
     def voted_key(self) -> ReplicaKey | None: ...
 
     @property
+    def caught_up_ms(self) -> int:
+        """As a non-leader: when a Fetch answer last left nothing committed unread; -1 since
+        the last role change until then (the health endpoint's "caught up")."""
+        ...
+
+    @property
     def kraft_version(self) -> int: ...
 
     @property

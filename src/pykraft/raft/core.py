@@ -199,6 +199,10 @@ class RaftCore:
         return self._qs.voted_key
 
     @property
+    def caught_up_ms(self) -> int:
+        return self.fetch.caught_up_ms
+
+    @property
     def voters(self) -> VoterSet:
         """The voter set in force: the latest VotersRecord, committed or not (D2)."""
         return self._qs.voters

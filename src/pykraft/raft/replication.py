@@ -81,6 +81,10 @@ class FetchState:
     bootstrap_cursor: int = 0  # D8: the next bootstrap server (or voter) to ask
     snapshot: SnapshotFetch | None = None
     parked: dict[tuple[int, int], ParkedFetch] = field(default_factory=dict)
+    # As a non-leader: when a Fetch answer last left nothing committed unread (the log end
+    # offset at or past the leader's high watermark), Kafka's lastCaughtUpTimestamp as the
+    # follower sees it; -1 since the last role change until then.
+    caught_up_ms: int = -1
 
     def released(self, request_id: int) -> None:
         """``request_id`` was answered or failed."""
@@ -99,6 +103,7 @@ def on_transition(core: CoreContext, old: Role, new: Role) -> None:
     fetch = core.fetch
     fetch.request_id = None
     fetch.retry_at_ms = 0
+    fetch.caught_up_ms = -1
     if isinstance(old, Leader):
         drain_purgatory(core, ErrorCode.not_leader_or_follower)
     if fetch.snapshot is not None and not isinstance(new, Follower):
@@ -464,6 +469,8 @@ def handle_fetch_response(core: CoreContext, src: int, resp: FetchResponse, now_
         # Only a plain records answer says our log is a prefix of the leader's: after a
         # DivergingEpoch or SnapshotId answer our tail may still differ (Kafka's rule).
         core.set_high_watermark(min(resp.high_watermark, log.end_offset))
+        if log.end_offset >= resp.high_watermark:
+            core.fetch.caught_up_ms = now_ms
 
 
 def _append_fetched(core: CoreContext, records: bytes, now_ms: int) -> bool:
