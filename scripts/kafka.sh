@@ -7,6 +7,9 @@
 #                                               is offline and instant); prints the classpath
 #   scripts/kafka.sh classpath [4|4.4|4.1|3.9]  the classpath (fetches first when needed)
 #   scripts/kafka.sh version [4|4.4|4.1|3.9]    the Kafka version a distribution pins
+#   scripts/kafka.sh run TOOL [ARGS...]         one of Kafka's tools by its usual name over
+#                                               Kafka 4.4.0's jars (kafka-topics,
+#                                               kafka-console-producer, ...; --list names them)
 #
 # Needs Java 17+ and Maven; PYKRAFT_KAFKA_CACHE moves the cache directory.
 set -euo pipefail
@@ -71,8 +74,17 @@ case "$cmd" in
     version)
         version_of "$dist"
         ;;
+    run)
+        shift
+        # The project's environment (created on first use), then the tool in its place, in
+        # the caller's directory (relative paths in the tool's arguments stay the caller's).
+        HERE="$PWD"
+        source "$ROOT/scripts/_venv.sh" >&2
+        cd "$HERE"
+        exec "$ROOT/.venv/bin/python" -m pykraft.interop.tools "$@"
+        ;;
     *)
-        sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 2
         ;;
 esac

@@ -6,29 +6,15 @@ work with kafka-python on the broker and with pykraft's admin commands on the co
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
 
 from pykraft.interop.kafka import KafkaDist
 
-TIMEOUT_S = 120
-
-
-def _read_until(process: subprocess.Popen[str], pattern: str, seen: list[str]) -> re.Match[str]:
-    assert process.stdout is not None
-    deadline = time.monotonic() + TIMEOUT_S
-    for line in process.stdout:
-        seen.append(line)
-        found = re.search(pattern, line)
-        if found:
-            return found
-        assert time.monotonic() < deadline, seen
-    raise AssertionError(f"no line matching {pattern!r}: {seen}")
+from ..node.local_up import local_up, read_until, stop
 
 
 def _pykraft(*args: str) -> subprocess.CompletedProcess[str]:
@@ -44,33 +30,15 @@ def test_local_up_secure_serves_clients_with_the_printed_settings(
     kafka: KafkaDist, tmp_path: Path
 ) -> None:
     state = tmp_path / "secure"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pykraft.cli.main",
-            "local",
-            "up",
-            "--secure",
-            "--controllers",
-            "1",
-            "--brokers",
-            "1",
-            "--dir",
-            str(state),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = local_up("--secure", "--controllers", "1", "--brokers", "1", "--dir", str(state))
     seen: list[str] = []
     try:
-        controllers = _read_until(process, r"bootstrap controllers: (\S+)", seen).group(1)
-        bootstrap = _read_until(process, r"bootstrap.servers=(\S+)", seen).group(1)
-        controller_props = _read_until(process, r"\(--bootstrap-controller\): (\S+)", seen)
-        python = _read_until(process, r"kafka-python: (.*)", seen).group(1)
+        controllers = read_until(process, r"bootstrap controllers: (\S+)", seen).group(1)
+        bootstrap = read_until(process, r"bootstrap.servers=(\S+)", seen).group(1)
+        controller_props = read_until(process, r"\(--bootstrap-controller\): (\S+)", seen)
+        python = read_until(process, r"kafka-python: (.*)", seen).group(1)
         # The status line dials the controllers over SASL_SSL and sees the broker unfenced.
-        _read_until(process, r"brokers=100:up", seen)
+        read_until(process, r"brokers=100:up", seen)
 
         settings = dict(re.findall(r"(\w+)='([^']*)'", python))
         assert settings["security_protocol"] == "SASL_SSL"
@@ -108,37 +76,16 @@ def test_local_up_secure_serves_clients_with_the_printed_settings(
         # The client properties hold a password: readable by their owner only.
         assert (state / "client.properties").stat().st_mode & 0o077 == 0
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            rest, _ = process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            rest, _ = process.communicate()
+        rest = stop(process, 60)
     assert process.returncode == 0, "".join(seen) + rest
     assert rest.rstrip().endswith("stopped")
     # The CA is the directory's: a second run keeps it (a client's copy stays valid).
     ca = (state / "certs" / "ca.pem").read_bytes()
-    again = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pykraft.cli.main",
-            "local",
-            "up",
-            "--controllers",
-            "1",
-            "--dir",
-            str(state),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    again = local_up("--controllers", "1", "--dir", str(state))
     seen = []
     try:
-        _read_until(again, r"leader=\d", seen)
+        read_until(again, r"leader=\d", seen)
     finally:
-        again.send_signal(signal.SIGINT)
-        again.communicate(timeout=60)
+        stop(again, 60)
     assert "formatted" not in "".join(seen)
     assert (state / "certs" / "ca.pem").read_bytes() == ca

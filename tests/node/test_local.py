@@ -2,48 +2,25 @@
 
 from __future__ import annotations
 
-import signal
+import re
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from .local_up import local_up, read_until, stop
 
 TIMEOUT_S = 20
 
 
 def run_until_leader(state: Path) -> str:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pykraft.cli.main",
-            "local",
-            "up",
-            "--controllers",
-            "1",
-            "--dir",
-            str(state),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    lines = []
-    deadline = time.monotonic() + TIMEOUT_S
+    process = local_up("--controllers", "1", "--dir", str(state))
+    seen: list[str] = []
     try:
-        for line in process.stdout:
-            lines.append(line)
-            if line.split(" ", 1)[-1].startswith("leader="):
-                break
-            assert time.monotonic() < deadline, lines
-        process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=TIMEOUT_S)
+        read_until(process, r"^\S+ leader=", seen, TIMEOUT_S)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        rest = stop(process, TIMEOUT_S)
     assert process.returncode == 0
-    return "".join(lines) + rest
+    return "".join(seen) + rest
 
 
 def test_local_up_formats_once_and_restarts(tmp_path: Path) -> None:
@@ -57,40 +34,14 @@ def test_local_up_formats_once_and_restarts(tmp_path: Path) -> None:
     assert "epoch=" in second
 
 
-def _lines(process: subprocess.Popen[str], until: str, seen: list[str], timeout_s: float) -> None:
-    """Read ``process``'s output into ``seen`` until a line contains ``until``."""
-    assert process.stdout is not None
-    deadline = time.monotonic() + timeout_s
-    for line in process.stdout:
-        seen.append(line)
-        if until in line:
-            return
-        assert time.monotonic() < deadline, seen
-    raise AssertionError(f"no line with {until!r}: {seen}")
-
-
 def test_a_killed_controller_is_reported_and_restarted_on_request(tmp_path: Path) -> None:
     """Issue 29 part 5: kill -9 a controller of `local up` -- the cluster keeps running, the
     status says who is down and who leads now, and `pykraft local restart ID` brings it back."""
     state = tmp_path / "local"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pykraft.cli.main",
-            "local",
-            "up",
-            "--controllers",
-            "3",
-            "--dir",
-            str(state),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    process = local_up("--controllers", "3", "--dir", str(state))
     seen: list[str] = []
     try:
-        _lines(process, " leader=", seen, 60)
+        read_until(process, re.escape(" leader="), seen, 60)
         leader = int(seen[-1].split(" leader=", 1)[1].split()[0])
         victim = next(p for p in (1, 2, 3) if p == leader)  # the active controller itself
         pids = subprocess.run(
@@ -101,13 +52,13 @@ def test_a_killed_controller_is_reported_and_restarted_on_request(tmp_path: Path
         ).stdout.split()
         assert len(pids) == 1, pids
         subprocess.run(["kill", "-9", pids[0]], check=True)
-        _lines(process, f"controller {victim} exited", seen, 30)
+        read_until(process, re.escape(f"controller {victim} exited"), seen, 30)
         assert "pykraft local restart" in seen[-1]
-        _lines(process, f"down=controller {victim}", seen, 30)
+        read_until(process, re.escape(f"down=controller {victim}"), seen, 30)
         # A new leader among the others, while the cluster runs on.
-        _lines(process, " leader=", seen, 30)
+        read_until(process, re.escape(" leader="), seen, 30)
         while f"leader={victim} " in seen[-1] or "no leader" in seen[-1]:
-            _lines(process, " leader=", seen, 30)
+            read_until(process, re.escape(" leader="), seen, 30)
         asked = subprocess.run(
             [
                 sys.executable,
@@ -124,16 +75,12 @@ def test_a_killed_controller_is_reported_and_restarted_on_request(tmp_path: Path
             timeout=30,
         )
         assert asked.returncode == 0, asked.stderr
-        _lines(process, f"controller {victim} started again", seen, 30)
-        _lines(process, " leader=", seen, 30)
+        read_until(process, re.escape(f"controller {victim} started again"), seen, 30)
+        read_until(process, re.escape(" leader="), seen, 30)
         while "down=" in seen[-1]:
-            _lines(process, " leader=", seen, 30)
-        process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=60)
+            read_until(process, re.escape(" leader="), seen, 30)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        rest = stop(process, 60)
     assert process.returncode == 0, "".join(seen)
     assert rest.rstrip().endswith("stopped")
     # Nothing to restart on a directory no `local up` runs on any more.

@@ -7,9 +7,8 @@ own ``kafka-storage format``). Later runs reuse the files and data. Starts one `
 server start`` per controller (logs in ``controller-<id>.log``) and one Kafka broker per broker
 (Kafka's jars through ``scripts/kafka.sh``; logs in ``broker-<id>.log``), prints the bootstrap
 addresses, then the status: the active controller and its epoch, the brokers and their state,
-topics, partitions and offline partitions, and who is down. On a terminal the status line is
-redrawn in place each second (a line is kept whenever the cluster's state changes); otherwise
-a line is printed only when the state changes. Without Java (or Maven) the controllers run
+topics, partitions and offline partitions, and who is down, checked each second and printed
+as a line whenever it changes (not when only the high watermark or the lag moved). Without Java (or Maven) the controllers run
 alone, and it says why in one line.
 
 A failover playground: a controller or broker that exits (kill -9 it to watch KRaft fail over)
@@ -25,6 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import os
 import signal
 import subprocess
 import sys
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pykraft.cli._common import command_group
+from pykraft.cli.local_hints import print_client_settings, print_examples, print_health
 from pykraft.interop.cluster import free_ports
 from pykraft.interop.secure import BROKER_LISTENER
 
@@ -93,15 +94,16 @@ def _prepare(
     base.mkdir(parents=True, exist_ok=True)
     configs = [base / f"controller-{i}.properties" for i in range(1, count + 1)]
     if not all(c.exists() for c in configs):
-        ports = free_ports(count)
-        voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(ports, start=1))
-        for node_id, (config, port) in enumerate(zip(configs, ports, strict=True), start=1):
+        ports = free_ports(2 * count)  # the listeners, then the metrics and health ports
+        voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(ports[:count], start=1))
+        for node_id, config in enumerate(configs, start=1):
             config.write_text(
                 f"node.id={node_id}\nprocess.roles=controller\n"
-                f"listeners=CONTROLLER://127.0.0.1:{port}\n"
+                f"listeners=CONTROLLER://127.0.0.1:{ports[node_id - 1]}\n"
                 "controller.listener.names=CONTROLLER\n"
                 f"metadata.log.dir={(base / f'controller-{node_id}').resolve()}\n"
                 f"controller.quorum.voters={voters}\n"
+                f"metrics.port={ports[count + node_id - 1]}\n"
             )
             if secure is not None:
                 _append(config, secure.controller_config())
@@ -140,8 +142,11 @@ def _prepare_brokers(
 ) -> list[Path]:
     """Broker configs (first run) and Kafka's format of their log directories; raises
     ``KafkaError`` when Kafka cannot run here."""
-    from pykraft.interop.kafka import REFERENCE_DIST, KafkaDist, write_properties
+    from pykraft.interop.kafka import REFERENCE_DIST, KafkaDist, repo_root, write_properties
 
+    cache = Path(os.environ.get("PYKRAFT_KAFKA_CACHE", repo_root() / ".cache"))
+    if not (cache / f"kafka-{REFERENCE_DIST}" / ".stamp").exists():
+        print("fetching Apache Kafka's jars from Maven Central (first run only)", flush=True)
     dist = KafkaDist.get(REFERENCE_DIST)
     configs = [base / f"broker-{100 + i}.properties" for i in range(count)]
     listener = "PLAINTEXT" if secure is None else BROKER_LISTENER
@@ -331,7 +336,6 @@ class Watch:
         self.members = members
         self.ports = ports
         self.restart_after = restart_after
-        self.tty = sys.stdout.isatty()
         self.stopping = False
         self._last_state = ""
 
@@ -349,12 +353,9 @@ class Watch:
             self._show()
             with contextlib.suppress(InterruptedError):
                 time.sleep(STATUS_INTERVAL_S)
-        if self.tty:
-            print(flush=True)
 
     def _say(self, text: str) -> None:
-        prefix = "\r\033[K" if self.tty else ""
-        print(prefix + time.strftime("%H:%M:%S ") + text, flush=True)
+        print(time.strftime("%H:%M:%S ") + text, flush=True)
         self._last_state = ""  # show the status again after a message
 
     def _notice_exits(self) -> None:
@@ -395,12 +396,10 @@ class Watch:
         line = asyncio.run(_status(self.ports, with_cluster=brokers_up, security=self.security))
         down = [m.name() for m in self.members if not m.alive]
         state = line + (f" down={','.join(down)}" if down else "")
-        # What changes every second (the high watermark, the lag) is not a change of state.
+        # What changes every second (the high watermark, the lag) is not a change of state:
+        # a line is printed when the rest changes, with the figures of that moment.
         key = " ".join(w for w in state.split() if not w.startswith(("high_watermark=", "lag=")))
-        if self.tty:
-            end = "\n" if key != self._last_state and self._last_state else ""
-            print("\r\033[K" + time.strftime("%H:%M:%S ") + state, end=end, flush=True)
-        elif key != self._last_state:
+        if key != self._last_state:
             print(time.strftime("%H:%M:%S ") + state, flush=True)
         self._last_state = key
 
@@ -421,8 +420,6 @@ def _stop(members: list[Member]) -> int:
 
 def _restart(args: argparse.Namespace) -> int:
     """``pykraft local restart ID``: ask the running ``local up`` to (re)start a member."""
-    import os
-
     directory: Path = args.dir
     known = [
         directory / f"controller-{args.id}.properties",
@@ -495,31 +492,6 @@ def _members(
     return members
 
 
-def _print_client_settings(directory: Path, secure: SecureSetup | None) -> ClientSecurity | None:
-    """On a secure cluster: the client settings printed (the files Kafka's tools take, the
-    kafka-python arguments), and the controllers' client security for the status line."""
-    if secure is None:
-        return None
-    from pykraft.net.security import client_security
-    from pykraft.storage.properties import load_properties
-
-    admin = secure.passwords["admin"]
-    props = secure.client_properties(directory / "client.properties", "admin", admin)
-    controller_props = secure.controller_client_properties(
-        directory / "controller-client.properties", "admin", admin
-    )
-    print(
-        f"client properties (Kafka's tools: --command-config): {props}\n"
-        f"controller client properties (--bootstrap-controller): {controller_props}\n"
-        "kafka-python: security_protocol='SASL_SSL', sasl_mechanism='SCRAM-SHA-512', "
-        f"sasl_plain_username='admin', sasl_plain_password='{secure.passwords['admin']}', "
-        f"ssl_cafile='{secure.ca.ca_pem}'",
-        flush=True,
-    )
-    # The status line dials the controllers as the admin, as the printed file says.
-    return client_security(load_properties(controller_props))
-
-
 def _up(args: argparse.Namespace) -> int:
     from pykraft.node.config import ConfigError
     from pykraft.storage import StorageError
@@ -550,7 +522,6 @@ def _up(args: argparse.Namespace) -> int:
         except KafkaError as e:
             reason = str(e).splitlines()[0]
             print(f"no Kafka brokers: {reason}; running the controllers alone", flush=True)
-    import os
 
     members = _members(args.dir, controllers, broker_configs)
     ports = [port for _, port, _ in controllers]
@@ -563,11 +534,12 @@ def _up(args: argparse.Namespace) -> int:
         if m.kind == "broker":
             m.start()
     if broker_configs:
-        print(
-            "bootstrap.servers=" + ",".join(_broker_address(c) for c in broker_configs),
-            flush=True,
-        )
-    security = _print_client_settings(args.dir, secure)
+        bootstrap = ",".join(_broker_address(c) for c in broker_configs)
+        print("bootstrap.servers=" + bootstrap, flush=True)
+        if secure is None:
+            print_examples(bootstrap)
+    print_health(controllers)
+    security = print_client_settings(args.dir, secure)
     try:
         Watch(args.dir, members, ports, args.restart_after, security).run()
     finally:
