@@ -79,7 +79,7 @@ case "$cmd" in
         # The project's environment (created on first use), then the tool in its place, in
         # the caller's directory (relative paths in the tool's arguments stay the caller's).
         HERE="$PWD"
-        source "$ROOT/scripts/_venv.sh" >&2
+        PYKRAFT_NATIVE=0 source "$ROOT/scripts/_venv.sh" >&2  # (a Java tool: no compiled core)
         cd "$HERE"
         exec "$ROOT/.venv/bin/python" -m pykraft.interop.tools "$@"
         ;;
