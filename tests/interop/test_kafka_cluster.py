@@ -685,6 +685,46 @@ def test_kafka_configs_never_prints_a_stored_password(
         kafka.run(*configs, "--alter", "--delete-config", name)
 
 
+def test_kafka_configs_changes_a_controllers_log_level(
+    cluster: KafkaCluster, kafka: KafkaDist
+) -> None:
+    """Issue 47 item 5: Kafka's ``kafka-configs --bootstrap-controller --entity-type
+    broker-loggers --entity-name <id>`` lists a controller's loggers and changes one level
+    at run time, on a standby as on the active controller (KIP-919, node-local); bad input
+    gets Kafka 4.4.0's errors."""
+    node = cluster.controllers[-1]
+    loggers = (
+        "configs",
+        "--bootstrap-controller",
+        node.address,
+        "--entity-type",
+        "broker-loggers",
+        "--entity-name",
+        str(node.node_id),
+    )
+    described = kafka.run(*loggers, "--describe").stdout
+    assert "root=" in described and "pykraft.node=" in described, described
+    kafka.run(*loggers, "--alter", "--add-config", "pykraft.node=TRACE")
+    try:
+        described = kafka.run(*loggers, "--describe").stdout
+        assert "pykraft.node=TRACE" in described, described
+        assert "Updated the log level of pykraft.node to TRACE" in node.text()
+        bad = kafka.run(*loggers, "--alter", "--add-config", "root=LOUD", check=False)
+        assert bad.returncode != 0
+        assert (
+            "Cannot set the log level of root to LOUD as it is not a supported log level. "
+            "Valid log levels are DEBUG,ERROR,FATAL,INFO,TRACE,WARN"
+        ) in bad.stdout + bad.stderr
+        root = kafka.run(*loggers, "--alter", "--delete-config", "root", check=False)
+        assert "Removing the log level of the root logger is not allowed" in (
+            root.stdout + root.stderr
+        )
+    finally:
+        kafka.run(*loggers, "--alter", "--delete-config", "pykraft.node")
+    described = kafka.run(*loggers, "--describe").stdout
+    assert "pykraft.node=TRACE" not in described, described
+
+
 def test_upgraded_with_kafkas_tool_to_elr(cluster: KafkaCluster, kafka: KafkaDist) -> None:
     """Issue 28, on the live cluster (last in the module: it leaves ELR on): Kafka's own
     ``kafka-features`` takes kraft.version to 1, then ``upgrade --release-version 4.3``

@@ -76,6 +76,7 @@ from pykraft.node.controller_metrics import controller_metrics
 from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.health import controller_reasons
 from pykraft.node.kraft_upgrade import KraftUpgrades
+from pykraft.node.loggers import logger_answer
 from pykraft.node.metadata_files import load_image
 from pykraft.node.performance import EventPerformanceMonitor, event_name
 from pykraft.node.request_fields import (
@@ -308,6 +309,9 @@ class ControllerHost:
             return None  # the voter set's reassignment (KIP-642): the core
         if api_key not in CONTROLLER_API_VERSIONS:
             return None
+        loggers = logger_answer(self.listener, self.node.config.node_id, request, session)
+        if loggers is not None:  # this node's own log levels (BROKER_LOGGER), active or not
+            return Answer(loggers)
         controller = self.controller
         if controller is None:
             # Loading its image at start: the broker looks for the active controller.
