@@ -20,7 +20,7 @@ die() { echo "kafka.sh: $*" >&2; exit 2; }
 
 pom_of() {
     local pom="$ROOT/interop/kafka-$1/pom.xml"
-    [ -f "$pom" ] || die "unknown distribution '$1' (have: 4, 4.4, 4.1, 3.9)"
+    [ -f "$pom" ] || die "unknown distribution '$1' (have: 4, 4.4, 4.1, 3.9, jmx-exporter)"
     echo "$pom"
 }
 
@@ -62,6 +62,7 @@ case "$cmd" in
             fetch 4.4
             fetch 4.1
             fetch 3.9
+            fetch jmx-exporter
             exit 0
         fi
         fetch "$dist"

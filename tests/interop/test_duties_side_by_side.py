@@ -1,11 +1,18 @@
-"""Kafka 4.4's periodic elections side by side (issue 46 item 1): the same scenarios on a
-cluster of real Kafka 4.4.0 brokers under Kafka 4.4.0's own controller and under pykraft's
-(``pykraft.interop.duties``: a broker's clean restart then preferred leaders back with nobody
-asking; a leaderless partition elected uncleanly once its topic allows it, by the timer
-alone). Both must reach the same partition states in the same order. How long each took is
+"""Kafka 4.4's periodic elections side by side (issue 46 item 1), and the series a dashboard
+reads (issue 47 item 1): the same scenarios on a cluster of real Kafka 4.4.0 brokers under
+Kafka 4.4.0's own controller and under pykraft's (``pykraft.interop.duties``: a broker's
+clean restart then preferred leaders back with nobody asking; a leaderless partition elected
+uncleanly once its topic allows it, by the timer alone). Both must reach the same partition
+states in the same order. At the end each controller's Prometheus series are compared, Kafka's
+served by the Prometheus JMX exporter's agent with the naming Kafka users deploy: pykraft must
+serve every one of them under the same name and labels (but those listed in ``NOT_YET``, a
+ratchet), with the same values where they are counts. How long each took is
 ``bench/bench_duties.py``'s, as a ratio to Kafka's, not a test's."""
 
 from __future__ import annotations
+
+import re
+from typing import Final
 
 import pytest
 
@@ -19,14 +26,64 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 
+# Kafka 4.4.0's controller series pykraft does not serve yet, by family: the list may only
+# shrink (the test fails when one is served and still listed, or a new one is missing).
+NOT_YET: Final = frozenset(
+    {
+        # ControllerEventManager: pykraft has no event queue (requests run on the loop);
+        # the timings exist (node/performance.py) but not as these histograms yet.
+        "kafka_controller_controllereventmanager_avgidleratio",
+        "kafka_controller_controllereventmanager_eventqueueprocessingtimems",
+        "kafka_controller_controllereventmanager_eventqueueprocessingtimems_count_total",
+        "kafka_controller_controllereventmanager_eventqueuetimems",
+        "kafka_controller_controllereventmanager_eventqueuetimems_count_total",
+        "kafka_controller_kafkacontroller_eventqueueoperationsstartedcount",
+        "kafka_controller_kafkacontroller_eventqueueoperationstimedoutcount",
+        # Meters of the active controller's elections and timeouts, not counted yet.
+        "kafka_controller_controllerstats_electionfromeligibleleaderreplicas_total",
+        "kafka_controller_controllerstats_uncleanleaderelections_total",
+        "kafka_controller_kafkacontroller_newactivecontrollerscount",
+        "kafka_controller_kafkacontroller_timedoutbrokerheartbeatcount",
+        # The last applied record's append time: the image does not keep batch timestamps.
+        "kafka_controller_kafkacontroller_lastappliedrecordlagms",
+        "kafka_controller_kafkacontroller_lastappliedrecordtimestamp",
+        # Idle ratios of threads pykraft does not have (one event loop).
+        "kafka_server_metadataloader_avgidleratio",
+        "kafka_server_raftmetrics_poll_idle_ratio_avg",
+    }
+)
+# Series whose values are counts of the same state on both sides at the end.
+SAME_VALUES: Final = (
+    r"kafka_controller_kafkacontroller_(activecontrollercount|globaltopiccount|"
+    r"globalpartitioncount|offlinepartitionscount|activebrokercount|fencedbrokercount|"
+    r"controlledshutdownbrokercount|preferredreplicaimbalancecount|brokerregistrationstate.*)"
+    r"|kafka_server_metadataloader_(currentmetadataversion|finalizedlevel.*)"
+    r"|kafka_server_raftmetrics_(number_of_voters|current_state.*)"
+)
 
-def test_periodic_elections_reach_kafkas_states(tmp_path_factory: pytest.TempPathFactory) -> None:
+
+def family(series: str) -> str:
+    return series.split("{", 1)[0]
+
+
+def test_periodic_elections_and_series_match_kafkas(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     quorum = dict(line.split("=", 1) for line in FAST_QUORUM.strip().splitlines())
     kafka, ours = duties.run_both(
-        KafkaDist.get("4.4"), tmp_path_factory.mktemp("duties"), dict(quorum)
+        KafkaDist.get("4.4"), tmp_path_factory.mktemp("duties"), dict(quorum), series=True
     )
     # The balance scenario left broker 100 leading nothing, then balanced; the unclean one
     # went leaderless and was elected uncleanly by the timer (101), then whole under 100.
     assert kafka.states[-1] == (100, frozenset({100, 101}), frozenset())
     assert any(state == "balanced" for state in kafka.states)
     assert ours.states == kafka.states
+
+    theirs = {name for name in kafka.series if name.startswith("kafka_")}
+    assert len(theirs) > 50, sorted(theirs)  # the agent served Kafka's controller's MBeans
+    missing = theirs - set(ours.series)
+    assert {family(name) for name in missing} == NOT_YET, sorted(missing)
+    compared = sorted(name for name in theirs - missing if re.fullmatch(SAME_VALUES, name))
+    assert len(compared) >= 15, compared
+    differ = {name: (kafka.series[name], ours.series[name]) for name in compared}
+    assert {k: v for k, v in differ.items() if v[0] != v[1]} == {}

@@ -367,17 +367,17 @@ def test_controller_metrics(cluster: KafkaCluster) -> None:
     prefix = "kafka_controller_kafkacontroller_"
     for p in cluster.controllers:
         wait_for(
-            lambda p=p: p.scrape()[prefix + "global_topic_count"] >= 2,  # type: ignore[misc]
+            lambda p=p: p.scrape()[prefix + "globaltopiccount"] >= 2,  # type: ignore[misc]
             "every controller to replay the topics",
         )
         values = p.scrape()
-        assert values[prefix + "active_controller_count"] == float(p is leader)
-        assert values[prefix + "active_broker_count"] == 1
-        assert values[prefix + "fenced_broker_count"] == 0
-        assert values[prefix + "offline_partitions_count"] == 0
-        assert values[prefix + "metadata_error_count"] == 0
-        assert values[prefix + "global_partition_count"] >= 4 + 5  # smoke + __consumer_offsets
-        assert values[prefix + "last_applied_record_offset"] > 0
+        assert values[prefix + "activecontrollercount"] == float(p is leader)
+        assert values[prefix + "activebrokercount"] == 1
+        assert values[prefix + "fencedbrokercount"] == 0
+        assert values[prefix + "offlinepartitionscount"] == 0
+        assert values[prefix + "metadataerrorcount"] == 0
+        assert values[prefix + "globalpartitioncount"] >= 4 + 5  # smoke + __consumer_offsets
+        assert values[prefix + "lastappliedrecordoffset"] > 0
 
 
 def test_broker_follows_a_new_active_controller(cluster: KafkaCluster) -> None:

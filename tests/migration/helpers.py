@@ -226,7 +226,7 @@ def active_controller(controllers: list[Server], timeout_s: float = 60) -> Serve
                     values = read_metrics("127.0.0.1", c.metrics_port, timeout_s=2)
                 except OSError:
                     continue
-                if values.get("kafka_controller_kafkacontroller_active_controller_count"):
+                if values.get("kafka_controller_kafkacontroller_activecontrollercount"):
                     found.append(c)
                     return True
         return False

@@ -243,8 +243,8 @@ def test_metrics_report_the_migration(migrated: Migrated) -> None:
     port = migrated.controller.metrics_port
     assert port is not None
     values = read_metrics("127.0.0.1", port, timeout_s=5)
-    assert values["kafka_controller_kafkacontroller_zk_migration_state"] == 1.0
-    assert values["kafka_controller_kafkacontroller_migrating_zk_broker_count"] == 3.0
+    assert values["kafka_controller_kafkacontroller_zkmigrationstate"] == 1.0
+    assert values["kafka_controller_kafkacontroller_migratingzkbrokercount"] == 3.0
 
 
 def test_every_acknowledged_record_is_still_served(migrated: Migrated) -> None:
@@ -353,15 +353,15 @@ def test_dual_write_mirrors_topic_changes_made_through_the_brokers(migrated: Mig
     until(
         lambda: (
             read_metrics("127.0.0.1", port, timeout_s=5)[
-                "kafka_controller_kafkacontroller_zk_write_behind_lag"
+                "kafka_controller_kafkacontroller_zkwritebehindlag"
             ]
             == 0.0
         ),
         "ZooKeeper caught up",
     )
     values = read_metrics("127.0.0.1", port, timeout_s=5)
-    assert values["kafka_controller_kafkacontroller_zk_write_snapshot_time_ms"] > 0
-    assert values["kafka_controller_kafkacontroller_zk_write_delta_time_ms"] > 0
+    assert values["kafka_controller_kafkacontroller_zkwritesnapshottimems"] > 0
+    assert values["kafka_controller_kafkacontroller_zkwritedeltatimems"] > 0
 
 
 def test_migration_describe_reports_the_state(migrated: Migrated) -> None:
@@ -394,7 +394,7 @@ def _lag(migrated: Migrated) -> float:
     port = migrated.controller.metrics_port
     assert port is not None
     return read_metrics("127.0.0.1", port, timeout_s=5)[
-        "kafka_controller_kafkacontroller_zk_write_behind_lag"
+        "kafka_controller_kafkacontroller_zkwritebehindlag"
     ]
 
 
@@ -464,8 +464,8 @@ def test_brokers_restarted_in_kraft_mode_observe_the_migrated_log(migrated: Migr
     port = migrated.controller.metrics_port
     assert port is not None
     metrics = read_metrics("127.0.0.1", port, timeout_s=5)
-    assert metrics["kafka_controller_kafkacontroller_migrating_zk_broker_count"] == 0.0
-    assert metrics["kafka_controller_kafkacontroller_zk_migration_state"] == 1.0
+    assert metrics["kafka_controller_kafkacontroller_migratingzkbrokercount"] == 0.0
+    assert metrics["kafka_controller_kafkacontroller_zkmigrationstate"] == 1.0
     admin = KafkaAdminClient(bootstrap_servers=old.kafka.bootstrap, request_timeout_ms=30_000)
     try:
         admin.create_topics([NewTopic("kraft-era", 2, 3)])
@@ -633,7 +633,7 @@ def test_finalize_ends_dual_write_and_loses_nothing(migrated: Migrated) -> None:
     until(
         lambda: (
             read_metrics("127.0.0.1", port, timeout_s=5)[
-                "kafka_controller_kafkacontroller_zk_migration_state"
+                "kafka_controller_kafkacontroller_zkmigrationstate"
             ]
             == 3.0
         ),

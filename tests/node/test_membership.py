@@ -339,7 +339,7 @@ def test_kraft_version_upgrade_over_tcp(tmp_path: Path, procs: list[Proc]) -> No
 
     def ignored() -> float | None:
         try:
-            return node1.scrape()["kafka_raft_metrics_ignored_static_voters"]
+            return node1.scrape()["kafka_controller_kafkacontroller_ignoredstaticvoters"]
         except OSError:  # the endpoint is not up (yet)
             return None
 

@@ -82,22 +82,34 @@ def test_admin_client_follows_the_leader(quorum: list[Proc]) -> None:
 
 def test_metrics_endpoint(quorum: list[Proc]) -> None:
     leader, _ = leader_of(quorum)
-    wait_for(lambda: leader.scrape()["kafka_raft_metrics_commit_latency_avg"] >= 0, "a commit")
+    wait_for(
+        lambda: leader.scrape()["kafka_server_raftmetrics_commit_latency_avg"] >= 0, "a commit"
+    )
     m = leader.scrape()
-    assert m["kafka_raft_metrics_current_state{state=leader}"] == 1
-    assert m["kafka_raft_metrics_current_state{state=follower}"] == 0
-    assert m["kafka_raft_metrics_current_leader"] == leader.node_id
-    assert m["kafka_raft_metrics_current_epoch"] >= 1
-    assert m["kafka_raft_metrics_number_of_voters"] == 3
-    assert m["kafka_raft_metrics_number_of_offline_voters"] == 0
-    assert "kafka_raft_metrics_duplicate_voter_ids" not in m  # see node/metrics.py
-    assert m["kafka_raft_metrics_uncommitted_voter_change"] == 0
-    assert m["kafka_raft_metrics_pending_add_voter"] == 0
-    assert m["kafka_raft_metrics_pending_remove_voter"] == 0
-    assert m["kafka_raft_metrics_is_observer"] == 0
+    # Kafka's exporter convention: one current_state series, labelled with the state.
+    states = [k for k in m if k.startswith("kafka_server_raftmetrics_current_state")]
+    assert states == ["kafka_server_raftmetrics_current_state{current_state=leader}"], states
+    assert m[states[0]] == 1
+    assert m["kafka_server_raftmetrics_number_unknown_voter_connections"] == 0
+    assert (
+        m["kafka_server_metadataloader_finalizedlevel{featureName=metadataVersion}"]
+        == (m["kafka_server_metadataloader_currentmetadataversion"])
+    )
+    assert m["kafka_server_metadataloader_currentcontrollerid"] == leader.node_id
+    assert m["kafka_server_raftmetrics_current_leader"] == leader.node_id
+    assert m["kafka_server_raftmetrics_current_epoch"] >= 1
+    assert m["kafka_server_raftmetrics_number_of_voters"] == 3
+    assert m["pykraft_raft_number_of_offline_voters"] == 0
+    assert "kafka_server_raftmetrics_duplicate_voter_ids" not in m  # see node/metrics.py
+    assert m["kafka_server_raftmetrics_uncommitted_voter_change"] == 0
+    assert m["pykraft_raft_pending_add_voter"] == 0
+    assert m["pykraft_raft_pending_remove_voter"] == 0
+    assert m["pykraft_raft_is_observer"] == 0
     # Static voters at kraft.version 0: the setting is in use.
-    assert m["kafka_raft_metrics_ignored_static_voters"] == 0
-    assert m["kafka_raft_metrics_log_end_epoch"] == m["kafka_raft_metrics_current_epoch"]
+    assert m["kafka_controller_kafkacontroller_ignoredstaticvoters"] == 0
+    assert (
+        m["kafka_server_raftmetrics_log_end_epoch"] == m["kafka_server_raftmetrics_current_epoch"]
+    )
     # The loop-lag sampler runs (node/loop_lag.py): the window's longest is the longest ever
     # at most.
     assert 0 <= m["pykraft_event_loop_lag_max_ms"] <= m["pykraft_event_loop_lag_max_ever_ms"]
@@ -111,24 +123,26 @@ def test_metrics_endpoint(quorum: list[Proc]) -> None:
     )
     assert caught_up is not None, leader.text()[-2000:]
     assert m["pykraft_gc_image_frozen"] == 1
-    assert 0 < m["kafka_raft_metrics_high_watermark"] <= m["kafka_raft_metrics_log_end_offset"]
-    assert m["kafka_raft_metrics_append_records_total"] > 0
-    assert m["kafka_raft_metrics_append_records_rate"] > 0
     assert (
         0
-        <= m["kafka_raft_metrics_commit_latency_avg"]
-        <= m["kafka_raft_metrics_commit_latency_max"]
+        < m["kafka_server_raftmetrics_high_watermark"]
+        <= m["kafka_server_raftmetrics_log_end_offset"]
+    )
+    assert m["pykraft_raft_append_records_total"] > 0
+    assert m["kafka_server_raftmetrics_append_records_rate"] > 0
+    assert (
+        0
+        <= m["kafka_server_raftmetrics_commit_latency_avg"]
+        <= m["kafka_server_raftmetrics_commit_latency_max_total"]
     )
     for follower in (p for p in quorum if p is not leader):
-        wait_for(
-            lambda f=follower: f.scrape()["kafka_raft_metrics_fetch_records_total"] > 0, "fetches"
-        )
+        wait_for(lambda f=follower: f.scrape()["pykraft_raft_fetch_records_total"] > 0, "fetches")
         f = follower.scrape()
-        assert f["kafka_raft_metrics_current_state{state=follower}"] == 1
-        assert f["kafka_raft_metrics_current_leader"] == leader.node_id
-        assert f["kafka_raft_metrics_fetch_records_rate"] > 0
+        assert f["kafka_server_raftmetrics_current_state{current_state=follower}"] == 1
+        assert f["kafka_server_raftmetrics_current_leader"] == leader.node_id
+        assert f["kafka_server_raftmetrics_fetch_records_rate"] > 0
         # Election latency is recorded by whoever took part in an election; NaN otherwise.
-        latency = f["kafka_raft_metrics_election_latency_max"]
+        latency = f["kafka_server_raftmetrics_election_latency_max_total"]
         assert math.isnan(latency) or latency >= 0
 
 
@@ -265,7 +279,7 @@ def test_sigstop_follower_past_fetch_timeout_changes_no_epoch(quorum: list[Proc]
     goes back to following; no epoch moves anywhere."""
     leader, info = leader_of(quorum)
     follower = next(p for p in quorum if p is not leader)
-    epochs = {p.node_id: p.scrape()["kafka_raft_metrics_current_epoch"] for p in quorum}
+    epochs = {p.node_id: p.scrape()["kafka_server_raftmetrics_current_epoch"] for p in quorum}
     assert set(epochs.values()) == {info.leader_epoch}
     seen = len(follower.transitions())
     follower.send(signal.SIGSTOP)
@@ -280,12 +294,17 @@ def test_sigstop_follower_past_fetch_timeout_changes_no_epoch(quorum: list[Proc]
         timeout_s=10,
     )
     wait_for(
-        lambda: follower.scrape()["kafka_raft_metrics_current_state{state=follower}"] == 1,
+        lambda: (
+            follower.scrape().get("kafka_server_raftmetrics_current_state{current_state=follower}")
+            == 1
+        ),
         "the follower to follow again",
         timeout_s=10,
     )
     time.sleep(1.0)
-    assert {p.node_id: p.scrape()["kafka_raft_metrics_current_epoch"] for p in quorum} == epochs
+    assert {
+        p.node_id: p.scrape()["kafka_server_raftmetrics_current_epoch"] for p in quorum
+    } == epochs
     assert all(
         t[2] == info.leader_epoch for p in quorum for t in p.transitions()[-3:] if p is follower
     )

@@ -51,15 +51,15 @@ def leader_among(procs: list[Proc], above_epoch: int = 0) -> Proc | None:
     for p in procs:
         m = state(p)
         if (
-            m.get("kafka_raft_metrics_current_state{state=leader}") == 1
-            and m["kafka_raft_metrics_current_epoch"] > above_epoch
+            m.get("kafka_server_raftmetrics_current_state{current_state=leader}") == 1
+            and m["kafka_server_raftmetrics_current_epoch"] > above_epoch
         ):
             return p
     return None
 
 
 def hwm_of(p: Proc) -> int:
-    return int(p.scrape()["kafka_raft_metrics_high_watermark"])
+    return int(p.scrape()["kafka_server_raftmetrics_high_watermark"])
 
 
 def run_quorum(tmp: Path) -> Run:
@@ -81,7 +81,7 @@ def run_quorum(tmp: Path) -> Run:
         first = leader_among(procs)
         assert first is not None
         wait_for(lambda: hwm_of(first) >= COMMITS_PER_LEADER, "commits by the first leader")
-        epoch = int(first.scrape()["kafka_raft_metrics_current_epoch"])
+        epoch = int(first.scrape()["kafka_server_raftmetrics_current_epoch"])
         hwm = {first.node_id: hwm_of(first)}  # what it knew committed just before dying
         first.stop(signal.SIGKILL)
 

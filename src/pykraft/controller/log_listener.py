@@ -238,6 +238,7 @@ class MetaLogListener:
         self.more = False  # the last sync stopped at its budget: call it again
         self.loaded: OffsetAndEpoch | None = None  # a side load just completed (the host logs)
         self.cold = False  # the start-up load (``begin_load``) has not completed yet
+        self.snapshot_loads = 0  # snapshots loaded (Kafka's HandleLoadSnapshotCount)
 
     @property
     def image(self) -> Image:
@@ -297,6 +298,7 @@ class MetaLogListener:
         for _ in self._snapshot_steps(core, latest, self.controller):
             pass
         self.position = max(self.position, latest.offset)
+        self.snapshot_loads += 1
         return latest
 
     def _snapshot_steps(
@@ -355,6 +357,7 @@ class MetaLogListener:
         self.epoch = -1
         self.position = side.snapshot_id.offset
         self.loaded = side.snapshot_id
+        self.snapshot_loads += 1
         self.cold = False
         return True
 

@@ -53,8 +53,8 @@ _CONTROLLER_JVM = ("-Xms128m", "-Xmx384m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis
 _BROKER_JVM = ("-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
 METRICS_PORT = 9101
 _FILLER = "filler"
-_RAFT = "kafka_raft_metrics_"
-_STATE = _RAFT + "current_state{state="
+_RAFT = "kafka_server_raftmetrics_"
+_STATE = _RAFT + "current_state{current_state="
 
 
 @dataclass
@@ -128,9 +128,9 @@ class Node:
             return None  # down, paused, cut off, or stopped half way through the answer
         values: dict[str, float] = {}
         for name, value in raw.items():
-            if name.startswith(_STATE):  # current_state{state=...}: 1 for the current one
+            if name.startswith(_STATE):  # current_state{current_state=...}: the state, 1
                 if value == 1:
-                    values[name[len(_STATE) - len("state=") : -1]] = 1
+                    values["state=" + name[len(_STATE) : -1]] = 1
             elif name.startswith(_RAFT) and "{" not in name:
                 values[name[len(_RAFT) :]] = value
         return values

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Final
 
-from pykraft.interop.kafka import KafkaDist, KafkaProcess, write_properties
+from pykraft.interop.kafka import (
+    KafkaDist,
+    KafkaProcess,
+    exporter_agent,
+    server_jvm,
+    write_properties,
+)
 
 if TYPE_CHECKING:
     from pykraft.net.security import ClientSecurity
@@ -104,6 +110,7 @@ class Server:
     log: Path
     dist: KafkaDist | None = None
     metrics_port: int | None = None
+    jvm_extra: tuple[str, ...] = ()  # a Kafka server's JVM options beyond server_jvm()
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _kafka: KafkaProcess | None = field(default=None, repr=False)
 
@@ -135,7 +142,8 @@ class Server:
                 )
             return
         assert self.dist is not None
-        self._kafka = self.dist.start("server", str(self.config), log=self.log)
+        jvm = (*server_jvm(), *self.jvm_extra) if self.jvm_extra else None
+        self._kafka = self.dist.start("server", str(self.config), log=self.log, jvm=jvm)
         self.process = self._kafka.popen
 
     def text(self) -> str:
@@ -175,7 +183,8 @@ class Server:
             self.process.wait(timeout=30)
 
     def scrape(self) -> dict[str, float]:
-        """A pykraft controller's metrics endpoint as {name{labels}: value}."""
+        """A pykraft controller's metrics endpoint, or a Kafka controller's exporter agent,
+        as {name{labels}: value}."""
         assert self.metrics_port is not None
         return read_metrics("127.0.0.1", self.metrics_port, timeout_s=5)
 
@@ -208,8 +217,11 @@ class LocalCluster:
         broker_listener: str = "PLAINTEXT",
         format_args: tuple[str, ...] = (),
         release_version: str = "4.0-IV3",
+        exporter: bool = False,
     ) -> None:
-        """``broker_listener``: the name of the brokers' client (and inter-broker) listener;
+        """``metrics``: pykraft controllers serve their metrics port; ``exporter``: Kafka
+        controllers serve theirs through the Prometheus JMX exporter's agent;
+        ``broker_listener``: the name of the brokers' client (and inter-broker) listener;
         ``release_version``: the metadata.version every controller is formatted at (both
         tools' ``--release-version``; pykraft's default, 4.0-IV3, unless given);
         ``format_args``: more ``storage format`` arguments for the controllers (e.g.
@@ -231,11 +243,12 @@ class LocalCluster:
         base.mkdir(parents=True, exist_ok=True)
         ports = free_ports(2 * controllers + brokers)
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(controllers))
+        served = {"pykraft": metrics, "kafka": exporter}
         self.controllers = [
             self._controller(
                 i + 1,
                 ports[i],
-                ports[controllers + brokers + i] if kind == "pykraft" and metrics else None,
+                ports[controllers + brokers + i] if served[kind] else None,
                 kind,
                 controller_config or {},
             )
@@ -266,12 +279,15 @@ class LocalCluster:
             "metadata.log.dir" if controller_kind == "pykraft" else "log.dirs": data,
             **extra,
         }
-        if metrics_port is not None:
+        agent: tuple[str, ...] = ()
+        if metrics_port is not None and controller_kind == "pykraft":
             settings["metrics.port"] = metrics_port
+        elif metrics_port is not None:
+            agent = (exporter_agent(metrics_port),)
         config = write_properties(self.base / f"controller{node_id}.properties", settings)
         kind = "pykraft" if controller_kind == "pykraft" else "kafka-controller"
         log = self.base / f"controller{node_id}.log"
-        return Server(node_id, kind, port, config, data, log, self.dist, metrics_port)
+        return Server(node_id, kind, port, config, data, log, self.dist, metrics_port, agent)
 
     def _broker(
         self, node_id: int, port: int, replication: int, extra: Mapping[str, object]

@@ -64,11 +64,16 @@ class DutyRun:
     states: list[object] = field(default_factory=list)
     balance_s: float = 0.0
     unclean_s: float = 0.0
+    # The controller's Prometheus series at the end ({name{labels}: value}), with exporter.
+    series: dict[str, float] = field(default_factory=dict)
 
 
-def cluster(dist: KafkaDist, base: Path, kind: str, extra: dict[str, object]) -> LocalCluster:
+def cluster(
+    dist: KafkaDist, base: Path, kind: str, extra: dict[str, object], *, exporter: bool = False
+) -> LocalCluster:
     """The scenarios' cluster with a controller of ``kind`` (``extra``: more controller
-    settings, the tests' short quorum timeouts for pykraft)."""
+    settings, the tests' short quorum timeouts for pykraft; ``exporter``: Kafka's controller
+    with the Prometheus JMX exporter's agent)."""
     controller: dict[str, object] = {
         "leader.imbalance.check.interval.seconds": CHECK_S,
         "unclean.leader.election.interval.ms": CHECK_S * 1000,
@@ -84,6 +89,7 @@ def cluster(dist: KafkaDist, base: Path, kind: str, extra: dict[str, object]) ->
         controller_config=controller,
         broker_config={"broker.heartbeat.interval.ms": 500},
         release_version="4.4",
+        exporter=exporter,
     )
 
 
@@ -215,16 +221,22 @@ def unclean(dist: KafkaDist, local: LocalCluster, run: DutyRun) -> None:
     states.append(settle(b[101], "unclean", whole.__eq__, "100 back, leading again"))
 
 
-def run_both(dist: KafkaDist, base: Path, pykraft_extra: dict[str, object]) -> list[DutyRun]:
-    """Both scenarios on Kafka's controller (first: the reference), then on pykraft's."""
+def run_both(
+    dist: KafkaDist, base: Path, pykraft_extra: dict[str, object], *, series: bool = False
+) -> list[DutyRun]:
+    """Both scenarios on Kafka's controller (first: the reference), then on pykraft's; with
+    ``series``, each controller's Prometheus series at the end (Kafka's through the JMX
+    exporter's agent)."""
     runs = []
     for kind, extra in (("kafka", {}), ("pykraft", pykraft_extra)):
-        local = cluster(dist, base, kind, extra)
+        local = cluster(dist, base, kind, extra, exporter=series)
         run = DutyRun(kind)
         try:
             local.start()
             balance(dist, local, run)
             unclean(dist, local, run)
+            if series:
+                run.series = local.controllers[0].scrape()
         finally:
             local.kill()
         runs.append(run)

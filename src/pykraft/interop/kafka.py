@@ -41,6 +41,7 @@ __all__ = [
     "KafkaDist",
     "KafkaError",
     "KafkaProcess",
+    "exporter_agent",
     "pom_version",
     "repo_root",
     "server_jvm",
@@ -115,6 +116,19 @@ def server_jvm() -> tuple[str, ...]:
     ``QUICK_SERVER_JVM`` there; benchmarks and ``pykraft local up`` keep the full JIT)."""
     options = os.environ.get(SERVER_JVM_ENV, "").split()
     return tuple(options) if options else SERVER_JVM
+
+
+EXPORTER_DIST: Final = "jmx-exporter"  # interop/kafka-jmx-exporter/pom.xml
+
+
+def exporter_agent(port: int) -> str:
+    """The JVM option that attaches the Prometheus JMX exporter's agent to a Kafka server,
+    serving its MBeans on ``port`` under the rules of
+    ``interop/kafka-jmx-exporter/controller-metrics.yml`` (the names Kafka users' dashboards
+    read)."""
+    jar = KafkaDist.get(EXPORTER_DIST).classpath
+    rules = repo_root() / "interop" / "kafka-jmx-exporter" / "controller-metrics.yml"
+    return f"-javaagent:{jar}={port}:{rules}"
 
 
 class KafkaError(RuntimeError):
@@ -238,6 +252,8 @@ class KafkaDist:
         mode = os.environ.get(CDS_ENV, "tools")
         if java is None or mode == "0" or (server and mode != "all"):
             return None
+        if any(option.startswith("-javaagent:") for option in jvm):
+            return None  # the JVM refuses to dump an archive with an agent attached
         main_class = self.main_class(main)
         if main_class in CDS_REFUSED:
             return None

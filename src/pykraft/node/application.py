@@ -16,7 +16,8 @@ The node calls, all on its event loop:
 * ``features()`` for ApiVersions: supported ranges, finalized levels and their epoch;
 * ``image()`` the metadata image, for Metadata and DescribeCluster (None: none yet);
 * ``scram_credential(mechanism, user)`` a SCRAM user's credential from the log (SASL);
-* ``metrics()`` its gauges for the Prometheus endpoint: (name, help, value) each;
+* ``metrics()`` its series for the Prometheus endpoint: a gauge as (name, help, value), or a
+  whole metric family;
 * ``not_ready()`` why it is not ready, one line each (``/health/ready``; empty: ready);
 * ``stopped()`` once, when the node shuts down.
 """
@@ -32,6 +33,7 @@ from pykraft.metadata.image import Image
 from pykraft.net.answer import Answer
 from pykraft.net.sasl import ScramCredential
 from pykraft.net.security import Session
+from pykraft.node.metrics import Extra
 from pykraft.protocol import ApiVersionRange, DecodedRequest
 from pykraft.raft.interfaces import Ready
 
@@ -57,7 +59,7 @@ class Application(Protocol):
 
     def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None: ...
 
-    def metrics(self) -> list[tuple[str, str, float]]: ...
+    def metrics(self) -> list[Extra]: ...
 
     def not_ready(self) -> list[str]: ...  # why it is not ready (the health endpoint)
 

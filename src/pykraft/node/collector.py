@@ -134,3 +134,12 @@ class ImageFreezer:
     def _freeze(self, listener: MetaLogListener) -> None:
         gc.freeze()
         self.image_frozen = listener.position > 0
+
+    def metric(self) -> tuple[str, str, float]:
+        """``pykraft_gc_image_frozen``: 1 once the image in use is frozen."""
+        return (
+            "pykraft_gc_image_frozen",
+            "1 when the metadata image in use is out of the cyclic collector's full "
+            "collections (gc.freeze once loaded or replayed), else 0",
+            float(self.image_frozen),
+        )

@@ -72,12 +72,13 @@ from pykraft.net.sasl import SCRAM_MECHANISM_TYPES, ScramCredential
 from pykraft.net.security import Session
 from pykraft.node.cluster_check import cluster_refusal
 from pykraft.node.collector import ImageFreezer
-from pykraft.node.controller_metrics import controller_metrics
+from pykraft.node.controller_metrics import NodeFigures, controller_metrics, loader_families
 from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.health import controller_reasons
 from pykraft.node.kraft_upgrade import KraftUpgrades
 from pykraft.node.loggers import logger_answer
 from pykraft.node.metadata_files import load_image
+from pykraft.node.metrics import Extra
 from pykraft.node.performance import EventPerformanceMonitor, event_name
 from pykraft.node.request_fields import (
     REASSIGNMENT_KEYS,
@@ -192,7 +193,7 @@ class ControllerHost:
 
     def started(self) -> None:
         node = self.node
-        self._snapshots.last_ms = node.now_ms()
+        self._snapshots.last_ms = self._emitter.latest_ms = node.now_ms()
         node_id = node.config.node_id
 
         def new_controller() -> QuorumController:
@@ -261,24 +262,22 @@ class ControllerHost:
         """Why the metadata controller is not ready (``health.controller_reasons``)."""
         return controller_reasons(self.listener, self._core())
 
-    def metrics(self) -> list[tuple[str, str, float]]:
-        """Kafka's controller metrics (``controller_metrics.py``)."""
-        if self.controller is None:
+    def metrics(self) -> list[Extra]:
+        """Kafka's controller metrics (``controller_metrics.py``) and the image's freeze."""
+        controller, listener, emitter = self.controller, self.listener, self._emitter
+        if controller is None or listener is None:
             return []
-        committed = self._core().high_watermark - 1
+        core, now = self._core(), self.node.now_ms()
+        figures = NodeFigures(
+            core.leader_id, listener.snapshot_loads, now, emitter.latest_bytes, emitter.latest_ms
+        )
+        migration = None if self.migration is None else self.migration.figures()
         return [
+            *loader_families(controller, figures),
             *controller_metrics(
-                self.controller,
-                committed,
-                self.metadata_errors,
-                None if self.migration is None else self.migration.figures(),
+                controller, core.high_watermark - 1, self.metadata_errors, migration
             ),
-            (
-                "pykraft_gc_image_frozen",
-                "1 when the metadata image in use is out of the cyclic collector's full "
-                "collections (gc.freeze once loaded or replayed), else 0",
-                float(self._freezer.image_frozen),
-            ),
+            self._freezer.metric(),
         ]
 
     def after_ready(self, ready: Ready) -> None:

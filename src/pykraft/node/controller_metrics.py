@@ -1,18 +1,30 @@
-"""Kafka's controller metrics (JMX ``kafka.controller:type=KafkaController,name=X``), exported
-as ``kafka_controller_kafkacontroller_`` + X in snake case, computed from the controller's
-image and the migration's state (SPEC G5: ZkMigrationState, ZkWriteBehindLag)."""
+"""Kafka's controller metrics, computed from the controller's image and the migration's state
+(SPEC G5: ZkMigrationState, ZkWriteBehindLag), under the names the Prometheus JMX exporter
+gives Kafka's MBeans with the rules Kafka users deploy (``node/metrics.py``'s docstring):
+``kafka.controller:type=KafkaController,name=X`` as ``kafka_controller_kafkacontroller_`` + X
+in lower case; ``kafka.server:type=MetadataLoader,name=X`` as ``kafka_server_metadataloader_``
++ x, FinalizedLevel with a ``featureName`` label (``group.version`` -> ``groupVersion``).
+Zero-valued families Kafka's controllers serve for request paths a controller never takes
+(BrokerTopicMetrics' meters, the AlterAcls purgatory) are served too, so that a dashboard
+built on Kafka's controllers finds every series it queries."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
 from pykraft.controller.quorum_controller import QuorumController
 
 __all__ = [
     "PREFIX",
     "MigrationFigures",
+    "NodeFigures",
+    "broker_families",
     "controller_metrics",
+    "feature_label",
+    "loader_families",
     "metric_name",
     "zk_write_behind_lag",
 ]
@@ -30,11 +42,15 @@ class MigrationFigures:
 
 
 def metric_name(jmx_name: str) -> str:
-    """``ZkWriteBehindLag`` -> ``kafka_controller_kafkacontroller_zk_write_behind_lag``."""
-    snake = "".join(
-        f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(jmx_name)
-    )
-    return PREFIX + snake
+    """``ZkWriteBehindLag`` -> ``kafka_controller_kafkacontroller_zkwritebehindlag``."""
+    return PREFIX + jmx_name.lower()
+
+
+def feature_label(feature: str) -> str:
+    """Kafka's FinalizedLevel label: ``eligible.leader.replicas.version`` ->
+    ``eligibleLeaderReplicasVersion``."""
+    first, *rest = feature.split(".")
+    return first + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
 def zk_write_behind_lag(
@@ -56,7 +72,6 @@ def controller_metrics(
     migration: MigrationFigures | None,
 ) -> list[tuple[str, str, float]]:
     """(name, help, value) of every controller metric now."""
-    zk_written = None if migration is None else migration.zk_written_offset
     image = controller.image
     topics = image.topics_image
     brokers = list(image.brokers.values())
@@ -71,6 +86,11 @@ def controller_metrics(
             topics.imbalanced_count,
         ),
         ("FencedBrokerCount", "registered brokers fenced", sum(b.fenced for b in brokers)),
+        (
+            "ControlledShutdownBrokerCount",
+            "registered brokers in controlled shutdown",
+            sum(b.in_controlled_shutdown for b in brokers),
+        ),
         ("ActiveBrokerCount", "registered brokers not fenced", sum(not b.fenced for b in brokers)),
         ("LastAppliedRecordOffset", "offset of the last record in the image", image.last_offset),
         ("LastCommittedRecordOffset", "offset of the last committed record", committed_offset),
@@ -79,6 +99,86 @@ def controller_metrics(
             "records that could not be replayed, handler failures",
             metadata_errors,
         ),
+        *_migration_values(controller, committed_offset, migration),
+    ]
+    return [(metric_name(name), f"{name}: {doc}", float(value)) for name, doc, value in values]
+
+
+LOADER: Final = "kafka_server_metadataloader_"
+# Kafka's controllers serve BrokerTopicMetrics' meters (all zero: a controller serves no topic
+# produce or fetch) and the AlterAcls purgatory's gauges; read from Kafka 4.4.0's controller.
+IDLE_METERS: Final = [
+    "bytesin",
+    "bytesout",
+    "bytesrejected",
+    "failedfetchrequests",
+    "failedproducerequests",
+    "failedshareacknowledgementrequests",
+    "failedsharefetchrequests",
+    "fetchmessageconversions",
+    "invalidmagicnumberrecords",
+    "invalidmessagecrcrecords",
+    "invalidoffsetorsequencerecords",
+    "messagesin",
+    "nokeycompactedtopicrecords",
+    "producemessageconversions",
+    "reassignmentbytesin",
+    "reassignmentbytesout",
+    "replicationbytesin",
+    "replicationbytesout",
+    "totalfetchrequests",
+    "totalproducerequests",
+    "totalshareacknowledgementrequests",
+    "totalsharefetchrequests",
+]
+
+
+@dataclass(frozen=True)
+class NodeFigures:
+    """What the node knows beside the controller's image: the leader, the snapshots it
+    loaded, and its snapshot emitter's last snapshot (bytes, when) at ``now_ms``."""
+
+    leader_id: int
+    snapshot_loads: int
+    now_ms: int
+    snapshot_bytes: int
+    snapshot_ms: int
+
+
+# Kafka's BrokerRegistrationState values (controller.metrics.BrokerRegistrationState).
+FENCED, CONTROLLED_SHUTDOWN, ACTIVE = 10, 20, 30
+
+
+def broker_families(controller: QuorumController, now_ms: int) -> list[Metric]:
+    """Per registered broker: BrokerRegistrationState, and on the active controller
+    TimeSinceLastHeartbeatReceivedMs (from its broker sessions)."""
+    state = GaugeMetricFamily(
+        PREFIX + "brokerregistrationstate",
+        "BrokerRegistrationState: 10 fenced, 20 in controlled shutdown, 30 active",
+        labels=["broker"],
+    )
+    since = GaugeMetricFamily(
+        PREFIX + "timesincelastheartbeatreceivedms",
+        "TimeSinceLastHeartbeatReceivedMs: since the broker's last heartbeat (active only)",
+        labels=["broker"],
+    )
+    contact = controller.sessions.contact_ms if controller.active else {}
+    for broker_id, b in sorted(controller.image.brokers.items()):
+        value = FENCED if b.fenced else CONTROLLED_SHUTDOWN if b.in_controlled_shutdown else ACTIVE
+        state.add_metric([str(broker_id)], float(value))
+        if broker_id in contact:
+            since.add_metric([str(broker_id)], float(now_ms - contact[broker_id][1]))
+    return [state, since]
+
+
+def _migration_values(
+    controller: QuorumController, committed_offset: int, migration: MigrationFigures | None
+) -> list[tuple[str, str, float]]:
+    """KIP-866's KafkaController gauges (Kafka 3.x's names)."""
+    image = controller.image
+    brokers = image.brokers.values()
+    zk_written = None if migration is None else migration.zk_written_offset
+    return [
         (
             "ZkMigrationState",
             "KIP-866 state: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION",
@@ -107,4 +207,63 @@ def controller_metrics(
             migration.delta_write_ms if migration is not None else 0.0,
         ),
     ]
-    return [(metric_name(name), f"{name}: {doc}", float(value)) for name, doc, value in values]
+
+
+def loader_families(controller: QuorumController, node: NodeFigures) -> list[Metric]:
+    """MetadataLoader's gauges (the image this node has loaded), the snapshot emitter's, the
+    brokers' and the idle families."""
+    leader_id, snapshot_loads = node.leader_id, node.snapshot_loads
+    image = controller.image
+    finalized = GaugeMetricFamily(
+        LOADER + "finalizedlevel",
+        "FinalizedLevel: a finalized feature's level in the loaded image",
+        labels=["featureName"],
+    )
+    for feature, level in sorted(image.features.items()):
+        finalized.add_metric([feature_label(feature)], float(level))
+    families: list[Metric] = [
+        GaugeMetricFamily(
+            LOADER + "currentmetadataversion",
+            "CurrentMetadataVersion: the metadata.version feature level of the loaded image",
+            value=float(image.metadata_version or 0),
+        ),
+        GaugeMetricFamily(
+            LOADER + "currentcontrollerid",
+            "CurrentControllerId: the active controller's id, -1 if none",
+            value=float(leader_id),
+        ),
+        GaugeMetricFamily(
+            LOADER + "handleloadsnapshotcount",
+            "HandleLoadSnapshotCount: snapshots this node loaded",
+            value=float(snapshot_loads),
+        ),
+        finalized,
+        GaugeMetricFamily(
+            "kafka_server_snapshotemitter_latestsnapshotgeneratedbytes",
+            "LatestSnapshotGeneratedBytes: the record bytes of the last snapshot generated",
+            value=float(node.snapshot_bytes),
+        ),
+        GaugeMetricFamily(
+            "kafka_server_snapshotemitter_latestsnapshotgeneratedagems",
+            "LatestSnapshotGeneratedAgeMs: since the last snapshot (or the start)",
+            value=float(node.now_ms - node.snapshot_ms),
+        ),
+        *broker_families(controller, node.now_ms),
+    ]
+    for meter in IDLE_METERS:
+        families.append(
+            CounterMetricFamily(
+                f"kafka_server_brokertopicmetrics_{meter}",
+                "a BrokerTopicMetrics meter, 0 on a controller (no topic produce or fetch)",
+                value=0.0,
+            )
+        )
+    for gauge in ("numdelayedoperations", "purgatorysize"):
+        idle = GaugeMetricFamily(
+            f"kafka_server_delayedoperationpurgatory_{gauge}",
+            "the AlterAcls purgatory, empty on a controller",
+            labels=["delayedOperation"],
+        )
+        idle.add_metric(["AlterAcls"], 0.0)
+        families.append(idle)
+    return families

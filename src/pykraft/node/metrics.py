@@ -1,49 +1,44 @@
-"""Kafka's ``raft-metrics`` group (SPEC I3) on a Prometheus endpoint (``metrics.port``).
+"""Kafka's ``raft-metrics`` group (SPEC I3) on the node's Prometheus endpoint (``metrics.port``).
 
-Naming. Kafka publishes these as JMX attributes of ``kafka.server:type=raft-metrics`` (e.g.
-``current-state``, ``commit-latency-avg``). Here each becomes a Prometheus gauge named
-``kafka_raft_metrics_`` + the Kafka name with dashes turned into underscores; Kafka's string
-valued ``current-state`` becomes one gauge per state with a ``state`` label, 1 for the current
-state and 0 for the others (Prometheus values are numbers). Rates and latencies are, as in
-Kafka, averages over a sliding window (Kafka's ``metrics.sample.window.ms`` x
-``metrics.num.samples`` = 2 x 30 s); the monotonic totals behind the rates are exported too,
-as counters, because Prometheus users prefer ``rate()`` over a pre-averaged value.
+Naming. Kafka publishes these as JMX attributes of ``kafka.server:type=raft-metrics``; Kafka
+users scrape them with the Prometheus JMX exporter, whose commonly deployed rules (Strimzi's;
+``interop/kafka-jmx-exporter/controller-metrics.yml`` writes the same convention) name each
+``kafka_server_raftmetrics_`` + the attribute with dashes as underscores; the ``-max``
+attributes are typed counters there, so the exporter serves them with ``_total``; the string
+``current-state`` is one series with a ``current_state`` label. pykraft serves the same names,
+so dashboards and alerts written for Kafka's controllers read pykraft's unchanged
+(``tests/interop/test_duties_side_by_side.py`` compares the two against Kafka 4.4.0's
+controller with the agent). Rates and latencies are, as in Kafka, averages over a sliding
+window (``metrics.sample.window.ms`` x ``metrics.num.samples`` = 2 x 30 s).
 
 ====================================  ====================================================
-Kafka ``raft-metrics`` name           Prometheus series
+Kafka ``raft-metrics`` attribute      Prometheus series
 ====================================  ====================================================
-current-state                         ``kafka_raft_metrics_current_state{state="..."}``
-                                      (leader, candidate, prospective, prospective-voted,
-                                      unattached, unattached-voted, follower, observer,
-                                      resigned)
-current-leader                        ``kafka_raft_metrics_current_leader`` (-1: none)
-current-epoch                         ``kafka_raft_metrics_current_epoch``
-current-vote                          ``kafka_raft_metrics_current_vote`` (-1: none)
-high-watermark                        ``kafka_raft_metrics_high_watermark``
-log-end-offset                        ``kafka_raft_metrics_log_end_offset``
-commit-latency-avg / -max             ``kafka_raft_metrics_commit_latency_avg`` / ``_max`` (ms)
-election-latency-avg / -max           ``kafka_raft_metrics_election_latency_avg`` / ``_max``
-append-records-rate                   ``kafka_raft_metrics_append_records_rate`` (records/s)
-                                      and ``kafka_raft_metrics_append_records_total``
-fetch-records-rate                    ``kafka_raft_metrics_fetch_records_rate`` (records/s)
-                                      and ``kafka_raft_metrics_fetch_records_total``
-log-end-epoch                         ``kafka_raft_metrics_log_end_epoch``
-number-of-voters                      ``kafka_raft_metrics_number_of_voters``
-number-of-observers                   ``kafka_raft_metrics_number_of_observers`` (leader;
-                                      the observers DescribeQuorum lists)
-uncommitted-voter-change              ``kafka_raft_metrics_uncommitted_voter_change`` (0/1)
-pending-add-voter                     ``kafka_raft_metrics_pending_add_voter`` (0/1, seed 003)
-pending-remove-voter                  ``kafka_raft_metrics_pending_remove_voter`` (0/1)
-number-of-offline-voters              ``kafka_raft_metrics_number_of_offline_voters`` (leader)
-is-observer                           ``kafka_raft_metrics_is_observer`` (0/1: not a voter;
-                                      seed 003's "TBD" gauge)
-ignored-static-voters                 ``kafka_raft_metrics_ignored_static_voters`` (0/1)
+current-state                         ``kafka_server_raftmetrics_current_state{current_state=
+                                      "leader"}`` 1 (leader, candidate, prospective,
+                                      prospective-voted, unattached, unattached-voted,
+                                      follower, observer, resigned)
+current-leader / -epoch / -vote       ``kafka_server_raftmetrics_current_leader`` (-1: none),
+                                      ``_current_epoch``, ``_current_vote`` (-1: none)
+high-watermark / log-end-offset /     ``kafka_server_raftmetrics_high_watermark``,
+log-end-epoch                         ``_log_end_offset``, ``_log_end_epoch``
+commit-latency-avg / -max             ``kafka_server_raftmetrics_commit_latency_avg`` /
+                                      ``_commit_latency_max_total`` (ms)
+election-latency-avg / -max           ``kafka_server_raftmetrics_election_latency_avg`` /
+                                      ``_election_latency_max_total`` (ms)
+append-records-rate, fetch-records-   ``kafka_server_raftmetrics_append_records_rate``,
+rate                                  ``_fetch_records_rate`` (records/s)
+number-of-voters / -observers         ``kafka_server_raftmetrics_number_of_voters``,
+                                      ``_number_of_observers`` (the leader's DescribeQuorum)
+number-unknown-voter-connections      ``kafka_server_raftmetrics_number_unknown_voter_
+                                      connections``
+uncommitted-voter-change              ``kafka_server_raftmetrics_uncommitted_voter_change``
+IgnoredStaticVoters (KafkaController) ``kafka_controller_kafkacontroller_ignoredstaticvoters``
 ====================================  ====================================================
 
-Seed 003 also lists duplicate-voter-ids; a voter set is keyed by replica id (in Kafka as
-here), so it could only ever be 0, and Kafka 4.3 does not publish it: pykraft does not
-either. Kafka 4.3 publishes ``IgnoredStaticVoters`` as a controller metric
-(``kafka.controller:type=KafkaController``); here it joins the group above.
+pykraft's own, which Kafka does not publish, under ``pykraft_raft_``: ``append_records_total``
+and ``fetch_records_total`` (the counts behind the rates), ``number_of_offline_voters``,
+``pending_add_voter``, ``pending_remove_voter`` (seed 003) and ``is_observer``.
 
 Where the values come from: the gauges are read off the core when Prometheus scrapes;
 latencies and record counts are recorded by the driver (:class:`RaftMetrics`).
@@ -58,9 +53,9 @@ moment the high watermark passes it; election latency from the start of an elect
 when the leader has not had a Fetch from it within ``controller.quorum.fetch.timeout.ms``
 (only the leader knows; elsewhere 0).
 
-Threading: prometheus-client serves HTTP from its own thread; a scrape hops onto the node's
-event loop (``call_soon_threadsafe``) to take one consistent snapshot, so the core is only
-ever read from the loop's thread. The registry is node-local, never the global one.
+Threading: the endpoint serves HTTP from its own threads (``node/endpoint.py``); a scrape hops
+onto the node's event loop (``on_loop.call_on_loop``) to take one consistent snapshot, so the
+core is only ever read from the loop's thread. The registry is node-local, never the global one.
 """
 
 from __future__ import annotations
@@ -83,6 +78,7 @@ from pykraft.records import CorruptRecordError, iter_batches
 
 __all__ = [
     "STATES",
+    "Extra",
     "RaftMetrics",
     "Snapshot",
     "record_count",
@@ -90,7 +86,9 @@ __all__ = [
     "snapshot_of",
 ]
 
-PREFIX: Final = "kafka_raft_metrics_"
+Extra = tuple[str, str, float] | Metric  # a plain gauge, or a whole family
+PREFIX: Final = "kafka_server_raftmetrics_"
+EXTRA_PREFIX: Final = "pykraft_raft_"
 WINDOW_MS: Final = 60_000  # Kafka: 2 samples x metrics.sample.window.ms (30 s)
 SAMPLES_MAX: Final = 10_000  # latency samples kept per window (bound)
 SCRAPE_TIMEOUT_S: Final = 2.0
@@ -171,8 +169,10 @@ class Snapshot:
     pending_remove_voter: int = 0
     is_observer: int = 0
     ignored_static_voters: int = 0
-    # The application's own gauges (the metadata controller's): (name, help, value).
-    extra: tuple[tuple[str, str, float], ...] = ()
+    unknown_voter_connections: int = 0
+    # The application's own (the metadata controller's): gauges as (name, help, value), and
+    # families with labels or counters.
+    extra: tuple[Extra, ...] = ()
 
 
 class RaftMetrics:
@@ -250,6 +250,11 @@ def snapshot_of(
         pending_remove_voter=int(change is not None and change.operation == "remove_voter"),
         is_observer=int(core.is_observer),
         ignored_static_voters=int(static_voters and core.kraft_version >= 1),
+        unknown_voter_connections=sum(
+            1
+            for vid, info in core.voters.voters.items()
+            if vid != core.local_key.id and not info.endpoints
+        ),
     )
 
 
@@ -257,26 +262,24 @@ def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(PREFIX + name, doc, value=value)
 
 
+def _extra(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(EXTRA_PREFIX + name, doc, value=value)
+
+
 def families(s: Snapshot) -> list[Metric]:
     """The Prometheus metric families of one snapshot."""
     extra: list[Metric] = [
-        GaugeMetricFamily(name, doc, value=value) for name, doc, value in s.extra
+        GaugeMetricFamily(e[0], e[1], value=e[2]) if isinstance(e, tuple) else e for e in s.extra
     ]
-    return _raft_families(s) + extra
+    return _raft_families(s) + _pykraft_families(s) + extra
 
 
 def _raft_families(s: Snapshot) -> list[Metric]:
+    """Kafka's raft-metrics as the exporter names them (module docstring)."""
     state = GaugeMetricFamily(
-        PREFIX + "current_state", "current-state: 1 for the replica's state", labels=["state"]
+        PREFIX + "current_state", "current-state: the replica's state", labels=["current_state"]
     )
-    for name in STATES:
-        state.add_metric([name], 1.0 if name == s.state else 0.0)
-    append_total = CounterMetricFamily(
-        PREFIX + "append_records", "records appended by the leader", value=s.append_records_total
-    )
-    fetch_total = CounterMetricFamily(
-        PREFIX + "fetch_records", "records fetched from the leader", value=s.fetch_records_total
-    )
+    state.add_metric([s.state], 1.0)
     return [
         state,
         _gauge("current_leader", "current-leader: the leader's id, -1 if unknown", s.leader),
@@ -286,34 +289,61 @@ def _raft_families(s: Snapshot) -> list[Metric]:
             "high_watermark", "high-watermark: first offset not known committed", s.high_watermark
         ),
         _gauge("log_end_offset", "log-end-offset", s.log_end_offset),
+        _gauge("log_end_epoch", "log-end-epoch: the epoch of the last batch", s.log_end_epoch),
         _gauge("commit_latency_avg", "commit-latency-avg (ms)", s.commit_latency[0]),
-        _gauge("commit_latency_max", "commit-latency-max (ms)", s.commit_latency[1]),
+        CounterMetricFamily(
+            PREFIX + "commit_latency_max", "commit-latency-max (ms)", value=s.commit_latency[1]
+        ),
         _gauge("election_latency_avg", "election-latency-avg (ms)", s.election_latency[0]),
-        _gauge("election_latency_max", "election-latency-max (ms)", s.election_latency[1]),
+        CounterMetricFamily(
+            PREFIX + "election_latency_max",
+            "election-latency-max (ms)",
+            value=s.election_latency[1],
+        ),
         _gauge("append_records_rate", "append-records-rate (records/s)", s.append_records_rate),
-        append_total,
         _gauge("fetch_records_rate", "fetch-records-rate (records/s)", s.fetch_records_rate),
-        fetch_total,
         _gauge("number_of_voters", "number-of-voters", s.voters),
         _gauge("number_of_observers", "number-of-observers (known by the leader)", s.observers),
+        _gauge(
+            "number_unknown_voter_connections",
+            "number-unknown-voter-connections: voters whose endpoint this replica lacks",
+            s.unknown_voter_connections,
+        ),
         _gauge(
             "uncommitted_voter_change",
             "uncommitted-voter-change (0 or 1)",
             s.uncommitted_voter_change,
         ),
-        _gauge(
+    ]
+
+
+def _pykraft_families(s: Snapshot) -> list[Metric]:
+    """pykraft's own quorum figures, which Kafka does not publish."""
+    return [
+        CounterMetricFamily(
+            EXTRA_PREFIX + "append_records",
+            "records appended by the leader",
+            value=s.append_records_total,
+        ),
+        CounterMetricFamily(
+            EXTRA_PREFIX + "fetch_records",
+            "records fetched from the leader",
+            value=s.fetch_records_total,
+        ),
+        _extra(
             "number_of_offline_voters",
-            "number-of-offline-voters (known by the leader)",
+            "voters that have not fetched within the fetch timeout (known by the leader)",
             s.offline_voters,
         ),
-        _gauge("log_end_epoch", "log-end-epoch: the epoch of the last batch", s.log_end_epoch),
-        _gauge("pending_add_voter", "pending-add-voter (0 or 1)", s.pending_add_voter),
-        _gauge("pending_remove_voter", "pending-remove-voter (0 or 1)", s.pending_remove_voter),
-        _gauge("is_observer", "1 if this controller is not a voter", s.is_observer),
-        _gauge(
-            "ignored_static_voters",
-            "ignored-static-voters: controller.quorum.voters is set but unused (kraft.version 1)",
-            s.ignored_static_voters,
+        _extra("pending_add_voter", "an AddRaftVoter in progress (0 or 1)", s.pending_add_voter),
+        _extra(
+            "pending_remove_voter", "a RemoveRaftVoter in progress (0 or 1)", s.pending_remove_voter
+        ),
+        _extra("is_observer", "1 if this controller is not a voter", s.is_observer),
+        GaugeMetricFamily(
+            "kafka_controller_kafkacontroller_ignoredstaticvoters",
+            "IgnoredStaticVoters: controller.quorum.voters is set but unused (kraft.version 1)",
+            value=s.ignored_static_voters,
         ),
     ]
 

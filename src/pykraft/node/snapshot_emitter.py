@@ -58,6 +58,10 @@ class SnapshotEmitter:
         self._snapshot_end = snapshot_end  # the image and the end a snapshot may have now
         self._task: asyncio.Future[None] | None = None
         self.stopped = False
+        # Kafka's SnapshotEmitter metrics: the last snapshot's record bytes, and when it was
+        # generated (until the first: when the host started, which sets it).
+        self.latest_bytes = 0
+        self.latest_ms = 0
 
     def request(self) -> None:
         """A snapshot as soon as the image is exactly the committed state (on demand:
@@ -81,14 +85,18 @@ class SnapshotEmitter:
         started = time.monotonic()
         end = generator.end
         writer: RaftSnapshotWriter | None = None
+        written = 0
         try:
             writer = self.node.open_snapshot(end)
             while not generator.done and not self.stopped:
-                writer.append(generator.next_values(SNAPSHOT_SLICE_RECORDS), self.node.now_ms())
+                values = generator.next_values(SNAPSHOT_SLICE_RECORDS)
+                writer.append(values, self.node.now_ms())
+                written += sum(map(len, values))
                 await asyncio.sleep(0)
             if not generator.done:
                 return  # stopped: the writer is aborted below
             sid = await self.node.freeze_snapshot(writer)
+            self.latest_bytes, self.latest_ms = written, self.node.now_ms()
         except Exception as e:
             log.warning("metadata snapshot at %d not written: %s", end, e)
         else:
