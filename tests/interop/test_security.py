@@ -336,6 +336,54 @@ def test_client_quotas_with_kafka_configs(secure: Secure) -> None:
     assert "cannot be a fractional value" in bad.stdout + bad.stderr
 
 
+def test_a_removed_quota_lets_the_default_user_quota_throttle_create_topics(
+    secure: Secure,
+) -> None:
+    """Issue 46 item 2, with Kafka's kafka-configs through the brokers: a default user
+    controller_mutation_rate of 1 partition/s, alice's own of 1,000 set and then removed.
+    The default then applies to her, as on Kafka's controller: a CreateTopics of 12
+    partitions passes (a strict quota refuses only once it is exceeded) and the next is
+    refused THROTTLING_QUOTA_EXCEEDED. Before the fix her removed quota stayed as a 0.0
+    tombstone that hid the default, and every create passed."""
+    dist = secure.cluster.dist
+    assert dist is not None
+    props = secure.setup.client_properties(
+        secure.setup.base / "admin.properties", "admin", "admin-secret"
+    )
+    base = ["configs", "--bootstrap-server", secure.cluster.bootstrap, "--command-config"]
+    base.append(str(props))
+    users = [*base, "--alter", "--entity-type", "users"]
+    # alice may create quota-* topics (Kafka's kafka-acls, which waits out any throttling).
+    acl = ["acls", *base[1:], "--allow-principal", "User:alice", "--operation", "Create"]
+    acl += ["--topic", "quota-", "--resource-pattern-type", "prefixed"]
+    dist.run(*acl[:1], "--add", *acl[1:])
+    dist.run(*users, "--entity-default", "--add-config", "controller_mutation_rate=1")
+    dist.run(*users, "--entity-name", "alice", "--add-config", "controller_mutation_rate=1000")
+    dist.run(*users, "--entity-name", "alice", "--delete-config", "controller_mutation_rate")
+    alice = eventually(lambda: secure.admin(*ALICE))
+    try:
+        described = dist.run(
+            *base, "--describe", "--entity-type", "users", "--entity-name", "alice"
+        ).stdout
+        assert "controller_mutation_rate" not in described, described
+        first = eventually(lambda: _created(alice, [NewTopic("quota-big", 12, 2)]))
+        assert first == {"quota-big": 0}
+        # Its answer asked alice's client to back off (kafka-python then refuses to send on
+        # that connection): a second client sends the next at once, and is refused.
+        with pytest.raises(ClientError, match="throttle"):
+            alice.create_topics([NewTopic("quota-one", 1, 2)], raise_errors=False)
+        again = secure.admin(*ALICE)
+        try:
+            second = codes(again.create_topics([NewTopic("quota-one", 1, 2)], raise_errors=False))
+        finally:
+            again.close()
+        assert second == {"quota-one": ErrorCode.throttling_quota_exceeded}, second
+    finally:
+        alice.close()
+        dist.run(*users, "--entity-default", "--delete-config", "controller_mutation_rate")
+        dist.run(*acl[:1], "--remove", "--force", *acl[1:])
+
+
 def test_controller_refuses_what_the_principal_may_not_do(secure: Secure) -> None:
     """Straight to a pykraft controller as alice (PLAIN, not a super user): DescribeQuorum
     needs DESCRIBE on the cluster, an Envelope CLUSTER_ACTION (claiming to carry User:admin
