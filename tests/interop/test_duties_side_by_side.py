@@ -42,7 +42,6 @@ NOT_YET: Final = frozenset(
         # Meters of the active controller's elections and timeouts, not counted yet.
         "kafka_controller_controllerstats_electionfromeligibleleaderreplicas_total",
         "kafka_controller_controllerstats_uncleanleaderelections_total",
-        "kafka_controller_kafkacontroller_newactivecontrollerscount",
         "kafka_controller_kafkacontroller_timedoutbrokerheartbeatcount",
         # The last applied record's append time: the image does not keep batch timestamps.
         "kafka_controller_kafkacontroller_lastappliedrecordlagms",
@@ -56,7 +55,8 @@ NOT_YET: Final = frozenset(
 SAME_VALUES: Final = (
     r"kafka_controller_kafkacontroller_(activecontrollercount|globaltopiccount|"
     r"globalpartitioncount|offlinepartitionscount|activebrokercount|fencedbrokercount|"
-    r"controlledshutdownbrokercount|preferredreplicaimbalancecount|brokerregistrationstate.*)"
+    r"controlledshutdownbrokercount|preferredreplicaimbalancecount|brokerregistrationstate.*|"
+    r"newactivecontrollerscount)"
     r"|kafka_server_metadataloader_(currentmetadataversion|finalizedlevel.*)"
     r"|kafka_server_raftmetrics_(number_of_voters|current_state.*)"
 )

@@ -132,6 +132,7 @@ class ControllerHost:
         self._timer: asyncio.TimerHandle | None = None
         self._snapshots = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
         self._emitter = SnapshotEmitter(node, self._snapshots, self._snapshot_end)
+        self._new_leaders = 0  # leaders of the quorum seen (NewActiveControllersCount)
         self._freezer = ImageFreezer()  # the image out of the cyclic collector's reach
         self._stopped = False
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
@@ -268,8 +269,9 @@ class ControllerHost:
         if controller is None or listener is None:
             return []
         core, now = self._core(), self.node.now_ms()
+        loads, new_leaders = listener.snapshot_loads, self._new_leaders
         figures = NodeFigures(
-            core.leader_id, listener.snapshot_loads, now, emitter.latest_bytes, emitter.latest_ms
+            core.leader_id, loads, now, emitter.latest_bytes, emitter.latest_ms, new_leaders
         )
         migration = None if self.migration is None else self.migration.figures()
         return [
@@ -282,6 +284,8 @@ class ControllerHost:
 
     def after_ready(self, ready: Ready) -> None:
         self._kraft_upgrades.completed(ready.completed)
+        if ready.leader_change is not None and ready.leader_change.leader_id >= 0:
+            self._new_leaders += 1  # Kafka's NewActiveControllersCount
         if ready.snapshot_loaded is not None:
             if self.listener is not None:
                 # A frozen image to hand back to the collector once the new one is in; none

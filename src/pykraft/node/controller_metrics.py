@@ -143,6 +143,7 @@ class NodeFigures:
     now_ms: int
     snapshot_bytes: int
     snapshot_ms: int
+    new_leaders: int = 0  # leaders of the quorum this node saw elected
 
 
 # Kafka's BrokerRegistrationState values (controller.metrics.BrokerRegistrationState).
@@ -249,7 +250,19 @@ def loader_families(controller: QuorumController, node: NodeFigures) -> list[Met
             value=float(node.now_ms - node.snapshot_ms),
         ),
         *broker_families(controller, node.now_ms),
+        GaugeMetricFamily(
+            PREFIX + "newactivecontrollerscount",
+            "NewActiveControllersCount: new active controllers this node saw elected",
+            value=float(node.new_leaders),
+        ),
     ]
+    families.extend(_idle_families())
+    return families
+
+
+def _idle_families() -> list[Metric]:
+    """The families Kafka's controllers serve at zero (module docstring)."""
+    families: list[Metric] = []
     for meter in IDLE_METERS:
         families.append(
             CounterMetricFamily(
