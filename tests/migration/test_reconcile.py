@@ -74,6 +74,24 @@ def test_empty_zookeeper_gets_every_znode_parents_first() -> None:
     assert sorted(changed) == ["brokers/<default>", "topics/a"]
 
 
+def test_a_deleted_topics_config_goes_before_its_znodes() -> None:
+    """Kafka's deleteTopic order: a reader that no longer sees the topic no longer sees its
+    config (the migration test saw /config/topics/dual outlive /brokers/topics/dual)."""
+    want = w.desired(image(), 7)
+    ops, _ = w.reconcile(want, z.ZkSnapshot({}))
+    have = {op.path: z.Znode(op.data or None, 0) for op in ops}
+    have["/brokers/topics"] = z.Znode(None, 0, ("a", "gone"))
+    have["/brokers/topics/gone"] = node({"version": 3, "partitions": {"0": [1]}})
+    have["/brokers/topics/gone/partitions"] = z.Znode(None, 0, ())
+    have["/config/topics/gone"] = node({"version": 1, "config": {}})
+    deletes = [op.path for op in w.reconcile(want, z.ZkSnapshot(have))[0] if op.kind == "delete"]
+    assert deletes == [
+        "/config/topics/gone",
+        "/brokers/topics/gone/partitions",
+        "/brokers/topics/gone",
+    ]
+
+
 def test_in_sync_zookeeper_needs_nothing_and_stale_parts_are_fixed() -> None:
     want = w.desired(image(), 7)
     ops, _ = w.reconcile(want, z.ZkSnapshot({}))

@@ -424,14 +424,16 @@ def reconcile(want: DesiredZk, have: ZkSnapshot) -> tuple[list[ZkOp], list[str]]
             ):
                 ops += _delete_partition(path, extra, have)
     for name in sorted(existing - set(want.topics)):
+        # Kafka's deleteTopic order: the partition states, the config, then the topic's own
+        # znodes (a reader that no longer sees the topic no longer sees its config either).
         path = f"{TOPICS}/{name}"
         for partition in sorted(_ints(have.children(f"{path}/partitions"))):
             ops += _delete_partition(path, partition, have)
+        if have.get(f"{CONFIG}/topics/{name}") is not None:
+            ops.append(ZkOp("delete", f"{CONFIG}/topics/{name}"))
         if have.get(f"{path}/partitions") is not None:
             ops.append(ZkOp("delete", f"{path}/partitions"))
         ops.append(ZkOp("delete", path))
-        if have.get(f"{CONFIG}/topics/{name}") is not None:
-            ops.append(ZkOp("delete", f"{CONFIG}/topics/{name}"))
     for name in sorted(set(have.children(DELETE_TOPICS)) - set(want.topics)):
         ops.append(ZkOp("delete", f"{DELETE_TOPICS}/{name}"))
     _config_ops(want, have, ops, changed)
