@@ -42,6 +42,15 @@ def emit(obj: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def publish(result: dict[str, Any], out: Path) -> None:
+    """A script's figures: stamped with the time (UTC), printed as one JSON line, and
+    written to ``out`` (``bench/results/<phase>.json`` by default), which REPORT.md reads."""
+    result["at"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+    print(json.dumps(result))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+
+
 def free_ports(count: int) -> list[int]:
     """Ports the kernel hands out on 127.0.0.1 now (all held open together, then released)."""
     socks = []

@@ -16,12 +16,11 @@ pykraft runs Kafka's default quorum timeouts here, as Kafka does.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
+from _common import publish
 from pykraft.interop import duties
 from pykraft.interop.kafka import KafkaDist
 
@@ -57,10 +56,7 @@ def main() -> None:
             for name in ("balance_s", "unclean_s")
         },
     }
-    result["at"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    print(json.dumps(result))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    publish(result, args.out)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _common import publish
 from pykraft.raft.messages import HIGH_WATERMARK_UNSUPPORTED, FetchRequest, Outbound
 from pykraft.sim import SimConfig, Simulation
 from pykraft.sim.node import SimNode
@@ -131,10 +130,7 @@ def main() -> None:
         for name, v17 in (("v18", False), ("v17", True)):
             latencies = measure(args.seeds, args.events, v17, interval)
             result[f"appends every {interval} ms, {name} observers"] = summary(latencies)
-    result["at"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    print(json.dumps(result))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    publish(result, args.out)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ Each must stay under the 100 ms the event loop may be held.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
+from _common import publish
 from bench_elr import build
 from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.node.log_retention import LogRetention
@@ -127,10 +127,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-retention-") as tmp:
         row = measure(args.partitions, args.generations, Path(tmp))
-    row["at"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    print(json.dumps(row))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(row, indent=1) + "\n")
+    publish(row, args.out)
 
 
 if __name__ == "__main__":

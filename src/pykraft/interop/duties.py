@@ -146,19 +146,16 @@ def _until(holds: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
+def _create(dist: KafkaDist, local: LocalCluster, topic: str, assignment: str) -> None:
+    """``kafka-topics --create`` of ``topic`` with its replicas named."""
+    topics = ("topics", "--bootstrap-server", local.bootstrap, "--create", "--topic", topic)
+    dist.run(*topics, "--replica-assignment", assignment)
+
+
 def balance(dist: KafkaDist, local: LocalCluster, run: DutyRun) -> None:
     """The ``balance`` scenario (module docstring)."""
     b = {s.node_id: s for s in local.brokers}
-    dist.run(
-        "topics",
-        "--bootstrap-server",
-        local.bootstrap,
-        "--create",
-        "--topic",
-        "balance",
-        "--replica-assignment",
-        BALANCE_ASSIGNMENT,
-    )
+    _create(dist, local, "balance", BALANCE_ASSIGNMENT)
 
     def led_by_first(ask: Server) -> bool:
         parts = partition_states(ask, "balance")
@@ -183,16 +180,7 @@ def balance(dist: KafkaDist, local: LocalCluster, run: DutyRun) -> None:
 def unclean(dist: KafkaDist, local: LocalCluster, run: DutyRun) -> None:
     """The ``unclean`` scenario (module docstring)."""
     b = {s.node_id: s for s in local.brokers}
-    dist.run(
-        "topics",
-        "--bootstrap-server",
-        local.bootstrap,
-        "--create",
-        "--topic",
-        "unclean",
-        "--replica-assignment",
-        "100:101",
-    )
+    _create(dist, local, "unclean", "100:101")
     states = run.states
     whole: State = (100, frozenset({100, 101}), frozenset())
     states.append(settle(b[102], "unclean", whole.__eq__, "the topic whole"))

@@ -77,7 +77,6 @@ from pykraft.raft.roles import Leader
 from pykraft.records import CorruptRecordError, iter_batches
 
 __all__ = [
-    "STATES",
     "Extra",
     "RaftMetrics",
     "Snapshot",
@@ -92,17 +91,6 @@ EXTRA_PREFIX: Final = "pykraft_raft_"
 WINDOW_MS: Final = 60_000  # Kafka: 2 samples x metrics.sample.window.ms (30 s)
 SAMPLES_MAX: Final = 10_000  # latency samples kept per window (bound)
 SCRAPE_TIMEOUT_S: Final = 2.0
-STATES: Final = (
-    "leader",
-    "candidate",
-    "prospective",
-    "prospective-voted",
-    "unattached",
-    "unattached-voted",
-    "follower",
-    "observer",
-    "resigned",
-)
 
 
 def current_state(core: RaftApi) -> str:
