@@ -150,6 +150,10 @@ def test_empty_isr_keeps_the_last_leader_and_an_elr_member_is_elected_cleanly() 
     p = part(h)
     assert p.leader == 3 and p.isr == (3,) and p.elr == (2, 4)
     assert p.last_known_elr == () and p.leader_recovery_state == 0
+    # ControllerStats' meters (Kafka's TopicDelta.updateElectionStats): one from the ELR.
+    topics = h.image.topics_image
+    assert (topics.elr_elections, topics.unclean_elections) == (1, 0)
+    assert h.standby.topics_image.elr_elections == 1  # replayed the same
     assert h.images_equal()
 
 
@@ -201,6 +205,8 @@ def test_the_last_known_leader_is_elected_when_isr_and_elr_are_empty() -> None:
     # Kafka counts it as unclean: the ISR is the leader alone, RECOVERING until it says so.
     assert p.leader == 4 and p.isr == (4,) and p.leader_recovery_state == 1
     assert p.last_known_elr == () and p.elr == ()
+    topics = h.image.topics_image
+    assert (topics.elr_elections, topics.unclean_elections) == (0, 1)
 
 
 def test_min_isr_changes_clear_the_elr() -> None:

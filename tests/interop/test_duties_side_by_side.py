@@ -28,29 +28,7 @@ pytestmark = [
 
 # Kafka 4.4.0's controller series pykraft does not serve yet, by family: the list may only
 # shrink (the test fails when one is served and still listed, or a new one is missing).
-NOT_YET: Final = frozenset(
-    {
-        # ControllerEventManager: pykraft has no event queue (requests run on the loop);
-        # the timings exist (node/performance.py) but not as these histograms yet.
-        "kafka_controller_controllereventmanager_avgidleratio",
-        "kafka_controller_controllereventmanager_eventqueueprocessingtimems",
-        "kafka_controller_controllereventmanager_eventqueueprocessingtimems_count_total",
-        "kafka_controller_controllereventmanager_eventqueuetimems",
-        "kafka_controller_controllereventmanager_eventqueuetimems_count_total",
-        "kafka_controller_kafkacontroller_eventqueueoperationsstartedcount",
-        "kafka_controller_kafkacontroller_eventqueueoperationstimedoutcount",
-        # Meters of the active controller's elections and timeouts, not counted yet.
-        "kafka_controller_controllerstats_electionfromeligibleleaderreplicas_total",
-        "kafka_controller_controllerstats_uncleanleaderelections_total",
-        "kafka_controller_kafkacontroller_timedoutbrokerheartbeatcount",
-        # The last applied record's append time: the image does not keep batch timestamps.
-        "kafka_controller_kafkacontroller_lastappliedrecordlagms",
-        "kafka_controller_kafkacontroller_lastappliedrecordtimestamp",
-        # Idle ratios of threads pykraft does not have (one event loop).
-        "kafka_server_metadataloader_avgidleratio",
-        "kafka_server_raftmetrics_poll_idle_ratio_avg",
-    }
-)
+NOT_YET: Final[frozenset[str]] = frozenset()
 # Series whose values are counts of the same state on both sides at the end.
 SAME_VALUES: Final = (
     r"kafka_controller_kafkacontroller_(activecontrollercount|globaltopiccount|"

@@ -239,6 +239,10 @@ class MetaLogListener:
         self.loaded: OffsetAndEpoch | None = None  # a side load just completed (the host logs)
         self.cold = False  # the start-up load (``begin_load``) has not completed yet
         self.snapshot_loads = 0  # snapshots loaded (Kafka's HandleLoadSnapshotCount)
+        # The append time (wall clock ms) of the last batch applied: a committed batch's own
+        # timestamp, or the time the active controller wrote one (Kafka's OffsetControlManager
+        # feeding LastAppliedRecordTimestamp); 0 before the first.
+        self.applied_timestamp_ms = 0
 
     @property
     def image(self) -> Image:
@@ -421,6 +425,7 @@ class MetaLogListener:
                 if header.last_offset < self.position:
                     continue
                 progressed = True
+                self.applied_timestamp_ms = header.max_timestamp
                 if not header.is_control:
                     for record in decode_records(data[pos : pos + header.size]):
                         if record.offset >= self.position and record.value is not None:
@@ -513,6 +518,7 @@ class MetaLogListener:
         for i, (record, version) in enumerate(records):
             controller.replay(record, version, base + i, values[i])
         self.position = last + 1
+        self.applied_timestamp_ms = core.config.timestamp_ms(now_ms)
         if self.on_applied is not None:
             self.on_applied(sum(len(v) for v in values))
         controller.wrote(now_ms)

@@ -19,6 +19,7 @@ from pykraft.metadata.image import (
     Image,
     PartitionState,
 )
+from pykraft.metadata.parts.topics import RECOVERING
 from pykraft.metadata.versions import ELR_VERSION, IBP_3_7_IV2, IBP_4_0_IV1
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ELECTION_PREFERRED",
     "ELECTION_UNCLEAN",
     "MIN_INSYNC",
+    "RECOVERING",
     "Acceptable",
     "acceptor",
     "active",
@@ -42,7 +44,6 @@ MIN_INSYNC: Final = "min.insync.replicas"
 ELECTION_DEFAULT: Final = "default"
 ELECTION_PREFERRED: Final = "preferred"
 ELECTION_UNCLEAN: Final = "unclean"
-RECOVERING: Final = 1
 RECOVERED: Final = 0
 MIGRATING_DIR: Final = uuid.UUID(int=0)  # Kafka's DirectoryId.MIGRATING
 UNASSIGNED_DIR: Final = uuid.UUID(int=1)  # DirectoryId.UNASSIGNED

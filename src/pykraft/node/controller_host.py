@@ -37,6 +37,7 @@ import dataclasses
 import gc
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,23 +57,26 @@ from pykraft.controller.log_listener import (
 )
 from pykraft.controller.migration import MigrationRefused
 from pykraft.controller.quorum_controller import (
-    METADATA_TOPIC,
     SUPPORTED_FEATURES,
     Context,
     QuorumController,
     error_fields,
 )
-from pykraft.controller.result import RecordList, Response
+from pykraft.controller.result import RecordList
 from pykraft.metadata.image import Image, ImageError
 from pykraft.metadata.serde import MetadataRecordError
 from pykraft.net.answer import Answer
 from pykraft.net.convert import KRAFT_VERSION_FEATURE
-from pykraft.net.convert.reassign import progress_listing
 from pykraft.net.sasl import SCRAM_MECHANISM_TYPES, ScramCredential
 from pykraft.net.security import Session
 from pykraft.node.cluster_check import cluster_refusal
 from pykraft.node.collector import ImageFreezer
-from pykraft.node.controller_metrics import NodeFigures, controller_metrics, loader_families
+from pykraft.node.controller_metrics import (
+    NodeFigures,
+    controller_metrics,
+    event_families,
+    loader_families,
+)
 from pykraft.node.envelope import envelope, envelope_error
 from pykraft.node.health import controller_reasons
 from pykraft.node.kraft_upgrade import KraftUpgrades
@@ -82,7 +86,9 @@ from pykraft.node.metrics import Extra
 from pykraft.node.performance import EventPerformanceMonitor, event_name
 from pykraft.node.request_fields import (
     REASSIGNMENT_KEYS,
+    add_voter_reassignment,
     caller_of,
+    deadline_ms,
     kraft_version_upgrade,
     only_kraft_version,
     only_metadata_partition,
@@ -269,16 +275,16 @@ class ControllerHost:
         if controller is None or listener is None:
             return []
         core, now = self._core(), self.node.now_ms()
-        loads, new_leaders = listener.snapshot_loads, self._new_leaders
-        figures = NodeFigures(
-            core.leader_id, loads, now, emitter.latest_bytes, emitter.latest_ms, new_leaders
-        )
+        figures = NodeFigures(core.leader_id, listener.snapshot_loads, now, emitter.latest_bytes)
+        figures.snapshot_ms, figures.new_leaders = emitter.latest_ms, self._new_leaders
+        figures.applied_timestamp_ms = listener.applied_timestamp_ms
+        figures.wall_ms = core.config.timestamp_ms(now)
         migration = None if self.migration is None else self.migration.figures()
+        committed, errors = core.high_watermark - 1, self.metadata_errors
         return [
             *loader_families(controller, figures),
-            *controller_metrics(
-                controller, core.high_watermark - 1, self.metadata_errors, migration
-            ),
+            *event_families(self.performance, self.node.loop_lag.idle.ratio()),
+            *controller_metrics(controller, committed, errors, migration),
             self._freezer.metric(),
         ]
 
@@ -335,7 +341,8 @@ class ControllerHost:
             upgrades = self._kraft_upgrades
             self.node.run(lambda: upgrades.start(core, request, answer, caller, level, now))
         else:
-            self.node.run(lambda: self._process(request, answer, caller))
+            received = time.monotonic_ns()
+            self.node.run(lambda: self._process(request, answer, caller, received_ns=received))
         return answer
 
     def refuse(self, request: DecodedRequest, session: Session) -> ResponsePayload | None:
@@ -350,18 +357,6 @@ class ControllerHost:
         return self._error(request, *refused)
 
     # -- requests -----------------------------------------------------------------------------
-
-    def _add_voter_reassignment(self, m: Any, response: Response) -> None:
-        """ListPartitionReassignments of everything (or naming the metadata partition)
-        also lists the voter set's move (KIP-642), which the quorum keeps."""
-        topics = m.topics
-        named = topics is None or any(t.name == METADATA_TOPIC for t in topics)
-        core = self.node.core
-        if not named or core is None or core.role != "leader":
-            return
-        listing = progress_listing(core.reassignment_progress())
-        if listing is not None:
-            response["topics"] = [*response["topics"], listing]
 
     def _run_request(
         self,
@@ -388,7 +383,7 @@ class ControllerHost:
                 context = dataclasses.replace(context, kraft_version=kraft_version)
             handled = listener.handle(self._core(), api_key, version, request.message, context)
             if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
-                self._add_voter_reassignment(request.message, handled.response)
+                add_voter_reassignment(self._core(), request.message, handled.response)
             payload = make(response_schema(api_key, version), handled.response)
         except ApiError as e:
             answer.set(self._error(request, e.code, e.message))
@@ -414,16 +409,20 @@ class ControllerHost:
         answer: Answer,
         caller: Caller | None = None,
         kraft_version: int | None = None,
+        received_ns: int | None = None,
     ) -> None:
-        controller = self.controller
+        controller, api_key = self.controller, request.api_key
         if controller is None or not controller.active:
             if not answer.done:
                 answer.set(self._error(request, ErrorCode.not_controller, NOT_ACTIVE))
             return
-        name = event_name(request.api_key)
-        self.performance.timed(
-            name, lambda: self._run_request(request, answer, caller, kraft_version)
-        )
+        deadline = deadline_ms(api_key, request.message, self.config.broker_heartbeat_interval_ms)
+        expired = self.performance.expired(api_key, received_ns, deadline)
+        if expired is not None:  # Kafka's event queue: past its deadline, never run
+            answer.set(self._error(request, ErrorCode.request_timed_out, expired))
+            return
+        run = lambda: self._run_request(request, answer, caller, kraft_version)  # noqa: E731
+        self.performance.timed(event_name(api_key), run, received_ns)
 
     def _answer_after_commit(
         self, request: DecodedRequest, answer: Answer, payload: ResponsePayload, offset: int

@@ -16,6 +16,7 @@ from typing import Final
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from pykraft.controller.quorum_controller import QuorumController
+from pykraft.node.performance import EventPerformanceMonitor
 
 __all__ = [
     "PREFIX",
@@ -23,6 +24,7 @@ __all__ = [
     "NodeFigures",
     "broker_families",
     "controller_metrics",
+    "event_families",
     "feature_label",
     "loader_families",
     "metric_name",
@@ -30,6 +32,8 @@ __all__ = [
 ]
 
 PREFIX: Final = "kafka_controller_kafkacontroller_"
+STATS: Final = "kafka_controller_controllerstats_"
+EVENTS: Final = "kafka_controller_controllereventmanager_"
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,7 @@ IDLE_METERS: Final = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass
 class NodeFigures:
     """What the node knows beside the controller's image: the leader, the snapshots it
     loaded, and its snapshot emitter's last snapshot (bytes, when) at ``now_ms``."""
@@ -142,8 +146,10 @@ class NodeFigures:
     snapshot_loads: int
     now_ms: int
     snapshot_bytes: int
-    snapshot_ms: int
+    snapshot_ms: int = 0
     new_leaders: int = 0  # leaders of the quorum this node saw elected
+    applied_timestamp_ms: int = 0  # the last applied batch's append time (wall clock)
+    wall_ms: int = 0  # the wall clock now
 
 
 # Kafka's BrokerRegistrationState values (controller.metrics.BrokerRegistrationState).
@@ -250,6 +256,7 @@ def loader_families(controller: QuorumController, node: NodeFigures) -> list[Met
             value=float(node.now_ms - node.snapshot_ms),
         ),
         *broker_families(controller, node.now_ms),
+        *_applied_families(controller, node),
         GaugeMetricFamily(
             PREFIX + "newactivecontrollerscount",
             "NewActiveControllersCount: new active controllers this node saw elected",
@@ -257,6 +264,73 @@ def loader_families(controller: QuorumController, node: NodeFigures) -> list[Met
         ),
     ]
     families.extend(_idle_families())
+    return families
+
+
+def _applied_families(controller: QuorumController, node: NodeFigures) -> list[Metric]:
+    """The last applied batch's time and ControllerStats' election meters (as the exporter
+    serves a meter: its count)."""
+    topics = controller.image.topics_image
+    applied = node.applied_timestamp_ms
+    return [
+        GaugeMetricFamily(
+            PREFIX + "lastappliedrecordtimestamp",
+            "LastAppliedRecordTimestamp: append time of the last applied batch (ms since epoch)",
+            value=float(applied),
+        ),
+        GaugeMetricFamily(
+            PREFIX + "lastappliedrecordlagms",
+            "LastAppliedRecordLagMs: now less LastAppliedRecordTimestamp (ms)",
+            value=float(node.wall_ms - applied),
+        ),
+        CounterMetricFamily(
+            STATS + "uncleanleaderelections",
+            "UncleanLeaderElectionsPerSec: unclean elections replayed (leader RECOVERING)",
+            value=float(topics.unclean_elections),
+        ),
+        CounterMetricFamily(
+            STATS + "electionfromeligibleleaderreplicas",
+            "ElectionFromEligibleLeaderReplicasPerSec: leaders elected from the ELR, replayed",
+            value=float(topics.elr_elections),
+        ),
+    ]
+
+
+def event_families(performance: EventPerformanceMonitor, idle_ratio: float) -> list[Metric]:
+    """Kafka's event queue metrics (``node/performance.py``) and its threads' idle ratio,
+    which is the loop's (``node/loop_lag.py``'s IdleRatio)."""
+    families: list[Metric] = []
+    for name, reservoir in (
+        ("eventqueuetimems", performance.queue_ms),
+        ("eventqueueprocessingtimems", performance.processing_ms),
+    ):
+        quantiles = GaugeMetricFamily(
+            EVENTS + name, f"{name}: percentiles of the last 1028 events (ms)", labels=["quantile"]
+        )
+        for label, value in reservoir.quantiles():
+            quantiles.add_metric([label], value)
+        count = float(reservoir.count)
+        families += [quantiles, CounterMetricFamily(EVENTS + name + "_count", name, value=count)]
+    counts = (
+        ("EventQueueOperationsStartedCount", "events started", performance.started),
+        ("EventQueueOperationsTimedOutCount", "events past their deadline", performance.timed_out),
+        (
+            "TimedOutBrokerHeartbeatCount",
+            "heartbeats past their deadline",
+            performance.timed_out_heartbeats,
+        ),
+    )
+    families += [
+        GaugeMetricFamily(metric_name(n), f"{n}: {d}", value=float(v)) for n, d, v in counts
+    ]
+    for prefix in (EVENTS, LOADER):
+        families.append(
+            GaugeMetricFamily(
+                prefix + "avgidleratio",
+                "AvgIdleRatio: share of the last minute the thread was idle",
+                value=idle_ratio,
+            )
+        )
     return families
 
 

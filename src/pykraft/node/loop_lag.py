@@ -44,7 +44,7 @@ import time
 import traceback
 from typing import Final
 
-__all__ = ["LoopLag", "WindowMax"]
+__all__ = ["IdleRatio", "LoopLag", "WindowMax"]
 
 INTERVAL_S: Final = 0.01
 WINDOW_S: Final = 60.0
@@ -79,11 +79,44 @@ class WindowMax:
         return peaks[0][1] if peaks else 0.0
 
 
+class IdleRatio:
+    """The share of the last ``window_s`` seconds the loop's thread spent off a core
+    (waiting for work or for I/O): 1 less its CPU time (``time.thread_time_ns``, read on
+    the loop's thread) over the wall time between two samples about ``window_s`` apart.
+    Kafka's ``AvgIdleRatio`` of its controller's event thread and metadata loader and the
+    raft client's ``poll-idle-ratio-avg`` are this figure for their own threads; pykraft's
+    loop is all three."""
+
+    def __init__(self, window_s: float, every_s: float = 1.0) -> None:
+        self.window_s = window_s
+        self.every_s = every_s
+        self._samples: collections.deque[tuple[float, int]] = collections.deque()
+
+    def sample(self, at: float, cpu_ns: int) -> None:
+        """Note the thread's CPU time at monotonic ``at`` (kept once per ``every_s``)."""
+        samples = self._samples
+        if samples and at - samples[-1][0] < self.every_s:
+            return
+        samples.append((at, cpu_ns))
+        while len(samples) > 2 and at - samples[1][0] >= self.window_s:
+            samples.popleft()
+
+    def ratio(self) -> float:
+        """Idle share over the kept samples (1.0 before there are two)."""
+        samples = self._samples
+        if len(samples) < 2:
+            return 1.0
+        (t0, c0), (t1, c1) = samples[0], samples[-1]
+        busy = (c1 - c0) / 1e9 / (t1 - t0)
+        return min(1.0, max(0.0, 1.0 - busy))
+
+
 class LoopLag:
     def __init__(self, interval_s: float = INTERVAL_S, window_s: float = WINDOW_S) -> None:
         self.interval_s = interval_s
         self.lag = WindowMax(window_s)  # how late the timer ran, ms
         self.held = WindowMax(window_s)  # the same less the thread's wait for a core, ms
+        self.idle = IdleRatio(window_s)  # the loop thread's share of time off a core
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._due = 0.0
@@ -184,7 +217,9 @@ class LoopLag:
             log.warning(
                 "the event loop was held for %.0f ms (%.0f ms of it on a core)", held_ms, ran_ms
             )
-        self.note(lag_ms, time.monotonic(), held_ms)
+        at = time.monotonic()
+        self.note(lag_ms, at, held_ms)
+        self.idle.sample(at, time.thread_time_ns())
         self._arm(now)
 
     def note(self, lag_ms: float, at: float, held_ms: float | None = None) -> None:
@@ -200,6 +235,12 @@ class LoopLag:
     def metrics(self) -> list[tuple[str, str, float]]:
         now = time.monotonic()
         return [
+            (
+                "kafka_server_raftmetrics_poll_idle_ratio_avg",
+                "poll-idle-ratio-avg: the share of the last minute the loop's thread, which "
+                "polls the quorum, was off a core",
+                self.idle.ratio(),
+            ),
             (
                 PREFIX + "lag_max_ms",
                 "the longest a 10 ms timer ran late in the last minute (ms)",

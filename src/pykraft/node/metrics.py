@@ -66,7 +66,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from pykraft.net.answer import AuthenticationStats
@@ -355,9 +355,12 @@ class _Collector:
 def registry_of(
     loop: asyncio.AbstractEventLoop, take: Callable[[], Snapshot | None]
 ) -> CollectorRegistry:
-    """A node-local registry whose one collector reads ``take()`` on ``loop``."""
+    """A node-local registry whose collector reads ``take()`` on ``loop``, with the process's
+    own series (``process_cpu_seconds_total``, ``process_resident_memory_bytes``,
+    ``process_open_fds``, ...: what the JMX exporter's agent serves for a JVM too)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector(loop, take))
+    ProcessCollector(registry=registry)
     return registry
 
 

@@ -44,6 +44,7 @@ from pykraft.metadata.timeline import NOW, PinnedView, Timeline
 __all__ = [
     "NO_LEADER",
     "NO_LEADER_CHANGE",
+    "RECOVERING",
     "PartitionKey",
     "PartitionState",
     "TopicState",
@@ -55,6 +56,7 @@ __all__ = [
 
 NO_LEADER: Final = -1
 NO_LEADER_CHANGE: Final = -2
+RECOVERING: Final = 1  # LeaderRecoveryState.RECOVERING: the election was unclean
 
 PartitionKey = tuple[uuid.UUID, int]  # (topic id, partition id)
 
@@ -164,6 +166,12 @@ class TopicsImage:
         self.partition_count = 0
         self.offline_count = 0
         self.imbalanced_count = 0
+        # Elections the replayed PartitionChangeRecords made (Kafka's TopicDelta
+        # ``updateElectionStats``, read by ControllerStats' UncleanLeaderElectionsPerSec and
+        # ElectionFromEligibleLeaderReplicasPerSec): unclean when the record sets the leader
+        # RECOVERING, from the ELR when the new leader was in the partition's ELR before.
+        self.unclean_elections = 0
+        self.elr_elections = 0
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -265,6 +273,10 @@ class TopicsImage:
             raise ImageError(f"PartitionChange of unknown {rec.topic_id}-{rec.partition_id}")
         was_offline, was_imbalanced = p.leader < 0, _imbalanced(p)
         set_ = self._tl.assign
+        if rec.leader_recovery_state == RECOVERING:
+            set_(self, "unclean_elections", self.unclean_elections + 1)
+        elif rec.leader >= 0 and rec.leader in (p.elr or ()):
+            set_(self, "elr_elections", self.elr_elections + 1)
         if rec.replicas is not None:
             set_(p, "replicas", rec.replicas)
             self._index(topic, rec.replicas)
