@@ -30,9 +30,12 @@ from kafka.errors import (
 
 from pykraft.interop.kafka import KafkaDist
 from pykraft.node.controller_host import load_image
+from pykraft.ops.alerts import RULES
+from pykraft.ops.dashboard import KC, queries
 from pykraft.storage import PARTITION_DIR_NAME
 
 from ..node.procs import cli, describe_quorum, wait_for
+from ..node.promql_names import PROMETHEUS_OWN, series_names
 from ..node.test_controller import _set_cluster_configs
 from . import describe
 from .cluster import RUNNING, KafkaCluster
@@ -378,6 +381,24 @@ def test_controller_metrics(cluster: KafkaCluster) -> None:
         assert values[prefix + "metadataerrorcount"] == 0
         assert values[prefix + "globalpartitioncount"] >= 4 + 5  # smoke + __consumer_offsets
         assert values[prefix + "lastappliedrecordoffset"] > 0
+        # The last applied batch's append time: recent, with the idle NoOpRecords (500 ms).
+        now_ms = time.time() * 1000
+        assert abs(now_ms - values[prefix + "lastappliedrecordtimestamp"]) < 30_000, values
+        assert 0 <= values[prefix + "lastappliedrecordlagms"] < 30_000, values
+        assert values[prefix + "eventqueueoperationstimedoutcount"] == 0
+    # The active controller ran the brokers' heartbeats and the periodic work as events.
+    assert leader.scrape()[prefix + "eventqueueoperationsstartedcount"] > 0
+    events = "kafka_controller_controllereventmanager_eventqueueprocessingtimems"
+    assert leader.scrape()[events + "_count_total"] > 0
+
+
+def test_dashboard_and_alerts_read_served_series(cluster: KafkaCluster) -> None:
+    """Every series the Grafana dashboard and the alert rules of ``ops/`` name (issue 47
+    item 2) is served by this cluster's controllers, the Kafka broker registered."""
+    served = {name.split("{", 1)[0] for p in cluster.controllers for name in p.scrape()}
+    assert any(name.startswith(KC + "brokerregistrationstate") for name in served)
+    named = set().union(*(series_names(e) for e in queries() + [r.expr for r in RULES]))
+    assert named - served - PROMETHEUS_OWN == set(), sorted(served)
 
 
 def test_broker_follows_a_new_active_controller(cluster: KafkaCluster) -> None:
