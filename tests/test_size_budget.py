@@ -23,7 +23,7 @@ FUNCTION_LINES = 60
 
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
 MODULES_OVER: dict[str, int] = {
-    "node/driver.py": 683,
+    "node/driver.py": 682,
 }
 FUNCTIONS_OVER: dict[str, int] = {
     # The simulator's hot loop: one frame per event, the node's ``after`` inlined, on purpose

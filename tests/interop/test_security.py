@@ -9,6 +9,9 @@ it needs (users, ACLs, quotas) under its own names."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import ssl
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -516,6 +519,78 @@ def test_brokers_reauthenticate_before_their_sessions_end(secure: Secure) -> Non
         assert len(admin.describe_cluster()["brokers"]) == 2
     finally:
         admin.close()
+
+
+def _served_subject(address: tuple[str, int], ca: Path) -> str:
+    """The CN of the certificate a new TLS connection to ``address`` is shown."""
+    context = ssl.create_default_context(cafile=str(ca))
+    raw = socket.create_connection(address, timeout=10)
+    with context.wrap_socket(raw, server_hostname=address[0]) as tls:
+        cert = tls.getpeercert()
+    assert cert is not None
+    return next(value for rdn in cert["subject"] for key, value in rdn if key == "commonName")
+
+
+def _serves(address: tuple[str, int], ca: Path, name: str) -> None:
+    assert _served_subject(address, ca) == name
+
+
+def _api_versions_answered(tls: ssl.SSLSocket) -> bool:
+    """An ApiVersions v0 (allowed before SASL) on an open connection is answered."""
+    body = struct.pack(">hhih", 18, 0, 7, -1)  # ApiVersions v0, correlation 7, no client id
+    tls.sendall(struct.pack(">i", len(body)) + body)
+    size = struct.unpack(">i", tls.recv(4))[0]
+    answer = b""
+    while len(answer) < size:
+        answer += tls.recv(size - len(answer))
+    return struct.unpack(">i", answer[:4])[0] == 7
+
+
+def test_a_controller_certificate_rotated_with_kafka_configs(secure: Secure) -> None:
+    """Issue 47 item 5: a controller's key store changed with Kafka's kafka-configs on the
+    controller's own node (``--bootstrap-controller ... --entity-type brokers --entity-name
+    <id>``), no restart: new TLS connections see the new certificate, an open one goes on,
+    the other controllers keep theirs; a key store that does not load is refused by the node
+    (it keeps the one it has, and counts it); deleting the config goes back to the file's."""
+    setup, cluster = secure.setup, secure.cluster
+    dist = cluster.dist
+    assert dist is not None
+    target, other = cluster.controllers[0], cluster.controllers[1]
+    address = ("127.0.0.1", target.port)
+    ca = setup.ca.ca_pem
+    assert _served_subject(address, ca) == "controller"
+    rotated = setup.ca.issue("controller-rotated")
+    props = setup.controller_client_properties(
+        setup.base / "controller-admin.properties", "admin", "admin-secret"
+    )
+    configs = ("configs", "--bootstrap-controller", cluster.bootstrap_controllers)
+    configs += ("--command-config", str(props), "--entity-type", "brokers")
+    configs += ("--entity-name", str(target.node_id), "--alter")
+    key = "listener.name.controller.ssl.keystore.location"
+    context = ssl.create_default_context(cafile=str(ca))
+    with context.wrap_socket(
+        socket.create_connection(address, 10), server_hostname="127.0.0.1"
+    ) as held:
+        dist.run(*configs, "--add-config", f"{key}={rotated.pem}")
+        eventually(lambda: _serves(address, ca, "controller-rotated"))
+        assert _api_versions_answered(held)  # the connection made before goes on
+    assert _served_subject(("127.0.0.1", other.port), ca) == "controller"
+    reloads = "pykraft_tls_reloads_total"
+    assert target.scrape()[reloads] == 1 and other.scrape()[reloads] == 0
+
+    dist.run(*configs, "--add-config", f"{key}={setup.base / 'missing.pem'}")
+    failures = "pykraft_tls_reload_failures_total"
+
+    def refused() -> None:
+        assert target.scrape()[failures] == 1
+
+    eventually(refused)
+    assert _served_subject(address, ca) == "controller-rotated"  # kept what it had
+    line = next(ln for ln in target.text().splitlines() if "TLS not reconfigured" in ln)
+    assert "ssl.keystore.location" in line and "admin-secret" not in target.text()
+
+    dist.run(*configs, "--delete-config", key)
+    eventually(lambda: _serves(address, ca, "controller"))
 
 
 def test_kafka_acls_with_bootstrap_controller(secure: Secure) -> None:

@@ -107,7 +107,9 @@ class KafkaServer:
         credentials: CredentialLookup = _NO_CREDENTIALS,
     ) -> None:
         assert in_flight_max > 0
-        self.security: Final = security or ListenerSecurity(listener_name)
+        # Replaced as a whole when the listener's TLS is reconfigured (node/reconfigure.py):
+        # each new connection reads it.
+        self.security = security or ListenerSecurity(listener_name)
         self.credentials = credentials
         self.stats = AuthenticationStats()
         self.listener_name: Final = listener_name

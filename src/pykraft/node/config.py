@@ -193,6 +193,9 @@ class NodeConfig:
     static_broker_configs: Mapping[str, str] = field(default_factory=dict, compare=False)
     alter_config_policy: AlterConfigPolicy | None = field(default=None, compare=False)
     unknown_keys: tuple[str, ...] = ()
+    # Every property as read: the listener's TLS is rebuilt from them and the dynamic configs
+    # of this node (node/reconfigure.py). Secrets among them: never in a repr.
+    properties: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def is_controller(self) -> bool:
@@ -546,5 +549,6 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         group_settings=_group_settings(props),
         static_broker_configs={k: v for k, v in props.items() if k in BROKER_SYNONYMS},
         unknown_keys=tuple(sorted(k for k in props if not known(k))),
+        properties=dict(props),
         **ints,
     )

@@ -84,6 +84,7 @@ from pykraft.node.loggers import logger_answer
 from pykraft.node.metadata_files import load_image
 from pykraft.node.metrics import Extra
 from pykraft.node.performance import EventPerformanceMonitor, event_name
+from pykraft.node.reconfigure import ListenerTls
 from pykraft.node.request_fields import (
     REASSIGNMENT_KEYS,
     add_voter_reassignment,
@@ -145,6 +146,7 @@ class ControllerHost:
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
         self.performance = EventPerformanceMonitor.of(node.config)
         self._kraft_upgrades = KraftUpgrades(self._process, self._error)
+        self.tls: ListenerTls | None = None  # the listener's TLS, reconfigurable (server.py)
 
     # -- what other modules read ---------------------------------------------------------------
 
@@ -254,11 +256,8 @@ class ControllerHost:
 
     def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
         """From the UserScramCredentialRecords applied so far (Kafka's ScramPublisher)."""
-        controller = self.controller
-        kind = SCRAM_MECHANISM_TYPES.get(mechanism)
-        if controller is None or kind is None:
-            return None
-        rec = controller.image.scram.credential(user, kind)
+        image, kind = self.image(), SCRAM_MECHANISM_TYPES.get(mechanism)
+        rec = None if image is None or kind is None else image.scram.credential(user, kind)
         if rec is None:
             return None
         return ScramCredential(
@@ -286,6 +285,7 @@ class ControllerHost:
             *event_families(self.performance, self.node.loop_lag.idle.ratio()),
             *controller_metrics(controller, committed, errors, migration),
             self._freezer.metric(),
+            *(self.tls.metrics() if self.tls is not None else []),
         ]
 
     def after_ready(self, ready: Ready) -> None:
@@ -556,6 +556,8 @@ class ControllerHost:
         self._schedule_tick()
         if self.migration is not None:
             self.migration.image_changed(listener.image)
+        if self.tls is not None:
+            self.tls.check(listener.image)
 
     # -- time ---------------------------------------------------------------------------------
 

@@ -63,7 +63,6 @@ from kio.static.protocol import ResponsePayload
 
 from pykraft.net.answer import Answer
 from pykraft.net.convert import RejectedRequest
-from pykraft.net.sasl import ScramCredential
 from pykraft.net.security import Session
 from pykraft.net.server import KafkaServer
 from pykraft.node.appender import Appender
@@ -177,9 +176,14 @@ class RaftNode:
         return int(self._loop.time() * 1000)
 
     @property
-    def port(self) -> int:
+    def server(self) -> KafkaServer:
+        """The listener (its port; its TLS context replaced by ``node/reconfigure.py``)."""
         assert self._server is not None
-        return self._server.port
+        return self._server
+
+    @property
+    def port(self) -> int:
+        return self.server.port
 
     async def start(self) -> None:
         """Open storage, build the core, start listening. Raises NodeStartError."""
@@ -190,8 +194,9 @@ class RaftNode:
         self.cluster_id = storage.cluster_id
         self.directory_id = storage.directory_id
         log_ = self._log = storage.log
-        if self.application is not None:
-            self.served_apis = SERVED_APIS.with_apis(*self.application.api_rows())
+        app = self.application  # SCRAM credentials come from its image
+        if app is not None:
+            self.served_apis = SERVED_APIS.with_apis(*app.api_rows())
         self._server = KafkaServer(
             self.handle_request,
             listener_name=self.listener.name,
@@ -201,7 +206,7 @@ class RaftNode:
             frame_max_bytes=cfg.socket_request_max_bytes,
             api_versions=self._api_versions,
             security=cfg.security,
-            credentials=self._scram_credential,
+            credentials=lambda m, u: None if app is None else app.scram_credential(m, u),
         )
         await self._server.start()
         # Batches carry wall-clock CreateTime (Kafka's), timers the loop's monotonic clock.
@@ -547,12 +552,6 @@ class RaftNode:
 
     def leader_address(self) -> tuple[str, int] | None:
         return self._peers.leader_address(self.core, lambda: self.port)
-
-    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
-        """A SCRAM user's credential from the metadata log (the application's image)."""
-        return (
-            None if self.application is None else self.application.scram_credential(mechanism, user)
-        )
 
     def handle_request(self, request: DecodedRequest, session: Session) -> Answer:
         """A request from the listener (or an Envelope's inner request): answered here, or

@@ -32,6 +32,7 @@ from pykraft.node.collector import freeze_from_now_on
 from pykraft.node.config import ConfigError, NodeConfig, load_config
 from pykraft.node.controller_host import ControllerHost
 from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
+from pykraft.node.reconfigure import ListenerTls, replace_tls
 from pykraft.protocol.apis import import_newest
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.roles import Leader
@@ -122,6 +123,14 @@ async def serve(config: NodeConfig) -> int:
         node, config.controller_config(), bootstrap=bootstrap, bootstrap_records=bootstrap_records
     )
     node.application = host
+    security = config.security
+    if security is not None and security.server_ssl is not None:
+        host.tls = ListenerTls(
+            config.properties,
+            security.listener_name,
+            config.node_id,
+            lambda c: replace_tls(node.server, c),
+        )
     _prepare(host)
     try:
         await node.start()
