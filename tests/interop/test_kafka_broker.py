@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -399,6 +401,56 @@ def test_dashboard_and_alerts_read_served_series(cluster: KafkaCluster) -> None:
     assert any(name.startswith(KC + "brokerregistrationstate") for name in served)
     named = set().union(*(series_names(e) for e in queries() + [r.expr for r in RULES]))
     assert named - served - PROMETHEUS_OWN == set(), sorted(served)
+
+
+def _answered_from(source: str, port: int, wait_s: float = 1.0) -> bool:
+    """An ApiVersions v0 over a new connection from ``source`` answered (False: closed, or
+    nothing within ``wait_s``)."""
+    body = struct.pack(">hhih", 18, 0, 7, -1)
+    try:
+        with socket.create_connection(("127.0.0.1", port), wait_s, (source, 0)) as sock:
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            return len(sock.recv(4)) == 4
+    except OSError:
+        return False
+
+
+def test_connection_quotas_set_with_kafka_configs(kafka: KafkaDist, cluster: KafkaCluster) -> None:
+    """Issue 47 item 5: Kafka's connection quotas on the controller listener, set at run time
+    with Kafka's kafka-configs: an ip's connection_creation_rate (KIP-612, through a broker:
+    Kafka's admin client sends AlterClientQuotas to brokers only, which forward it) closes a
+    burst's connections past it, max.connections.per.ip.overrides (through the controllers)
+    closes a
+    second connection from the address it names; other addresses (the broker's) unaffected,
+    and removing the configs lifts them."""
+    port = cluster.controllers[0].port
+    common = ("--bootstrap-controller", cluster.bootstrap_controllers)
+    ips = ("configs", "--bootstrap-server", cluster.bootstrap, "--entity-type", "ips")
+    ips += ("--entity-name", "127.0.0.2", "--alter")
+    kafka.run(*ips, "--add-config", "connection_creation_rate=1")
+    wait_for(lambda: not all(_answered_from("127.0.0.2", port) for _ in range(12)), "the quota")
+    burst = [_answered_from("127.0.0.2", port) for _ in range(5)]
+    assert burst == [False] * 5, burst  # the address is over its rate: closed
+    assert _answered_from("127.0.0.5", port)
+    rejected = "pykraft_connections_rejected_total"
+    assert cluster.controllers[0].scrape()[rejected] >= 5
+    kafka.run(*ips, "--delete-config", "connection_creation_rate")
+    wait_for(lambda: _answered_from("127.0.0.2", port), "the quota lifted")
+
+    brokers = ("configs", *common, "--entity-type", "brokers", "--entity-default", "--alter")
+    kafka.run(*brokers, "--add-config", "max.connections.per.ip.overrides=127.0.0.3:1")
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), 5, ("127.0.0.3", 0))
+
+        def second_refused() -> bool:
+            return not _answered_from("127.0.0.3", port)
+
+        wait_for(second_refused, "the per-address limit")
+        assert _answered_from("127.0.0.4", port)
+        sock.close()
+    finally:
+        kafka.run(*brokers, "--delete-config", "max.connections.per.ip.overrides")
+    wait_for(lambda: _answered_from("127.0.0.3", port), "the limit lifted")
 
 
 def test_broker_follows_a_new_active_controller(cluster: KafkaCluster) -> None:

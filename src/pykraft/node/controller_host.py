@@ -84,7 +84,7 @@ from pykraft.node.loggers import logger_answer
 from pykraft.node.metadata_files import load_image
 from pykraft.node.metrics import Extra
 from pykraft.node.performance import EventPerformanceMonitor, event_name
-from pykraft.node.reconfigure import ListenerTls
+from pykraft.node.reconfigure import Watch
 from pykraft.node.request_fields import (
     REASSIGNMENT_KEYS,
     add_voter_reassignment,
@@ -146,7 +146,7 @@ class ControllerHost:
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
         self.performance = EventPerformanceMonitor.of(node.config)
         self._kraft_upgrades = KraftUpgrades(self._process, self._error)
-        self.tls: ListenerTls | None = None  # the listener's TLS, reconfigurable (server.py)
+        self.watches: list[Watch] = []  # reconfiguration without a restart (server.py)
 
     # -- what other modules read ---------------------------------------------------------------
 
@@ -285,7 +285,7 @@ class ControllerHost:
             *event_families(self.performance, self.node.loop_lag.idle.ratio()),
             *controller_metrics(controller, committed, errors, migration),
             self._freezer.metric(),
-            *(self.tls.metrics() if self.tls is not None else []),
+            *(family for watch in self.watches for family in watch.metrics()),
         ]
 
     def after_ready(self, ready: Ready) -> None:
@@ -556,8 +556,8 @@ class ControllerHost:
         self._schedule_tick()
         if self.migration is not None:
             self.migration.image_changed(listener.image)
-        if self.tls is not None:
-            self.tls.check(listener.image)
+        for watch in self.watches:
+            watch.check(listener.image)
 
     # -- time ---------------------------------------------------------------------------------
 

@@ -25,20 +25,31 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import socket
 import ssl
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, Generic, Protocol, TypeVar
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
 from pykraft.metadata.image import BROKER_RESOURCE, Image
+from pykraft.net.connection_quotas import UNLIMITED, ConnectionGate, ConnectionLimits
 from pykraft.net.errors import SecurityConfigError
 from pykraft.net.security import listener_security
 from pykraft.net.server import KafkaServer
 
-__all__ = ["RECONFIGURABLE_SSL", "ListenerTls", "replace_tls"]
+__all__ = [
+    "RECONFIGURABLE_SSL",
+    "CommittedWatch",
+    "ListenerLimits",
+    "ListenerTls",
+    "Watch",
+    "limits_of",
+    "replace_tls",
+]
 
 log = logging.getLogger("pykraft.node")
+T = TypeVar("T")
 
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS.
 RECONFIGURABLE_SSL: Final = frozenset(
@@ -62,9 +73,45 @@ def replace_tls(server: KafkaServer, context: ssl.SSLContext) -> None:
     server.security = dataclasses.replace(server.security, server_ssl=context)
 
 
-class ListenerTls:
-    """Invariant: ``applied`` holds the dynamic SSL configs last tried (the listener's
-    context was built from them unless that attempt failed)."""
+class Watch(Protocol):
+    """What the host calls after each sync, and reads at each scrape."""
+
+    def check(self, image: Image) -> None: ...
+
+    def metrics(self) -> list[Metric]: ...
+
+
+class CommittedWatch(Generic[T]):
+    """What a reconfiguration reads of the image (``read``), applied (``apply``) when its
+    committed value differs from the one last applied. Invariant: ``applied`` is that last
+    value."""
+
+    applied: T
+
+    def read(self, image: Image) -> T:
+        raise NotImplementedError
+
+    def apply(self, value: T, image: Image) -> None:
+        """Called with ``image`` as of the committed offset."""
+        raise NotImplementedError
+
+    def metrics(self) -> list[Metric]:
+        return []
+
+    def check(self, image: Image) -> None:
+        """After a sync: cheap when nothing changed; the committed value otherwise."""
+        if self.read(image) == self.applied:
+            return
+        with image.timeline.at_committed():
+            committed = self.read(image)
+            if committed != self.applied:
+                self.applied = committed
+                self.apply(committed, image)
+
+
+class ListenerTls(CommittedWatch[dict[str, str]]):
+    """The listener's TLS context, built from the dynamic SSL configs in ``applied`` unless
+    that attempt failed (then the one before stays)."""
 
     def __init__(
         self,
@@ -82,7 +129,7 @@ class ListenerTls:
         self.reloads = 0
         self.failures = 0
 
-    def dynamic(self, image: Image) -> dict[str, str]:
+    def read(self, image: Image) -> dict[str, str]:
         """This node's listener-prefixed reconfigurable SSL configs in ``image`` now."""
         configs = image.configs.get(self.resource) or {}
         n = len(self.prefix)
@@ -92,17 +139,7 @@ class ListenerTls:
             if k.startswith(self.prefix) and k[n:] in RECONFIGURABLE_SSL
         }
 
-    def check(self, image: Image) -> None:
-        """Reload when the committed dynamic SSL configs changed (module docstring)."""
-        if self.dynamic(image) == self.applied:
-            return
-        with image.timeline.at_committed():
-            committed = self.dynamic(image)
-        if committed != self.applied:
-            self.applied = committed
-            self._reload(committed)
-
-    def _reload(self, dynamic: dict[str, str]) -> None:
+    def apply(self, dynamic: dict[str, str], image: Image) -> None:
         names = ", ".join(sorted(dynamic)) or "the file's own"
         try:
             security = listener_security(
@@ -138,3 +175,85 @@ class ListenerTls:
                 value=self.failures,
             ),
         ]
+
+
+# The configs of Kafka's ConnectionQuotas (a listener's own, then the node's), as ints.
+LIMIT_KEYS: Final = ("max.connections", "max.connection.creation.rate", "max.connections.per.ip")
+OVERRIDES_KEY: Final = "max.connections.per.ip.overrides"
+
+
+class ListenerLimits(CommittedWatch[tuple[tuple[tuple[str, str], ...], int]]):
+    """The listener's connection quotas (``net/connection_quotas.py``) from the file's
+    properties, the cluster's and this node's dynamic broker configs (this node's winning)
+    and the ``ip`` client quotas; ``applied`` is (the configs read, the ip quotas' change
+    count)."""
+
+    def __init__(
+        self, properties: Mapping[str, str], listener_name: str, node_id: int, gate: ConnectionGate
+    ) -> None:
+        self.properties, self.gate = properties, gate
+        self.listener_name, self.node = listener_name, str(node_id)
+        self.prefix = f"listener.name.{listener_name.lower()}."
+        self.keys = (*LIMIT_KEYS, OVERRIDES_KEY, *(self.prefix + k for k in LIMIT_KEYS[:2]))
+        self.applied = ((), -1)
+
+    def read(self, image: Image) -> tuple[tuple[tuple[str, str], ...], int]:
+        merged = {k: v for k, v in self.properties.items() if k in self.keys}
+        for name in ("", self.node):  # the cluster's default, then this node's
+            configs = image.configs.get((BROKER_RESOURCE, name)) or {}
+            merged.update((k, v) for k, v in configs.items() if k in self.keys)
+        return tuple(sorted(merged.items())), image.client_quotas.ip_changes
+
+    def apply(self, value: tuple[tuple[tuple[str, str], ...], int], image: Image) -> None:
+        limits = limits_of(dict(value[0]), self.prefix, image.client_quotas.ip_rates())
+        if limits != self.gate.limits:
+            self.gate.limits = limits
+            log.info("listener %s: connection quotas now %s", self.listener_name, limits)
+
+    def metrics(self) -> list[Metric]:
+        return [
+            CounterMetricFamily(
+                "pykraft_connections_rejected",
+                "connections closed for their address's count or rate quota",
+                value=self.gate.rejected,
+            )
+        ]
+
+
+def _int(configs: Mapping[str, str], key: str) -> int:
+    try:
+        return int(configs.get(key, UNLIMITED))
+    except ValueError:
+        log.warning("ignoring %s=%r: not an integer", key, configs.get(key))
+        return UNLIMITED
+
+
+def _overrides(text: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count`` pairs, hosts resolved."""
+    out: dict[str, int] = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        host, _, count = entry.rpartition(":")
+        try:
+            out[socket.gethostbyname(host)] = int(count)
+        except (OSError, ValueError):
+            log.warning("ignoring %s entry %r", OVERRIDES_KEY, entry)
+    return out
+
+
+def limits_of(
+    configs: Mapping[str, str], prefix: str, ip_rates: Mapping[str | None, float]
+) -> ConnectionLimits:
+    """Kafka's: a listener's own limit and the node's both hold (the smaller wins)."""
+    return ConnectionLimits(
+        max_connections=min(
+            _int(configs, "max.connections"), _int(configs, prefix + "max.connections")
+        ),
+        max_creation_rate=min(
+            _int(configs, "max.connection.creation.rate"),
+            _int(configs, prefix + "max.connection.creation.rate"),
+        ),
+        max_per_ip=_int(configs, "max.connections.per.ip"),
+        per_ip=_overrides(configs.get(OVERRIDES_KEY, "")),
+        ip_rate_default=ip_rates.get(None, UNLIMITED),
+        ip_rates={ip: rate for ip, rate in ip_rates.items() if ip is not None},
+    )

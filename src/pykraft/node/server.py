@@ -28,11 +28,12 @@ from typing import Any, Final
 from pykraft import native
 from pykraft.metadata.tagged import tagged_noop, tagged_value
 from pykraft.net.apis import SERVED_APIS
+from pykraft.net.server import KafkaServer
 from pykraft.node.collector import freeze_from_now_on
 from pykraft.node.config import ConfigError, NodeConfig, load_config
 from pykraft.node.controller_host import ControllerHost
 from pykraft.node.driver import AppendLostError, NodeStartError, RaftNode
-from pykraft.node.reconfigure import ListenerTls, replace_tls
+from pykraft.node.reconfigure import ListenerLimits, ListenerTls, replace_tls
 from pykraft.protocol.apis import import_newest
 from pykraft.raft.config import NotLeaderError
 from pykraft.raft.roles import Leader
@@ -111,6 +112,16 @@ def _prepare(host: ControllerHost) -> None:
     gc.freeze()
 
 
+def _reconfigurable(config: NodeConfig, host: ControllerHost, server: KafkaServer) -> None:
+    """What changes without a restart (``node/reconfigure.py``): the listener's connection
+    quotas, and its TLS stores when it has TLS."""
+    name, props = server.listener_name, config.properties
+    host.watches.append(ListenerLimits(props, name, config.node_id, server.gate))
+    if server.security.server_ssl is not None:
+        tls = ListenerTls(props, name, config.node_id, lambda c: replace_tls(server, c))
+        host.watches.append(tls)
+
+
 async def serve(config: NodeConfig) -> int:
     node = RaftNode(config)
     try:
@@ -123,14 +134,6 @@ async def serve(config: NodeConfig) -> int:
         node, config.controller_config(), bootstrap=bootstrap, bootstrap_records=bootstrap_records
     )
     node.application = host
-    security = config.security
-    if security is not None and security.server_ssl is not None:
-        host.tls = ListenerTls(
-            config.properties,
-            security.listener_name,
-            config.node_id,
-            lambda c: replace_tls(node.server, c),
-        )
     _prepare(host)
     try:
         await node.start()
@@ -140,6 +143,7 @@ async def serve(config: NodeConfig) -> int:
     except OSError as e:
         log.error("cannot listen on %s: %s", config.controller_listener, e)
         return 1
+    _reconfigurable(config, host, node.server)
     # What the start built joins it, and what survives a long full collection later.
     freeze_from_now_on()
     loop = asyncio.get_running_loop()

@@ -13,12 +13,15 @@ issue 46.) The mutation quota and AlterClientQuotas read ``value``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from pykraft.metadata import records as r
 from pykraft.metadata.timeline import NOW, PinnedView, Timeline
 
 __all__ = ["ClientQuotas", "Entity", "entity_of"]
 
+IP: Final = "ip"
+IP_RATE: Final = "connection_creation_rate"
 Entity = tuple[tuple[str, str | None], ...]  # ((entity type, name or None = default), ...)
 
 
@@ -34,6 +37,9 @@ class ClientQuotas:
     def __init__(self, timeline: Timeline) -> None:
         self._tl = timeline
         self.by_entity: dict[Entity, dict[str, r.ClientQuotaRecord]] = {}
+        # Records replayed for an ``ip`` entity (KIP-612 connection rates): a listener's
+        # connection quotas are read again when this moves, without a walk otherwise.
+        self.ip_changes = 0
 
     def __len__(self) -> int:
         return sum(len(keys) for keys in self.by_entity.values())
@@ -41,6 +47,8 @@ class ClientQuotas:
     def replay(self, rec: r.ClientQuotaRecord) -> None:
         tl = self._tl
         entity = entity_of(rec)
+        if any(kind == IP for kind, _ in entity):
+            tl.assign(self, "ip_changes", self.ip_changes + 1)
         keys = self.by_entity.get(entity)
         if rec.remove:
             if keys is not None:
@@ -56,6 +64,14 @@ class ClientQuotas:
         keys = self.by_entity.get(entity)
         rec = None if keys is None else keys.get(key)
         return None if rec is None else float(rec.value)
+
+    def ip_rates(self) -> dict[str | None, float]:
+        """Each ``ip`` entity's connection_creation_rate (None: the default entity)."""
+        return {
+            entity[0][1]: float(keys[IP_RATE].value)
+            for entity, keys in self.by_entity.items()
+            if len(entity) == 1 and entity[0][0] == IP and IP_RATE in keys
+        }
 
     def records(self, view: PinnedView = NOW) -> Iterator[tuple[r.ClientQuotaRecord, int]]:
         # The order the image wrote when these were kept with the other kinds (by repr).
