@@ -2,6 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pykraft.cli.main import build_parser, main
 
 
@@ -150,3 +152,13 @@ def test_features_takes_the_bootstrap_option_after_its_command() -> None:
 
     args = build_parser().parse_args(["features", "describe", "--bootstrap-server", "b:9"])
     assert admin_client(args).bootstrap == [("b", 9)]
+
+
+def test_roll_says_what_its_options_take(capsys: pytest.CaptureFixture[str]) -> None:
+    """``pykraft roll``'s lists refused with what they take, before anything is asked."""
+    common = ["roll", "--bootstrap-controller", "h:1", "--restart-command", "true"]
+    assert main([*common, "--controllers", "1=nohost"]) == 1
+    assert main([*common, "--controllers", "1=h:9101", "--brokers", "a,b"]) == 1
+    err = capsys.readouterr().err
+    assert "--controllers takes ID=HOST:PORT entries, not '1=nohost'" in err, err
+    assert "--brokers takes broker ids" in err, err

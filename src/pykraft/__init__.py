@@ -5,6 +5,6 @@ Importing it first installs the compiled consensus core when a current build exi
 
 from pykraft import native as _native
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 _native.install()

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,21 +49,6 @@ def register(sub: Any) -> None:
     health.set_defaults(func=_health)
 
 
-def ask(endpoint: str, check: str, timeout_s: float) -> Answer:
-    """``/health/<check>`` of ``endpoint``: (status, answer); (None, {reason}) on no answer."""
-    url = f"http://{endpoint}/health/{check}"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as e:
-        try:
-            return e.code, json.loads(e.read())
-        except ValueError:
-            return e.code, {"reasons": [f"HTTP {e.code} without a health answer"]}
-    except (OSError, ValueError) as e:
-        return None, {"reasons": [f"no answer: {e}"]}
-
-
 def _word(answer: Answer) -> str:
     status = answer[0]
     return "no answer" if status is None else ("UP" if status == 200 else "DOWN")
@@ -85,6 +68,8 @@ def _health(args: argparse.Namespace) -> int:
     endpoints = [e.strip() for e in args.endpoints.split(",") if e.strip()]
     if not endpoints or any(":" not in e for e in endpoints):
         raise UsageError("--endpoints takes host:port[,host:port...] (the nodes' metrics.port)")
+    from pykraft.admin.roll import ask
+
     timeout_s = args.timeout_ms / 1000
     every = {e: {check: ask(e, check, timeout_s) for check in CHECKS} for e in endpoints}
     if args.json:

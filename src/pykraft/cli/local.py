@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pykraft.cli._common import command_group
 from pykraft.cli.local_hints import print_client_settings, print_examples, print_health
+from pykraft.cli.local_roll import register_roll
 from pykraft.interop.cluster import free_ports
 from pykraft.interop.secure import BROKER_LISTENER
 
@@ -69,13 +70,16 @@ def register(sub: Any) -> None:
         metavar="S",
         help="restart a controller or broker S seconds after it exits (default: on request)",
     )
+    up.add_argument("--build", type=Path, help="start the controllers from this pykraft tree")
     up.set_defaults(func=_up)
     restart = commands.add_parser(
         "restart", help="restart a controller or broker of a running `pykraft local up`"
     )
     restart.add_argument("id", type=int, help="a controller's node.id or a broker's (100, ...)")
     restart.add_argument("--dir", type=Path, default=Path("pykraft-local"), help="state directory")
+    restart.add_argument("--build", type=Path, help="a controller: start it from this pykraft tree")
     restart.set_defaults(func=_restart)
+    register_roll(commands)
 
 
 def _prepare(
@@ -252,14 +256,23 @@ async def _status(
     return "no leader"
 
 
-def _start_controller(directory: Path, node_id: int, config: Path) -> subprocess.Popen[bytes]:
-    """``pykraft server start`` in its own session, its output in ``controller-N.log``."""
+def _start_controller(
+    directory: Path, node_id: int, config: Path, build: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``pykraft server start`` in its own session, its output in ``controller-N.log``; from
+    the pykraft source tree ``build`` (its ``src/`` first on the path) when given."""
+    env = dict(os.environ)
+    if build is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(build / "src"), env.get("PYTHONPATH")])
+        )
     with (directory / f"controller-{node_id}.log").open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "pykraft.cli.main", "server", "start", str(config)],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches us only; we stop them in order
+            env=env,
         )
 
 
@@ -271,16 +284,17 @@ class Member:
     """One controller or broker process of the local cluster, which can die and be
     started again."""
 
-    def __init__(self, kind: str, node_id: int, start: Callable[[], Any], log: Path) -> None:
+    def __init__(self, kind: str, node_id: int, start: Callable[..., Any], log: Path) -> None:
         self.kind = kind
         self.node_id = node_id
         self._start = start
         self.log = log
         self.process: Any = None
         self.down_since: float | None = None
+        self.build: Path | None = None  # a controller's pykraft source tree (an upgrade)
 
     def start(self) -> None:
-        self.process = self._start()
+        self.process = self._start(self.build) if self.kind == "controller" else self._start()
         self.down_since = None
 
     @property
@@ -370,12 +384,13 @@ class Watch:
                 self._say(f"{m.name()} exited (code {m.exit_code()}; log {m.log}); {how}")
 
     def _restarts(self, requests: Path) -> None:
-        asked = set()
+        asked: dict[int, str] = {}  # node id -> the build asked for ("": the same)
         for request in requests.iterdir():
+            if not request.name.isdigit():
+                continue  # being written (``local restart`` renames it when complete)
             with contextlib.suppress(OSError):
+                asked[int(request.name)] = request.read_text().strip()
                 request.unlink()
-            if request.name.isdigit():
-                asked.add(int(request.name))
         now = time.monotonic()
         for m in self.members:
             due = (
@@ -385,11 +400,15 @@ class Watch:
             )
             if m.node_id not in asked and not due:
                 continue
+            if asked.get(m.node_id) and m.kind == "controller":
+                m.build = Path(asked[m.node_id])
             if m.alive:
                 self._say(f"restarting {m.name()} (SIGTERM)")
                 m.stop(STOP_TIMEOUT_S * 2)
             m.start()
             self._say(f"{m.name()} started again")
+            if m.node_id in asked:  # ``request_restart``'s caller may wait for this
+                (requests / f"{m.node_id}.started").touch()
 
     def _show(self) -> None:
         brokers_up = any(m.kind == "broker" and m.alive for m in self.members)
@@ -418,6 +437,27 @@ def _stop(members: list[Member]) -> int:
     return code
 
 
+def request_restart(directory: Path, node_id: int, build: Path | None) -> None:
+    """Ask the running ``local up`` to (re)start ``node_id`` (a controller from ``build``)."""
+    (directory / RESTART_DIR).mkdir(exist_ok=True)
+    (directory / RESTART_DIR / f"{node_id}.started").unlink(missing_ok=True)  # an older one
+    partial = directory / RESTART_DIR / f".{node_id}"
+    partial.write_text("" if build is None else str(build))
+    partial.rename(directory / RESTART_DIR / str(node_id))  # complete when it appears
+
+
+def restarted(directory: Path, node_id: int, timeout_s: float) -> bool:
+    """Wait until ``local up`` started ``node_id`` again after ``request_restart``."""
+    done = directory / RESTART_DIR / f"{node_id}.started"
+    deadline = time.monotonic() + timeout_s
+    while not done.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    done.unlink()
+    return True
+
+
 def _restart(args: argparse.Namespace) -> int:
     """``pykraft local restart ID``: ask the running ``local up`` to (re)start a member."""
     directory: Path = args.dir
@@ -441,8 +481,7 @@ def _restart(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    (directory / RESTART_DIR).mkdir(exist_ok=True)
-    (directory / RESTART_DIR / str(args.id)).touch()
+    request_restart(directory, args.id, None if args.build is None else args.build.resolve())
     print(
         f"restart of {args.id} requested (the running `pykraft local up` does it within a second)"
     )
@@ -524,6 +563,10 @@ def _up(args: argparse.Namespace) -> int:
             print(f"no Kafka brokers: {reason}; running the controllers alone", flush=True)
 
     members = _members(args.dir, controllers, broker_configs)
+    for m in members:
+        m.build = (
+            args.build.resolve() if args.build is not None and m.kind == "controller" else None
+        )
     ports = [port for _, port, _ in controllers]
     (args.dir / PID_FILE).write_text(f"{os.getpid()}\n")
     for m in members:

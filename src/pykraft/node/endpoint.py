@@ -10,7 +10,9 @@ empty scrape), never a hung probe. The facts come from the :class:`EndpointSite`
 driver): the core, the application, the clock. ``safe-to-restart`` needs the leader's view
 of the voters: the leader reads it off its own core; any other node asks the quorum for
 DescribeQuorum through its own controller listener (the admin client follows to the leader),
-with the listener's client security, off the loop.
+with the listener's client security, off the loop. ``/health/live`` names the process's
+``incarnation`` (a random id drawn at start), by which a rolling restart knows the node came
+back as a new process.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable
 from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Final, Protocol
@@ -57,6 +60,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 QUORUM_TIMEOUT_MS: Final = 5_000  # DescribeQuorum through the listener
+# This process's own id, in /health/live: a roller knows a restarted node by a new one (a
+# pid may repeat: a container's process is always 1).
+INCARNATION: Final = uuid.uuid4().hex
 
 
 class EndpointSite(Protocol):
@@ -246,7 +252,7 @@ class NodeEndpoint:
             call_on_loop(self._loop, lambda: None, LIVE_BOUND_S)
         except LoopTimeout:
             return Verdict(False, (f"the event loop did not answer within {LIVE_BOUND_S} s",))
-        return Verdict(True, (), {"node_id": self._site.node_id})
+        return Verdict(True, (), {"node_id": self._site.node_id, "incarnation": INCARNATION})
 
     def ready(self) -> Verdict:
         try:
