@@ -388,6 +388,13 @@ def test_controller_metrics(cluster: KafkaCluster) -> None:
         assert abs(now_ms - values[prefix + "lastappliedrecordtimestamp"]) < 30_000, values
         assert 0 <= values[prefix + "lastappliedrecordlagms"] < 30_000, values
         assert values[prefix + "eventqueueoperationstimedoutcount"] == 0
+        # The node-wide families (node/process_metrics.py): the metadata log as the raft
+        # metrics see it, the peers' channel busy in a quorum of three, connections open.
+        log_end = "kafka_log_log_logendoffset{partition=0,topic=__cluster_metadata}"
+        assert values[log_end] == values["kafka_server_raftmetrics_log_end_offset"]
+        assert values["kafka_server_raftchannelmetrics_request_total"] > 0
+        assert values["kafka_server_raftchannelmetrics_incoming_byte_total"] > 0
+        assert values["kafka_log_logflushstats_logflushrateandtimems_count_total"] > 0
     # The active controller ran the brokers' heartbeats and the periodic work as events.
     assert leader.scrape()[prefix + "eventqueueoperationsstartedcount"] > 0
     events = "kafka_controller_controllereventmanager_eventqueueprocessingtimems"

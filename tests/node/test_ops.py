@@ -255,7 +255,9 @@ def test_health_of_a_working_quorum(quorum: list[Proc]) -> None:
     voters keeps a caught-up majority; the answers say who leads and why."""
     leader, info = leader_of(quorum)
     for p in quorum:
-        assert p.health("live") == (200, {"status": "UP", "reasons": [], "node_id": p.node_id})
+        status, live = p.health("live")
+        assert status == 200 and live["status"] == "UP" and live["node_id"] == p.node_id, live
+        assert len(str(live["incarnation"])) == 32, live  # this process's id (a roll reads it)
         wait_for(lambda p=p: p.health("ready")[0] == 200, f"node {p.node_id} ready", 20)
         status, ready = p.health("ready")
         assert ready["leader_id"] == leader.node_id and ready["epoch"] == info.leader_epoch

@@ -27,6 +27,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -92,6 +93,7 @@ class Connection(asyncio.Protocol):
         self.renew_at_s: float | None = None  # KIP-368: when to stop using this connection
         self._close_when_idle = False
         self.peer_versions: dict[int, tuple[int, int]] = {}
+        self.stats: ChannelStats | None = None  # a peer channel's counts (raft-channel-metrics)
 
     @classmethod
     async def open(
@@ -216,6 +218,9 @@ class Connection(asyncio.Protocol):
         )
         self._waiting[correlation_id] = (on_answer, timer)
         transport.write(data)
+        if self.stats is not None:
+            self.stats.requests += 1
+            self.stats.bytes_out += len(data)
 
     async def request(
         self, message: RequestPayload, *, timeout_ms: int, server_wait_ms: int = 0
@@ -255,10 +260,14 @@ class Connection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
-        responses = self._responses
+        responses, stats = self._responses, self.stats
+        if stats is not None:
+            stats.bytes_in += len(data)
         try:
             responses.feed(data)
             while (response := responses.next_response()) is not None:
+                if stats is not None:
+                    stats.responses += 1
                 entry = self._waiting.pop(response.correlation_id, None)
                 if entry is not None:
                     entry[1].cancel()
@@ -325,6 +334,16 @@ def _call(on_answer: AnswerCallback, result: ResponsePayload | BaseException) ->
         log.exception("answer callback failed")
 
 
+@dataclass
+class ChannelStats:
+    """What a node's peer channels sent and received (Kafka's raft-channel-metrics)."""
+
+    requests: int = 0
+    responses: int = 0
+    bytes_out: int = 0
+    bytes_in: int = 0
+
+
 class PeerChannel:
     """The node's outbound channel to one peer address.
 
@@ -346,9 +365,11 @@ class PeerChannel:
         frame_max_bytes: int = FRAME_MAX_BYTES_DEFAULT,
         client_id: str = "pykraft-raft",
         security: ClientSecurity | None = None,
+        stats: ChannelStats | None = None,
     ) -> None:
         self.host = host
         self._security = security
+        self._stats = stats
         self.port = port
         self._listener_name = listener_name
         self._on_result = on_result
@@ -430,6 +451,7 @@ class PeerChannel:
                 frame_max_bytes=self._frame_max_bytes,
                 security=self._security,
             )
+            self._conn.stats = self._stats
         except sasl_client.SaslAuthenticationError as e:
             # Kafka's NetworkClient logs it at ERROR: the operator must fix a credential.
             self._backoff_ms = RECONNECT_BACKOFF_MAX_MS

@@ -101,9 +101,11 @@ class ConnectionGate:
         self.by_ip: collections.Counter[str] = collections.Counter()
         self.rate = Rate()  # the listener's accepted connections
         self.ip_rates: dict[str, Rate] = {}
-        self.held: collections.deque[tuple[asyncio.Transport, str, Callable[[], None]]] = (
+        # (transport, address, start, when it arrived) of each connection waiting
+        self.held: collections.deque[tuple[asyncio.Transport, str, Callable[[], None], float]] = (
             collections.deque()
         )
+        self.blocked_ns = 0  # how long held connections waited, in all (AcceptorBlockedPercent)
         self.rejected = 0  # closed for their address's count or rate
         self._timer: asyncio.TimerHandle | None = None
 
@@ -112,7 +114,7 @@ class ConnectionGate:
         admitted) or closed."""
         if self.held or self._hold_ms() is not None:
             transport.pause_reading()
-            self.held.append((transport, ip, start))
+            self.held.append((transport, ip, start, _now()))
             self._wake_later()
             return False
         return self._admit(transport, ip)
@@ -175,7 +177,8 @@ class ConnectionGate:
         """Admit held connections while the limits allow."""
         self._timer = None
         while self.held and self._hold_ms() is None:
-            transport, ip, start = self.held.popleft()
+            transport, ip, start, arrived = self.held.popleft()
+            self.blocked_ns += int((_now() - arrived) * 1e9)
             if transport.is_closing():
                 continue
             if self._admit(transport, ip):

@@ -87,11 +87,11 @@ from pykraft.node.loop_lag import LoopLag
 from pykraft.node.metrics import (
     RaftMetrics,
     Snapshot,
-    authentication_metrics,
     record_count,
     snapshot_of,
 )
 from pykraft.node.peers import Peers
+from pykraft.node.process_metrics import process_families
 from pykraft.node.registration import ControllerRegistrar
 from pykraft.node.storage import NodeStartError, new_core, open_storage
 from pykraft.protocol import (
@@ -486,9 +486,9 @@ class RaftNode:
             self.core, self.metrics, self.now_ms(), static_voters=bool(self.config.quorum_voters)
         )
         extra = list(self.application.metrics()) if self.application is not None else []
-        if self._server is not None:
-            extra += authentication_metrics(self._server.stats)
-        extra += self.loop_lag.metrics()
+        extra += process_families(
+            self._server, self._log, self._flusher, self.loop_lag, self._peers.stats
+        )
         return dataclasses.replace(snapshot, extra=tuple(extra))
 
     def _schedule_poll(self, deadline_ms: int) -> None:

@@ -9,6 +9,7 @@ import concurrent.futures
 import time
 from typing import Final
 
+from pykraft.node.performance import Reservoir
 from pykraft.storage import FileLog
 
 __all__ = ["FLUSH_AVERAGE_WEIGHT", "FLUSH_INLINE_MAX_MS", "Flusher"]
@@ -21,13 +22,14 @@ FLUSH_AVERAGE_WEIGHT: Final = 0.2  # of the latest flush in the moving average
 class Flusher:
     """Times every flush; ``in_thread`` says where the next one should run."""
 
-    __slots__ = ("_executor", "average_ms")
+    __slots__ = ("_executor", "average_ms", "times_ms")
 
     def __init__(self) -> None:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             1, thread_name_prefix="pykraft-fsync"
         )
         self.average_ms = 0.0  # moving average of flush durations
+        self.times_ms = Reservoir()  # every flush (Kafka's LogFlushRateAndTimeMs)
 
     @property
     def in_thread(self) -> bool:
@@ -41,6 +43,7 @@ class Flusher:
         log.flush()
         elapsed_ms = (time.perf_counter() - started) * 1000
         self.average_ms += (elapsed_ms - self.average_ms) * FLUSH_AVERAGE_WEIGHT
+        self.times_ms.note(elapsed_ms)
 
     def submit(self, loop: asyncio.AbstractEventLoop, log: FileLog) -> asyncio.Future[None]:
         """Flush ``log`` on the fsync thread; the caller must not touch it until done."""

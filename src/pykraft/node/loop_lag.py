@@ -91,6 +91,14 @@ class IdleRatio:
         self.window_s = window_s
         self.every_s = every_s
         self._samples: collections.deque[tuple[float, int]] = collections.deque()
+        self._first: tuple[float, int] | None = None  # the first sample (idle since then)
+
+    def idle_ns(self) -> int:
+        """The thread's time off a core since the first sample, to the last one."""
+        if self._first is None or not self._samples:
+            return 0
+        (t0, c0), (t1, c1) = self._first, self._samples[-1]
+        return max(0, int((t1 - t0) * 1e9) - (c1 - c0))
 
     def sample(self, at: float, cpu_ns: int) -> None:
         """Note the thread's CPU time at monotonic ``at`` (kept once per ``every_s``)."""
@@ -98,6 +106,8 @@ class IdleRatio:
         if samples and at - samples[-1][0] < self.every_s:
             return
         samples.append((at, cpu_ns))
+        if self._first is None:
+            self._first = (at, cpu_ns)
         while len(samples) > 2 and at - samples[1][0] >= self.window_s:
             samples.popleft()
 

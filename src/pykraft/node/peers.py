@@ -7,7 +7,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from pykraft.net.client import PeerChannel
+from pykraft.net.client import ChannelStats, PeerChannel
 from pykraft.node.config import NodeConfig
 from pykraft.protocol import FRAME_MAX_BYTES_DEFAULT
 from pykraft.raft.api import RaftApi
@@ -35,7 +35,7 @@ class Peers:
     """The node's outbound side. Invariant: ``_request_dst`` holds the core's id of every
     request handed to a channel whose result has not been reported yet."""
 
-    __slots__ = ("_channels", "_config", "_on_result", "_request_dst", "_static")
+    __slots__ = ("_channels", "_config", "_on_result", "_request_dst", "_static", "stats")
 
     def __init__(self, config: NodeConfig, on_result: PeerResult) -> None:
         self._config = config
@@ -48,6 +48,7 @@ class Peers:
         self._request_dst: dict[int, int] = {}  # core request id -> destination node id
         # static voters (kraft.version 0)
         self._static = {v.id: (v.host, v.port) for v in config.quorum_voters}
+        self.stats = ChannelStats()  # what every channel sent and received
 
     def voter_addresses(self, core: RaftApi | None) -> dict[int, Address]:
         """Each voter's address on the controller listener, from the voter set (falling back
@@ -116,6 +117,7 @@ class Peers:
                 # fetch_max_bytes plus at least one whole batch, as Kafka's client allows.
                 frame_max_bytes=max(FRAME_MAX_BYTES_DEFAULT, cfg.socket_request_max_bytes),
                 security=None if cfg.security is None else cfg.security.client,
+                stats=self.stats,
             )
             self._channels[(address, lane)] = channel
         self._request_dst[request_id] = dst
