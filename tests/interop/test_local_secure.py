@@ -73,6 +73,12 @@ def test_local_up_secure_serves_clients_with_the_printed_settings(
             "topics", "--list", "--bootstrap-controller", controllers, "--timeout-ms", "5000"
         )
         assert refused.returncode != 0
+        # A roll of the secure cluster reads the quorum over SASL_SSL as the admin (the file
+        # `local up` wrote), and refuses: its one voter is the whole majority.
+        rolled = _pykraft("local", "roll", "--dir", str(state), "--timeout-s", "30")
+        assert rolled.returncode == 1, rolled.stdout + rolled.stderr
+        assert "controller 1 is not safe to restart" in rolled.stderr, rolled.stderr
+        assert "0 caught-up voters" in rolled.stderr, rolled.stderr
         # The client properties hold a password: readable by their owner only.
         assert (state / "client.properties").stat().st_mode & 0o077 == 0
     finally:

@@ -13,7 +13,12 @@ if TYPE_CHECKING:
     from pykraft.interop.secure import SecureSetup
     from pykraft.net.security import ClientSecurity
 
-__all__ = ["print_client_settings", "print_examples", "print_health"]
+__all__ = [
+    "CONTROLLER_CLIENT_PROPERTIES",
+    "print_client_settings",
+    "print_examples",
+    "print_health",
+]
 
 
 def print_examples(bootstrap: str) -> None:
@@ -48,6 +53,9 @@ def print_health(controllers: list[tuple[int, int, Path]]) -> None:
         )
 
 
+CONTROLLER_CLIENT_PROPERTIES = "controller-client.properties"  # the admin's, on the controllers
+
+
 def print_client_settings(directory: Path, secure: SecureSetup | None) -> ClientSecurity | None:
     """On a secure cluster: the client settings printed (the files Kafka's tools take, the
     kafka-python arguments), and the controllers' client security for the status line."""
@@ -59,7 +67,7 @@ def print_client_settings(directory: Path, secure: SecureSetup | None) -> Client
     admin = secure.passwords["admin"]
     props = secure.client_properties(directory / "client.properties", "admin", admin)
     controller_props = secure.controller_client_properties(
-        directory / "controller-client.properties", "admin", admin
+        directory / CONTROLLER_CLIENT_PROPERTIES, "admin", admin
     )
     print(
         f"client properties (Kafka's tools: --command-config): {props}\n"

@@ -97,11 +97,20 @@ def _roll(args: argparse.Namespace) -> int:
     )
 
 
+def _members(directory: Path, kind: str) -> list[Path]:
+    """``<kind>-<id>.properties`` of ``local up`` (not ``controller-client.properties``)."""
+    found = directory.glob(f"{kind}-*.properties")
+    return sorted(p for p in found if p.stem.split("-", 1)[1].isdigit())
+
+
 def _local_roll(args: argparse.Namespace) -> int:
     from pykraft.admin import AdminClient
     from pykraft.admin.roll import Node, Roller
     from pykraft.cli.local import PID_FILE, SECURE_MARKER, request_restart, restarted
+    from pykraft.cli.local_hints import CONTROLLER_CLIENT_PROPERTIES
+    from pykraft.net.security import client_security
     from pykraft.node.config import load_config
+    from pykraft.storage.properties import load_properties
 
     directory: Path = args.dir
     if not (directory / PID_FILE).exists():
@@ -109,17 +118,16 @@ def _local_roll(args: argparse.Namespace) -> int:
             f"pykraft local roll: no `pykraft local up` is running on {directory}", file=sys.stderr
         )
         return 2
-    if (directory / SECURE_MARKER).exists():
-        print("pykraft local roll: a --secure local cluster is not supported yet", file=sys.stderr)
-        return 2
+    security = None
+    if (directory / SECURE_MARKER).exists():  # as the admin, with the file `local up` wrote
+        security = client_security(load_properties(directory / CONTROLLER_CLIENT_PROPERTIES))
     controllers, ports = [], []
-    for path in sorted(directory.glob("controller-*.properties")):
+    for path in _members(directory, "controller"):
         config = load_config(path)
         ports.append(config.controller_listener.port)
         controllers.append(Node("controller", config.node_id, f"127.0.0.1:{config.metrics_port}"))
     brokers = [
-        Node("broker", int(path.stem.split("-", 1)[1]))
-        for path in sorted(directory.glob("broker-*.properties"))
+        Node("broker", int(path.stem.split("-", 1)[1])) for path in _members(directory, "broker")
     ]
     build = None if args.to_build is None else args.to_build.resolve()
     if build is not None and not (build / "src" / "pykraft").is_dir():
@@ -134,6 +142,6 @@ def _local_roll(args: argparse.Namespace) -> int:
         return restarted(directory, node.node_id, args.timeout_s)
 
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
-    factory = lambda: AdminClient(bootstrap, timeout_ms=10_000)  # noqa: E731
+    factory = lambda: AdminClient(bootstrap, timeout_ms=10_000, security=security)  # noqa: E731
     state = directory / "roll-state.json"
     return _run(Roller(factory, controllers, brokers, restart, state, timeout_s=args.timeout_s))
