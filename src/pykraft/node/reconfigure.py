@@ -195,10 +195,12 @@ class ListenerLimits(CommittedWatch[tuple[tuple[tuple[str, str], ...], int]]):
         self.listener_name, self.node = listener_name, str(node_id)
         self.prefix = f"listener.name.{listener_name.lower()}."
         self.keys = (*LIMIT_KEYS, OVERRIDES_KEY, *(self.prefix + k for k in LIMIT_KEYS[:2]))
+        # The file's, once: read() runs after every sync.
+        self.static = {k: v for k, v in properties.items() if k in self.keys}
         self.applied = ((), -1)
 
     def read(self, image: Image) -> tuple[tuple[tuple[str, str], ...], int]:
-        merged = {k: v for k, v in self.properties.items() if k in self.keys}
+        merged = dict(self.static)
         for name in ("", self.node):  # the cluster's default, then this node's
             configs = image.configs.get((BROKER_RESOURCE, name)) or {}
             merged.update((k, v) for k, v in configs.items() if k in self.keys)
