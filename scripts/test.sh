@@ -65,6 +65,7 @@ in_background "kafka jars" ./scripts/kafka.sh fetch all
 echo "== ruff [${SECONDS}s]"; ruff check src tests bench
 echo "== mypy [${SECONDS}s]"; mypy
 echo "== generated codecs [${SECONDS}s]"; python -m pykraft.schema.generate --check
+python -m pykraft.protocol.view_gen --check
 echo "== docs/RULES.md [${SECONDS}s]"; python scripts/rules.py --check
 # The slowest tests are listed at the end (the CI budget is watched by them): in phase 2 every
 # test phase over two seconds, so the time can be summed per module.

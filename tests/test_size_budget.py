@@ -16,6 +16,7 @@ GENERATED = (
     "metadata/records/",
     "records/control_records/",
     "protocol/generated/",
+    "protocol/views/",
     "migration/rpc/",
 )
 MODULE_LINES = 600

@@ -34,6 +34,7 @@ from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.parts.acls import StandardAcl
 from pykraft.metadata.versions import IBP_4_4_IV1
+from pykraft.protocol import views
 
 __all__ = [
     "CLUSTER_NAME",
@@ -208,7 +209,9 @@ def _new_id(
             return acl_id
 
 
-def create_acls(image: Image, rng: RandomSource, request: Any) -> tuple[RecordList, Response]:
+def create_acls(
+    image: Image, rng: RandomSource, request: views.CreateAclsRequest
+) -> tuple[RecordList, Response]:
     """One result per creation, in order; an ACL already present (or repeated) is a success
     written once (Kafka 4.3.1)."""
     acls = image.acls
@@ -300,7 +303,7 @@ class AclFilter:
         return self.permission_type == Perm.ANY or self.permission_type == acl.permission_type
 
 
-def delete_acls(image: Image, request: Any) -> tuple[RecordList, Response]:
+def delete_acls(image: Image, request: views.DeleteAclsRequest) -> tuple[RecordList, Response]:
     """Per filter, every matching ACL is removed (one RemoveAccessControlEntryRecord each)
     and listed; at most MAX_RECORDS_PER_USER_OP removals per request."""
     records: RecordList = []
@@ -336,7 +339,7 @@ def delete_acls(image: Image, request: Any) -> tuple[RecordList, Response]:
     return records, {"throttle_time": 0, "filter_results": results}
 
 
-def describe_acls(image: Image, request: Any) -> Response:
+def describe_acls(image: Image, request: views.DescribeAclsRequest) -> Response:
     """The bindings a filter matches, grouped by resource pattern."""
     flt = AclFilter.of(request)
     groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}

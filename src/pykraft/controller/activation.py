@@ -13,7 +13,6 @@ record, and the migration state -- in one metadata transaction from 3.6-IV1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pykraft.controller import migration
 from pykraft.controller.config import ControllerConfig
@@ -21,6 +20,7 @@ from pykraft.controller.features import elr_safety_records
 from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
+from pykraft.metadata.serde import MetadataRecord
 from pykraft.metadata.versions import (
     ELR_VERSION,
     IBP_3_6_IV1,
@@ -36,7 +36,7 @@ def activation_records(
     config: ControllerConfig,
     *,
     bootstrap: dict[str, int] | None,
-    bootstrap_records: Sequence[Any] = (),
+    bootstrap_records: Sequence[MetadataRecord] = (),
 ) -> RecordList:
     """The records of an activation on ``image``; ``bootstrap``: the bootstrap checkpoint's
     feature levels, ``bootstrap_records`` its other records."""

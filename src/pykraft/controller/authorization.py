@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -30,6 +30,14 @@ from pykraft.controller.result import Response
 from pykraft.metadata.image import Image
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.controller_apis import authorized_items
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+# A decoded request (a frozen dataclass of its API's version), split item by item.
+_M = TypeVar("_M", bound="DataclassInstance")
+# The response entries refusing items, by response field (added by ``merge``).
+Refusals = dict[str, list[object]]
 
 __all__ = ["Caller", "cluster_operation", "merge", "split"]
 
@@ -108,22 +116,41 @@ def _config_check(resource_type: int, name: str, *, alter: bool) -> tuple[int, i
     return op, Res.CLUSTER, CLUSTER_NAME, ErrorCode.cluster_authorization_failed
 
 
-def _topic_allowed(api_key: int, item: Any, allowed: Allowed, image: Image) -> bool:
+class _Named(Protocol):
+    """A topic of CreateTopics, CreatePartitions or DeleteTopics v6+ (by name or id)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+
+class _Resource(Protocol):
+    """A resource of DescribeConfigs, AlterConfigs or IncrementalAlterConfigs."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+
+
+def _topic_allowed(api_key: int, item: object, allowed: Allowed, image: Image) -> bool:
+    # ``item`` is an entry of the request's topics (a plain name in DeleteTopics before v6).
     if api_key == ApiKey.CREATE_TOPICS:
+        created = str(cast(_Named, item).name)
         return allowed(Op.CREATE, Res.CLUSTER, CLUSTER_NAME) or allowed(
-            Op.CREATE, Res.TOPIC, item.name
+            Op.CREATE, Res.TOPIC, created
         )
     if api_key == ApiKey.DELETE_TOPICS:
-        name = item if isinstance(item, str) else item.name
+        name = item if isinstance(item, str) else cast(_Named, item).name
         if name is None:
-            topic = image.topics.get(item.topic_id)
+            topic_id = getattr(item, "topic_id", None)
+            topic = None if topic_id is None else image.topics.get(topic_id)
             if topic is None:
                 return True  # unknown id: the handler answers UNKNOWN_TOPIC_ID
             name = topic.name
         return allowed(Op.DELETE, Res.CLUSTER, CLUSTER_NAME) or (
             allowed(Op.DESCRIBE, Res.TOPIC, name) and allowed(Op.DELETE, Res.TOPIC, name)
         )
-    return allowed(Op.ALTER, Res.TOPIC, item.name)  # CreatePartitions
+    return allowed(Op.ALTER, Res.TOPIC, str(cast(_Named, item).name))  # CreatePartitions
 
 
 AUTHORIZATION_FAILED: Final = "Authorization failed."
@@ -132,24 +159,25 @@ CLUSTER_AUTHORIZATION_FAILED: Final = "Cluster authorization failed."
 
 
 def split(
-    api_key: int, version: int, request: Any, allowed: Allowed, image: Image
-) -> tuple[Any, dict[str, list[Any]]]:
+    api_key: int, version: int, request: _M, allowed: Allowed, image: Image
+) -> tuple[_M, Refusals]:
     """``request`` without the items the caller may not touch, and the response entries
     refusing those (by response field)."""
     items = authorized_items(api_key, version)
     if items is None:
         return request, {}
     field, response_field = items
-    kept: list[Any] = []
-    refused: list[Any] = []
+    kept: list[object] = []
+    refused: list[tuple[object, ErrorCode]] = []
     for item in getattr(request, field):
         if api_key in (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS):
             ok = _topic_allowed(api_key, item, allowed, image)
             code = ErrorCode.topic_authorization_failed
         else:
+            resource = cast(_Resource, item)
             op, res, name, code = _config_check(
-                int(item.resource_type),
-                str(item.resource_name),
+                int(resource.resource_type),
+                str(resource.resource_name),
                 alter=api_key != ApiKey.DESCRIBE_CONFIGS,
             )
             ok = allowed(op, res, name)
@@ -159,7 +187,7 @@ def split(
             refused.append((item, code))
     if not refused:
         return request, {}
-    entries: list[Any] = []
+    entries: list[object] = []
     for item, code in refused:
         one = dataclasses.replace(request, **{field: (item,)})
         message = AUTHORIZATION_FAILED if api_key == ApiKey.CREATE_TOPICS else None
@@ -167,7 +195,7 @@ def split(
     return dataclasses.replace(request, **{field: tuple(kept)}), {response_field: entries}
 
 
-def merge(response: Response, refused: dict[str, list[Any]]) -> Response:
+def merge(response: Response, refused: Refusals) -> Response:
     """The handler's response with the refused items' entries added."""
     for field, entries in refused.items():
         response[field] = [*response.get(field, ()), *entries]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Container, Iterator
-from typing import Any, Final
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
@@ -54,6 +54,7 @@ from pykraft.metadata.versions import (
     METADATA_VERSION,
     MINIMUM_METADATA_VERSION,
 )
+from pykraft.protocol import views
 
 __all__ = [
     "UncleanTopics",
@@ -237,7 +238,7 @@ def _check_feature(broker_id: int, name: str, finalized: int, low: int, high: in
 
 def _check_migration_mode(
     image: Image,
-    request: Any,
+    request: views.BrokerRegistrationRequest,
     broker_id: int,
     mv: int,
     zk_migration: bool,
@@ -286,7 +287,7 @@ def _check_log_dirs(image: Image, broker_id: int, log_dirs: tuple[uuid.UUID, ...
 
 
 def _registered_features(
-    image: Image, request: Any, broker_id: int, kraft_version: int
+    image: Image, request: views.BrokerRegistrationRequest, broker_id: int, kraft_version: int
 ) -> dict[str, tuple[int, int]]:
     """The broker's supported feature ranges. Every finalized feature (kraft.version from
     the quorum included) must be within them; a feature the broker does not list is 0..0;
@@ -310,7 +311,11 @@ def _registered_features(
 
 
 def _check_identity(
-    image: Image, sessions: BrokerSessions, request: Any, cluster_id: str, now_ms: int
+    image: Image,
+    sessions: BrokerSessions,
+    request: views.BrokerRegistrationRequest,
+    cluster_id: str,
+    now_ms: int,
 ) -> tuple[int, uuid.UUID, BrokerState | None]:
     """(broker id, incarnation id, its registration if any) of a BrokerRegistration that
     names this cluster, a valid id and an incarnation, and no other live incarnation holds
@@ -344,7 +349,7 @@ def _check_identity(
 def register_broker(
     image: Image,
     sessions: BrokerSessions,
-    request: Any,
+    request: views.BrokerRegistrationRequest,
     *,
     cluster_id: str,
     kraft_version: int,

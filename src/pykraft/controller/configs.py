@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -38,6 +38,7 @@ from pykraft.controller.topic_defaults import broker_default
 from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.metadata.records import ClearElrRecord, ConfigRecord
 from pykraft.metadata.versions import IBP_4_3_IV0
+from pykraft.protocol import views
 
 CORDONED_LOG_DIRS: Final = "cordoned.log.dirs"  # KIP-1066
 
@@ -197,7 +198,27 @@ REASSIGNMENT_CONFIGS: Final = {
 }
 
 
-def rname_of(resource: Any) -> str:
+class Resource(Protocol):
+    """A config resource of a request (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs;
+    CreateTopics describes a topic's as one)."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+
+
+class Described(Resource, Protocol):
+    """A resource of DescribeConfigs: the keys asked for (None: all)."""
+
+    @property
+    def configuration_keys(self) -> tuple[str, ...] | None: ...
+
+
+_R = TypeVar("_R", bound=Resource)
+
+
+def rname_of(resource: Resource) -> str:
     return str(resource.resource_name)
 
 
@@ -272,23 +293,18 @@ def _list_op(current: str | None, items: str, append: bool) -> str:
     return ",".join(i for i in have if i not in given)
 
 
-Changes = Callable[[Any, int, dict[str, str]], dict[str, str | None]]
+# (resource, its type, its current configs) -> key -> new value (None deletes).
+Changes = Callable[[_R, int, dict[str, str]], dict[str, str | None]]
 # (resource type, name, the configs the request alters: None deletes) -> raises ApiError
 # (alter.config.policy.class.name, controller/policies.py).
 PolicyCheck = Callable[[int, str, dict[str, str | None]], None]
-# incremental_alter_configs or alter_configs: (image, resources, validate_only, forwarded,
-# policy, the controller's settings) -> (records, per-resource results).
-Alter = Callable[
-    [Image, Iterable[Any], bool, bool, PolicyCheck | None, ControllerConfig],
-    tuple[RecordList, list[dict[str, Any]]],
-]
 
 
 def _alter(
     image: Image,
-    resources: Iterable[Any],
+    resources: Iterable[_R],
     validate_only: bool,
-    changes_of: Changes,
+    changes_of: Changes[_R],
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
     settings: ControllerConfig = DEFAULTS,
@@ -347,7 +363,9 @@ _LIST_CONFIGS: Final = {CLIENT_METRICS_RESOURCE: frozenset({"metrics", "match"})
 
 
 def _incremental_changes(
-    resource: Any, rtype: int, current: dict[str, str]
+    resource: views.incremental_alter_configs.AlterConfigsResource,
+    rtype: int,
+    current: dict[str, str],
 ) -> dict[str, str | None]:
     changes: dict[str, str | None] = {}
     for c in resource.configs:
@@ -383,7 +401,9 @@ def _incremental_changes(
     return changes
 
 
-def _replacing_changes(resource: Any, rtype: int, current: dict[str, str]) -> dict[str, str | None]:
+def _replacing_changes(
+    resource: views.alter_configs.AlterConfigsResource, rtype: int, current: dict[str, str]
+) -> dict[str, str | None]:
     wanted: dict[str, str | None] = {}
     for c in resource.configs:
         if rtype == TOPIC_RESOURCE:
@@ -400,7 +420,7 @@ def _replacing_changes(resource: Any, rtype: int, current: dict[str, str]) -> di
 
 def incremental_alter_configs(
     image: Image,
-    resources: Iterable[Any],
+    resources: Iterable[views.incremental_alter_configs.AlterConfigsResource],
     validate_only: bool,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
@@ -414,7 +434,7 @@ def incremental_alter_configs(
 
 def alter_configs(
     image: Image,
-    resources: Iterable[Any],
+    resources: Iterable[views.alter_configs.AlterConfigsResource],
     validate_only: bool,
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
@@ -531,7 +551,7 @@ def _with_defaults(
 
 
 def describe_configs(
-    image: Image, resources: Iterable[Any], settings: ControllerConfig = DEFAULTS
+    image: Image, resources: Iterable[Described], settings: ControllerConfig = DEFAULTS
 ) -> list[dict[str, Any]]:
     """DescribeConfigs results: a topic's or group's every config (set ones as TOPIC_CONFIG /
     GROUP_CONFIG; a topic's others from the broker configs they fall back to, on this

@@ -4,11 +4,11 @@ internal inputs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from pykraft.controller.authorization import Caller
 
-__all__ = ["INTERNAL_CALLER", "METADATA_TOPIC", "Context", "forwarded"]
+__all__ = ["INTERNAL_CALLER", "METADATA_TOPIC", "Context", "duration_ms", "forwarded"]
 
 
 METADATA_TOPIC: Final = "__cluster_metadata"
@@ -38,3 +38,16 @@ class Context:
 def forwarded(ctx: Context) -> bool:
     """The request came through a broker (an Envelope), or is internal."""
     return ctx.caller is None or ctx.caller.forwarded
+
+
+class _Duration(Protocol):
+    """A duration field as kio reads it (``i32Timedelta``, a ``timedelta``)."""
+
+    def total_seconds(self) -> float: ...
+
+
+def duration_ms(value: int | _Duration) -> int:
+    """Milliseconds of a duration field (kio gives ``timedelta``s; plain values are ms)."""
+    if isinstance(value, int):
+        return value
+    return int(value.total_seconds() * 1000)

@@ -38,6 +38,7 @@ from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import BrokerState, Image, PartitionState
 from pykraft.metadata.versions import IBP_3_7_IV2
+from pykraft.protocol import views
 
 __all__ = ["assign_replicas_to_dirs", "offline_dir_records"]
 
@@ -47,7 +48,7 @@ def _partition_error(code: int, index: int) -> dict[str, Any]:
 
 
 def assign_replicas_to_dirs(
-    image: Image, request: Any, unclean: Container[uuid.UUID]
+    image: Image, request: views.AssignReplicasToDirsRequest, unclean: Container[uuid.UUID]
 ) -> tuple[RecordList, dict[str, Any]]:
     """AssignReplicasToDirs v0: for each partition, the directory the broker put its
     replica in, as a PartitionChangeRecord (none when unchanged); a replica assigned to a
@@ -83,9 +84,9 @@ def assign_replicas_to_dirs(
         topics = []
         for topic in directory.topics:
             results = []
-            known = image.topics.get(topic.topic_id)
-            for index in topic.partitions:
-                index = int(index.partition_index)
+            known = None if topic.topic_id is None else image.topics.get(topic.topic_id)
+            for part in topic.partitions:
+                index = int(part.partition_index)
                 p = known.partitions.get(index) if known is not None else None
                 if known is None:
                     results.append(_partition_error(ErrorCode.unknown_topic_id, index))
@@ -94,7 +95,9 @@ def assign_replicas_to_dirs(
                 elif broker_id not in p.replicas:
                     results.append(_partition_error(ErrorCode.not_leader_or_follower, index))
                 else:
-                    records += _assign(image, broker, p, directory.id_, version, unclean)
+                    # kio reads Kafka's DirectoryId.UNASSIGNED (the zero UUID) as None.
+                    target = directory.id_ or uuid.UUID(int=0)
+                    records += _assign(image, broker, p, target, version, unclean)
                     results.append(_partition_error(ErrorCode.none, index))
             topics.append({"topic_id": topic.topic_id, "partitions": results})
         answer.append({"id_": directory.id_, "topics": topics})

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
+from pykraft.protocol import views
 from pykraft.protocol.apis import ApiKey, response_schema
 from pykraft.protocol.build import version_fields
 
@@ -48,15 +49,19 @@ def check_op_size(records: int) -> None:
 Items = dict[str, list[dict[str, Any]]]
 
 
-def _create_topics(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _create_topics(
+    request: views.CreateTopicsRequest, code: ErrorCode, message: str | None
+) -> Items:
     return {"topics": [topic_error(t.name, ApiError(code, message)) for t in request.topics]}
 
 
-def _delete_topics(request: Any, code: ErrorCode, message: str | None) -> Items:
-    if hasattr(request, "topics"):
-        items = [(t.name, t.topic_id) for t in request.topics]
+def _delete_topics(
+    request: views.DeleteTopicsRequest, code: ErrorCode, message: str | None
+) -> Items:
+    if hasattr(request, "topics"):  # v6+
+        items = [(t.name, t.topic_id) for t in getattr(request, "topics", ())]
     else:
-        items = [(n, None) for n in request.topic_names]
+        items = [(n, None) for n in getattr(request, "topic_names", ())]
     zero = uuid.UUID(int=0)
     return {
         "responses": [
@@ -66,7 +71,9 @@ def _delete_topics(request: Any, code: ErrorCode, message: str | None) -> Items:
     }
 
 
-def _create_partitions(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _create_partitions(
+    request: views.CreatePartitionsRequest, code: ErrorCode, message: str | None
+) -> Items:
     return {
         "results": [
             {"name": t.name, "error_code": code, "error_message": message} for t in request.topics
@@ -74,7 +81,13 @@ def _create_partitions(request: Any, code: ErrorCode, message: str | None) -> It
     }
 
 
-def _resources(request: Any, code: ErrorCode, message: str | None) -> list[dict[str, Any]]:
+def _resources(
+    request: views.AlterConfigsRequest
+    | views.IncrementalAlterConfigsRequest
+    | views.DescribeConfigsRequest,
+    code: ErrorCode,
+    message: str | None,
+) -> list[dict[str, Any]]:
     return [
         {
             "error_code": code,
@@ -86,19 +99,25 @@ def _resources(request: Any, code: ErrorCode, message: str | None) -> list[dict[
     ]
 
 
-def _alter_configs(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _alter_configs(
+    request: views.AlterConfigsRequest | views.IncrementalAlterConfigsRequest,
+    code: ErrorCode,
+    message: str | None,
+) -> Items:
     return {"responses": _resources(request, code, message)}
 
 
-def _describe_configs(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _describe_configs(
+    request: views.DescribeConfigsRequest, code: ErrorCode, message: str | None
+) -> Items:
     return {"results": [{**r_, "configs": ()} for r_ in _resources(request, code, message)]}
 
 
-def _create_acls(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _create_acls(request: views.CreateAclsRequest, code: ErrorCode, message: str | None) -> Items:
     return {"results": [{"error_code": code, "error_message": message} for _ in request.creations]}
 
 
-def _delete_acls(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _delete_acls(request: views.DeleteAclsRequest, code: ErrorCode, message: str | None) -> Items:
     return {
         "filter_results": [
             {"error_code": code, "error_message": message, "matching_acls": []}
@@ -107,14 +126,18 @@ def _delete_acls(request: Any, code: ErrorCode, message: str | None) -> Items:
     }
 
 
-def _alter_scram(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _alter_scram(
+    request: views.AlterUserScramCredentialsRequest, code: ErrorCode, message: str | None
+) -> Items:
     users = dict.fromkeys(
         [d.name for d in request.deletions] + [u.name for u in request.upsertions]
     )
     return {"results": [{"user": u, "error_code": code, "error_message": message} for u in users]}
 
 
-def _alter_quotas(request: Any, code: ErrorCode, message: str | None) -> Items:
+def _alter_quotas(
+    request: views.AlterClientQuotasRequest, code: ErrorCode, message: str | None
+) -> Items:
     return {
         "entries": [
             {
@@ -132,6 +155,8 @@ def _alter_quotas(request: Any, code: ErrorCode, message: str | None) -> Items:
 
 # The APIs without a top-level error code (and those whose items carry one too): the items
 # each refusal is set on, one builder per API.
+# (A builder's request is typed as its API's view; the table holds them all, so its request
+# parameter is the decoded message of the row's API, whichever that is.)
 ITEM_ERRORS: Final[dict[int, Callable[[Any, ErrorCode, str | None], Items]]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: _delete_topics,
@@ -147,7 +172,7 @@ ITEM_ERRORS: Final[dict[int, Callable[[Any, ErrorCode, str | None], Items]]] = {
 
 
 def error_fields(
-    api_key: int, version: int, request: Any, code: ErrorCode, message: str | None
+    api_key: int, version: int, request: object, code: ErrorCode, message: str | None
 ) -> dict[str, Any]:
     """The response fields refusing every item of ``request`` with ``code`` (Kafka's
     ``getErrorResponse``: APIs without a top-level error code carry it per item, which is

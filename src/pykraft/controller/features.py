@@ -22,6 +22,7 @@ from pykraft.metadata.versions import (
     metadata_changed_between,
     metadata_version,
 )
+from pykraft.protocol import views
 
 __all__ = [
     "MAX_METADATA_VERSION",
@@ -49,7 +50,7 @@ KRAFT_VERSION: Final = "kraft.version"
 def update_features(
     image: Image,
     version: int,
-    request: Any,
+    request: views.UpdateFeaturesRequest,
     node_id: int,
     controller_features: dict[int, dict[str, tuple[int, int]]],
     static_min_insync: int = 1,
@@ -104,7 +105,7 @@ def update_features(
     return records, response
 
 
-def _kraft_version_update(update: Any, current: int) -> None:
+def _kraft_version_update(update: views.update_features.FeatureUpdateKey, current: int) -> None:
     """kraft.version beside other features (``kafka-features upgrade --release-version``
     sends it with them): the quorum's level, which the node raised first when the request
     asked for more (``node/kraft_upgrade.py``, Kafka's ``upgradeKRaftVersion`` within the
@@ -235,7 +236,7 @@ def _check_metadata_version(current: int, level: int, upgrade_type: int) -> None
 def feature_update(
     image: Image,
     version: int,
-    update: Any,
+    update: views.update_features.FeatureUpdateKey,
     node_id: int,
     controller_features: dict[int, dict[str, tuple[int, int]]],
     proposed: dict[str, int] | None = None,
@@ -250,7 +251,7 @@ def feature_update(
     if version == 0:
         upgrade_type = SAFE_DOWNGRADE if getattr(update, "allow_downgrade", False) else UPGRADE
     else:
-        upgrade_type = int(update.upgrade_type)
+        upgrade_type = int(getattr(update, "upgrade_type", UPGRADE))  # v1+
     if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         raise _invalid(name, level, "The controller does not support the given upgrade type.")
     if name not in SUPPORTED_FEATURES:

@@ -13,7 +13,7 @@ The handlers are thin: the rules live in one module per concern (``brokers``, ``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -34,6 +34,7 @@ from pykraft.controller import configs as cfgs
 from pykraft.controller import heartbeats as hb
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
+from pykraft.controller.configs import PolicyCheck
 from pykraft.controller.context import INTERNAL_CALLER, METADATA_TOPIC, Context, forwarded
 from pykraft.controller.errors import CONTROLLER_ID_NOT_REGISTERED, ApiError
 from pykraft.controller.partitions import partition_version
@@ -44,7 +45,11 @@ from pykraft.controller.steps import Limits
 from pykraft.metadata import records as r
 from pykraft.metadata.image import BROKER_RESOURCE, Image
 from pykraft.metadata.versions import IBP_4_4_IV2
+from pykraft.protocol import views
 from pykraft.protocol.apis import ApiKey
+
+# A request of DelegationToken's renew or expire.
+_T = TypeVar("_T", views.RenewDelegationTokenRequest, views.ExpireDelegationTokenRequest)
 
 __all__ = ["HANDLERS", "ControllerView", "Handler"]
 
@@ -83,7 +88,7 @@ Handler = Callable[[ControllerView, int, Any, Context], Result[Response]]
 
 
 def broker_registration(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.BrokerRegistrationRequest, ctx: Context
 ) -> Result[Response]:
     try:
         records, epoch = b.register_broker(
@@ -104,7 +109,7 @@ def broker_registration(
 
 
 def broker_heartbeat(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.BrokerHeartbeatRequest, ctx: Context
 ) -> Result[Response]:
     broker = c.image.brokers.get(int(request.broker_id))
     register_offset = broker.register_offset if broker is not None else 0
@@ -146,7 +151,7 @@ def broker_heartbeat(
 
 
 def unregister_broker(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.UnregisterBrokerRequest, ctx: Context
 ) -> Result[Response]:
     try:
         records = b.unregister_broker(c.image, c.sessions, int(request.broker_id), c.unclean())
@@ -156,7 +161,7 @@ def unregister_broker(
 
 
 def unregister_controller(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.UnregisterControllerRequest, ctx: Context
 ) -> Result[Response]:
     """Kafka 4.4.0's UnregisterController (``ClusterControlManager.unregisterController``,
     after ``kafka-metadata-quorum remove-controller``): from 4.4-IV2; not the active
@@ -188,18 +193,22 @@ def unregister_controller(
 # Topics -------------------------------------------------------------------------------
 
 
-def create_topics(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def create_topics(
+    c: ControllerView, version: int, request: views.CreateTopicsRequest, ctx: Context
+) -> Result[Response]:
     return Result(
         *topic_requests.create_topics(c.image, c.config, c.rng, c.metadata_version, request)
     )
 
 
-def delete_topics(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def delete_topics(
+    c: ControllerView, version: int, request: views.DeleteTopicsRequest, ctx: Context
+) -> Result[Response]:
     return Result(*topic_requests.delete_topics(c.image, version, request))
 
 
 def create_partitions(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.CreatePartitionsRequest, ctx: Context
 ) -> Result[Response]:
     return Result(*topic_requests.create_partitions(c.image, c.rng, c.metadata_version, request))
 
@@ -208,7 +217,7 @@ def create_partitions(
 
 
 def alter_partition(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.AlterPartitionRequest, ctx: Context
 ) -> Result[Response]:
     return Result(
         *leadership.alter_partition(
@@ -221,7 +230,9 @@ def alter_partition(
     )
 
 
-def elect_leaders(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def elect_leaders(
+    c: ControllerView, version: int, request: views.ElectLeadersRequest, ctx: Context
+) -> Result[Response]:
     return Result(*leadership.elect_leaders(c.image, c.metadata_version, request))
 
 
@@ -229,7 +240,7 @@ def elect_leaders(c: ControllerView, version: int, request: Any, ctx: Context) -
 
 
 def allocate_producer_ids(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.AllocateProducerIdsRequest, ctx: Context
 ) -> Result[Response]:
     broker_id, epoch = int(request.broker_id), int(request.broker_epoch)
     try:
@@ -266,23 +277,30 @@ def allocate_producer_ids(
 
 
 def incremental_alter_configs(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.IncrementalAlterConfigsRequest, ctx: Context
 ) -> Result[Response]:
-    return _alter_with(c, cfgs.incremental_alter_configs, request, ctx)
+    altered = cfgs.incremental_alter_configs(
+        c.image, request.resources, request.validate_only, forwarded(ctx), _policy(c, ctx), c.config
+    )
+    return _altered(c, *altered)
 
 
-def alter_configs(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
-    return _alter_with(c, cfgs.alter_configs, request, ctx)
-
-
-def _alter_with(
-    c: ControllerView, alter: cfgs.Alter, request: Any, ctx: Context
+def alter_configs(
+    c: ControllerView, version: int, request: views.AlterConfigsRequest, ctx: Context
 ) -> Result[Response]:
+    altered = cfgs.alter_configs(
+        c.image, request.resources, request.validate_only, forwarded(ctx), _policy(c, ctx), c.config
+    )
+    return _altered(c, *altered)
+
+
+def _policy(c: ControllerView, ctx: Context) -> PolicyCheck | None:
+    """alter.config.policy.class.name, as the caller."""
     principal = None if ctx.caller is None else ctx.caller.principal
-    policy = alter_config_check(c.config.alter_config_policy, principal)
-    validate_only = bool(request.validate_only)
-    resources = request.resources
-    records, results = alter(c.image, resources, validate_only, forwarded(ctx), policy, c.config)
+    return alter_config_check(c.config.alter_config_policy, principal)
+
+
+def _altered(c: ControllerView, records: RecordList, results: list[Response]) -> Result[Response]:
     return Result(_unthrottle(c, records), {"throttle_time": 0, "responses": results})
 
 
@@ -302,7 +320,7 @@ def _unthrottle(c: ControllerView, records: RecordList) -> RecordList:
 
 
 def describe_configs(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.DescribeConfigsRequest, ctx: Context
 ) -> Result[Response]:
     return Result(
         [],
@@ -321,33 +339,43 @@ def _require_authorizer(c: ControllerView) -> None:
         raise ApiError(ErrorCode.security_disabled, "No Authorizer is configured.")
 
 
-def create_acls(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def create_acls(
+    c: ControllerView, version: int, request: views.CreateAclsRequest, ctx: Context
+) -> Result[Response]:
     _require_authorizer(c)
     return Result(*acls.create_acls(c.image, c.rng, request))
 
 
-def delete_acls(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def delete_acls(
+    c: ControllerView, version: int, request: views.DeleteAclsRequest, ctx: Context
+) -> Result[Response]:
     _require_authorizer(c)
     return Result(*acls.delete_acls(c.image, request))
 
 
-def describe_acls(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def describe_acls(
+    c: ControllerView, version: int, request: views.DescribeAclsRequest, ctx: Context
+) -> Result[Response]:
     if c.authorizer is None:
         raise ApiError(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
     return Result([], acls.describe_acls(c.image, request))
 
 
-def alter_scram(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def alter_scram(
+    c: ControllerView, version: int, request: views.AlterUserScramCredentialsRequest, ctx: Context
+) -> Result[Response]:
     return Result(*scram.alter_user_scram_credentials(c.image, c.metadata_version, request))
 
 
 def alter_client_quotas(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.AlterClientQuotasRequest, ctx: Context
 ) -> Result[Response]:
     return Result(*quotas.alter_client_quotas(c.image, request))
 
 
-def create_token(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def create_token(
+    c: ControllerView, version: int, request: views.CreateDelegationTokenRequest, ctx: Context
+) -> Result[Response]:
     caller = ctx.caller or INTERNAL_CALLER
 
     def allowed(op: int, res: int, name: str) -> bool:
@@ -367,16 +395,23 @@ def create_token(c: ControllerView, version: int, request: Any, ctx: Context) ->
     )
 
 
-def renew_token(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def renew_token(
+    c: ControllerView, version: int, request: views.RenewDelegationTokenRequest, ctx: Context
+) -> Result[Response]:
     return _token_change(c, tokens.renew_token, request, ctx)
 
 
-def expire_token(c: ControllerView, version: int, request: Any, ctx: Context) -> Result[Response]:
+def expire_token(
+    c: ControllerView, version: int, request: views.ExpireDelegationTokenRequest, ctx: Context
+) -> Result[Response]:
     return _token_change(c, tokens.expire_token, request, ctx)
 
 
 def _token_change(
-    c: ControllerView, change: tokens.Change, request: Any, ctx: Context
+    c: ControllerView,
+    change: tokens.Change[_T],
+    request: _T,
+    ctx: Context,
 ) -> Result[Response]:
     caller = ctx.caller or INTERNAL_CALLER
     version = c.metadata_version
@@ -387,7 +422,7 @@ def _token_change(
 
 
 def assign_replicas_to_dirs(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.AssignReplicasToDirsRequest, ctx: Context
 ) -> Result[Response]:
     return Result(*directories.assign_replicas_to_dirs(c.image, request, c.unclean()))
 
@@ -396,7 +431,7 @@ def assign_replicas_to_dirs(
 
 
 def update_features(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.UpdateFeaturesRequest, ctx: Context
 ) -> Result[Response]:
     return Result(
         *features.update_features(
@@ -415,7 +450,7 @@ def update_features(
 
 
 def alter_reassignments(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.AlterPartitionReassignmentsRequest, ctx: Context
 ) -> Result[Response]:
     unclean = c.unclean()
     records, responses = reassign.alter_reassignments(
@@ -434,7 +469,7 @@ def alter_reassignments(
 
 
 def list_reassignments(
-    c: ControllerView, version: int, request: Any, ctx: Context
+    c: ControllerView, version: int, request: views.ListPartitionReassignmentsRequest, ctx: Context
 ) -> Result[Response]:
     return Result(
         [],

@@ -26,7 +26,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Container
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from pykraft.controller.brokers import (
     check_broker_epoch,
@@ -41,6 +41,7 @@ from pykraft.controller.sessions import BrokerSessions
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER, BrokerState, Image
 from pykraft.metadata.versions import IBP_4_3_IV0
+from pykraft.protocol import views
 
 __all__ = [
     "CONTROLLED_SHUTDOWN",
@@ -80,7 +81,7 @@ def _current_state(broker: BrokerState) -> str:
 def heartbeat(
     image: Image,
     sessions: BrokerSessions,
-    request: Any,
+    request: views.BrokerHeartbeatRequest,
     *,
     register_offset: int,
     now_ms: int,
@@ -129,7 +130,9 @@ def heartbeat(
     )
 
 
-def _cordoned_records(image: Image, broker: BrokerState, request: Any) -> RecordList:
+def _cordoned_records(
+    image: Image, broker: BrokerState, request: views.BrokerHeartbeatRequest
+) -> RecordList:
     """KIP-1066 (4.3-IV0, heartbeat v2): the cordoned directories a heartbeat names, when
     they differ from the registration's, as BrokerRegistrationChangeRecord v3 (Kafka's
     ``handleDirectoriesCordoned``); a heartbeat without the field changes nothing."""

@@ -23,9 +23,10 @@ from pykraft.controller.partitions import (
     active,
     partition_version,
 )
-from pykraft.controller.result import RecordList
+from pykraft.controller.result import RecordList, Response
 from pykraft.metadata import records as r
-from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image
+from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image, PartitionState
+from pykraft.protocol import views
 
 __all__ = ["alter_partition", "elect_leaders"]
 
@@ -34,7 +35,7 @@ def alter_partition(
     image: Image,
     metadata_version: int,
     version: int,
-    request: Any,
+    request: views.AlterPartitionRequest,
     *,
     unsafe_elect_outside_isr: bool = False,
 ) -> tuple[RecordList, dict[str, Any]]:
@@ -50,8 +51,8 @@ def alter_partition(
     records: RecordList = []
     topics = []
     for topic in request.topics:
-        topic_state = image.topics.get(topic.topic_id)
-        partitions = []
+        topic_state = None if topic.topic_id is None else image.topics.get(topic.topic_id)
+        partitions: list[Response] = []
         for part in topic.partitions:
             index = int(part.partition_index)
             if topic_state is None:
@@ -91,8 +92,13 @@ def alter_partition(
 
 
 def _alter_one(
-    image: Image, broker_id: int, version: int, topic_id: uuid.UUID, part: Any, pversion: int
-) -> ApiError | tuple[r.PartitionChangeRecord | None, Any]:
+    image: Image,
+    broker_id: int,
+    version: int,
+    topic_id: uuid.UUID,
+    part: views.alter_partition.PartitionData,
+    pversion: int,
+) -> ApiError | tuple[r.PartitionChangeRecord | None, _After]:
     p = image.partition(topic_id, int(part.partition_index))
     if p is None:
         return ApiError(ErrorCode.unknown_topic_or_partition)
@@ -106,9 +112,10 @@ def _alter_one(
     if partition_epoch < p.partition_epoch:
         return ApiError(ErrorCode.invalid_update_version)
     if version >= 3:
-        members = [(int(m.broker_id), int(m.broker_epoch)) for m in part.new_isr_with_epochs]
+        with_epochs = getattr(part, "new_isr_with_epochs", ())  # v3+
+        members = [(int(m.broker_id), int(m.broker_epoch)) for m in with_epochs]
     else:
-        members = [(int(x), -1) for x in part.new_isr]
+        members = [(int(x), -1) for x in getattr(part, "new_isr", ())]  # up to v2
     new_isr = tuple(m for m, _ in members)
     recovery = int(part.leader_recovery_state)
     if not set(new_isr) <= set(p.replicas) or broker_id not in new_isr:
@@ -130,7 +137,7 @@ def _alter_one(
             return ApiError(ErrorCode.ineligible_replica)
     record = PartitionChangeBuilder(image, p, pversion).set_target_isr(new_isr).build()
     if record is not None and p.leader_recovery_state == RECOVERING and recovery == RECOVERED:
-        record = _replace(record, leader_recovery_state=RECOVERED)
+        record = dataclasses.replace(record, leader_recovery_state=RECOVERED)
     elif record is None and p.leader_recovery_state == RECOVERING and recovery == RECOVERED:
         record = r.PartitionChangeRecord(
             partition_id=p.partition_id, topic_id=p.topic_id, leader_recovery_state=RECOVERED
@@ -148,12 +155,12 @@ def _elect_outside_isr(
     if record.isr is not None:
         removed = [b for b in p.isr if b not in record.isr and active(image, b)]
         if removed:
-            record = _replace(record, leader=removed[0])
+            record = dataclasses.replace(record, leader=removed[0])
     return record, _after(p, record)
 
 
 def elect_leaders(
-    image: Image, metadata_version: int, request: Any
+    image: Image, metadata_version: int, request: views.ElectLeadersRequest
 ) -> tuple[RecordList, dict[str, Any]]:
     """ElectLeaders (KIP-460): preferred or unclean elections of the partitions named (all
     that need one when none is named); the records and the response."""
@@ -221,10 +228,6 @@ def _elect_one(
     return None
 
 
-def _replace(record: r.PartitionChangeRecord, **changes: Any) -> r.PartitionChangeRecord:
-    return dataclasses.replace(record, **changes)
-
-
 @dataclass(frozen=True, slots=True)
 class _After:
     leader: int
@@ -234,7 +237,7 @@ class _After:
     partition_epoch: int
 
 
-def _after(p: Any, record: r.PartitionChangeRecord | None) -> _After:
+def _after(p: PartitionState, record: r.PartitionChangeRecord | None) -> _After:
     """The partition as it will be once ``record`` is replayed."""
     if record is None:
         return _After(p.leader, p.leader_epoch, p.isr, p.leader_recovery_state, p.partition_epoch)

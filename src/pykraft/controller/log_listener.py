@@ -62,7 +62,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -82,6 +82,9 @@ from pykraft.records import (
     decode_values,
     iter_batches,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "LOAD_SLICE_RECORDS",
@@ -526,7 +529,7 @@ class MetaLogListener:
         return last
 
     def handle(
-        self, core: RaftApi, api_key: int, version: int, request: object, ctx: Context
+        self, core: RaftApi, api_key: int, version: int, request: DataclassInstance, ctx: Context
     ) -> Handled:
         """Run one request on the active controller (reads on any): records written, the
         response and the offset that must commit first. Raises ``ApiError`` for a request

@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Final, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +31,8 @@ from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.versions import IBP_3_4_IV0
 from pykraft.protocol.apis import ApiKey
+
+_E = TypeVar("_E")  # a batch's entry
 
 __all__ = [
     "MIGRATION",
@@ -166,11 +168,11 @@ def check_write(image: Image, api_key: int) -> None:
         )
 
 
-def coalesce(batches: Iterable[Sequence[tuple[Any, int]]], min_size: int) -> list[list[Any]]:
+def coalesce(batches: Iterable[Sequence[_E]], min_size: int) -> list[list[_E]]:
     """Kafka's BufferingBatchConsumer: batches joined until each holds ``min_size`` records
     (KAFKA-16007); the last may be smaller."""
-    out: list[list[Any]] = []
-    pending: list[Any] = []
+    out: list[list[_E]] = []
+    pending: list[_E] = []
     for batch in batches:
         pending.extend(batch)
         if len(pending) >= min_size:
@@ -182,7 +184,7 @@ def coalesce(batches: Iterable[Sequence[tuple[Any, int]]], min_size: int) -> lis
 
 
 def migration_records(
-    batches: Iterable[Sequence[tuple[Any, int]]], min_size: int = MIN_BATCH_SIZE
+    batches: Iterable[RecordList], min_size: int = MIN_BATCH_SIZE
 ) -> list[RecordList]:
     """The initial load as the log gets it: Begin("ZK Migration"), the metadata batches
     (coalesced), then ZkMigrationStateRecord(MIGRATION) and End in one last batch."""

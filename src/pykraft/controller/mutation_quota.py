@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, cast
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.metadata.image import Image
+from pykraft.protocol import views
 
 __all__ = ["THROTTLED", "MutationQuotas"]
 
@@ -86,18 +87,18 @@ class MutationQuotas:
         user: str,
         client_id: str,
         now_ms: int,
-        items: list[Any],
-        partitions: Callable[[Any], int],
+        items: list[object],
+        partitions: Callable[[object], int],
         strict: bool,
-    ) -> tuple[list[Any], list[Any], int]:
+    ) -> tuple[list[object], list[object], int]:
         """(admitted items, throttled items, throttle time ms) for one request."""
         found = self.rate(image, user, client_id)
         if found is None or found[1] <= 0:
             return items, [], 0
         entity, rate = found
         bucket = self._bucket(entity, rate, now_ms)
-        admitted: list[Any] = []
-        throttled: list[Any] = []
+        admitted: list[object] = []
+        throttled: list[object] = []
         for item in items:
             if strict and bucket.tokens < 0:
                 throttled.append(item)
@@ -108,28 +109,31 @@ class MutationQuotas:
         return admitted, throttled, throttle_ms
 
 
-def item_field(api_key: int, request: Any) -> str:
+def item_field(api_key: int, request: object) -> str:
     """The request's list of topics."""
     if api_key == 20 and not hasattr(request, "topics"):
         return "topic_names"
     return "topics"
 
 
-def partitions_of(api_key: int, image: Image, default_partitions: int) -> Callable[[Any], int]:
-    """How many partitions one topic of the request creates or deletes."""
+def partitions_of(api_key: int, image: Image, default_partitions: int) -> Callable[[object], int]:
+    """How many partitions one topic of the request creates or deletes (an entry of its
+    ``item_field``)."""
 
-    def created(t: Any) -> int:
+    def created(item: object) -> int:
+        t = cast(views.create_topics.CreatableTopic, item)
         if int(t.num_partitions) > 0:
             return int(t.num_partitions)
         return len(t.assignments) or default_partitions
 
-    def deleted(t: Any) -> int:
-        name = t if isinstance(t, str) else t.name
+    def deleted(t: object) -> int:
+        name = t if isinstance(t, str) else getattr(t, "name", None)  # a name before v6
         topic_id = image.topics_by_name.get(name) if name else getattr(t, "topic_id", None)
         topic = image.topics.get(topic_id) if topic_id is not None else None
         return 0 if topic is None else len(topic.partitions)
 
-    def added(t: Any) -> int:
+    def added(item: object) -> int:
+        t = cast(views.create_partitions.CreatePartitionsTopic, item)
         topic_id = image.topics_by_name.get(t.name)
         current = len(image.topics[topic_id].partitions) if topic_id in image.topics else 0
         return max(0, int(t.count) - current)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -43,7 +43,7 @@ from pykraft.controller import brokers as b
 from pykraft.controller.activation import activation_records
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
-from pykraft.controller.context import METADATA_TOPIC, Context
+from pykraft.controller.context import METADATA_TOPIC, Context, duration_ms
 from pykraft.controller.errors import ApiError, error_fields
 from pykraft.controller.features import SUPPORTED_FEATURES
 from pykraft.controller.handlers import HANDLERS
@@ -64,10 +64,16 @@ from pykraft.metadata.image import (
     TOPIC_RESOURCE,
     Image,
 )
+from pykraft.metadata.serde import MetadataRecord
 from pykraft.metadata.versions import (
     MINIMUM_METADATA_VERSION,
 )
 from pykraft.protocol.controller_apis import READ_APIS, STRICT_FROM
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_M = TypeVar("_M", bound="DataclassInstance")  # a decoded request
 
 __all__ = [
     "METADATA_TOPIC",
@@ -76,13 +82,6 @@ __all__ = [
     "QuorumController",
     "error_fields",
 ]
-
-
-def _ms(value: Any) -> int:
-    """Milliseconds of a duration field (kio gives ``timedelta``s, plain values are ints)."""
-    if hasattr(value, "total_seconds"):
-        return int(value.total_seconds() * 1000)
-    return int(value)
 
 
 class QuorumController:
@@ -115,7 +114,7 @@ class QuorumController:
 
     # -- the log ---------------------------------------------------------------------------
 
-    def replay(self, record: Any, version: int, offset: int, value: bytes | None = None) -> None:
+    def replay(self, record: object, version: int, offset: int, value: bytes | None = None) -> None:
         """A committed record (standby), or one this controller wrote (active); ``value``:
         its encoding, when the caller has it (``Image.replay``)."""
         self.image.replay(record, version, offset, value)
@@ -146,7 +145,7 @@ class QuorumController:
         self,
         now_ms: int,
         bootstrap: dict[str, int] | None,
-        bootstrap_records: Sequence[Any] = (),
+        bootstrap_records: Sequence[MetadataRecord] = (),
     ) -> RecordList:
         """Become the active controller; returns the activation records: an abort of a
         transaction left open, and on a log without metadata.version the bootstrap features
@@ -232,7 +231,7 @@ class QuorumController:
     # -- requests --------------------------------------------------------------------------
 
     def handle(
-        self, api_key: int, api_version: int, request: Any, ctx: Context
+        self, api_key: int, api_version: int, request: DataclassInstance, ctx: Context
     ) -> Result[Response]:
         """The records and response of one request; raises ApiError for a request refused
         as a whole (the host answers it with that error)."""
@@ -244,7 +243,7 @@ class QuorumController:
         if api_key not in READ_APIS:
             migration.check_write(self.image, api_key)
         topic_requests.check_deletion_enabled(self.config, api_key, api_version)
-        refused: dict[str, list[Any]] = {}
+        refused: authorization.Refusals = {}
         caller = ctx.caller
         if self.authorizer is not None and caller is not None:
             if not self.allowed(caller, authorization.cluster_operation(api_key)):
@@ -271,13 +270,13 @@ class QuorumController:
             authorization.merge(result.response, refused)
         if throttle_ms:
             result.response["throttle_time"] = max(
-                throttle_ms, _ms(result.response.get("throttle_time", 0))
+                throttle_ms, duration_ms(result.response.get("throttle_time", 0))
             )
         return result
 
     def _mutation_quota(
-        self, api_key: int, version: int, request: Any, caller: Caller, now_ms: int
-    ) -> tuple[Any, dict[str, list[Any]], int]:
+        self, api_key: int, version: int, request: _M, caller: Caller, now_ms: int
+    ) -> tuple[_M, authorization.Refusals, int]:
         """KIP-599 (mutation_quota.py): the request without the topics over the caller's
         ``controller_mutation_rate``, their refusals, and the throttle time."""
         field_name = mutation_quota.item_field(api_key, request)
@@ -293,7 +292,7 @@ class QuorumController:
         )
         if not throttled:
             return request, {}, throttle_ms
-        refusals: dict[str, list[Any]] = {}
+        refusals: authorization.Refusals = {}
         for item in throttled:
             one = dataclasses.replace(request, **{field_name: (item,)})
             fields = error_fields(

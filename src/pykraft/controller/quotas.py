@@ -21,6 +21,7 @@ from pykraft.controller.result import RecordList, Response
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.records.client_quota_record import EntityData
+from pykraft.protocol import views
 
 __all__ = ["alter_client_quotas", "quota_value"]
 
@@ -40,7 +41,7 @@ class _Invalid(Exception):
     pass
 
 
-def _entity(entry: Any) -> tuple[tuple[str, str | None], ...]:
+def _entity(entry: views.alter_client_quotas.EntryData) -> tuple[tuple[str, str | None], ...]:
     parts = tuple(
         sorted(
             ((str(e.entity_type), e.entity_name) for e in entry.entity),
@@ -74,7 +75,7 @@ def _entity(entry: Any) -> tuple[tuple[str, str | None], ...]:
     return parts
 
 
-def _check_op(keys: dict[str, str], op: Any) -> None:
+def _check_op(keys: dict[str, str], op: views.alter_client_quotas.OpData) -> None:
     key = str(op.key)
     kind = keys.get(key)
     if kind is None:
@@ -95,7 +96,9 @@ def quota_value(image: Image, entity: tuple[tuple[str, str | None], ...], key: s
     return image.client_quotas.value(entity, key)
 
 
-def alter_client_quotas(image: Image, request: Any) -> tuple[RecordList, Response]:
+def alter_client_quotas(
+    image: Image, request: views.AlterClientQuotasRequest
+) -> tuple[RecordList, Response]:
     records: RecordList = []
     results: list[dict[str, Any]] = []
     seen: set[tuple[tuple[str, str | None], ...]] = set()

@@ -46,6 +46,7 @@ from pykraft.controller.steps import (
     plan_batch,
 )
 from pykraft.metadata.image import NO_LEADER, Image, PartitionState
+from pykraft.protocol import views
 
 __all__ = ["alter_reassignments", "list_reassignments", "reassignment_records", "step_records"]
 
@@ -267,7 +268,7 @@ def _in_flight(image: Image) -> InFlight:
     return InFlight(len(image.moving), leaders, replicas)
 
 
-def _refused_topic(topic: Any) -> dict[str, Any]:
+def _refused_topic(topic: views.alter_partition_reassignments.ReassignableTopic) -> dict[str, Any]:
     """The answer for a topic this part of the node does not reassign (``skip``)."""
     message = f"{topic.name} is reassigned on its own (the controllers' voter set, KIP-642)"
     return {
@@ -284,7 +285,10 @@ def _refused_topic(topic: Any) -> dict[str, Any]:
 
 
 def _move(
-    image: Image, name: str, part: Any, allow_rf_change: bool
+    image: Image,
+    name: str,
+    part: views.alter_partition_reassignments.ReassignablePartition,
+    allow_rf_change: bool,
 ) -> tuple[PartitionState, tuple[int, ...] | None]:
     """The partition a request entry names and its target replicas (None: cancel), or the
     ApiError Kafka answers: an unknown partition, or a replication factor change the
@@ -309,7 +313,7 @@ def _move(
 
 def alter_reassignments(
     image: Image,
-    request: Any,
+    request: views.AlterPartitionReassignmentsRequest,
     version: int,
     *,
     unclean_of: Callable[[uuid.UUID], bool],
@@ -358,7 +362,9 @@ def alter_reassignments(
     return records, responses
 
 
-def list_reassignments(image: Image, request: Any) -> dict[str, Any]:
+def list_reassignments(
+    image: Image, request: views.ListPartitionReassignmentsRequest
+) -> dict[str, Any]:
     """ListPartitionReassignments (SPEC F4): every moving partition (topics null), or those of the
     named topics and partitions; anything unknown or not moving is left out. ``topics`` is
     KIP-455's list (v0+, with each final target in order from v1); ``current_batch`` (v1,

@@ -4,16 +4,17 @@ writes when a controller registers new or changed listeners and features, as Kaf
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
 
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.versions import IBP_3_7_IV0
+from pykraft.protocol import views
 
 __all__ = ["controller_record", "supported_features"]
 
 
-def supported_features(m: Any) -> dict[str, tuple[int, int]]:
+def supported_features(m: views.ControllerRegistrationRequest) -> dict[str, tuple[int, int]]:
     """A ControllerRegistration's feature ranges by name."""
     return {
         f.name: (int(f.min_supported_version), int(f.max_supported_version)) for f in m.features
@@ -21,7 +22,7 @@ def supported_features(m: Any) -> dict[str, tuple[int, int]]:
 
 
 def controller_record(
-    image: Image, metadata_version: int, m: Any
+    image: Image, metadata_version: int, m: views.ControllerRegistrationRequest
 ) -> r.RegisterControllerRecord | None:
     """The record of ControllerRegistration ``m``; None below 3.7-IV0 or when the image
     already holds this incarnation with the same endpoints and features."""
@@ -30,7 +31,8 @@ def controller_record(
     features = supported_features(m)
     record = r.RegisterControllerRecord(
         controller_id=int(m.controller_id),
-        incarnation_id=m.incarnation_id,
+        # kio reads the all-zero UUID as None; the record holds Kafka's zero UUID.
+        incarnation_id=m.incarnation_id or uuid.UUID(int=0),
         zk_migration_ready=bool(m.zk_migration_ready),
         end_points=tuple(
             r.register_controller_record.ControllerEndpoint(

@@ -16,7 +16,6 @@ RemoveUserScramCredentialRecords. All of one request's records commit together.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -25,12 +24,13 @@ from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, scram_keys
 from pykraft.metadata.versions import IBP_3_5_IV2
+from pykraft.protocol import views
 
 __all__ = ["MECHANISMS", "alter_user_scram_credentials", "scram_keys"]
 
 
 def alter_user_scram_credentials(
-    image: Image, metadata_version: int, request: Any
+    image: Image, metadata_version: int, request: views.AlterUserScramCredentialsRequest
 ) -> tuple[RecordList, Response]:
     entries = [(d.name, int(d.mechanism), None) for d in request.deletions] + [
         (u.name, int(u.mechanism), u) for u in request.upsertions
@@ -75,7 +75,12 @@ def alter_user_scram_credentials(
 
 
 def _check(
-    image: Image, metadata_version: int, times: int, name: str, mechanism: int, upsert: Any
+    image: Image,
+    metadata_version: int,
+    times: int,
+    name: str,
+    mechanism: int,
+    upsert: views.alter_user_scram_credentials.ScramCredentialUpsertion | None,
 ) -> tuple[int, str] | None:
     if metadata_version < IBP_3_5_IV2:
         return ErrorCode.unsupported_version, "The current metadata.version does not support SCRAM"

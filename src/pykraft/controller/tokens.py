@@ -24,17 +24,19 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.acls import Op, Res
 from pykraft.controller.authorization import Allowed, Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
+from pykraft.controller.context import duration_ms
 from pykraft.controller.result import RecordList, Response
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.versions import IBP_3_6_IV2
+from pykraft.protocol import views
 
 __all__ = [
     "create_token",
@@ -52,12 +54,6 @@ def token_hmac(secret: str, token_id: str) -> bytes:
 
 def tokens(image: Image) -> Iterator[r.DelegationTokenRecord]:
     return iter(image.tokens.by_id.values())
-
-
-def _ms(value: Any) -> int:
-    if hasattr(value, "total_seconds"):
-        return int(value.total_seconds() * 1000)
-    return int(value)
 
 
 def _gate(config: ControllerConfig, metadata_version: int, caller: Caller) -> ErrorCode | None:
@@ -98,7 +94,7 @@ def create_token(
     config: ControllerConfig,
     metadata_version: int,
     rng: RandomSource,
-    request: Any,
+    request: views.CreateDelegationTokenRequest,
     caller: Caller,
     now_ms: int,
     allowed: Allowed,
@@ -107,7 +103,8 @@ def create_token(
     if error is not None:
         return [], _create_error(error, caller)
     owner_name = getattr(request, "owner_principal_name", None) or ""
-    owner = f"{request.owner_principal_type}:{owner_name}" if owner_name else caller.principal
+    owner_type = getattr(request, "owner_principal_type", "User")  # v3+, with the name
+    owner = f"{owner_type}:{owner_name}" if owner_name else caller.principal
     if owner != caller.principal and not allowed(Op.CREATE_TOKENS, Res.USER, owner):
         return [], _create_error(ErrorCode.delegation_token_authorization_failed, caller)
     renewers = [f"{x.principal_type}:{x.principal_name}" for x in request.renewers]
@@ -115,7 +112,7 @@ def create_token(
         return [], _create_error(ErrorCode.invalid_principal_type, caller)
     token_id = base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode()
     token_id = token_id.rstrip("=")
-    requested = _ms(request.max_lifetime)
+    requested = duration_ms(request.max_lifetime)
     max_ms = now_ms + (
         min(config.delegation_token_max_lifetime_ms, requested)
         if requested > 0
@@ -155,22 +152,23 @@ def _find(
     token_hmac_bytes: bytes,
     caller: Caller,
     now_ms: int,
-) -> tuple[Any, ErrorCode | None]:
+) -> r.DelegationTokenRecord | ErrorCode:
+    """The token whose HMAC the request gives, or why it cannot be renewed or expired."""
     error = _gate(config, metadata_version, caller)
     if error is not None:
-        return None, error
+        return error
     secret = config.delegation_token_secret_key
     for rec in tokens(image):
         if hmac.compare_digest(token_hmac(secret, rec.token_id), token_hmac_bytes):
             if rec.max_timestamp < now_ms or rec.expiration_timestamp < now_ms:
-                return rec, ErrorCode.delegation_token_expired
+                return ErrorCode.delegation_token_expired
             if caller.principal != rec.owner and caller.principal not in rec.renewers:
-                return rec, ErrorCode.delegation_token_owner_mismatch
-            return rec, None
-    return None, ErrorCode.delegation_token_not_found
+                return ErrorCode.delegation_token_owner_mismatch
+            return rec
+    return ErrorCode.delegation_token_not_found
 
 
-def _rewritten(rec: Any, expiry_ms: int) -> r.DelegationTokenRecord:
+def _rewritten(rec: r.DelegationTokenRecord, expiry_ms: int) -> r.DelegationTokenRecord:
     return r.DelegationTokenRecord(
         owner=rec.owner,
         requester=rec.requester,
@@ -183,21 +181,22 @@ def _rewritten(rec: Any, expiry_ms: int) -> r.DelegationTokenRecord:
 
 
 # renew_token or expire_token: (image, config, metadata.version, request, caller, now_ms).
-Change = Callable[[Image, ControllerConfig, int, Any, Caller, int], tuple[RecordList, Response]]
+_T = TypeVar("_T", views.RenewDelegationTokenRequest, views.ExpireDelegationTokenRequest)
+Change = Callable[[Image, ControllerConfig, int, _T, Caller, int], tuple[RecordList, Response]]
 
 
 def renew_token(
     image: Image,
     config: ControllerConfig,
     metadata_version: int,
-    request: Any,
+    request: views.RenewDelegationTokenRequest,
     caller: Caller,
     now_ms: int,
 ) -> tuple[RecordList, Response]:
-    rec, error = _find(image, config, metadata_version, bytes(request.hmac), caller, now_ms)
-    if error is not None:
-        return [], {"error_code": error, "expiry_timestamp": -1, "throttle_time": 0}
-    period = _ms(request.renew_period)
+    rec = _find(image, config, metadata_version, bytes(request.hmac), caller, now_ms)
+    if isinstance(rec, ErrorCode):
+        return [], {"error_code": rec, "expiry_timestamp": -1, "throttle_time": 0}
+    period = duration_ms(request.renew_period)
     expiry_time = config.delegation_token_expiry_time_ms
     expiry_ms = min(
         rec.max_timestamp, now_ms + (min(expiry_time, period) if period > 0 else expiry_time)
@@ -213,14 +212,14 @@ def expire_token(
     image: Image,
     config: ControllerConfig,
     metadata_version: int,
-    request: Any,
+    request: views.ExpireDelegationTokenRequest,
     caller: Caller,
     now_ms: int,
 ) -> tuple[RecordList, Response]:
-    rec, error = _find(image, config, metadata_version, bytes(request.hmac), caller, now_ms)
-    period = _ms(request.expiry_time_period)
-    if error is not None:
-        return [], {"error_code": error, "expiry_timestamp": -1, "throttle_time": 0}
+    rec = _find(image, config, metadata_version, bytes(request.hmac), caller, now_ms)
+    period = duration_ms(request.expiry_time_period)
+    if isinstance(rec, ErrorCode):
+        return [], {"error_code": rec, "expiry_timestamp": -1, "throttle_time": 0}
     if period < 0:
         return [(r.RemoveDelegationTokenRecord(token_id=rec.token_id), 0)], {
             "error_code": ErrorCode.none,

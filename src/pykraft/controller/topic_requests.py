@@ -20,6 +20,7 @@ from pykraft.controller.policy_checks import check_create_topic
 from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import TOPIC_RESOURCE, Image
+from pykraft.protocol import views
 from pykraft.protocol.apis import ApiKey
 
 __all__ = ["create_partitions", "create_topics", "delete_topics"]
@@ -30,7 +31,7 @@ def create_topics(
     config: ControllerConfig,
     rng: RandomSource,
     metadata_version: int,
-    request: Any,
+    request: views.CreateTopicsRequest,
 ) -> tuple[RecordList, dict[str, Any]]:
     """CreateTopics: each topic planned against the image (duplicates refused), its configs
     described as Kafka answers them; no records with ValidateOnly."""
@@ -86,7 +87,9 @@ def create_topics(
     return records, {"throttle_time": 0, "topics": results}
 
 
-def _policy_metadata(topic: Any, plan: t.TopicPlan) -> CreateTopicRequestMetadata:
+def _policy_metadata(
+    topic: views.create_topics.CreatableTopic, plan: t.TopicPlan
+) -> CreateTopicRequestMetadata:
     """What create.topic.policy.class.name sees of a topic (Kafka's RequestMetadata): the
     partition count and replication factor it gets, or the manual assignment."""
     if topic.assignments:
@@ -109,13 +112,15 @@ def check_deletion_enabled(config: ControllerConfig, api_key: int, version: int)
     raise ApiError(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
 
 
-def delete_topics(image: Image, version: int, request: Any) -> tuple[RecordList, dict[str, Any]]:
+def delete_topics(
+    image: Image, version: int, request: views.DeleteTopicsRequest
+) -> tuple[RecordList, dict[str, Any]]:
     """DeleteTopics by name (v0-5) or by name or id (v6+, not both)."""
     wanted: list[tuple[str | None, uuid.UUID | None]] = []
     if version >= 6:
-        wanted = [(topic.name, topic.topic_id) for topic in request.topics]
+        wanted = [(topic.name, topic.topic_id) for topic in getattr(request, "topics", ())]
     else:
-        wanted = [(name, None) for name in request.topic_names]
+        wanted = [(name, None) for name in getattr(request, "topic_names", ())]
     records: RecordList = []
     results = []
     deleted: set[uuid.UUID] = set()
@@ -157,7 +162,7 @@ def delete_topics(image: Image, version: int, request: Any) -> tuple[RecordList,
 
 
 def create_partitions(
-    image: Image, rng: RandomSource, metadata_version: int, request: Any
+    image: Image, rng: RandomSource, metadata_version: int, request: views.CreatePartitionsRequest
 ) -> tuple[RecordList, dict[str, Any]]:
     """CreatePartitions: new partitions placed as Kafka places them, or as assigned."""
     validate_only = bool(request.validate_only)
@@ -191,7 +196,7 @@ def create_partitions(
     return records, {"throttle_time": 0, "results": results}
 
 
-def _records_of_topic(topic: Any, num_partitions: int) -> int:
+def _records_of_topic(topic: views.create_topics.CreatableTopic, num_partitions: int) -> int:
     """The records CreateTopics would write for ``topic`` (its TopicRecord, partitions and
     configs), counted before anything is planned (``check_op_size``)."""
     partitions = len(topic.assignments) or int(topic.num_partitions)
@@ -200,7 +205,7 @@ def _records_of_topic(topic: Any, num_partitions: int) -> int:
     return 1 + partitions + len(topic.configs)
 
 
-def _new_partitions_of(image: Image, topic: Any) -> int:
+def _new_partitions_of(image: Image, topic: views.create_partitions.CreatePartitionsTopic) -> int:
     """The partitions CreatePartitions would add to ``topic`` (0 for an unknown topic)."""
     topic_id = image.topics_by_name.get(topic.name)
     if topic_id is None:
