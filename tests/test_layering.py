@@ -314,7 +314,7 @@ def test_the_module_checks_see_a_break() -> None:
 
 # The node's helpers see the controller host through a narrow protocol of what they use
 # (``EnvelopeSite``, ``MigrationSite``, ``SnapshotNode``, ``MigrationFigures``,
-# ``AppendHost``), never the whole ``ControllerHost`` or ``RaftNode``: not even under
+# ``AppendHost``, ``RouterHost``), never the whole ``ControllerHost`` or ``RaftNode``: not even under
 # TYPE_CHECKING.
 NARROW_NODE_MODULES = (
     "envelope",
@@ -324,6 +324,7 @@ NARROW_NODE_MODULES = (
     "snapshot_emitter",
     "kraft_upgrade",
     "appender",
+    "outbound",
 )
 
 
@@ -334,5 +335,19 @@ def test_node_helpers_see_the_host_through_narrow_protocols() -> None:
             & {"pykraft.node.controller_host", "pykraft.node.driver"}
         )
         for name in NARROW_NODE_MODULES
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}
+
+
+# The simulator's plug-ins see the simulation through a protocol of what they use
+# (``BrokerSite``, ``OperationsSite``, ``NemesisSite``, ``RecoverySite``; mypy checks that
+# ``Simulation`` satisfies each where it builds them), never the whole ``Simulation``.
+NARROW_SIM_MODULES = ("brokers", "operations", "nemesis", "recovery")
+
+
+def test_simulator_plugins_see_the_simulation_through_narrow_protocols() -> None:
+    reaching = {
+        name: sorted(imported_modules(ROOT / "sim" / f"{name}.py") & {"pykraft.sim.simulator"})
+        for name in NARROW_SIM_MODULES
     }
     assert {name: found for name, found in reaching.items() if found} == {}

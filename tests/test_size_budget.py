@@ -23,9 +23,7 @@ MODULE_LINES = 600
 FUNCTION_LINES = 60
 
 # Over the budget, to be split (issue 45); the ceilings are their sizes when listed.
-MODULES_OVER: dict[str, int] = {
-    "node/driver.py": 682,
-}
+MODULES_OVER: dict[str, int] = {}
 FUNCTIONS_OVER: dict[str, int] = {
     # The simulator's hot loop: one frame per event, the node's ``after`` inlined, on purpose
     # (a call per event costs the sweep its breadth, issue 49).

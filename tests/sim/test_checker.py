@@ -147,7 +147,7 @@ def test_no_progress_after_heal_is_a_liveness_violation() -> None:
     """Keep every link blocked during the heal phase: nothing can commit."""
 
     def hook(sim: Simulation, index: int) -> None:
-        if sim.healing:
+        if sim.recovery.healing:
             for row in sim.network.blocked:
                 row[:] = [1] * len(row)
 

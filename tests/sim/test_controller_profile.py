@@ -33,7 +33,7 @@ def test_healed_cluster_ends_balanced_by_the_periodic_election_alone() -> None:
     sim = Simulation(SimConfig.make(2, "controller", events=4_000))
     result = sim.run()
     assert result.violation is None, result.summary()
-    assert sim.moves_settled_ms is not None  # imbalanced when the moves settled
+    assert sim.recovery.moves_settled_ms is not None  # imbalanced when the moves settled
     leader = sim.leader()
     assert leader is not None and leader.controller is not None
     image = leader.controller.image

@@ -26,12 +26,7 @@ The network edges (``pykraft.net``) call in and out synchronously: requests and 
 responses are stepped from the socket's ``data_received``, answers written inside ``_pump``;
 nothing waits for a turn of the loop's ready queue (a commit crosses the edges four times).
 
-Where the flush runs (``flush.py``). A fast fsync runs inline: handing it to a thread costs
-two thread switches and, on a busy process, waits for the GIL on both sides (0.1-0.8 ms each
-measured on a loaded 2-core machine, more than the fsync). Inputs arriving meanwhile wait in
-the socket buffers and are stepped after it: group commit. Slow flushes (a moving average
-over ``FLUSH_INLINE_MAX_MS``) go to the ``pykraft-fsync`` thread, so that the loop keeps
-accepting connections and answering DescribeQuorum and scrapes while the disk works. While
+Where the flush runs is ``flush.py``'s (inline while fast, on a thread while slow). While
 a thread flush runs the core is *frozen*: every input (request, response, timer, append) is
 queued in ``_deferred`` and stepped when the flush completes, and ``ready()`` is not called,
 so the log is never written while being flushed (FileLog is not thread-safe, and
@@ -62,7 +57,6 @@ from collections.abc import Callable, Sequence
 from kio.static.protocol import ResponsePayload
 
 from pykraft.net.answer import Answer
-from pykraft.net.convert import RejectedRequest
 from pykraft.net.security import Session
 from pykraft.net.server import KafkaServer
 from pykraft.node.appender import Appender
@@ -70,27 +64,22 @@ from pykraft.node.appends import AppendLostError
 from pykraft.node.application import Application
 from pykraft.node.config import NodeConfig
 from pykraft.node.endpoint import HealthSource, NodeEndpoint, open_endpoint
-from pykraft.node.events import VoterSetLog, log_transition
+from pykraft.node.events import VoterSetLog, log_ready, log_started, log_transition
 from pykraft.node.flush import Flusher
 from pykraft.node.inbound import (
     SERVED_APIS,
-    PendingAnswers,
     answer_at_once,
     api_versions_response,
-    decode_for_core,
     refusal,
-    source_of,
-    wall_clock,
 )
 from pykraft.node.log_retention import PeriodicClean
 from pykraft.node.loop_lag import LoopLag
 from pykraft.node.metrics import (
     RaftMetrics,
     Snapshot,
-    record_count,
     snapshot_of,
 )
-from pykraft.node.peers import Peers
+from pykraft.node.outbound import Router
 from pykraft.node.process_metrics import process_families
 from pykraft.node.registration import ControllerRegistrar
 from pykraft.node.storage import NodeStartError, new_core, open_storage
@@ -100,18 +89,11 @@ from pykraft.protocol import (
 from pykraft.raft.api import RaftApi
 from pykraft.raft.interfaces import Ready, SnapshotWriter
 from pykraft.raft.messages import (
-    AnyRequest,
-    AnyResponse,
-    DescribeQuorumResponse,
-    FetchResponse,
-    Inbound,
     Outbound,
-    RequestFailed,
-    is_request,
 )
 from pykraft.raft.roles import Role
 from pykraft.raft.snapshots import RaftSnapshotWriter
-from pykraft.raft.types import Endpoint, OffsetAndEpoch
+from pykraft.raft.types import OffsetAndEpoch
 from pykraft.storage import (
     FileLog,
     StorageError,
@@ -141,8 +123,7 @@ class RaftNode:
         self.core: RaftApi | None = None
         self._log: FileLog | None = None
         self._server: KafkaServer | None = None
-        self._peers = Peers(config, self._on_peer_result)
-        self._inbound = PendingAnswers()  # requests stepped into the core, by our ids
+        self._router = Router(config, self)  # peer channels, inbound requests (outbound.py)
         self._timer: asyncio.Handle | None = None  # uvloop: a Handle when already due
         self._timer_ms = 0  # when it fires, in now_ms()
         self._appender: Appender | None = None  # the application's appends, once started
@@ -163,7 +144,6 @@ class RaftNode:
         self.directory_id: uuid.UUID | None = None
         self.listener = config.controller_listener
         self._registrar: ControllerRegistrar | None = None
-        self._static_voters_ignored = False  # logged once, when kraft.version >= 1
         # What runs on the log (pykraft.node.application): the metadata controller in
         # ``pykraft server``; None for a bare quorum (benchmarks, embedders).
         self.application: Application | None = None
@@ -189,11 +169,12 @@ class RaftNode:
         """Open storage, build the core, start listening. Raises NodeStartError."""
         self._loop = asyncio.get_running_loop()
         self._appender = Appender(self, self._loop, self.config.quorum_append_linger_ms)
+        self._router.start(self._loop)
         cfg = self.config
         storage = open_storage(cfg)
         self.cluster_id = storage.cluster_id
         self.directory_id = storage.directory_id
-        log_ = self._log = storage.log
+        self._log = storage.log
         app = self.application  # SCRAM credentials come from its image
         if app is not None:
             self.served_apis = SERVED_APIS.with_apis(*app.api_rows())
@@ -228,18 +209,7 @@ class RaftNode:
         if cfg.metrics_port is not None:
             health = HealthSource(cfg, lambda: self.core, self.now_ms, self.application)
             self._metrics_server = open_endpoint(self._loop, cfg, self.metrics_snapshot, health)
-        log.info(
-            "node started node.id=%d directory.id=%s cluster.id=%s listener=%s:%d role=%s "
-            "epoch=%d log_end_offset=%d",
-            cfg.node_id,
-            self.directory_id,
-            self.cluster_id,
-            self.listener.host,
-            self.port,
-            core.role,
-            core.epoch,
-            log_.end_offset,
-        )
+        log_started(cfg.node_id, self.directory_id, self.cluster_id, self.listener, self.port, core)
         if self.application is not None:
             self.application.started()
         self._pump()
@@ -268,7 +238,7 @@ class RaftNode:
             self.application.stopped()
         if self._server is not None:
             await self._server.close()
-        await self._peers.close()
+        await self._router.close()
         if self._registrar is not None:
             await self._registrar.close()
         if self._metrics_server is not None:
@@ -443,8 +413,7 @@ class RaftNode:
         """Ready's steps after the flush (``messages`` were sent before it)."""
         for message in ready.messages_after_flush:
             self._send(message)
-        if ready.snapshot_loaded is not None:
-            log.info("snapshot loaded snapshot_id=%s", ready.snapshot_loaded)
+        log_ready(ready)
         if ready.high_watermark is not None:
             if self._appender is not None:
                 self._appender.committed(ready.high_watermark)
@@ -452,22 +421,10 @@ class RaftNode:
                 self.on_commit(ready.high_watermark)
         if ready.leader_change is not None:
             change = ready.leader_change
-            log.info("leader change leader=%d epoch=%d", change.leader_id, change.epoch)
             if self._registrar is not None:
                 self._registrar.leader_changed(change.leader_id, change.epoch, self.leader_address)
-        for done in ready.completed:
-            log.info("operation done op=%s error=%s", done.operation, done.error.name)
         assert self.core is not None
-        self._voter_log.update(self.config.node_id, self.core)
-        ignored = bool(self.config.quorum_voters) and self.core.kraft_version >= 1
-        if ignored and not self._static_voters_ignored:
-            self._static_voters_ignored = True
-            log.warning(
-                "controller.quorum.voters is ignored: kraft.version is %d, the voter set comes "
-                "from the metadata log; it is safe to remove the setting "
-                "(ignored-static-voters=1)",
-                self.core.kraft_version,
-            )
+        self._voter_log.update(self.config.node_id, self.core, bool(self.config.quorum_voters))
         self._schedule_poll(ready.next_deadline_ms)
         if self.application is not None:
             self.application.after_ready(ready)
@@ -487,7 +444,7 @@ class RaftNode:
         )
         extra = list(self.application.metrics()) if self.application is not None else []
         extra += process_families(
-            self._server, self._log, self._flusher, self.loop_lag, self._peers.stats
+            self._server, self._log, self._flusher, self.loop_lag, self._router.peers.stats
         )
         return dataclasses.replace(snapshot, extra=tuple(extra))
 
@@ -509,49 +466,17 @@ class RaftNode:
             self.metrics.on_role(self.now_ms(), new.name, new.name in ("leader", "follower"))
         log_transition(self.config.node_id, old, new)
 
-    # -- outbound -------------------------------------------------------------------------
+    # -- outbound and inbound (outbound.py) ---------------------------------------------------
 
     def _send(self, message: Outbound) -> None:
-        body = message.body
-        if is_request(body):
-            self._send_request(message.dst, message.request_id, body, message.endpoint)
-            return
-        if isinstance(body, DescribeQuorumResponse):  # replica timestamps as wall clock (D11)
-            body = wall_clock(body, self.now_ms(), int(time.time() * 1000))
-        self._inbound.answer(message.request_id, body)
-
-    def _send_request(
-        self, dst: int, request_id: int, body: AnyRequest, endpoint: Endpoint | None
-    ) -> None:
-        core = self.core
-        assert core is not None and self._loop is not None
-        address = self._peers.address_of(core, dst, endpoint, lambda: self.port)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("request %d to %d at %s: %s", request_id, dst, address, body)
-        self._peers.send(self._loop, address, dst, request_id, body)
-
-    def _on_peer_result(self, request_id: int, response: AnyResponse | None, dst: int) -> None:
-        core = self.core
-        if core is None or self._stopping:
-            return
-        if isinstance(response, FetchResponse) and response.records and self.metrics:
-            self.metrics.on_fetch(self.now_ms(), record_count(response.records))
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("answer %d from %d: %s", request_id, dst, response)
-        if response is None:
-            self._input(lambda: core.step(RequestFailed(dst, request_id), self.now_ms()))
-        else:
-            self._input(lambda: core.step(Inbound(dst, request_id, response), self.now_ms()))
-
-    # -- inbound --------------------------------------------------------------------------
+        self._router.send(message)
 
     def voter_addresses(self) -> dict[int, tuple[str, int]]:
-        """Each voter's address on the controller listener, from the voter set (falling back
-        to ``controller.quorum.voters``)."""
-        return self._peers.voter_addresses(self.core)
+        """Each voter's address on the controller listener (``Router.voter_addresses``)."""
+        return self._router.voter_addresses(self.core)
 
     def leader_address(self) -> tuple[str, int] | None:
-        return self._peers.leader_address(self.core, lambda: self.port)
+        return self._router.leader_address(self.core)
 
     def handle_request(self, request: DecodedRequest, session: Session) -> Answer:
         """A request from the listener (or an Envelope's inner request): answered here, or
@@ -574,16 +499,7 @@ class RaftNode:
         if refused is not None or core is None:
             assert refused is not None
             return Answer(refused)
-        try:
-            body = decode_for_core(request, self.config.node_id)
-        except RejectedRequest as e:
-            return Answer(e.response)
-        assert self._loop is not None
-        rid, answer = self._inbound.add(
-            self._loop, request, session.listener_name, body, core.config.voter_change_timeout_ms
-        )
-        self._input(lambda: core.step(Inbound(source_of(body), rid, body), self.now_ms()))
-        return answer
+        return self._router.step_in(core, request, session, self.config.node_id)
 
     # -- the embedding application's API (A3) -----------------------------------------------
 

@@ -126,7 +126,11 @@ def _view_module(key: ApiKey, versions: tuple[int, int]) -> str:
     for cls in classes:
         top = module.merge(cls)
     lines = [_HEADER.format(what=f"{key.name}'s request, v{versions[0]}-v{versions[1]}"), ""]
-    lines += ["from __future__ import annotations", "", "from typing import TYPE_CHECKING, Protocol"]
+    lines += [
+        "from __future__ import annotations",
+        "",
+        "from typing import TYPE_CHECKING, Protocol",
+    ]
     lines.append("")
     for name, source in sorted(module.imports.items(), key=lambda i: (i[1], i[0])):
         lines.append(f"from {source} import {name}")
@@ -176,9 +180,18 @@ def generate_views() -> dict[Path, str]:
         module_name = key.name.lower()
         files[TARGET / f"{module_name}.py"] = _view_module(key, versions)
         names.append((module_name, _class_ref(request_schema(key, versions[1]))[1]))
-    lines = [_HEADER.format(what="the controller's requests"), "", "from __future__ import annotations", ""]
+    lines = [
+        _HEADER.format(what="the controller's requests"),
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
     lines += [f"from pykraft.protocol.views.{m} import {n}" for m, n in names]
-    lines += ["", f"__all__ = [{', '.join(repr(n) for _, n in sorted(names, key=lambda x: x[1]))}]", ""]
+    lines += [
+        "",
+        f"__all__ = [{', '.join(repr(n) for _, n in sorted(names, key=lambda x: x[1]))}]",
+        "",
+    ]
     files[TARGET / "__init__.py"] = "\n".join(lines)
     return files
 

@@ -40,6 +40,7 @@ from pykraft.sim.controller import CLUSTER_ID
 if TYPE_CHECKING:
     from pykraft.sim.network import Network
     from pykraft.sim.node import SimNode
+    from pykraft.sim.recovery import Recovery
 
 __all__ = ["BrokerSite", "SimBrokers"]
 
@@ -52,7 +53,7 @@ class BrokerSite(Protocol):
     by_id: list[SimNode | None]
     network: Network
     now_ms: int
-    healing: bool
+    recovery: Recovery
 
     def leader(self) -> SimNode | None: ...
 
@@ -105,6 +106,10 @@ class SimBrokers:
 
     # -- events --------------------------------------------------------------------------
 
+    @property
+    def _healing(self) -> bool:
+        return self.sim.recovery.healing
+
     def start(self) -> None:
         self.sim.push_broker_event(TICK_MS, ("tick",))
         self.sim.push_broker_event(ADMIN_INTERVAL_MS, ("admin",))
@@ -116,7 +121,7 @@ class SimBrokers:
                 self._tick(b)
             self.sim.push_broker_event(TICK_MS, ("tick",))
         elif kind == "admin":
-            if not self.sim.healing:
+            if not self._healing:
                 self._admin()
             self.sim.push_broker_event(ADMIN_INTERVAL_MS, ("admin",))
         elif kind == "deliver":
@@ -153,7 +158,7 @@ class SimBrokers:
             return
         if b.outstanding and now - b.sent_at_ms > REQUEST_TIMEOUT_MS:
             b.outstanding = 0  # given up; retried below
-        if not self.sim.healing:
+        if not self._healing:
             if rng.random() < CRASH_PER_TICK:
                 self._count("broker_crash")
                 self._down(b)
@@ -202,7 +207,7 @@ class SimBrokers:
                 },
             )
             return
-        if not b.shutting_down and (self.sim.healing or rng.random() < ISR_CHANGE_PER_TICK):
+        if not b.shutting_down and (self._healing or rng.random() < ISR_CHANGE_PER_TICK):
             self._isr_change(b)
 
     def pending_moves(self) -> list[str]:
@@ -235,7 +240,7 @@ class SimBrokers:
         live = {
             x.broker_id for x in self.brokers if x.state == "registered" and not x.shutting_down
         }
-        if self.sim.healing:
+        if self._healing:
             # Healing: followers catch up at once (only joins, no falls), so that moves end.
             led = [p for p in led if any(r not in p.isr and r in live for r in p.replicas)]
         if not led:

@@ -29,15 +29,30 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pykraft.raft.voters import VoterSet
-from pykraft.sim.operations import known_voter_sets, upgrade_done
+from pykraft.sim.operations import OperationsSite, known_voter_sets, upgrade_done
 from pykraft.sim.profiles import FaultProfile
 
 if TYPE_CHECKING:
+    from pykraft.sim.network import Network
     from pykraft.sim.node import SimNode
-    from pykraft.sim.simulator import Simulation
+    from pykraft.sim.operations import Operations
+
+
+class NemesisSite(OperationsSite, Protocol):
+    """What the nemesis uses of the simulation (``Simulation``): what the operations use,
+    and the network, the operations, node crashes and the heal schedule."""
+
+    network: Network
+    operations: Operations
+
+    def schedule_heal(self, at_ms: int, fault_id: int) -> None: ...
+
+    def count_fault(self, kind: str) -> None: ...
+
+    def crash_node(self, node: SimNode) -> None: ...
 
 
 @dataclass(slots=True)
@@ -55,7 +70,7 @@ class Nemesis:
 
     __slots__ = ("_kinds", "_rng", "_sim", "_total_weight", "active", "next_fault_id", "profile")
 
-    def __init__(self, sim: Simulation, profile: FaultProfile, rng: random.Random) -> None:
+    def __init__(self, sim: NemesisSite, profile: FaultProfile, rng: random.Random) -> None:
         self._sim = sim
         self.profile = profile
         self._rng = rng

@@ -44,7 +44,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pykraft.raft.config import NotLeaderError, RaftConfig
 from pykraft.raft.interfaces import OperationResult
@@ -57,8 +57,31 @@ from pykraft.sim.history import InvariantViolation
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
     from pykraft.sim.config import SimConfig
+    from pykraft.sim.invariants import InvariantChecker
     from pykraft.sim.node import SimNode
-    from pykraft.sim.simulator import Simulation
+
+
+class OperationsSite(Protocol):
+    """What the membership operations use of the simulation (``Simulation``): the clock, the
+    nodes and the voter sets, the checker's committed voter sets, the leader, node restarts
+    and the trace."""
+
+    nodes: list[SimNode]
+    voter_set: VoterSet
+    kraft_version: int
+    config: SimConfig
+    checker: InvariantChecker
+    now_ms: int
+
+    def leader(self) -> SimNode | None: ...
+
+    def after(self, node: SimNode) -> None: ...
+
+    def trace_event(self, node: int | None, kind: str, **details: object) -> None: ...
+
+    def shutdown_node(self, node: SimNode) -> None: ...
+
+    def restart_node(self, node: SimNode) -> None: ...
 
 
 def reassignment_bound_ms(config: SimConfig, nodes: int) -> int:
@@ -77,12 +100,12 @@ def voter_info(node: SimNode) -> VoterInfo:
     return VoterInfo(node.key, (node_endpoint(node),), 0, 1)
 
 
-def lost_keys(sim: Simulation, voters: VoterSet) -> int:
+def lost_keys(sim: OperationsSite, voters: VoterSet) -> int:
     """Voters whose replica key no node holds any more (lost with a wiped disk)."""
     return sum(1 for k in voters.keys if sim.nodes[k.id - 1].key != k)
 
 
-def current_voters(sim: Simulation) -> VoterSet:
+def current_voters(sim: OperationsSite) -> VoterSet:
     """The voter set as the live leader of the highest epoch sees it (the latest one,
     committed or not); without a live leader, the latest a live node of the highest epoch
     knows of (an empty, unknown set never counts)."""
@@ -97,7 +120,7 @@ def current_voters(sim: Simulation) -> VoterSet:
     return sim.voter_set if best is None else best[2]
 
 
-def known_voter_sets(sim: Simulation) -> list[VoterSet]:
+def known_voter_sets(sim: OperationsSite) -> list[VoterSet]:
     """Every distinct voter set a live node holds (and the initial one under kraft.version
     0); the nemesis stops a voter only if every one of them can spare it."""
     sets: list[VoterSet] = [sim.voter_set] if sim.kraft_version == 0 else []
@@ -108,7 +131,7 @@ def known_voter_sets(sim: Simulation) -> list[VoterSet]:
     return sets or [sim.voter_set]
 
 
-def upgrade_done(sim: Simulation) -> bool:
+def upgrade_done(sim: OperationsSite) -> bool:
     """No kraft.version upgrade is still to come (the profile has none, or it committed)."""
     if sim.kraft_version == 1 or sim.config.profile.upgrade_weight == 0:
         return True
@@ -121,7 +144,7 @@ class Operations:
 
     __slots__ = ("_sim", "counts", "origin")
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: OperationsSite) -> None:
         self._sim = sim
         self.origin: tuple[ReplicaKey, ...] | None = None
         self.counts: Counter[str] = Counter()
@@ -253,7 +276,7 @@ class FinalReassignment:
 
     __slots__ = ("_rng", "_sim", "bound_ms", "next_submit_ms", "started_ms", "target")
 
-    def __init__(self, sim: Simulation, rng: random.Random) -> None:
+    def __init__(self, sim: OperationsSite, rng: random.Random) -> None:
         self._sim = sim
         self._rng = rng
         self.target: dict[int, SimNode] | None = None

@@ -36,8 +36,8 @@ Theory of operation.
   set, the heal phase goes on with one more reassignment whose target voters are all up,
   which must complete within its own bound (``operations.FinalReassignment``). In the
   controller profile every partition reassignment must then reach its target and every
-  partition be led by its first replica again (``recovery.heal_bound_ms`` adds both bounds;
-  what did not happen when the phase ends is its violation, ``recovery.unrecovered``).
+  partition be led by its first replica again (``Recovery.bound_ms`` adds both bounds;
+  what did not happen when the phase ends is its violation, ``Recovery.unrecovered``).
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ from pykraft.sim.operations import (
     current_voters,
     node_endpoint,
 )
+from pykraft.sim.recovery import Recovery
 from pykraft.sim.stats import RunStats
 from pykraft.sim.trace import TraceWriter, describe_message
 
@@ -124,7 +125,7 @@ class Simulation:
         self._seq = 0
         self.now_ms = 0
         self.event_index = 0
-        self.healing = False
+        self.recovery = Recovery(self)  # the heal phase (recovery.py)
         # Transport: transport id -> (requester id, requester incarnation, core request id,
         # destination id); expiry order in ``_expiry`` (FIFO: constant timeout).
         self._outstanding: dict[int, tuple[int, int, int, int]] = {}
@@ -132,8 +133,6 @@ class Simulation:
         self._next_tid = 1
         self._fingerprint = 0
         self._recent: deque[tuple[int, int, int, int, Any]] = deque(maxlen=config.last_events)
-        self.heal_started_ms = 0  # simulated time the heal phase began
-        self.moves_settled_ms: int | None = None  # controller profile: moves done, unbalanced
         self.result = SimResult(
             seed=config.seed,
             profile=config.profile.name,
@@ -360,9 +359,9 @@ class Simulation:
             if self.brokers is not None:
                 self.brokers.start()
             self._loop(config.events, until_ms=None)
-            recovery.heal(self)
-            self._loop(HEAL_PHASE_EVENTS_MAX, until_ms=self.now_ms + recovery.heal_bound_ms(self))
-            recovery.unrecovered(self)
+            self.recovery.heal()
+            self._loop(HEAL_PHASE_EVENTS_MAX, until_ms=self.now_ms + self.recovery.bound_ms())
+            self.recovery.unrecovered()
             self.checker.audit()
             self.trace_event(None, "phase", phase="end")
         except InvariantViolation as v:
@@ -481,7 +480,7 @@ class Simulation:
                     self.checker.invalidate()  # a test's hook may change anything
                 if audit_every and self.event_index % audit_every == 0:
                     self.checker.audit()
-                if self.healing and recovery.recovered(self):
+                if self.recovery.healing and self.recovery.recovered():
                     return
         finally:
             self._fingerprint = fingerprint
@@ -492,7 +491,7 @@ class Simulation:
             self._append()
             self._push(self.now_ms + self._next_append_ms(), EV_APPEND, 0, None)
         elif kind == EV_NEMESIS:
-            if not self.healing:
+            if not self.recovery.healing:
                 self.nemesis.strike()
                 self._push(self.now_ms + self.nemesis.next_interval_ms(), EV_NEMESIS, 0, None)
         elif kind == EV_BROKER:
@@ -544,7 +543,7 @@ class Simulation:
         except NotLeaderError:
             return
         self.result.appends += 1
-        if self.healing:
+        if self.recovery.healing:
             self.stats.post_heal_appends[last_offset] = core.epoch
         self.trace_event(
             node.id, "append", epoch=core.epoch, last_offset=last_offset, records=count
