@@ -23,13 +23,13 @@ import ipaddress
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.config import RandomSource
 from pykraft.controller.errors import MAX_RECORDS_PER_USER_OP
-from pykraft.controller.result import RecordList, Response
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.parts.acls import StandardAcl
@@ -98,8 +98,10 @@ _IMPLIED_BY: Final = {
 }
 
 
-def _fields(acl: StandardAcl) -> dict[str, Any]:
+def _matching(acl: StandardAcl) -> views.delete_acls_response.DeleteAclsMatchingAcl:
     return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
         "resource_type": acl.resource_type,
         "resource_name": acl.resource_name,
         "pattern_type": acl.pattern_type,
@@ -211,14 +213,14 @@ def _new_id(
 
 def create_acls(
     image: Image, rng: RandomSource, request: views.CreateAclsRequest
-) -> tuple[RecordList, Response]:
+) -> tuple[RecordList, views.CreateAclsResponse]:
     """One result per creation, in order; an ACL already present (or repeated) is a success
     written once (Kafka 4.3.1)."""
     acls = image.acls
     added: set[StandardAcl] = set()
     used: set[uuid.UUID] = set()
     records: RecordList = []
-    results: list[dict[str, Any]] = []
+    results: list[views.create_acls_response.AclCreationResult] = []
     for creation in request.creations:
         binding = StandardAcl(
             int(creation.resource_type),
@@ -252,7 +254,7 @@ class AclFilter:
     permission_type: int
 
     @classmethod
-    def of(cls, f: Any) -> AclFilter:
+    def of(cls, f: views.delete_acls.DeleteAclsFilter | views.DescribeAclsRequest) -> AclFilter:
         """From a DeleteAcls filter or a DescribeAcls request (the same ``*_filter`` fields)."""
         return cls(
             int(f.resource_type_filter),
@@ -303,12 +305,14 @@ class AclFilter:
         return self.permission_type == Perm.ANY or self.permission_type == acl.permission_type
 
 
-def delete_acls(image: Image, request: views.DeleteAclsRequest) -> tuple[RecordList, Response]:
+def delete_acls(
+    image: Image, request: views.DeleteAclsRequest
+) -> tuple[RecordList, views.DeleteAclsResponse]:
     """Per filter, every matching ACL is removed (one RemoveAccessControlEntryRecord each)
     and listed; at most MAX_RECORDS_PER_USER_OP removals per request."""
     records: RecordList = []
     removed: set[uuid.UUID] = set()
-    results: list[dict[str, Any]] = []
+    results: list[views.delete_acls_response.DeleteAclsFilterResult] = []
     for f in request.filters:
         flt = AclFilter.of(f)
         matching = [(i, acl) for i, acl in flt.candidates(image) if flt.matches(acl)]
@@ -330,19 +334,16 @@ def delete_acls(image: Image, request: views.DeleteAclsRequest) -> tuple[RecordL
             {
                 "error_code": ErrorCode.none,
                 "error_message": None,
-                "matching_acls": [
-                    {"error_code": ErrorCode.none, "error_message": None, **_fields(acl)}
-                    for _, acl in matching
-                ],
+                "matching_acls": [_matching(acl) for _, acl in matching],
             }
         )
     return records, {"throttle_time": 0, "filter_results": results}
 
 
-def describe_acls(image: Image, request: views.DescribeAclsRequest) -> Response:
+def describe_acls(image: Image, request: views.DescribeAclsRequest) -> views.DescribeAclsResponse:
     """The bindings a filter matches, grouped by resource pattern."""
     flt = AclFilter.of(request)
-    groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[int, str, int], list[views.describe_acls_response.AclDescription]] = {}
     for _, acl in sorted(flt.candidates(image), key=lambda item: str(item[0])):
         if flt.matches(acl):
             groups.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(

@@ -4,7 +4,7 @@ that name topics or config resources, the operation it needs on each item.
 
 Theory of operation. :func:`cluster_operation` gives the top-level check: a caller without
 it gets CLUSTER_AUTHORIZATION_FAILED for the whole request (per item where the response has
-no top-level code; ``errors.error_fields``), and nothing is written. :func:`split` sorts the
+no top-level code; ``errors.item_errors``), and nothing is written. :func:`split` sorts the
 items of CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 IncrementalAlterConfigs and DescribeConfigs into those the caller may touch (left in the
 request, for the handler) and those it may not (answered here with Kafka's per-item code:
@@ -18,14 +18,14 @@ the decision from an ``Authorize`` callable (``acls.StandardAuthorizer`` on the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.acls import CLUSTER_NAME, Op, Res
-from pykraft.controller.errors import error_fields
+from pykraft.controller.errors import item_errors
 from pykraft.controller.result import Response
 from pykraft.metadata.image import Image
 from pykraft.protocol.apis import ApiKey
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # A decoded request (a frozen dataclass of its API's version), split item by item.
 _M = TypeVar("_M", bound="DataclassInstance")
 # The response entries refusing items, by response field (added by ``merge``).
-Refusals = dict[str, list[object]]
+Refusals = dict[str, list[Mapping[str, object]]]
 
 __all__ = ["Caller", "cluster_operation", "merge", "split"]
 
@@ -187,16 +187,18 @@ def split(
             refused.append((item, code))
     if not refused:
         return request, {}
-    entries: list[object] = []
+    entries: list[Mapping[str, object]] = []
     for item, code in refused:
         one = dataclasses.replace(request, **{field: (item,)})
         message = AUTHORIZATION_FAILED if api_key == ApiKey.CREATE_TOPICS else None
-        entries += error_fields(api_key, version, one, code, message)[response_field]
+        entries += item_errors(api_key, one, code, message)[response_field]
     return dataclasses.replace(request, **{field: tuple(kept)}), {response_field: entries}
 
 
 def merge(response: Response, refused: Refusals) -> Response:
     """The handler's response with the refused items' entries added."""
+    merged = dict(response)
     for field, entries in refused.items():
-        response[field] = [*response.get(field, ()), *entries]
-    return response
+        before = response.get(field, ())
+        merged[field] = [*cast(Sequence[object], before), *entries]
+    return merged

@@ -1,7 +1,7 @@
-"""Dynamic configs on the controller: IncrementalAlterConfigs, AlterConfigs and
-DescribeConfigs for topics, brokers, groups and client-metrics subscriptions (Kafka's
-``ConfigurationControlManager``; the last two validated in ``group_configs.py``), stored as
-``ConfigRecord``s.
+"""Dynamic configs on the controller: IncrementalAlterConfigs and AlterConfigs for topics,
+brokers, groups and client-metrics subscriptions (Kafka's ``ConfigurationControlManager``;
+the last two validated in ``group_configs.py``), stored as ``ConfigRecord``s; DescribeConfigs
+is ``describe_configs.py``.
 
 Topic configs are checked against Kafka 4.3.1's ``LogConfig`` definition (names, types,
 ranges, read from the jar): an unknown name or a value of the wrong type or out of range is
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -24,7 +24,6 @@ from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
 from pykraft.controller.group_configs import (
     CLIENT_METRICS_RESOURCE,
-    GROUP_CONFIGS,
     GROUP_RESOURCE,
     validate_client_metrics,
     validate_group,
@@ -34,7 +33,6 @@ from pykraft.controller.partitions import MIN_INSYNC, elr_enabled
 from pykraft.controller.result import RecordList
 from pykraft.controller.steps import LIMIT_CONFIGS
 from pykraft.controller.throttles import THROTTLE_POLICY
-from pykraft.controller.topic_defaults import broker_default
 from pykraft.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, Image
 from pykraft.metadata.records import ClearElrRecord, ConfigRecord
 from pykraft.metadata.versions import IBP_4_3_IV0
@@ -44,22 +42,16 @@ CORDONED_LOG_DIRS: Final = "cordoned.log.dirs"  # KIP-1066
 
 __all__ = [
     "TOPIC_CONFIGS",
+    "Resource",
     "alter_configs",
-    "describe_configs",
+    "check_resource",
     "incremental_alter_configs",
+    "sensitive_config",
     "validate_topic_config",
 ]
 
 BROKER_LOGGER_RESOURCE: Final = 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-# DescribeConfigs' ConfigSource and ConfigType (Kafka's enums).
-SOURCE_TOPIC: Final = 1
-SOURCE_DYNAMIC_BROKER: Final = 2
-SOURCE_DYNAMIC_DEFAULT_BROKER: Final = 3
-SOURCE_DEFAULT: Final = 5
-SOURCE_CLIENT_METRICS: Final = 7
-SOURCE_GROUP: Final = 8
-_TYPE_IDS: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 INT_MAX: Final = 2**31 - 1
 LONG_MAX: Final = 2**63 - 1
 
@@ -208,13 +200,6 @@ class Resource(Protocol):
     def resource_name(self) -> str: ...
 
 
-class Described(Resource, Protocol):
-    """A resource of DescribeConfigs: the keys asked for (None: all)."""
-
-    @property
-    def configuration_keys(self) -> tuple[str, ...] | None: ...
-
-
 _R = TypeVar("_R", bound=Resource)
 
 
@@ -242,7 +227,7 @@ def validate_reassignment_config(broker: str, name: str, value: str) -> None:
         raise _invalid(name, value, f"Value must be between 1 and {high}")
 
 
-def _check_resource(image: Image, resource_type: int, name: str) -> None:
+def check_resource(image: Image, resource_type: int, name: str) -> None:
     if resource_type == TOPIC_RESOURCE:
         if not name:
             raise ApiError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
@@ -308,17 +293,17 @@ def _alter(
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
     settings: ControllerConfig = DEFAULTS,
-) -> tuple[RecordList, list[dict[str, Any]]]:
+) -> tuple[RecordList, list[views.alter_configs_response.AlterConfigsResourceResponse]]:
     """(records, per-resource results): each resource checked, ``changes_of(resource,
     type, current configs)`` gives key -> new value (None deletes) or raises ApiError.
     ``forwarded``: the request came through a broker (an Envelope), not straight to the
     controller."""
     records: RecordList = []
-    results = []
+    results: list[views.alter_configs_response.AlterConfigsResourceResponse] = []
     for resource in resources:
         rtype, rname = int(resource.resource_type), resource.resource_name
         try:
-            _check_resource(image, rtype, rname)
+            check_resource(image, rtype, rname)
             current = dict(image.configs.get((rtype, rname), {}))
             changes = changes_of(resource, rtype, current)
             _validate_whole(rtype, rname, current, changes, settings)
@@ -425,7 +410,7 @@ def incremental_alter_configs(
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
     settings: ControllerConfig = DEFAULTS,
-) -> tuple[RecordList, list[dict[str, Any]]]:
+) -> tuple[RecordList, list[views.alter_configs_response.AlterConfigsResourceResponse]]:
     """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key."""
     return _alter(
         image, resources, validate_only, _incremental_changes, forwarded, policy, settings
@@ -439,7 +424,7 @@ def alter_configs(
     forwarded: bool = True,
     policy: PolicyCheck | None = None,
     settings: ControllerConfig = DEFAULTS,
-) -> tuple[RecordList, list[dict[str, Any]]]:
+) -> tuple[RecordList, list[views.alter_configs_response.AlterConfigsResourceResponse]]:
     """The legacy AlterConfigs: each resource's configs replaced by those given."""
     return _alter(image, resources, validate_only, _replacing_changes, forwarded, policy, settings)
 
@@ -511,90 +496,12 @@ def _records(
     return out
 
 
-def _result(rtype: int, rname: str, error: ApiError | None = None) -> dict[str, Any]:
+def _result(
+    rtype: int, rname: str, error: ApiError | None = None
+) -> views.alter_configs_response.AlterConfigsResourceResponse:
     return {
         "error_code": error.code if error else 0,
         "error_message": error.message if error else None,
         "resource_type": rtype,
         "resource_name": rname,
     }
-
-
-class _Spec(Protocol):
-    @property
-    def type(self) -> str: ...
-    @property
-    def default(self) -> str | None: ...
-
-
-def _with_defaults(
-    specs: Mapping[str, _Spec], stored: Mapping[str, str], wanted: set[str] | None, source: int
-) -> list[dict[str, Any]]:
-    """Every config of a defined set: the stored ones with ``source``, the rest at their
-    defaults (DEFAULT_CONFIG), as Kafka describes topics and groups."""
-    entries = []
-    for key, spec in specs.items():
-        if wanted is not None and key not in wanted:
-            continue
-        explicit = key in stored
-        entries.append(
-            {
-                "name": key,
-                "value": stored[key] if explicit else spec.default,
-                "read_only": False,
-                "config_source": source if explicit else SOURCE_DEFAULT,
-                "is_sensitive": False,
-                "config_type": _TYPE_IDS.get(spec.type, 0),
-            }
-        )
-    return entries
-
-
-def describe_configs(
-    image: Image, resources: Iterable[Described], settings: ControllerConfig = DEFAULTS
-) -> list[dict[str, Any]]:
-    """DescribeConfigs results: a topic's or group's every config (set ones as TOPIC_CONFIG /
-    GROUP_CONFIG; a topic's others from the broker configs they fall back to, on this
-    controller, ``topic_defaults.py``; the rest at Kafka's defaults), a broker's or
-    client-metrics subscription's stored configs."""
-    results = []
-    for resource in resources:
-        rtype, rname = int(resource.resource_type), resource.resource_name
-        wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
-        try:
-            _check_resource(image, rtype, rname)
-        except ApiError as e:
-            results.append({**_result(rtype, rname, e), "configs": ()})
-            continue
-        stored = image.configs.get((rtype, rname), {})
-        entries: list[dict[str, Any]] = []
-        if rtype == TOPIC_RESOURCE:
-            entries = _with_defaults(TOPIC_CONFIGS, stored, wanted, SOURCE_TOPIC)
-            for entry in entries:
-                if entry["config_source"] == SOURCE_DEFAULT:
-                    found = broker_default(
-                        entry["name"], image, settings.static_broker_configs, settings.node_id
-                    )
-                    if found is not None:
-                        entry["value"], entry["config_source"] = found
-        elif rtype == GROUP_RESOURCE:
-            entries = _with_defaults(GROUP_CONFIGS, stored, wanted, SOURCE_GROUP)
-        else:
-            source = SOURCE_DYNAMIC_BROKER if rname else SOURCE_DYNAMIC_DEFAULT_BROKER
-            if rtype == CLIENT_METRICS_RESOURCE:
-                source = SOURCE_CLIENT_METRICS
-            for key, value in sorted(stored.items()):
-                if wanted is not None and key not in wanted:
-                    continue
-                secret = sensitive_config(rtype, key)
-                entries.append(
-                    {
-                        "name": key,
-                        "value": None if secret else value,
-                        "read_only": False,
-                        "config_source": source,
-                        "is_sensitive": secret,
-                    }
-                )
-        results.append({**_result(rtype, rname), "configs": entries})
-    return results

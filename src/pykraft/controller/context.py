@@ -8,7 +8,7 @@ from typing import Final, Protocol
 
 from pykraft.controller.authorization import Caller
 
-__all__ = ["INTERNAL_CALLER", "METADATA_TOPIC", "Context", "duration_ms", "forwarded"]
+__all__ = ["INTERNAL_CALLER", "METADATA_TOPIC", "Context", "Duration", "duration_ms", "forwarded"]
 
 
 METADATA_TOPIC: Final = "__cluster_metadata"
@@ -40,13 +40,13 @@ def forwarded(ctx: Context) -> bool:
     return ctx.caller is None or ctx.caller.forwarded
 
 
-class _Duration(Protocol):
+class Duration(Protocol):
     """A duration field as kio reads it (``i32Timedelta``, a ``timedelta``)."""
 
     def total_seconds(self) -> float: ...
 
 
-def duration_ms(value: int | _Duration) -> int:
+def duration_ms(value: int | Duration) -> int:
     """Milliseconds of a duration field (kio gives ``timedelta``s; plain values are ms)."""
     if isinstance(value, int):
         return value

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Container, Iterable
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -43,13 +42,13 @@ from pykraft.protocol import views
 __all__ = ["assign_replicas_to_dirs", "offline_dir_records"]
 
 
-def _partition_error(code: int, index: int) -> dict[str, Any]:
+def _partition_error(code: int, index: int) -> views.assign_replicas_to_dirs_response.PartitionData:
     return {"partition_index": index, "error_code": code}
 
 
 def assign_replicas_to_dirs(
     image: Image, request: views.AssignReplicasToDirsRequest, unclean: Container[uuid.UUID]
-) -> tuple[RecordList, dict[str, Any]]:
+) -> tuple[RecordList, views.AssignReplicasToDirsResponse]:
     """AssignReplicasToDirs v0: for each partition, the directory the broker put its
     replica in, as a PartitionChangeRecord (none when unchanged); a replica assigned to a
     directory the broker does not report online leaves the ISR and leadership. Errors per
@@ -79,11 +78,11 @@ def assign_replicas_to_dirs(
         return [], {"throttle_time": 0, "error_code": e.code, "directories": ()}
     version = partition_version(mv)
     records: RecordList = []
-    answer = []
+    answer: list[views.assign_replicas_to_dirs_response.DirectoryData] = []
     for directory in request.directories:
-        topics = []
+        topics: list[views.assign_replicas_to_dirs_response.TopicData] = []
         for topic in directory.topics:
-            results = []
+            results: list[views.assign_replicas_to_dirs_response.PartitionData] = []
             known = None if topic.topic_id is None else image.topics.get(topic.topic_id)
             for part in topic.partitions:
                 index = int(part.partition_index)

@@ -4,7 +4,7 @@ and the responses that refuse a whole request item by item."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
@@ -19,6 +19,7 @@ __all__ = [
     "ApiError",
     "check_op_size",
     "error_fields",
+    "item_errors",
     "topic_error",
 ]
 
@@ -46,7 +47,8 @@ def check_op_size(records: int) -> None:
         raise ApiError(ErrorCode.policy_violation, TOO_LARGE)
 
 
-Items = dict[str, list[dict[str, Any]]]
+# The refused items' response entries, by response field.
+Items = Mapping[str, Sequence[Mapping[str, object]]]
 
 
 def _create_topics(
@@ -87,7 +89,7 @@ def _resources(
     | views.DescribeConfigsRequest,
     code: ErrorCode,
     message: str | None,
-) -> list[dict[str, Any]]:
+) -> list[views.alter_configs_response.AlterConfigsResourceResponse]:
     return [
         {
             "error_code": code,
@@ -173,21 +175,26 @@ ITEM_ERRORS: Final[dict[int, Callable[[Any, ErrorCode, str | None], Items]]] = {
 
 def error_fields(
     api_key: int, version: int, request: object, code: ErrorCode, message: str | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The response fields refusing every item of ``request`` with ``code`` (Kafka's
     ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
     where a broker looks for NOT_CONTROLLER; ``ITEM_ERRORS``); the top-level fields only
     where the response has them (``build.make`` refuses a field no version has)."""
     known = version_fields(response_schema(api_key, version))
     top = {"throttle_time": 0, "error_code": code, "error_message": message}
-    fields: dict[str, Any] = {k: v for k, v in top.items() if k in known}
-    items = ITEM_ERRORS.get(api_key)
-    if items is not None:
-        fields.update(items(request, code, message))
+    fields: dict[str, object] = {k: v for k, v in top.items() if k in known}
+    fields.update(item_errors(api_key, request, code, message))
     return fields
 
 
-def topic_error(name: str, error: ApiError) -> dict[str, Any]:
+def item_errors(api_key: int, request: object, code: ErrorCode, message: str | None) -> Items:
+    """The entries refusing every item of ``request`` (none for an API whose items carry no
+    error code: ``ITEM_ERRORS``)."""
+    items = ITEM_ERRORS.get(api_key)
+    return {} if items is None else items(request, code, message)
+
+
+def topic_error(name: str, error: ApiError) -> views.create_topics_response.CreatableTopicResult:
     return {
         "name": name,
         "topic_id": uuid.UUID(int=0),

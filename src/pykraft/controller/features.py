@@ -4,7 +4,7 @@ image; the controller appends the records they return."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
@@ -55,7 +55,7 @@ def update_features(
     controller_features: dict[int, dict[str, tuple[int, int]]],
     static_min_insync: int = 1,
     kraft_version: int = 0,
-) -> tuple[RecordList, dict[str, Any]]:
+) -> tuple[RecordList, views.UpdateFeaturesResponse]:
     """UpdateFeatures: the FeatureLevelRecords and the response (all updates or none, as
     Kafka; none with ValidateOnly). Each level is checked against the *proposed* levels (the
     finalized ones with every requested level applied), so an upgrade of metadata.version and
@@ -66,7 +66,7 @@ def update_features(
     for update in request.feature_updates:
         proposed[update.feature] = int(update.max_version_level)
     records: RecordList = []
-    results = []
+    results: list[views.update_features_response.UpdatableFeatureResult] = []
     top: ApiError | None = None
     for update in request.feature_updates:
         try:
@@ -92,14 +92,14 @@ def update_features(
         u.feature == ELR_VERSION for u in request.feature_updates
     ):
         records += elr_safety_records(image, static_min_insync)
-    response: dict[str, Any] = {
+    response: views.UpdateFeaturesResponse = {
         "throttle_time": 0,
         "error_code": 0,
         "error_message": None,
         "results": results,
     }
     if top is not None and version >= 2:
-        response.update(error_code=top.code, error_message=top.message, results=())
+        response.update({"error_code": top.code, "error_message": top.message, "results": ()})
     if validate_only:
         records = []
     return records, response

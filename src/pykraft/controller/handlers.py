@@ -13,7 +13,7 @@ The handlers are thin: the rules live in one module per concern (``brokers``, ``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +31,7 @@ from pykraft.controller import (
 )
 from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
+from pykraft.controller import describe_configs as described
 from pykraft.controller import heartbeats as hb
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
@@ -47,9 +48,6 @@ from pykraft.metadata.image import BROKER_RESOURCE, Image
 from pykraft.metadata.versions import IBP_4_4_IV2
 from pykraft.protocol import views
 from pykraft.protocol.apis import ApiKey
-
-# A request of DelegationToken's renew or expire.
-_T = TypeVar("_T", views.RenewDelegationTokenRequest, views.ExpireDelegationTokenRequest)
 
 __all__ = ["HANDLERS", "ControllerView", "Handler"]
 
@@ -89,7 +87,7 @@ Handler = Callable[[ControllerView, int, Any, Context], Result[Response]]
 
 def broker_registration(
     c: ControllerView, version: int, request: views.BrokerRegistrationRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.BrokerRegistrationResponse]:
     try:
         records, epoch = b.register_broker(
             c.image,
@@ -110,7 +108,7 @@ def broker_registration(
 
 def broker_heartbeat(
     c: ControllerView, version: int, request: views.BrokerHeartbeatRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.BrokerHeartbeatResponse]:
     broker = c.image.brokers.get(int(request.broker_id))
     register_offset = broker.register_offset if broker is not None else 0
     try:
@@ -152,7 +150,7 @@ def broker_heartbeat(
 
 def unregister_broker(
     c: ControllerView, version: int, request: views.UnregisterBrokerRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.UnregisterBrokerResponse]:
     try:
         records = b.unregister_broker(c.image, c.sessions, int(request.broker_id), c.unclean())
     except ApiError as e:
@@ -162,7 +160,7 @@ def unregister_broker(
 
 def unregister_controller(
     c: ControllerView, version: int, request: views.UnregisterControllerRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.UnregisterControllerResponse]:
     """Kafka 4.4.0's UnregisterController (``ClusterControlManager.unregisterController``,
     after ``kafka-metadata-quorum remove-controller``): from 4.4-IV2; not the active
     controller itself; a registered controller; UnregisterControllerRecord."""
@@ -195,7 +193,7 @@ def unregister_controller(
 
 def create_topics(
     c: ControllerView, version: int, request: views.CreateTopicsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.CreateTopicsResponse]:
     return Result(
         *topic_requests.create_topics(c.image, c.config, c.rng, c.metadata_version, request)
     )
@@ -203,13 +201,13 @@ def create_topics(
 
 def delete_topics(
     c: ControllerView, version: int, request: views.DeleteTopicsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.DeleteTopicsResponse]:
     return Result(*topic_requests.delete_topics(c.image, version, request))
 
 
 def create_partitions(
     c: ControllerView, version: int, request: views.CreatePartitionsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.CreatePartitionsResponse]:
     return Result(*topic_requests.create_partitions(c.image, c.rng, c.metadata_version, request))
 
 
@@ -218,7 +216,7 @@ def create_partitions(
 
 def alter_partition(
     c: ControllerView, version: int, request: views.AlterPartitionRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.AlterPartitionResponse]:
     return Result(
         *leadership.alter_partition(
             c.image,
@@ -232,7 +230,7 @@ def alter_partition(
 
 def elect_leaders(
     c: ControllerView, version: int, request: views.ElectLeadersRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.ElectLeadersResponse]:
     return Result(*leadership.elect_leaders(c.image, c.metadata_version, request))
 
 
@@ -241,7 +239,7 @@ def elect_leaders(
 
 def allocate_producer_ids(
     c: ControllerView, version: int, request: views.AllocateProducerIdsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.AllocateProducerIdsResponse]:
     broker_id, epoch = int(request.broker_id), int(request.broker_epoch)
     try:
         b.check_broker_epoch(c.image, broker_id, epoch)
@@ -278,30 +276,26 @@ def allocate_producer_ids(
 
 def incremental_alter_configs(
     c: ControllerView, version: int, request: views.IncrementalAlterConfigsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.IncrementalAlterConfigsResponse]:
     altered = cfgs.incremental_alter_configs(
         c.image, request.resources, request.validate_only, forwarded(ctx), _policy(c, ctx), c.config
     )
-    return _altered(c, *altered)
+    return Result(_unthrottle(c, altered[0]), {"throttle_time": 0, "responses": altered[1]})
 
 
 def alter_configs(
     c: ControllerView, version: int, request: views.AlterConfigsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.AlterConfigsResponse]:
     altered = cfgs.alter_configs(
         c.image, request.resources, request.validate_only, forwarded(ctx), _policy(c, ctx), c.config
     )
-    return _altered(c, *altered)
+    return Result(_unthrottle(c, altered[0]), {"throttle_time": 0, "responses": altered[1]})
 
 
 def _policy(c: ControllerView, ctx: Context) -> PolicyCheck | None:
     """alter.config.policy.class.name, as the caller."""
     principal = None if ctx.caller is None else ctx.caller.principal
     return alter_config_check(c.config.alter_config_policy, principal)
-
-
-def _altered(c: ControllerView, records: RecordList, results: list[Response]) -> Result[Response]:
-    return Result(_unthrottle(c, records), {"throttle_time": 0, "responses": results})
 
 
 def _unthrottle(c: ControllerView, records: RecordList) -> RecordList:
@@ -321,12 +315,12 @@ def _unthrottle(c: ControllerView, records: RecordList) -> RecordList:
 
 def describe_configs(
     c: ControllerView, version: int, request: views.DescribeConfigsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.DescribeConfigsResponse]:
     return Result(
         [],
         {
             "throttle_time": 0,
-            "results": cfgs.describe_configs(c.image, request.resources, c.config),
+            "results": described.describe_configs(c.image, request.resources, c.config),
         },
     )
 
@@ -341,21 +335,21 @@ def _require_authorizer(c: ControllerView) -> None:
 
 def create_acls(
     c: ControllerView, version: int, request: views.CreateAclsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.CreateAclsResponse]:
     _require_authorizer(c)
     return Result(*acls.create_acls(c.image, c.rng, request))
 
 
 def delete_acls(
     c: ControllerView, version: int, request: views.DeleteAclsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.DeleteAclsResponse]:
     _require_authorizer(c)
     return Result(*acls.delete_acls(c.image, request))
 
 
 def describe_acls(
     c: ControllerView, version: int, request: views.DescribeAclsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.DescribeAclsResponse]:
     if c.authorizer is None:
         raise ApiError(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
     return Result([], acls.describe_acls(c.image, request))
@@ -363,19 +357,19 @@ def describe_acls(
 
 def alter_scram(
     c: ControllerView, version: int, request: views.AlterUserScramCredentialsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.AlterUserScramCredentialsResponse]:
     return Result(*scram.alter_user_scram_credentials(c.image, c.metadata_version, request))
 
 
 def alter_client_quotas(
     c: ControllerView, version: int, request: views.AlterClientQuotasRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.AlterClientQuotasResponse]:
     return Result(*quotas.alter_client_quotas(c.image, request))
 
 
 def create_token(
     c: ControllerView, version: int, request: views.CreateDelegationTokenRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.CreateDelegationTokenResponse]:
     caller = ctx.caller or INTERNAL_CALLER
 
     def allowed(op: int, res: int, name: str) -> bool:
@@ -397,25 +391,20 @@ def create_token(
 
 def renew_token(
     c: ControllerView, version: int, request: views.RenewDelegationTokenRequest, ctx: Context
-) -> Result[Response]:
-    return _token_change(c, tokens.renew_token, request, ctx)
+) -> Result[views.RenewDelegationTokenResponse]:
+    caller, now_ms = ctx.caller or INTERNAL_CALLER, ctx.wall_clock_ms
+    return Result(
+        *tokens.renew_token(c.image, c.config, c.metadata_version, request, caller, now_ms)
+    )
 
 
 def expire_token(
     c: ControllerView, version: int, request: views.ExpireDelegationTokenRequest, ctx: Context
-) -> Result[Response]:
-    return _token_change(c, tokens.expire_token, request, ctx)
-
-
-def _token_change(
-    c: ControllerView,
-    change: tokens.Change[_T],
-    request: _T,
-    ctx: Context,
-) -> Result[Response]:
-    caller = ctx.caller or INTERNAL_CALLER
-    version = c.metadata_version
-    return Result(*change(c.image, c.config, version, request, caller, ctx.wall_clock_ms))
+) -> Result[views.ExpireDelegationTokenResponse]:
+    caller, now_ms = ctx.caller or INTERNAL_CALLER, ctx.wall_clock_ms
+    return Result(
+        *tokens.expire_token(c.image, c.config, c.metadata_version, request, caller, now_ms)
+    )
 
 
 # AssignReplicasToDirs (directories.py) --------------------------------------------------
@@ -423,7 +412,7 @@ def _token_change(
 
 def assign_replicas_to_dirs(
     c: ControllerView, version: int, request: views.AssignReplicasToDirsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.AssignReplicasToDirsResponse]:
     return Result(*directories.assign_replicas_to_dirs(c.image, request, c.unclean()))
 
 
@@ -432,7 +421,7 @@ def assign_replicas_to_dirs(
 
 def update_features(
     c: ControllerView, version: int, request: views.UpdateFeaturesRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.UpdateFeaturesResponse]:
     return Result(
         *features.update_features(
             c.image,
@@ -451,7 +440,7 @@ def update_features(
 
 def alter_reassignments(
     c: ControllerView, version: int, request: views.AlterPartitionReassignmentsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.AlterPartitionReassignmentsResponse]:
     unclean = c.unclean()
     records, responses = reassign.alter_reassignments(
         c.image,
@@ -470,7 +459,7 @@ def alter_reassignments(
 
 def list_reassignments(
     c: ControllerView, version: int, request: views.ListPartitionReassignmentsRequest, ctx: Context
-) -> Result[Response]:
+) -> Result[views.ListPartitionReassignmentsResponse]:
     return Result(
         [],
         {

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -23,7 +22,7 @@ from pykraft.controller.partitions import (
     active,
     partition_version,
 )
-from pykraft.controller.result import RecordList, Response
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Image, PartitionState
 from pykraft.protocol import views
@@ -38,7 +37,7 @@ def alter_partition(
     request: views.AlterPartitionRequest,
     *,
     unsafe_elect_outside_isr: bool = False,
-) -> tuple[RecordList, dict[str, Any]]:
+) -> tuple[RecordList, views.AlterPartitionResponse]:
     """AlterPartition (KIP-497, KIP-903): a leader's new ISR and recovery state, checked
     against the image; the records and the response. ``unsafe_elect_outside_isr`` is the
     test-only broken controller (``ControllerConfig.unsafe_test_elect_outside_isr``)."""
@@ -49,10 +48,10 @@ def alter_partition(
         return [], {"throttle_time": 0, "error_code": e.code, "topics": ()}
     pversion = partition_version(metadata_version)
     records: RecordList = []
-    topics = []
+    topics: list[views.alter_partition_response.TopicData] = []
     for topic in request.topics:
         topic_state = None if topic.topic_id is None else image.topics.get(topic.topic_id)
-        partitions: list[Response] = []
+        partitions: list[views.alter_partition_response.PartitionData] = []
         for part in topic.partitions:
             index = int(part.partition_index)
             if topic_state is None:
@@ -161,7 +160,7 @@ def _elect_outside_isr(
 
 def elect_leaders(
     image: Image, metadata_version: int, request: views.ElectLeadersRequest
-) -> tuple[RecordList, dict[str, Any]]:
+) -> tuple[RecordList, views.ElectLeadersResponse]:
     """ElectLeaders (KIP-460): preferred or unclean elections of the partitions named (all
     that need one when none is named); the records and the response."""
     election = (
@@ -182,9 +181,9 @@ def elect_leaders(
     else:
         wanted = [(tp.topic, [int(x) for x in tp.partitions]) for tp in request.topic_partitions]
     records: RecordList = []
-    results = []
+    results: list[views.elect_leaders_response.ReplicaElectionResult] = []
     for name, parts in wanted:
-        outcomes = []
+        outcomes: list[views.elect_leaders_response.PartitionResult] = []
         for index in parts:
             error = _elect_one(image, name, index, election, pversion, records)
             outcomes.append(

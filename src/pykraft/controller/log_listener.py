@@ -62,7 +62,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -70,7 +70,7 @@ from pykraft.controller.errors import ApiError, check_op_size
 from pykraft.controller.quorum_controller import Context, QuorumController
 from pykraft.controller.result import RecordList, Response
 from pykraft.metadata.image import Image, ImageError
-from pykraft.metadata.serde import MetadataRecordError, decode_record, encode_record
+from pykraft.metadata.serde import MetadataRecord, MetadataRecordError, decode_record, encode_record
 from pykraft.protocol.controller_apis import READ_APIS
 from pykraft.raft.api import RaftApi
 from pykraft.raft.config import NotLeaderError
@@ -215,7 +215,7 @@ class MetaLogListener:
         new_controller: Callable[[], QuorumController],
         *,
         bootstrap: Mapping[str, int] | None = None,
-        bootstrap_records: Sequence[Any] = (),
+        bootstrap_records: Sequence[MetadataRecord] = (),
         report: Callable[[str], None] = _ignore,
         on_applied: Callable[[int], None] | None = None,
         check_write: Callable[[Image, RecordList], None] | None = None,

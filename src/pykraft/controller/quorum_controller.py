@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -43,8 +43,8 @@ from pykraft.controller import brokers as b
 from pykraft.controller.activation import activation_records
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
-from pykraft.controller.context import METADATA_TOPIC, Context, duration_ms
-from pykraft.controller.errors import ApiError, error_fields
+from pykraft.controller.context import METADATA_TOPIC, Context, Duration, duration_ms
+from pykraft.controller.errors import ApiError, error_fields, item_errors
 from pykraft.controller.features import SUPPORTED_FEATURES
 from pykraft.controller.handlers import HANDLERS
 from pykraft.controller.partitions import (
@@ -266,13 +266,13 @@ class QuorumController:
             for key, entries in throttled.items():
                 refused[key] = [*refused.get(key, ()), *entries]
         result = handler(self, api_version, request, ctx)
-        if refused:
-            authorization.merge(result.response, refused)
+        if not refused and not throttle_ms:
+            return result
+        response = authorization.merge(result.response, refused)
         if throttle_ms:
-            result.response["throttle_time"] = max(
-                throttle_ms, duration_ms(result.response.get("throttle_time", 0))
-            )
-        return result
+            before = cast("int | Duration", response.get("throttle_time", 0))
+            response = {**response, "throttle_time": max(throttle_ms, duration_ms(before))}
+        return dataclasses.replace(result, response=response)
 
     def _mutation_quota(
         self, api_key: int, version: int, request: _M, caller: Caller, now_ms: int
@@ -295,12 +295,11 @@ class QuorumController:
         refusals: authorization.Refusals = {}
         for item in throttled:
             one = dataclasses.replace(request, **{field_name: (item,)})
-            fields = error_fields(
-                api_key, version, one, mutation_quota.THROTTLED_CODE, mutation_quota.THROTTLED
+            fields = item_errors(
+                api_key, one, mutation_quota.THROTTLED_CODE, mutation_quota.THROTTLED
             )
             for key, entries in fields.items():
-                if isinstance(entries, list):
-                    refusals[key] = [*refusals.get(key, ()), *entries]
+                refusals[key] = [*refusals.get(key, ()), *entries]
         return dataclasses.replace(request, **{field_name: tuple(admitted)}), refusals, throttle_ms
 
     def allowed(

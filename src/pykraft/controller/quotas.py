@@ -13,11 +13,11 @@ read from the log; the controller enforces ``controller_mutation_rate`` (KIP-599
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Final
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.controller.result import RecordList, Response
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.records.client_quota_record import EntityData
@@ -98,12 +98,12 @@ def quota_value(image: Image, entity: tuple[tuple[str, str | None], ...], key: s
 
 def alter_client_quotas(
     image: Image, request: views.AlterClientQuotasRequest
-) -> tuple[RecordList, Response]:
+) -> tuple[RecordList, views.AlterClientQuotasResponse]:
     records: RecordList = []
-    results: list[dict[str, Any]] = []
+    results: list[views.alter_client_quotas_response.EntryData] = []
     seen: set[tuple[tuple[str, str | None], ...]] = set()
     for entry in request.entries:
-        wire_entity = [
+        wire_entity: list[views.alter_client_quotas_response.EntityData] = [
             {"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity
         ]
         try:
@@ -112,7 +112,7 @@ def alter_client_quotas(
                 raise _Invalid(f"Ignoring duplicate entity {entity}")
             seen.add(entity)
             keys = _IP_KEYS if entity[0][0] == IP else _CLIENT_KEYS
-            changes: dict[str, Any] = {}
+            changes: dict[str, views.alter_client_quotas.OpData] = {}
             for op in entry.ops:
                 _check_op(keys, op)
                 changes[str(op.key)] = op

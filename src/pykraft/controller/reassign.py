@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -268,7 +267,9 @@ def _in_flight(image: Image) -> InFlight:
     return InFlight(len(image.moving), leaders, replicas)
 
 
-def _refused_topic(topic: views.alter_partition_reassignments.ReassignableTopic) -> dict[str, Any]:
+def _refused_topic(
+    topic: views.alter_partition_reassignments.ReassignableTopic,
+) -> views.alter_partition_reassignments_response.ReassignableTopicResponse:
     """The answer for a topic this part of the node does not reassign (``skip``)."""
     message = f"{topic.name} is reassigned on its own (the controllers' voter set, KIP-642)"
     return {
@@ -320,19 +321,23 @@ def alter_reassignments(
     partition_version: int,
     skip: Callable[[str], bool] = lambda name: False,
     limits: Limits = KIP_455,
-) -> tuple[RecordList, list[dict[str, Any]]]:
+) -> tuple[
+    RecordList, list[views.alter_partition_reassignments_response.ReassignableTopicResponse]
+]:
     """(records, per-topic responses) of an AlterPartitionReassignments request; topics for
     which ``skip(name)`` holds are refused with INVALID_REQUEST (another part of the node
     answers them when they come alone)."""
     allow_rf_change = bool(getattr(request, "allow_replication_factor_change", True))
     records: RecordList = []
-    responses = []
+    responses: list[views.alter_partition_reassignments_response.ReassignableTopicResponse] = []
     named: set[tuple[uuid.UUID, int]] = set()
     for topic in request.topics:
         if skip(topic.name):
             responses.append(_refused_topic(topic))
             continue
-        results: list[dict[str, Any]] = []
+        results: list[
+            views.alter_partition_reassignments_response.ReassignablePartitionResponse
+        ] = []
         for part in topic.partitions:
             index = int(part.partition_index)
             try:
@@ -364,7 +369,7 @@ def alter_reassignments(
 
 def list_reassignments(
     image: Image, request: views.ListPartitionReassignmentsRequest
-) -> dict[str, Any]:
+) -> views.list_partition_reassignments_response.ListPartitionReassignmentsResponse:
     """ListPartitionReassignments (SPEC F4): every moving partition (topics null), or those of the
     named topics and partitions; anything unknown or not moving is left out. ``topics`` is
     KIP-455's list (v0+, with each final target in order from v1); ``current_batch`` (v1,
@@ -379,8 +384,8 @@ def list_reassignments(
     else:
         for t in request.topics:
             wanted.setdefault(t.name, set()).update(int(i) for i in t.partition_indexes)
-    topics = []
-    batch = []
+    topics: list[views.list_partition_reassignments_response.OngoingTopicReassignment] = []
+    batch: list[views.list_partition_reassignments_response.CurrentTopicReassignmentBatch] = []
     for name, indexes in sorted(wanted.items()):
         topic_id = image.topics_by_name.get(name)
         if topic_id is None:
@@ -394,7 +399,9 @@ def list_reassignments(
         ]
         if selected:
             topics.append({"name": name, "partitions": [_ongoing(p) for p in selected]})
-        steps = [
+        steps: list[
+            views.list_partition_reassignments_response.CurrentPartitionReassignmentBatch
+        ] = [
             {
                 "partition_id": p.partition_id,
                 "current_brokers": tuple(b for b in p.replicas if b not in p.adding),
@@ -408,7 +415,9 @@ def list_reassignments(
     return {"topics": topics, "current_batch": batch}
 
 
-def _ongoing(p: PartitionState) -> dict[str, Any]:
+def _ongoing(
+    p: PartitionState,
+) -> views.list_partition_reassignments_response.OngoingPartitionReassignment:
     """A moving partition as KIP-455 lists it. For a KIP-435 reassignment, adding and
     removing are relative to the final target (what Kafka's tools compare with the plan
     they submitted): the replicas still to add (in flight or in later steps) and the

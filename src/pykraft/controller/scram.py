@@ -19,7 +19,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.controller.result import RecordList, Response
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, scram_keys
@@ -31,7 +31,7 @@ __all__ = ["MECHANISMS", "alter_user_scram_credentials", "scram_keys"]
 
 def alter_user_scram_credentials(
     image: Image, metadata_version: int, request: views.AlterUserScramCredentialsRequest
-) -> tuple[RecordList, Response]:
+) -> tuple[RecordList, views.AlterUserScramCredentialsResponse]:
     entries = [(d.name, int(d.mechanism), None) for d in request.deletions] + [
         (u.name, int(u.mechanism), u) for u in request.upsertions
     ]

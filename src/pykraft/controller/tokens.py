@@ -23,8 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Iterator
 
 from kio.schema.errors import ErrorCode
 
@@ -32,7 +31,7 @@ from pykraft.controller.acls import Op, Res
 from pykraft.controller.authorization import Allowed, Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.context import duration_ms
-from pykraft.controller.result import RecordList, Response
+from pykraft.controller.result import RecordList
 from pykraft.metadata import records as r
 from pykraft.metadata.image import Image
 from pykraft.metadata.versions import IBP_3_6_IV2
@@ -72,7 +71,7 @@ def _gate(config: ControllerConfig, metadata_version: int, caller: Caller) -> Er
     return None
 
 
-def _create_error(code: ErrorCode, caller: Caller) -> Response:
+def _create_error(code: ErrorCode, caller: Caller) -> views.CreateDelegationTokenResponse:
     kind, _, name = caller.principal.partition(":")
     return {
         "error_code": code,
@@ -98,7 +97,7 @@ def create_token(
     caller: Caller,
     now_ms: int,
     allowed: Allowed,
-) -> tuple[RecordList, Response]:
+) -> tuple[RecordList, views.CreateDelegationTokenResponse]:
     error = _gate(config, metadata_version, caller)
     if error is not None:
         return [], _create_error(error, caller)
@@ -180,11 +179,6 @@ def _rewritten(rec: r.DelegationTokenRecord, expiry_ms: int) -> r.DelegationToke
     )
 
 
-# renew_token or expire_token: (image, config, metadata.version, request, caller, now_ms).
-_T = TypeVar("_T", views.RenewDelegationTokenRequest, views.ExpireDelegationTokenRequest)
-Change = Callable[[Image, ControllerConfig, int, _T, Caller, int], tuple[RecordList, Response]]
-
-
 def renew_token(
     image: Image,
     config: ControllerConfig,
@@ -192,7 +186,7 @@ def renew_token(
     request: views.RenewDelegationTokenRequest,
     caller: Caller,
     now_ms: int,
-) -> tuple[RecordList, Response]:
+) -> tuple[RecordList, views.RenewDelegationTokenResponse]:
     rec = _find(image, config, metadata_version, bytes(request.hmac), caller, now_ms)
     if isinstance(rec, ErrorCode):
         return [], {"error_code": rec, "expiry_timestamp": -1, "throttle_time": 0}
@@ -215,7 +209,7 @@ def expire_token(
     request: views.ExpireDelegationTokenRequest,
     caller: Caller,
     now_ms: int,
-) -> tuple[RecordList, Response]:
+) -> tuple[RecordList, views.ExpireDelegationTokenResponse]:
     rec = _find(image, config, metadata_version, bytes(request.hmac), caller, now_ms)
     period = duration_ms(request.expiry_time_period)
     if isinstance(rec, ErrorCode):

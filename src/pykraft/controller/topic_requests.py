@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from pykraft.controller import configs as cfgs
 from pykraft.controller import topics as t
 from pykraft.controller.config import ControllerConfig, RandomSource
+from pykraft.controller.describe_configs import describe_configs
 from pykraft.controller.errors import ApiError, check_op_size, topic_error
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.policies import CreateTopicRequestMetadata
@@ -32,7 +31,7 @@ def create_topics(
     rng: RandomSource,
     metadata_version: int,
     request: views.CreateTopicsRequest,
-) -> tuple[RecordList, dict[str, Any]]:
+) -> tuple[RecordList, views.CreateTopicsResponse]:
     """CreateTopics: each topic planned against the image (duplicates refused), its configs
     described as Kafka answers them; no records with ValidateOnly."""
     validate_only = bool(getattr(request, "validate_only", False))
@@ -41,7 +40,7 @@ def create_topics(
     names = [topic.name for topic in request.topics]
     duplicates = {n for n in names if names.count(n) > 1}
     records: RecordList = []
-    results = []
+    results: list[views.create_topics_response.CreatableTopicResult] = []
     for topic in request.topics:
         name = topic.name
         if name in duplicates:
@@ -70,7 +69,7 @@ def create_topics(
             continue
         if not validate_only:
             records.extend(plan.records)
-        configs = cfgs.describe_configs(
+        configs = describe_configs(
             _with_topic(image, name, plan.configs), [_TopicResource(name)], config
         )[0]["configs"]
         results.append(
@@ -81,7 +80,7 @@ def create_topics(
                 "error_message": None,
                 "num_partitions": plan.num_partitions,
                 "replication_factor": plan.replication_factor,
-                "configs": [{k: v for k, v in c.items() if k != "config_type"} for c in configs],
+                "configs": [_created_config(c) for c in configs],
             }
         )
     return records, {"throttle_time": 0, "topics": results}
@@ -114,7 +113,7 @@ def check_deletion_enabled(config: ControllerConfig, api_key: int, version: int)
 
 def delete_topics(
     image: Image, version: int, request: views.DeleteTopicsRequest
-) -> tuple[RecordList, dict[str, Any]]:
+) -> tuple[RecordList, views.DeleteTopicsResponse]:
     """DeleteTopics by name (v0-5) or by name or id (v6+, not both)."""
     wanted: list[tuple[str | None, uuid.UUID | None]] = []
     if version >= 6:
@@ -122,55 +121,53 @@ def delete_topics(
     else:
         wanted = [(name, None) for name in getattr(request, "topic_names", ())]
     records: RecordList = []
-    results = []
+    results: list[views.delete_topics_response.DeletableTopicResult] = []
     deleted: set[uuid.UUID] = set()
     for name, topic_id in wanted:
         has_id = topic_id is not None and topic_id.int != 0
-        entry: dict[str, Any] = {"name": name, "topic_id": topic_id or uuid.UUID(int=0)}
+        entry: views.delete_topics_response.DeletableTopicResult = {
+            "name": name,
+            "topic_id": topic_id or uuid.UUID(int=0),
+        }
         if has_id and name is not None:
-            entry.update(
-                error_code=ErrorCode.invalid_request,
-                error_message="Either topic name or topic ID must be specified, not both",
-            )
+            entry["error_code"] = ErrorCode.invalid_request
+            entry["error_message"] = "Either topic name or topic ID must be specified, not both"
         elif has_id:
             assert topic_id is not None
             topic = image.topics.get(topic_id)
             if topic is None:
-                entry.update(
-                    error_code=ErrorCode.unknown_topic_id,
-                    error_message=f"No topic with ID {topic_id}",
-                )
+                entry["error_code"] = ErrorCode.unknown_topic_id
+                entry["error_message"] = f"No topic with ID {topic_id}"
             else:
-                entry.update(name=topic.name, error_code=0)
+                entry["name"] = topic.name
+                entry["error_code"] = 0
         else:
             found = image.topics_by_name.get(name or "")
             if found is None:
-                entry.update(
-                    error_code=ErrorCode.unknown_topic_or_partition,
-                    error_message="This server does not host this topic-partition.",
-                )
+                entry["error_code"] = ErrorCode.unknown_topic_or_partition
+                entry["error_message"] = "This server does not host this topic-partition."
             else:
-                entry.update(topic_id=found, error_code=0)
+                entry["topic_id"] = found
+                entry["error_code"] = 0
                 topic_id = found
-        if entry["error_code"] == 0:
-            tid = entry["topic_id"]
-            if tid not in deleted:
-                deleted.add(tid)
-                records.extend(t.delete_topic(image, tid))
+        tid = entry["topic_id"]
+        if entry["error_code"] == 0 and tid is not None and tid not in deleted:
+            deleted.add(tid)
+            records.extend(t.delete_topic(image, tid))
         results.append(entry)
     return records, {"throttle_time": 0, "responses": results}
 
 
 def create_partitions(
     image: Image, rng: RandomSource, metadata_version: int, request: views.CreatePartitionsRequest
-) -> tuple[RecordList, dict[str, Any]]:
+) -> tuple[RecordList, views.CreatePartitionsResponse]:
     """CreatePartitions: new partitions placed as Kafka places them, or as assigned."""
     validate_only = bool(request.validate_only)
     pversion = partition_version(metadata_version)
     check_op_size(sum(_new_partitions_of(image, topic) for topic in request.topics))
     names = [topic.name for topic in request.topics]
     records: RecordList = []
-    results = []
+    results: list[views.create_partitions_response.CreatePartitionsTopicResult] = []
     for topic in request.topics:
         try:
             if names.count(topic.name) > 1:
@@ -211,6 +208,19 @@ def _new_partitions_of(image: Image, topic: views.create_partitions.CreatePartit
     if topic_id is None:
         return 0
     return max(0, int(topic.count) - len(image.topics[topic_id].partitions))
+
+
+def _created_config(
+    c: views.describe_configs_response.DescribeConfigsResourceResult,
+) -> views.create_topics_response.CreatableTopicConfigs:
+    """A described config as CreateTopics answers it (without its type)."""
+    return {
+        "name": c["name"],
+        "value": c["value"],
+        "read_only": c["read_only"],
+        "config_source": c["config_source"],
+        "is_sensitive": c["is_sensitive"],
+    }
 
 
 @dataclass(frozen=True, slots=True)

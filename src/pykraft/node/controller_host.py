@@ -382,9 +382,10 @@ class ControllerHost:
             if kraft_version is not None:
                 context = dataclasses.replace(context, kraft_version=kraft_version)
             handled = listener.handle(self._core(), api_key, version, request.message, context)
+            response = handled.response
             if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
-                add_voter_reassignment(self._core(), request.message, handled.response)
-            payload = make(response_schema(api_key, version), handled.response)
+                response = add_voter_reassignment(self._core(), request.message, response)
+            payload = make(response_schema(api_key, version), response)
         except ApiError as e:
             answer.set(self._error(request, e.code, e.message))
             return None

@@ -7,7 +7,8 @@ set's reassignment a ListPartitionReassignments answer adds (KIP-642).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any, Final, cast
 
 from pykraft.controller.authorization import Caller
 from pykraft.controller.quorum_controller import METADATA_TOPIC
@@ -88,13 +89,15 @@ def deadline_ms(api_key: int, m: Any, heartbeat_interval_ms: int) -> int | None:
     return own if own > 0 else None
 
 
-def add_voter_reassignment(core: RaftApi, m: Any, response: Response) -> None:
+def add_voter_reassignment(core: RaftApi, m: Any, response: Response) -> Response:
     """ListPartitionReassignments of everything (or naming the metadata partition) also
     lists the voter set's move (KIP-642), which the quorum keeps."""
     topics = m.topics
     named = topics is None or any(t.name == METADATA_TOPIC for t in topics)
     if not named or core.role != "leader":
-        return
+        return response
     listing = progress_listing(core.reassignment_progress())
-    if listing is not None:
-        response["topics"] = [*response["topics"], listing]
+    if listing is None:
+        return response
+    topics = cast(Sequence[object], response.get("topics", ()))
+    return {**response, "topics": [*topics, listing]}

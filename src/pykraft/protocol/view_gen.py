@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import sys
 import types
 import typing
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from pykraft.protocol.apis import ApiKey, request_schema
+from pykraft.protocol.apis import ApiKey, request_schema, response_schema
 from pykraft.protocol.controller_apis import CONTROLLER_APIS
 
 __all__ = ["CONTROLLER_REGISTRATION_VERSIONS", "TARGET", "generate_views", "main"]
@@ -52,6 +53,7 @@ class _Struct:
     name: str
     fields: dict[str, list[str]] = field(default_factory=dict)  # name -> rendered types
     seen: int = 0  # how many versions' classes were merged
+    every: bool = True  # the fields of every version (a request), else of any (a response)
 
     def add(self, cls: type, render: typing.Callable[[object], str]) -> None:
         hints = typing.get_type_hints(cls)
@@ -59,9 +61,13 @@ class _Struct:
         names = [f.name for f in dataclasses.fields(cls) if f.name != "unknown_tagged_fields"]
         if self.seen == 0:
             self.fields = {n: [] for n in names}
-        else:
+        elif self.every:
             self.fields = {n: t for n, t in self.fields.items() if n in names}
-        for name in self.fields:
+        else:
+            self.fields.update({n: [] for n in names if n not in self.fields})
+        for name in names:
+            if name not in self.fields:
+                continue
             rendered = render(hints[name])
             if rendered not in self.fields[name]:
                 self.fields[name].append(rendered)
@@ -69,21 +75,38 @@ class _Struct:
 
 
 class _Module:
-    """The protocols and imports of one API's view module."""
+    """The protocols and imports of one API's view module (``answer``: the TypedDicts of its
+    response, the fields of any served version, as the handlers build them: plain ints for
+    Kafka's integers and error codes, ms or a ``timedelta`` for durations, ms or a
+    ``datetime`` for timestamps, any sequence for an array)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: bool = False) -> None:
         self.structs: dict[str, _Struct] = {}
         self.imports: dict[str, str] = {}  # name -> module
+        self.answer = answer
 
     def merge(self, cls: type) -> str:
         name = _class_ref(cls)[1]
-        struct = self.structs.setdefault(name, _Struct(name))
+        struct = self.structs.setdefault(name, _Struct(name, every=not self.answer))
         struct.add(cls, self.render)
         return name
 
     def render(self, tp: object) -> str:
         origin = typing.get_origin(tp)
         args = typing.get_args(tp)
+        if self.answer and origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            self.imports["Sequence"] = "collections.abc"
+            return f"Sequence[{self.render(args[0])}]"
+        if self.answer and isinstance(tp, type) and not dataclasses.is_dataclass(tp):
+            if issubclass(tp, datetime.timedelta):
+                self.imports["timedelta"] = "datetime"
+                return "int | timedelta"
+            if issubclass(tp, datetime.datetime):  # a timestamp: ms, or a datetime
+                self.imports["datetime"] = "datetime"
+                return "int | datetime"
+            for plain in (bool, int, float, str, bytes):
+                if issubclass(tp, plain):
+                    return plain.__name__
         if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
             return f"tuple[{self.render(args[0])}, ...]"
         if origin is tuple:
@@ -172,6 +195,26 @@ def _apis() -> list[tuple[ApiKey, tuple[int, int]]]:
     return sorted(apis)
 
 
+def _answer_module(key: ApiKey, versions: tuple[int, int]) -> str:
+    module = _Module(answer=True)
+    for v in range(versions[0], versions[1] + 1):
+        module.merge(response_schema(key, v))
+    what = f"{key.name}'s response, v{versions[0]}-v{versions[1]}, as the handlers build it"
+    lines = [_HEADER.format(what=what), "", "from __future__ import annotations", ""]
+    lines += ["from typing import TypedDict", ""]
+    for name, source in sorted(module.imports.items(), key=lambda i: (i[1], i[0])):
+        lines.append(f"from {source} import {name}")
+    lines += ["", f"__all__ = [{', '.join(repr(s) for s in sorted(module.structs))}]", ""]
+    for struct in reversed(list(module.structs.values())):
+        lines += ["", f"class {struct.name}(TypedDict, total=False):"]
+        if not struct.fields:
+            lines.append("    pass")
+        for name, rendered in struct.fields.items():
+            lines.append(f"    {name}: {_union(rendered)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def generate_views() -> dict[Path, str]:
     """``{path: text}`` of the view modules (nothing is written)."""
     files: dict[Path, str] = {}
@@ -180,6 +223,10 @@ def generate_views() -> dict[Path, str]:
         module_name = key.name.lower()
         files[TARGET / f"{module_name}.py"] = _view_module(key, versions)
         names.append((module_name, _class_ref(request_schema(key, versions[1]))[1]))
+        if key != ApiKey.CONTROLLER_REGISTRATION:  # answered by the node, not a handler
+            answer = f"{module_name}_response"
+            files[TARGET / f"{answer}.py"] = _answer_module(key, versions)
+            names.append((answer, _class_ref(response_schema(key, versions[1]))[1]))
     lines = [
         _HEADER.format(what="the controller's requests"),
         "",

@@ -24,15 +24,16 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.errors import ApiError
+from pykraft.controller.result import Response
 from pykraft.controller.steps import LIMIT_CONFIGS as LIMITS
 from pykraft.metadata.image import BROKER_RESOURCE
 from pykraft.metadata.versions import broker_registration_features
-from pykraft.protocol import ApiKey
+from pykraft.protocol import ApiKey, views
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
 from pykraft.sim.controller import CLUSTER_ID
@@ -283,20 +284,22 @@ class SimBrokers:
             },
         )
 
-    def _on_response(self, b: SimBroker, api_key: int, response: dict[str, Any]) -> None:
-        code = int(response.get("error_code", 0))
+    def _on_response(self, b: SimBroker, api_key: int, response: Response) -> None:
         if api_key == ApiKey.BROKER_REGISTRATION:
-            if code == 0:
+            registered = cast(views.BrokerRegistrationResponse, response)
+            if registered.get("error_code", 0) == 0:
                 b.state = "registered"
-                b.epoch = int(response["broker_epoch"])
+                b.epoch = registered["broker_epoch"]
                 b.next_heartbeat_ms = self.sim.now_ms
                 self._count("registered")
             return
         if api_key == ApiKey.BROKER_HEARTBEAT:
+            beat = cast(views.BrokerHeartbeatResponse, response)
+            code = beat.get("error_code", 0)
             if code == ErrorCode.stale_broker_epoch:
                 self._start(b)  # its registration is gone: register again
                 return
-            if code == 0 and response.get("should_shut_down"):
+            if code == 0 and beat.get("should_shut_down"):
                 self._count("controlled_shutdown_done")
                 self._down(b, clean=True)
             return
@@ -447,7 +450,7 @@ class SimBrokers:
         assert controller is not None
         token = self._token_of(broker_id)
 
-        def deliver(response: dict[str, Any] | None) -> None:
+        def deliver(response: Response | None) -> None:
             if response is not None and broker_id:
                 self.sim.push_broker_event(
                     self.sim.network.latency_ms(),

@@ -54,7 +54,7 @@ from pykraft.controller.errors import ApiError
 from pykraft.controller.log_listener import MetaLogListener
 from pykraft.controller.partitions import partition_version
 from pykraft.controller.quorum_controller import QuorumController
-from pykraft.controller.result import RecordList
+from pykraft.controller.result import RecordList, Response
 from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.controller.steps import Limits
 from pykraft.metadata import records as r
@@ -67,7 +67,7 @@ from pykraft.sim.history import InvariantViolation
 __all__ = ["CLUSTER_ID", "ControllerChecker", "SimController"]
 
 CLUSTER_ID = "sim-cluster"
-Deliver = Callable[[dict[str, Any] | None], None]
+Deliver = Callable[[Response | None], None]
 
 
 class SimController:

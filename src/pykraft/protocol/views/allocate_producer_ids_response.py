@@ -1,0 +1,16 @@
+"""Typed views of ALLOCATE_PRODUCER_IDS's response, v0-v0, as the handlers build it (``python -m pykraft.protocol.view_gen``, from the message classes). Do not edit."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from datetime import timedelta
+
+__all__ = ['AllocateProducerIdsResponse']
+
+
+class AllocateProducerIdsResponse(TypedDict, total=False):
+    throttle_time: int | timedelta
+    error_code: int
+    producer_id_start: int
+    producer_id_len: int
