@@ -270,11 +270,12 @@ class MixedQuorum:
         )
 
 
-def committed_batches(member: Member, high_watermark: int) -> list[tuple[int, int, int, bytes]]:
+def committed_batches(data: Path, high_watermark: int) -> list[tuple[int, int, int, bytes]]:
     """(base offset, epoch, CRC, bytes) of each batch wholly below ``high_watermark`` in the
-    member's segment files (read with pykraft's reader, whichever implementation wrote them)."""
+    segment files of metadata log directory ``data`` (read with pykraft's reader, whichever
+    implementation wrote them)."""
     batches = []
-    for segment in member.segments():
+    for segment in sorted((data / PARTITION_DIR_NAME).glob("*.log")):
         buf = segment.read_bytes()
         for header, pos in iter_batches(buf):
             if header.next_offset <= high_watermark:

@@ -98,7 +98,9 @@ def test_leadership_crosses_implementations_and_the_committed_log_is_identical(
         for member in quorum.members.values():
             member.stop()
         high_watermark = info.high_watermark
-        logs = {m.node_id: committed_batches(m, high_watermark) for m in quorum.members.values()}
+        logs = {
+            m.node_id: committed_batches(m.data, high_watermark) for m in quorum.members.values()
+        }
         reference = logs[1]
         assert reference and reference[-1][0] < high_watermark
         # Dense offsets from 0 up to the high watermark, then identical on every replica.

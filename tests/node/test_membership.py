@@ -216,11 +216,9 @@ def status_voters(bootstrap: str) -> dict[int, str]:
     return {int(v["id"]): str(v.get("directoryId", "null")) for v in voters}
 
 
-def test_node_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
-    """Seed 003: node 3 fails for good; a new node 4 (formatted with
-    --no-initial-controllers) joins as an observer, is added with add-controller, then the
-    failed node 3 is removed with remove-controller -- only storage format and
-    metadata-quorum commands."""
+def three_voters_and_a_spare(tmp_path: Path, procs: list[Proc]) -> tuple[list[Proc], str]:
+    """Controllers 1-3 formatted with one ``--initial-controllers`` list and running as the
+    voters, and controller 4 configured (not formatted); their bootstrap servers."""
     ports = free_ports(4)
     servers = ",".join(f"127.0.0.1:{p}" for p in ports[:3])
     nodes = without_static_voters(
@@ -232,6 +230,15 @@ def test_node_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
         p.start()
         procs.append(p)
     wait_for(lambda: len(status_voters(servers)) == 3, "three voters")
+    return nodes, servers
+
+
+def test_node_failure_recovery(tmp_path: Path, procs: list[Proc]) -> None:
+    """Seed 003: node 3 fails for good; a new node 4 (formatted with
+    --no-initial-controllers) joins as an observer, is added with add-controller, then the
+    failed node 3 is removed with remove-controller -- only storage format and
+    metadata-quorum commands."""
+    nodes, servers = three_voters_and_a_spare(tmp_path, procs)
 
     failed, new = nodes[2], nodes[3]
     failed_directory = directory(failed)

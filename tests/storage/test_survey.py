@@ -26,7 +26,7 @@ def _controller(root: Path, node_id: int, epochs: list[tuple[int, int]]) -> Path
     after a VotersRecord of voters 1-3 at offset 0."""
     log_dir = root / f"c{node_id}"
     log_dir.mkdir()
-    write_meta_properties(log_dir, MetaProperties(CLUSTER, node_id, uuid.uuid4()))
+    write_meta_properties(log_dir, MetaProperties(CLUSTER, node_id, uuid.UUID(int=node_id)))
     voters = [
         VoterRecordEntry(i, uuid.UUID(int=i), (Endpoint("CONTROLLER", "127.0.0.1", 9000 + i),))
         for i in (1, 2, 3)

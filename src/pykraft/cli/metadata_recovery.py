@@ -3,6 +3,12 @@
 ``survey`` reads the surviving controllers' metadata log directories -- pykraft's or Kafka's
 own controllers', the format is the same -- without changing them, and names the one to seed
 the recovered quorum (``storage/survey.py``: the highest last epoch, then the longest log).
+
+``force-standalone`` makes the seed a quorum of itself alone (``storage/recovery.py``), after
+three refusals: while any voter of the voter set in force accepts connections on its endpoint
+(a running controller: the quorum may be alive, or the seed itself is running), when another
+surviving directory named with ``--survivor`` is more up to date (unless
+``--allow-less-up-to-date-seed``), and on a static quorum (kraft.version 0).
 """
 
 from __future__ import annotations
@@ -43,6 +49,33 @@ def register(sub: Any) -> None:
     )
     survey.add_argument("--json", action="store_true", help="print JSON")
     survey.set_defaults(func=_survey)
+    force = commands.add_parser(
+        "force-standalone",
+        help="make a stopped controller the only voter of its quorum (backed up first)",
+    )
+    force.add_argument("directory", type=Path, metavar="SEED_METADATA_LOG_DIR")
+    force.add_argument(
+        "--survivor",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="METADATA_LOG_DIR",
+        help="another surviving controller's directory, compared with the seed; repeatable",
+    )
+    force.add_argument(
+        "--backup-dir",
+        type=Path,
+        default=None,
+        help="where the seed's directory is copied first (default: beside it, dated)",
+    )
+    force.add_argument("--allow-less-up-to-date-seed", action="store_true")
+    force.add_argument(
+        "--probe-timeout-ms",
+        type=int,
+        default=2_000,
+        help="how long to try each voter's endpoint (default 2000)",
+    )
+    force.set_defaults(func=_force_standalone)
 
 
 def _directories(args: argparse.Namespace) -> list[Path]:
@@ -119,3 +152,79 @@ def _describe(s: DirectorySurvey) -> list[str]:
         lines.append(f"  kraft.version {s.kraft_version}")
     lines.extend(f"  problem: {p}" for p in s.problems)
     return lines
+
+
+def _force_standalone(args: argparse.Namespace) -> int:
+    import time
+
+    from pykraft.storage.recovery import RecoveryError, force_standalone, read_note, seed_entry
+    from pykraft.storage.survey import survey_directory
+
+    seed = survey_directory(args.directory)
+    try:
+        entry = seed_entry(seed)
+        note = read_note(args.directory)
+        if note is None:
+            _refuse_running(seed, args.probe_timeout_ms / 1000)
+            _refuse_less_up_to_date(seed, [survey_directory(d) for d in args.survivor], args)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        backup = args.backup_dir or args.directory.with_name(
+            f"{args.directory.name}.before-recovery-{stamp}"
+        )
+        note = force_standalone(seed, backup, int(time.time() * 1000))
+    except RecoveryError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    endpoints = " ".join(f"{e.name}://{e.host}:{e.port}" for e in entry.endpoints)
+    print(
+        f"Node {note.node_id} ({args.directory}) is now the only voter, at epoch {note.epoch} "
+        f"(VotersRecord at offset {note.offset}; {endpoints}).\n"
+        f"Backup: {note.backup}\n"
+        f"Former voters: {', '.join(f'{i} ({d})' for i, d in note.old_voters)}\n"
+        "Next: start it; grow the quorum back with add-controller (new controllers formatted "
+        "with --no-initial-controllers). Do not start a former voter with its old directory "
+        "as a voter: it follows the seed and stays an observer until added."
+    )
+    return 0
+
+
+def _refuse_running(seed: DirectorySurvey, timeout_s: float) -> None:
+    import socket
+
+    from pykraft.storage.recovery import RecoveryError
+
+    for voter in seed.voters or ():
+        for endpoint in voter.endpoints:
+            try:
+                with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout_s):
+                    pass
+            except OSError:
+                continue
+            who = (
+                "this seed itself" if voter.voter_id == seed.node_id else f"voter {voter.voter_id}"
+            )
+            raise RecoveryError(
+                f"{who} accepts connections at {endpoint.host}:{endpoint.port}: a running "
+                "controller (the quorum may still have a leader); stop it, or make sure that "
+                "address is not a controller of this cluster, before forcing a standalone voter"
+            )
+
+
+def _refuse_less_up_to_date(
+    seed: DirectorySurvey, survivors: list[DirectorySurvey], args: argparse.Namespace
+) -> None:
+    from pykraft.storage.recovery import RecoveryError
+    from pykraft.storage.survey import recommend
+
+    advice = recommend([seed, *survivors])
+    if advice.seed is None:
+        raise RecoveryError("; ".join(advice.reasons))
+    if advice.seed is not seed and advice.seed.rank > seed.rank:
+        message = (
+            f"node {advice.seed.node_id} ({advice.seed.path}) is more up to date (last epoch "
+            f"{advice.seed.last_epoch}, log end offset {advice.seed.log_end_offset}) than this "
+            f"seed ({seed.last_epoch}, {seed.log_end_offset}): what it holds beyond would be lost"
+        )
+        if not args.allow_less_up_to_date_seed:
+            raise RecoveryError(message + " (--allow-less-up-to-date-seed to go on anyway)")
+        print(f"warning: {message}", file=sys.stderr)

@@ -1,13 +1,18 @@
-"""``pykraft metadata-recovery survey`` on the directories of a quorum of one pykraft and two
-Apache Kafka 4.4.0 controllers (issue 48 item 1): one Kafka controller is killed and the other
-two go on writing (the leader's NoOpRecords), then all stop. The survey reads Kafka's own
-directories as it reads pykraft's (meta.properties, quorum-state, segments, the VotersRecord
-with each voter's directory id), names a seed among the two that went on -- never the one
-killed early -- and changes no file."""
+"""``pykraft metadata-recovery`` on the directories of Apache Kafka 4.4.0's own controllers
+(issue 48 items 1 and 2).
+
+* survey: a quorum of one pykraft and two Kafka controllers; one Kafka controller is killed and
+  the other two go on writing (the leader's NoOpRecords), then all stop. The survey reads
+  Kafka's directories as it reads pykraft's (meta.properties, quorum-state, segments, the
+  VotersRecord with each voter's directory id), names a seed among the two that went on --
+  never the one killed early -- and changes no file;
+* force-standalone: three Kafka controllers, two lost; the survivor's directory made a quorum
+  of one, which Kafka's controller then runs."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +21,7 @@ from pykraft.interop.kafka import KafkaDist
 
 from ..node.procs import CLUSTER_ID, cli
 from ..storage.test_survey import digest
-from .mixed import MixedQuorum
+from .mixed import MixedQuorum, committed_batches
 
 pytestmark = [
     pytest.mark.slow,
@@ -62,3 +67,33 @@ def test_survey_reads_kafkas_directories_and_names_an_up_to_date_seed(
     assert (seed["last_epoch"], seed["log_end_offset"]) == max(ranks)
     assert found[lagging.node_id]["log_end_offset"] < seed["log_end_offset"]
     assert {m.node_id: digest(m.data) for m in members} == before
+
+
+def test_force_standalone_on_kafkas_own_controllers(kafka: KafkaDist, tmp_path: Path) -> None:
+    """Three Kafka 4.4.0 controllers, two lost for good: pykraft's force-standalone on the
+    survivor's directory, then Kafka's own controller starts from it and leads alone in a
+    higher epoch, every batch it held unchanged and committed."""
+    quorum = MixedQuorum(kafka, tmp_path, "kkk")
+    try:
+        quorum.start()
+        old = quorum.caught_up()
+        seed, *lost = sorted(quorum.members.values(), key=lambda m: m.node_id)
+        for member in lost:
+            member.kill()
+            shutil.rmtree(member.data)
+        seed.stop()
+        surveyed = json.loads(cli("metadata-recovery", "survey", "--json", str(seed.data)).stdout)
+        end = surveyed["directories"][0]["log_end_offset"]
+        held = committed_batches(seed.data, end)
+        done = cli("metadata-recovery", "force-standalone", str(seed.data))
+        assert done.returncode == 0, done.stderr
+        seed.start()
+        info = quorum.wait(
+            lambda i: i.leader_id == seed.node_id and i.high_watermark > end,
+            "Kafka's controller leading alone past the old log",
+        )
+        assert [v.replica_id for v in info.voters] == [seed.node_id]
+        assert info.leader_epoch > old.leader_epoch
+        assert committed_batches(seed.data, end) == held
+    finally:
+        quorum.close()

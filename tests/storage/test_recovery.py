@@ -1,0 +1,120 @@
+"""``force-standalone`` on directories written by the real storage code: the seed's log ends
+with a VotersRecord of the seed alone at a new epoch and quorum-state is at that epoch; a run
+interrupted after any step goes on from its note and writes the batch once; the refusals (a
+more up-to-date survivor, a voter accepting connections, a static quorum, an observer)."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pykraft.cli.main import main
+from pykraft.records import build_batch, valid_prefix
+from pykraft.storage.log import PARTITION_DIR_NAME, FileLog
+from pykraft.storage.meta import MetaProperties, write_meta_properties
+from pykraft.storage.quorum_state import FileQuorumStateStore
+from pykraft.storage.recovery import NOTE_FILE, RecoveryError, force_standalone, read_note
+from pykraft.storage.survey import survey_directory
+
+from .test_survey import CLUSTER, _controller, digest
+
+
+def _standalone(log_dir: Path, tmp_path: Path) -> None:
+    survey = survey_directory(log_dir)
+    force_standalone(survey, tmp_path / f"{log_dir.name}.backup", 1_000)
+
+
+def test_the_seed_ends_as_the_only_voter_at_a_new_epoch(tmp_path: Path) -> None:
+    seed = _controller(tmp_path, 1, [(1, 10), (3, 20)])
+    before = digest(seed)
+    _standalone(seed, tmp_path)
+    after = survey_directory(seed)
+    assert after.voters is not None and [v.voter_id for v in after.voters] == [1]
+    assert after.voters[0].directory_id is not None
+    assert (after.last_epoch, after.log_end_offset, after.voters_offset) == (4, 32, 31)
+    state = FileQuorumStateStore(seed / PARTITION_DIR_NAME).read()
+    assert state is not None and state.epoch == 4 and state.voted_key is None
+    note = read_note(seed)
+    assert note is not None and note.done == ["backup", "truncate", "voters", "quorum-state"]
+    assert [i for i, _ in note.old_voters] == [1, 2, 3]
+    backup = tmp_path / "c1.backup"
+    assert digest(backup) == before  # the backup is the directory as it was
+    with FileLog.open(seed / PARTITION_DIR_NAME) as log:  # a start reads it whole
+        assert log.end_offset == 32 and log.epochs()[-1][0] == 4
+
+
+@pytest.mark.parametrize(
+    ("noted", "batch_written"),
+    [("backup", False), ("truncate", False), ("truncate", True), ("voters", True)],
+    ids=["after-backup", "after-truncate", "batch-written-not-noted", "after-voters"],
+)
+def test_an_interrupted_run_goes_on_from_its_note(
+    tmp_path: Path, noted: str, batch_written: bool
+) -> None:
+    interrupted = _controller(tmp_path, 2, [(1, 10)])
+    _standalone(interrupted, tmp_path)
+    note = read_note(interrupted)
+    assert note is not None
+    note.done = note.done[: note.done.index(noted) + 1]  # the steps after it never ran
+    note.write(interrupted)
+    if not batch_written:
+        segment = sorted((interrupted / PARTITION_DIR_NAME).glob("*.log"))[-1]
+        segment.write_bytes(segment.read_bytes()[: -_size_of_last_batch(interrupted)])
+    _standalone(interrupted, tmp_path)
+    again = survey_directory(interrupted)
+    assert (again.last_epoch, again.log_end_offset) == (2, 12)  # one VotersRecord, not two
+    assert again.voters is not None and [v.voter_id for v in again.voters] == [2]
+    resumed = read_note(interrupted)
+    assert resumed is not None and resumed.done[-1] == "quorum-state"
+
+
+def _size_of_last_batch(log_dir: Path) -> int:
+    segment = sorted((log_dir / PARTITION_DIR_NAME).glob("*.log"))[-1]
+    headers, _ = valid_prefix(segment.read_bytes())
+    return headers[-1].size
+
+
+def test_a_more_up_to_date_survivor_is_refused_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    behind = _controller(tmp_path, 1, [(1, 10), (2, 5)])
+    ahead = _controller(tmp_path, 2, [(1, 10), (3, 1)])
+    args = ["metadata-recovery", "force-standalone", str(behind), "--survivor", str(ahead)]
+    before = digest(behind)
+    assert main(args) == 1
+    assert "node 2" in capsys.readouterr().err and digest(behind) == before
+    assert main([*args, "--allow-less-up-to-date-seed"]) == 0
+    assert (behind / NOTE_FILE).exists()
+
+
+def test_a_voter_accepting_connections_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed = _controller(tmp_path, 1, [(1, 5)])
+    with socket.socket() as listening:  # voter 2's endpoint (127.0.0.1:9002) answers
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listening.bind(("127.0.0.1", 9002))
+        except OSError:
+            pytest.skip("port 9002 is taken on this machine")
+        listening.listen()
+        assert main(["metadata-recovery", "force-standalone", str(seed)]) == 1
+    assert "voter 2 accepts connections at 127.0.0.1:9002" in capsys.readouterr().err
+    assert not (seed / NOTE_FILE).exists()
+
+
+def test_a_static_quorum_and_an_observer_are_refused(tmp_path: Path) -> None:
+    static = tmp_path / "static"
+    static.mkdir()
+    write_meta_properties(static, MetaProperties(CLUSTER, 1, uuid.uuid4()))
+    with FileLog.open(static / PARTITION_DIR_NAME) as log:
+        log.append(build_batch(0, 1, [b"record"], 0))
+        log.flush()
+    with pytest.raises(RecoveryError, match=r"controller\.quorum\.voters"):
+        _standalone(static, tmp_path)
+    observer = _controller(tmp_path, 7, [(1, 5)])  # voters 1-3: node 7 is not one
+    with pytest.raises(RecoveryError, match="not a voter"):
+        _standalone(observer, tmp_path)
