@@ -93,16 +93,13 @@ def test_a_more_up_to_date_survivor_is_refused_unless_allowed(
 def test_a_voter_accepting_connections_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    seed = _controller(tmp_path, 1, [(1, 5)])
-    with socket.socket() as listening:  # voter 2's endpoint (127.0.0.1:9002) answers
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            listening.bind(("127.0.0.1", 9002))
-        except OSError:
-            pytest.skip("port 9002 is taken on this machine")
+    with socket.socket() as listening:  # voter 2's endpoint answers
+        listening.bind(("127.0.0.1", 0))
         listening.listen()
+        port = listening.getsockname()[1]
+        seed = _controller(tmp_path, 1, [(1, 5)], base_port=port - 2)
         assert main(["metadata-recovery", "force-standalone", str(seed)]) == 1
-    assert "voter 2 accepts connections at 127.0.0.1:9002" in capsys.readouterr().err
+    assert f"voter 2 accepts connections at 127.0.0.1:{port}" in capsys.readouterr().err
     assert not (seed / NOTE_FILE).exists()
 
 

@@ -21,14 +21,16 @@ from pykraft.storage.survey import recommend, survey_directory
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 
 
-def _controller(root: Path, node_id: int, epochs: list[tuple[int, int]]) -> Path:
+def _controller(
+    root: Path, node_id: int, epochs: list[tuple[int, int]], base_port: int = 9000
+) -> Path:
     """A formatted directory whose log holds ``count`` one-record batches per (epoch, count),
     after a VotersRecord of voters 1-3 at offset 0."""
     log_dir = root / f"c{node_id}"
     log_dir.mkdir()
     write_meta_properties(log_dir, MetaProperties(CLUSTER, node_id, uuid.UUID(int=node_id)))
     voters = [
-        VoterRecordEntry(i, uuid.UUID(int=i), (Endpoint("CONTROLLER", "127.0.0.1", 9000 + i),))
+        VoterRecordEntry(i, uuid.UUID(int=i), (Endpoint("CONTROLLER", "127.0.0.1", base_port + i),))
         for i in (1, 2, 3)
     ]
     log = FileLog.open(log_dir / PARTITION_DIR_NAME)
