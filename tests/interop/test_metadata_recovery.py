@@ -7,7 +7,9 @@
   VotersRecord with each voter's directory id), names a seed among the two that went on --
   never the one killed early -- and changes no file;
 * force-standalone: three Kafka controllers, two lost; the survivor's directory made a quorum
-  of one, which Kafka's controller then runs."""
+  of one, which Kafka's controller then runs;
+* a ghost: a stopped Kafka 4.3.1 controller's registration does not block raising
+  metadata.version on pykraft's controllers."""
 
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from pykraft.interop.kafka import KafkaDist
+from pykraft.interop.kafka import KafkaDist, write_properties
 
-from ..node.procs import CLUSTER_ID, cli
+from ..node.procs import CLUSTER_ID, cli, fmt, free_ports, wait_for
+from ..node.test_membership import describe, initial_controllers, without_static_voters
 from ..storage.test_survey import digest
 from .mixed import MixedQuorum, committed_batches
 
@@ -97,3 +100,59 @@ def test_force_standalone_on_kafkas_own_controllers(kafka: KafkaDist, tmp_path: 
         assert committed_batches(seed.data, end) == held
     finally:
         quorum.close()
+
+
+def test_a_ghost_controller_does_not_block_an_upgrade(kafka431: KafkaDist, tmp_path: Path) -> None:
+    """Issue 48 item 6: three pykraft controllers at 4.3-IV0; a Kafka 4.3.1 controller joins as
+    an observer and registers (its metadata.version range ends below 4.4), so raising
+    metadata.version to 4.4-IV2 is refused while it runs -- Kafka's rule, kept -- and it is
+    then stopped for good. Kafka's controllers would refuse the upgrade forever (its way out,
+    UnregisterController, needs 4.4-IV2); once the active controller has not seen it fetch
+    (here after a failover), pykraft's lets the upgrade through."""
+    ports = free_ports(4)
+    servers = ",".join(f"127.0.0.1:{p}" for p in ports[:3])
+    nodes = without_static_voters(
+        tmp_path, ports, 3, f"controller.quorum.bootstrap.servers={servers}\n"
+    )
+    initial = initial_controllers(nodes)
+    for p in nodes:
+        fmt(p, "--initial-controllers", initial, "--release-version", "4.3-IV0")
+    ghost_config = write_properties(
+        tmp_path / "kafka4.properties",
+        {
+            "process.roles": "controller",
+            "node.id": 4,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": f"CONTROLLER://127.0.0.1:{ports[3]}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+            "log.dirs": tmp_path / "kafka4",
+            "controller.quorum.bootstrap.servers": servers,
+        },
+    )
+    kafka431.format_storage(ghost_config, CLUSTER_ID, "--no-initial-controllers")
+    upgrade = ("features", "--bootstrap-controller", servers, "upgrade", "--release-version")
+    try:
+        for p in nodes:
+            p.start()
+        wait_for(lambda: len(describe(servers).voters) == 3, "three voters")
+        ghost = kafka431.start("server", str(ghost_config), log=tmp_path / "kafka4.log")
+        refused = {"output": ""}
+
+        def refused_for_controller_4() -> bool:
+            done = cli(*upgrade, "4.4-IV2", "--dry-run")
+            refused["output"] = done.stdout + done.stderr
+            return done.returncode != 0 and "Controller 4" in refused["output"]
+
+        wait_for(refused_for_controller_4, "the upgrade refused for the running controller 4")
+        ghost.kill()
+        leader = nodes[describe(servers).leader_id - 1]
+        leader.stop()  # a failover: the next leader never sees controller 4 fetch
+        leader.start()
+        wait_for(lambda: describe(servers).leader_id > 0, "a leader again")
+        done = cli(*upgrade, "4.4-IV2")
+        assert done.returncode == 0, done.stdout + done.stderr
+        described = cli("features", "--bootstrap-controller", servers, "describe").stdout
+        assert "FinalizedVersionLevel: 4.4-IV2" in described, described
+    finally:
+        for p in nodes:
+            p.kill()

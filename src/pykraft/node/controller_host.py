@@ -78,6 +78,7 @@ from pykraft.node.controller_metrics import (
     loader_families,
 )
 from pykraft.node.envelope import envelope, envelope_error
+from pykraft.node.ghost_controllers import GhostControllers
 from pykraft.node.health import controller_reasons
 from pykraft.node.kraft_upgrade import KraftUpgrades
 from pykraft.node.loggers import logger_answer
@@ -143,6 +144,7 @@ class ControllerHost:
         self._freezer = ImageFreezer()  # the image out of the cyclic collector's reach
         self._stopped = False
         self.controller_features: dict[int, dict[str, tuple[int, int]]] = {}
+        self._ghosts = GhostControllers()  # registrations UpdateFeatures may ignore
         self.migration: MigrationHost | None = None  # when zookeeper.metadata.migration.enable
         self.performance = EventPerformanceMonitor.of(node.config)
         self._kraft_upgrades = KraftUpgrades(self._process, self._error)
@@ -466,17 +468,15 @@ class ControllerHost:
         return payload
 
     def _context(self) -> Context:
-        core = self._core()
+        core, node_id, now_ms = self._core(), self.node.config.node_id, self.node.now_ms()
         own = {**SUPPORTED_FEATURES, KRAFT_VERSION_FEATURE: core.config.kraft_versions}
-        controller = self.controller
-        controllers = {
-            c.controller_id: dict(c.features)
-            for c in (controller.image.controllers.values() if controller else ())
-        }
+        registered = self.controller.image.controllers.values() if self.controller else ()
+        controllers = {c.controller_id: dict(c.features) for c in registered}
         controllers.update(self.controller_features)
-        controllers[self.node.config.node_id] = own
+        controllers[node_id] = own
         assert self.listener is not None
-        return self.listener.context(core, self.node.now_ms(), controllers)
+        required = self._ghosts.required(core, controllers, node_id, now_ms)
+        return self.listener.context(core, now_ms, required)
 
     def write(self, records: RecordList) -> int | None:
         """Append ``records`` as one batch and apply them; the last offset (None if the node
