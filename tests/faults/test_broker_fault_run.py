@@ -6,7 +6,7 @@ producer, a consumer group, an admin creating and deleting topics and reassignin
 fault kind on both sides at least once. Then the checker: no acknowledged record lost or
 duplicated, no leader outside the ISR, no leader epoch going back, no committed offset going
 back, the brokers' views equal to the controllers' log. And the checker can fail: the
-deliberately broken controller (``pykraft.test.unsafe.elect.outside.isr``) is caught.
+deliberately broken controller (the bug planted by ``tests/plants/elect_outside_isr``) is caught.
 
 This run replaces the controllers-only minute (``pykraft faults run`` without ``--brokers``
 applies the same controller faults and checks; ``test_check.py`` keeps its schedule). Needs
@@ -25,6 +25,8 @@ import pytest
 
 from pykraft.faults.broker_side import BROKER_KINDS
 from pykraft.faults.run import NETWORK_KINDS, PROCESS_KINDS, RunConfig, run, schedule
+
+PLANTS = Path(__file__).resolve().parents[1] / "plants"
 
 # Its faults include a busy core, and its checks count acknowledged records: CI runs it alone.
 pytestmark = pytest.mark.alone
@@ -83,7 +85,7 @@ def test_the_checker_catches_a_controller_that_elects_outside_the_isr(tmp_path: 
         voters=3,
         observers=0,
         brokers=3,
-        unsafe_controller=True,
+        plant=PLANTS / "elect_outside_isr",
         work=tmp_path,
         client_stop_s=5.0,
     )

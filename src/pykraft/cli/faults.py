@@ -1,7 +1,7 @@
 """`pykraft faults`: the real-process fault harness (``pykraft.faults``).
 
     pykraft dev faults run [--seed N] [--seconds 60] [--voters 3] [--observers 1] [--rate R]
-                       [--brokers 0] [--controllers pykraft|kafka] [--unsafe-controller]
+                       [--brokers 0] [--controllers pykraft|kafka] [--plant DIR]
                        [--no-netns] [--work DIR]
 
 Starts ``--voters`` + ``--observers`` ``pykraft server`` processes (each in its own network
@@ -17,8 +17,9 @@ acknowledged record is lost or duplicated, a leader was elected outside the ISR,
 epoch went back, a committed offset went back or a broker's view differs from the log.
 ``--controllers kafka`` runs the same schedule (same seed) on Apache Kafka's own controllers
 (4.3.1, formatted at 4.0-IV3 as pykraft bootstraps), for the side by side.
-``--unsafe-controller`` runs a deliberately broken controller (it elects a replica the ISR
-just dropped): the checker must fail the run.
+``--plant DIR`` runs pykraft's controllers with a planted bug (``tests/plants/<bug>``, put first
+on their ``PYTHONPATH``; e.g. ``elect_outside_isr``: a replica the ISR just dropped elected):
+the checker must fail the run. The server itself has no switch for any planted bug.
 """
 
 from __future__ import annotations
@@ -64,9 +65,11 @@ def register(sub: Any) -> None:
         help="whose controllers: pykraft's, or Apache Kafka's own for the side by side",
     )
     run_p.add_argument(
-        "--unsafe-controller",
-        action="store_true",
-        help="a deliberately broken controller (test of the checker: the run must fail)",
+        "--plant",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a planted bug (tests/plants/<bug>) in pykraft's controllers: the run must fail",
     )
     run_p.add_argument("--no-netns", action="store_true", help="no namespaces: no partitions")
     run_p.add_argument("--work", type=Path, default=None, help="keep everything here")
@@ -85,10 +88,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # SIGTERM (a timeout, a CI runner giving up) unwinds like Ctrl-C: the processes are
     # killed, the disks unmounted and the namespaces removed on the way out.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    if args.unsafe_controller and args.controllers == "kafka":
-        print(
-            "pykraft faults: --unsafe-controller breaks pykraft's controller only", file=sys.stderr
-        )
+    if args.plant is not None and args.controllers == "kafka":
+        print("pykraft faults: --plant breaks pykraft's controllers only", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING)
     # kafka-python logs every retry; the report counts the clients' outcomes instead.
@@ -111,7 +112,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             disks=root,
             rate=args.rate,
             brokers=args.brokers,
-            unsafe_controller=args.unsafe_controller,
+            plant=args.plant,
             controllers=args.controllers,
             work=args.work,
             log=lambda line: print(line, flush=True),

@@ -83,11 +83,6 @@ class ControllerConfig:
     delegation_token_max_lifetime_ms: int = 604_800_000
     delegation_token_expiry_time_ms: int = 86_400_000
     delegation_token_expiry_check_interval_ms: int = 3_600_000
-    # pykraft.test.unsafe.elect.outside.isr: a deliberately broken controller for proving the
-    # fault checker can fail (``pykraft faults run --unsafe-controller``). When a leader's
-    # AlterPartition shrinks the ISR, a replica it removed becomes the leader: an unclean
-    # election Kafka never makes. Never set it on a cluster holding data.
-    unsafe_test_elect_outside_isr: bool = False
     # group.* (the group coordinator's settings): the bounds GROUP configs are validated
     # against, as Kafka's controller passes its own to GroupConfig.validate.
     group_settings: GroupSettings = field(default=DEFAULT_GROUP_SETTINGS, compare=False)

@@ -217,15 +217,7 @@ def create_partitions(
 def alter_partition(
     c: ControllerView, version: int, request: views.AlterPartitionRequest, ctx: Context
 ) -> Result[views.AlterPartitionResponse]:
-    return Result(
-        *leadership.alter_partition(
-            c.image,
-            c.metadata_version,
-            version,
-            request,
-            unsafe_elect_outside_isr=c.config.unsafe_test_elect_outside_isr,
-        )
-    )
+    return Result(*leadership.alter_partition(c.image, c.metadata_version, version, request))
 
 
 def elect_leaders(

@@ -19,7 +19,6 @@ from pykraft.controller.partitions import (
     ELECTION_UNCLEAN,
     RECOVERED,
     RECOVERING,
-    active,
     partition_version,
 )
 from pykraft.controller.result import RecordList
@@ -35,12 +34,9 @@ def alter_partition(
     metadata_version: int,
     version: int,
     request: views.AlterPartitionRequest,
-    *,
-    unsafe_elect_outside_isr: bool = False,
 ) -> tuple[RecordList, views.AlterPartitionResponse]:
     """AlterPartition (KIP-497, KIP-903): a leader's new ISR and recovery state, checked
-    against the image; the records and the response. ``unsafe_elect_outside_isr`` is the
-    test-only broken controller (``ControllerConfig.unsafe_test_elect_outside_isr``)."""
+    against the image; the records and the response."""
     broker_id = int(request.broker_id)
     try:
         b.check_broker_epoch(image, broker_id, int(request.broker_epoch))
@@ -64,8 +60,6 @@ def alter_partition(
                 partitions.append({"partition_index": index, "error_code": outcome.code})
                 continue
             record, after = outcome
-            if unsafe_elect_outside_isr and record is not None:
-                record, after = _elect_outside_isr(image, topic_state.topic_id, index, record)
             if record is not None:
                 records.append((record, pversion))
             if after.leader != broker_id:
@@ -141,20 +135,6 @@ def _alter_one(
         record = r.PartitionChangeRecord(
             partition_id=p.partition_id, topic_id=p.topic_id, leader_recovery_state=RECOVERED
         )
-    return record, _after(p, record)
-
-
-def _elect_outside_isr(
-    image: Image, topic_id: uuid.UUID, index: int, record: r.PartitionChangeRecord
-) -> tuple[r.PartitionChangeRecord, _After]:
-    """The broken controller: a replica the shrink removed from the ISR leads (if one is
-    registered and unfenced), with no recovery state: an unclean election in disguise."""
-    p = image.partition(topic_id, index)
-    assert p is not None
-    if record.isr is not None:
-        removed = [b for b in p.isr if b not in record.isr and active(image, b)]
-        if removed:
-            record = dataclasses.replace(record, leader=removed[0])
     return record, _after(p, record)
 
 

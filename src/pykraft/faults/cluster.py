@@ -153,6 +153,7 @@ class FaultCluster:
         timeouts: tuple[int, int] = (1000, 2000),  # election, fetch (Kafka's defaults)
         controller_extra: dict[str, str] | None = None,
         controllers: str = "pykraft",
+        controller_env: dict[str, str] | None = None,
     ) -> None:
         if (brokers or controllers == "kafka") and kafka is None:
             raise ValueError("Kafka's brokers and controllers need a Kafka distribution")
@@ -161,6 +162,8 @@ class FaultCluster:
         self.work = work
         self.kafka = kafka
         self.controller_extra = controller_extra or {}
+        # pykraft controllers' extra environment (a planted bug's PYTHONPATH, faults/run.py)
+        self.controller_env = controller_env or {}
         self.network = network
         self.disk_mib = disk_mib
         self.timeouts = timeouts
@@ -333,7 +336,10 @@ class FaultCluster:
         node.incarnation += 1
         with node.output.open("ab") as out:
             out.write(f"--- harness: start, incarnation {node.incarnation}\n".encode())
-            node.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            env = None
+            if self.controller_env and not (node.broker or node.kafka_controller):
+                env = {**os.environ, **self.controller_env}
+            node.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
         node.paused = False
 
     def kill(self, node_id: int) -> None:

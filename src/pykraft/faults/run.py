@@ -20,8 +20,9 @@
 With ``brokers`` real Apache Kafka brokers run beside the controllers, with real clients
 (``broker_side.py``: its fault kinds, checks and report lines): the schedule then mixes the
 broker kinds in, aimed at the leader of the busiest partition (``BUSY``) or a random broker;
-``unsafe_controller`` runs the deliberately broken controller
-(``pykraft.test.unsafe.elect.outside.isr``) to prove the checker fails on it.
+``plant`` puts a directory first on pykraft's controllers' ``PYTHONPATH``: its
+``sitecustomize`` plants a bug (``tests/plants/``), to prove the checker fails on it; the
+server itself has no switch for one.
 
 The report: faults by kind, acknowledged writes, lost (must be 0), divergences (must be 0),
 two leaders in an epoch (0), high watermark decreases (0), time without a leader
@@ -58,7 +59,6 @@ from pykraft.faults.monitor import Monitor
 from pykraft.faults.net import Network
 from pykraft.faults.workload import Workload
 from pykraft.interop.kafka import KafkaDist
-from pykraft.node.config import UNSAFE_TEST_ELECT_OUTSIDE_ISR
 
 __all__ = ["Fault", "Report", "RunConfig", "run", "schedule"]
 
@@ -99,7 +99,7 @@ class RunConfig:
     brokers: int = 0  # real Kafka brokers (ids 101..), with the Kafka clients' workload
     kafka: str = "4"  # the interop/kafka-<name> project the brokers run from
     broker_rate: float = 100.0  # records per second per idempotent producer
-    unsafe_controller: bool = False  # the broken controller (the checker must fail)
+    plant: Path | None = None  # a planted bug's directory (tests/plants/): the run must fail
     # How long the Kafka clients' loops get to stop after the faults; one still blocked is
     # abandoned and counted (``KafkaWorkload.stop``).
     client_stop_s: float = 30.0
@@ -156,7 +156,7 @@ class Report:
             f"pykraft dev faults run --seed {c.seed} --seconds {c.seconds:g} --voters {c.voters} "
             f"--observers {c.observers}{'' if c.netns else ' --no-netns'}"
             + (f" --brokers {c.brokers}" if c.brokers else "")
-            + (" --unsafe-controller" if c.unsafe_controller else "")
+            + (f" --plant {c.plant}" if c.plant else "")
             + (" --controllers kafka" if c.controllers == "kafka" else ""),
             "faults: " + " ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
             f"acknowledged writes: {self.acked}  (client outcomes: "
@@ -357,9 +357,7 @@ def _start(
         if config.brokers or config.controllers == "kafka"
         else None,
         controllers=config.controllers,
-        controller_extra={UNSAFE_TEST_ELECT_OUTSIDE_ISR: "true"}
-        if config.unsafe_controller
-        else None,
+        controller_env=None if config.plant is None else {"PYTHONPATH": str(config.plant)},
     )
     stack.callback(cluster.teardown)
     cluster.setup()

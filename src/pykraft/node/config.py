@@ -40,7 +40,6 @@ from pykraft.node.config_keys import (
     PRINCIPAL_BUILDER,
     SERVER_CALLBACK,
     STANDARD_AUTHORIZER,
-    UNSAFE_TEST_ELECT_OUTSIDE_ISR,
     known,
 )
 from pykraft.node.plugins import load_plugin
@@ -50,7 +49,6 @@ from pykraft.storage import properties as _storage_properties
 from pykraft.storage.properties import ConfigError
 
 __all__ = [
-    "UNSAFE_TEST_ELECT_OUTSIDE_ISR",
     "ConfigError",
     "HostPort",
     "Listener",
@@ -178,8 +176,6 @@ class NodeConfig:
     security: ListenerSecurity | None = field(default=None, compare=False)
     authorizer_class_name: str = ""
     super_users: tuple[str, ...] = ()
-    # pykraft.test.unsafe.elect.outside.isr (test only: ControllerConfig says what it breaks)
-    unsafe_test_elect_outside_isr: bool = False
     allow_everyone_if_no_acl_found: bool = False
     delegation_token_secret_key: str = field(default="", repr=False)
     delegation_token_max_lifetime_ms: int = 604_800_000
@@ -255,7 +251,6 @@ class NodeConfig:
             delegation_token_expiry_check_interval_ms=(
                 self.delegation_token_expiry_check_interval_ms
             ),
-            unsafe_test_elect_outside_isr=self.unsafe_test_elect_outside_isr,
             create_topic_policy=self.create_topic_policy,
             alter_config_policy=self.alter_config_policy,
             group_settings=self.group_settings,
@@ -534,7 +529,6 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         remote_log_storage_system_enable=_flag(props, "remote.log.storage.system.enable"),
         auto_leader_rebalance_enable=_flag(props, "auto.leader.rebalance.enable"),
         allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found"),
-        unsafe_test_elect_outside_isr=_flag(props, UNSAFE_TEST_ELECT_OUTSIDE_ISR),
         zookeeper_metadata_migration_enable=migration,
         zookeeper_connect=zookeeper_connect,
         inter_broker_listener_name=(

@@ -20,15 +20,11 @@ __all__ = [
     "PRINCIPAL_BUILDER",
     "SERVER_CALLBACK",
     "STANDARD_AUTHORIZER",
-    "UNSAFE_TEST_ELECT_OUTSIDE_ISR",
     "base_security_key",
     "known",
 ]
 
 # Kafka names of the integer configs with defaults, mapped to (field, minimum).
-# A deliberately broken controller, for the fault checker's own test (ControllerConfig).
-UNSAFE_TEST_ELECT_OUTSIDE_ISR: Final = "pykraft.test.unsafe.elect.outside.isr"
-
 INTS: Final[dict[str, tuple[str, int]]] = {
     "controller.quorum.election.timeout.ms": ("quorum_election_timeout_ms", 1),
     "controller.quorum.fetch.timeout.ms": ("quorum_fetch_timeout_ms", 1),
@@ -83,7 +79,6 @@ BOOLS: Final[dict[str, bool]] = {
     "delete.topic.enable": True,
     "auto.leader.rebalance.enable": True,
     "allow.everyone.if.no.acl.found": False,
-    UNSAFE_TEST_ELECT_OUTSIDE_ISR: False,
     "zookeeper.metadata.migration.enable": False,
     "remote.log.storage.system.enable": False,
 }
