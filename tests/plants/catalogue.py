@@ -1,0 +1,125 @@
+"""The catalogue of planted bugs (``tests/plants/README.md``): each bug, the check that
+catches it and how soon, measured.
+
+    .venv/bin/python -m tests.plants.catalogue           # print the table
+    .venv/bin/python -m tests.plants.catalogue --write   # rewrite docs/PLANTED-BUGS.md
+
+A simulator plant runs ``pykraft dev sim run`` in a process whose ``PYTHONPATH`` starts with
+the plant's directory, on the interpreted core (``PYKRAFT_NATIVE=0``: the compiled core's
+functions call each other directly, so a replaced function would never be reached). The
+simulator is deterministic, so the event at which the violation is raised is the same on
+every machine and the table can be checked (``tests/sim/test_planted_bugs.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+PLANTS_DIR: Final = Path(__file__).resolve().parent
+DOC: Final = PLANTS_DIR.parents[1] / "docs" / "PLANTED-BUGS.md"
+
+
+@dataclass(frozen=True)
+class SimPlant:
+    name: str  # its directory under tests/plants
+    bug: str
+    invariant: str  # the simulator invariant that must catch it
+    seed: int
+    profile: str
+    voters: int
+    events: int  # the run's budget of fault-phase events
+
+    def run(self, planted: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYKRAFT_NATIVE": "0"}
+        if planted:
+            env["PYTHONPATH"] = str(PLANTS_DIR / self.name)
+        argv = [sys.executable, "-m", "pykraft.cli.main", "dev", "sim", "run"]
+        argv += ["--seed", str(self.seed), "--profile", self.profile]
+        argv += ["--voters", str(self.voters), "--events", str(self.events)]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+
+    def caught_at(self) -> int | None:
+        """The event the invariant was raised at, None if the run passed or failed otherwise."""
+        found = re.search(
+            rf"^VIOLATION {re.escape(self.invariant)} at t=\d+ ms, event (\d+)",
+            self.run().stdout,
+            re.M,
+        )
+        return None if found is None else int(found[1])
+
+
+SIM_PLANTS: Final = (
+    SimPlant(
+        "hwm_without_majority",
+        "the leader moves the high watermark to its own flushed log end, counting no follower",
+        "hwm-majority",
+        seed=1,
+        profile="partitions",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
+        "vote_twice",
+        "an unattached voter that voted in this epoch grants another candidate its vote too",
+        "one-leader-per-epoch",
+        seed=3,
+        profile="chaos",
+        voters=5,
+        events=20_000,
+    ),
+)
+# Planted in real processes: (directory, bug, the check, the test that runs it and its budget).
+FAULT_RUN_PLANTS: Final = (
+    (
+        "elect_outside_isr",
+        "AlterPartition's ISR shrink makes a replica it removed the leader",
+        "fault run with 3 Kafka brokers: the broker-side checker's elections outside the ISR",
+        "tests/faults/test_broker_fault_run.py::"
+        "test_the_checker_catches_a_controller_that_elects_outside_the_isr",
+        "one 15 s run",
+    ),
+)
+
+
+def table() -> str:
+    lines = [
+        "# Planted bugs and what catches them",
+        "",
+        "Written by `.venv/bin/python -m tests.plants.catalogue --write` (the simulator runs are",
+        "measured then; they are deterministic). How a bug is planted: `tests/plants/README.md`.",
+        "",
+        "| bug (tests/plants/…) | caught by | how soon |",
+        "|---|---|---|",
+    ]
+    for plant in SIM_PLANTS:
+        at = plant.caught_at()
+        soon = "NOT CAUGHT" if at is None else f"event {at:,} of {plant.events:,}"
+        lines.append(
+            f"| `{plant.name}`: {plant.bug} | simulator invariant `{plant.invariant}` (seed "
+            f"{plant.seed}, profile {plant.profile}, {plant.voters} voters) | {soon} |"
+        )
+    for name, bug, check, test, soon in FAULT_RUN_PLANTS:
+        lines.append(f"| `{name}`: {bug} | {check} (`{test}`) | {soon} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.plants.catalogue")
+    parser.add_argument("--write", action="store_true", help=f"rewrite {DOC.name}")
+    args = parser.parse_args(argv)
+    text = table()
+    if args.write:
+        DOC.write_text(text)
+    print(text, end="")
+    return 0 if "NOT CAUGHT" not in text else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
