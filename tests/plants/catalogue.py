@@ -66,6 +66,15 @@ SIM_PLANTS: Final = (
         events=20_000,
     ),
     SimPlant(
+        "hwm_before_epoch_start",
+        "a new leader commits through a majority before any record of its own epoch is replicated",
+        "leader-hwm-current-epoch",
+        seed=4,
+        profile="lossy",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
         "vote_twice",
         "an unattached voter that voted in this epoch grants another candidate its vote too",
         "one-leader-per-epoch",
