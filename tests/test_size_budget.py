@@ -38,7 +38,8 @@ def sizes() -> tuple[dict[str, int], dict[str, int]]:
     functions: dict[str, int] = {}
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(GENERATED):
+        # test_layering.py writes a probe module for a moment (maybe on the other worker).
+        if rel.startswith(GENERATED) or path.name == "_layering_probe.py":
             continue
         text = path.read_text()
         modules[rel] = len(text.splitlines())

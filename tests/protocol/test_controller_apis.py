@@ -70,7 +70,7 @@ def test_each_view_has_the_fields_every_served_version_has(row: ControllerApi) -
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.key.name for row in ROWS])
 def test_each_handler_takes_its_apis_view_and_returns_its_response(row: ControllerApi) -> None:
-    handler = HANDLERS[row.key]
+    handler = HANDLERS[row.key].handle
     hints = typing.get_type_hints(handler, vars(handlers))
     assert hints["request"] is _view(row)
     name = response_schema(row.key, row.versions[1]).__name__

@@ -4,7 +4,7 @@ that name topics or config resources, the operation it needs on each item.
 
 Theory of operation. :func:`cluster_operation` gives the top-level check: a caller without
 it gets CLUSTER_AUTHORIZATION_FAILED for the whole request (per item where the response has
-no top-level code; ``errors.item_errors``), and nothing is written. :func:`split` sorts the
+no top-level code; ``handlers.item_errors``), and nothing is written. :func:`split` sorts the
 items of CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 IncrementalAlterConfigs and DescribeConfigs into those the caller may touch (left in the
 request, for the handler) and those it may not (answered here with Kafka's per-item code:
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final, Protocol, TypeVar, cast
 from kio.schema.errors import ErrorCode
 
 from pykraft.controller.acls import CLUSTER_NAME, Op, Res
-from pykraft.controller.errors import item_errors
+from pykraft.controller.errors import Items
 from pykraft.controller.result import Response
 from pykraft.metadata.image import Image
 from pykraft.protocol.apis import ApiKey
@@ -159,7 +159,12 @@ CLUSTER_AUTHORIZATION_FAILED: Final = "Cluster authorization failed."
 
 
 def split(
-    api_key: int, version: int, request: _M, allowed: Allowed, image: Image
+    api_key: int,
+    version: int,
+    request: _M,
+    allowed: Allowed,
+    image: Image,
+    refuse: Callable[[object, ErrorCode, str | None], Items],
 ) -> tuple[_M, Refusals]:
     """``request`` without the items the caller may not touch, and the response entries
     refusing those (by response field)."""
@@ -191,7 +196,7 @@ def split(
     for item, code in refused:
         one = dataclasses.replace(request, **{field: (item,)})
         message = AUTHORIZATION_FAILED if api_key == ApiKey.CREATE_TOPICS else None
-        entries += item_errors(api_key, one, code, message)[response_field]
+        entries += refuse(one, code, message)[response_field]
     return dataclasses.replace(request, **{field: tuple(kept)}), {response_field: entries}
 
 

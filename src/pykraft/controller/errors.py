@@ -4,22 +4,28 @@ and the responses that refuse a whole request item by item."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
 from pykraft.protocol import views
-from pykraft.protocol.apis import ApiKey, response_schema
-from pykraft.protocol.build import version_fields
 
 __all__ = [
     "CONTROLLER_ID_NOT_REGISTERED",
     "MAX_RECORDS_PER_USER_OP",
     "ApiError",
+    "Items",
+    "alter_configs_errors",
+    "alter_quotas_errors",
+    "alter_scram_errors",
     "check_op_size",
-    "error_fields",
-    "item_errors",
+    "create_acls_errors",
+    "create_partitions_errors",
+    "create_topics_errors",
+    "delete_acls_errors",
+    "delete_topics_errors",
+    "describe_configs_errors",
     "topic_error",
 ]
 
@@ -47,17 +53,19 @@ def check_op_size(records: int) -> None:
         raise ApiError(ErrorCode.policy_violation, TOO_LARGE)
 
 
-# The refused items' response entries, by response field.
+# The refused items' response entries, by response field: what an API whose items carry the
+# error code answers when every item is refused (Kafka's getErrorResponse), one builder per API
+# below, each on its row of ``handlers.HANDLERS``.
 Items = Mapping[str, Sequence[Mapping[str, object]]]
 
 
-def _create_topics(
+def create_topics_errors(
     request: views.CreateTopicsRequest, code: ErrorCode, message: str | None
 ) -> Items:
     return {"topics": [topic_error(t.name, ApiError(code, message)) for t in request.topics]}
 
 
-def _delete_topics(
+def delete_topics_errors(
     request: views.DeleteTopicsRequest, code: ErrorCode, message: str | None
 ) -> Items:
     if hasattr(request, "topics"):  # v6+
@@ -73,7 +81,7 @@ def _delete_topics(
     }
 
 
-def _create_partitions(
+def create_partitions_errors(
     request: views.CreatePartitionsRequest, code: ErrorCode, message: str | None
 ) -> Items:
     return {
@@ -101,7 +109,7 @@ def _resources(
     ]
 
 
-def _alter_configs(
+def alter_configs_errors(
     request: views.AlterConfigsRequest | views.IncrementalAlterConfigsRequest,
     code: ErrorCode,
     message: str | None,
@@ -109,17 +117,21 @@ def _alter_configs(
     return {"responses": _resources(request, code, message)}
 
 
-def _describe_configs(
+def describe_configs_errors(
     request: views.DescribeConfigsRequest, code: ErrorCode, message: str | None
 ) -> Items:
     return {"results": [{**r_, "configs": ()} for r_ in _resources(request, code, message)]}
 
 
-def _create_acls(request: views.CreateAclsRequest, code: ErrorCode, message: str | None) -> Items:
+def create_acls_errors(
+    request: views.CreateAclsRequest, code: ErrorCode, message: str | None
+) -> Items:
     return {"results": [{"error_code": code, "error_message": message} for _ in request.creations]}
 
 
-def _delete_acls(request: views.DeleteAclsRequest, code: ErrorCode, message: str | None) -> Items:
+def delete_acls_errors(
+    request: views.DeleteAclsRequest, code: ErrorCode, message: str | None
+) -> Items:
     return {
         "filter_results": [
             {"error_code": code, "error_message": message, "matching_acls": []}
@@ -128,7 +140,7 @@ def _delete_acls(request: views.DeleteAclsRequest, code: ErrorCode, message: str
     }
 
 
-def _alter_scram(
+def alter_scram_errors(
     request: views.AlterUserScramCredentialsRequest, code: ErrorCode, message: str | None
 ) -> Items:
     users = dict.fromkeys(
@@ -137,7 +149,7 @@ def _alter_scram(
     return {"results": [{"user": u, "error_code": code, "error_message": message} for u in users]}
 
 
-def _alter_quotas(
+def alter_quotas_errors(
     request: views.AlterClientQuotasRequest, code: ErrorCode, message: str | None
 ) -> Items:
     return {
@@ -153,45 +165,6 @@ def _alter_quotas(
             for entry in request.entries
         ]
     }
-
-
-# The APIs without a top-level error code (and those whose items carry one too): the items
-# each refusal is set on, one builder per API.
-# (A builder's request is typed as its API's view; the table holds them all, so its request
-# parameter is the decoded message of the row's API, whichever that is.)
-ITEM_ERRORS: Final[dict[int, Callable[[Any, ErrorCode, str | None], Items]]] = {
-    ApiKey.CREATE_TOPICS: _create_topics,
-    ApiKey.DELETE_TOPICS: _delete_topics,
-    ApiKey.CREATE_PARTITIONS: _create_partitions,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
-    ApiKey.ALTER_CONFIGS: _alter_configs,
-    ApiKey.DESCRIBE_CONFIGS: _describe_configs,
-    ApiKey.CREATE_ACLS: _create_acls,
-    ApiKey.DELETE_ACLS: _delete_acls,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
-    ApiKey.ALTER_CLIENT_QUOTAS: _alter_quotas,
-}
-
-
-def error_fields(
-    api_key: int, version: int, request: object, code: ErrorCode, message: str | None
-) -> dict[str, object]:
-    """The response fields refusing every item of ``request`` with ``code`` (Kafka's
-    ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
-    where a broker looks for NOT_CONTROLLER; ``ITEM_ERRORS``); the top-level fields only
-    where the response has them (``build.make`` refuses a field no version has)."""
-    known = version_fields(response_schema(api_key, version))
-    top = {"throttle_time": 0, "error_code": code, "error_message": message}
-    fields: dict[str, object] = {k: v for k, v in top.items() if k in known}
-    fields.update(item_errors(api_key, request, code, message))
-    return fields
-
-
-def item_errors(api_key: int, request: object, code: ErrorCode, message: str | None) -> Items:
-    """The entries refusing every item of ``request`` (none for an API whose items carry no
-    error code: ``ITEM_ERRORS``)."""
-    items = ITEM_ERRORS.get(api_key)
-    return {} if items is None else items(request, code, message)
 
 
 def topic_error(name: str, error: ApiError) -> views.create_topics_response.CreatableTopicResult:

@@ -13,6 +13,7 @@ The handlers are thin: the rules live in one module per concern (``brokers``, ``
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kio.schema.errors import ErrorCode
@@ -32,6 +33,7 @@ from pykraft.controller import (
 from pykraft.controller import brokers as b
 from pykraft.controller import configs as cfgs
 from pykraft.controller import describe_configs as described
+from pykraft.controller import errors as errs
 from pykraft.controller import heartbeats as hb
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
@@ -47,9 +49,18 @@ from pykraft.metadata import records as r
 from pykraft.metadata.image import BROKER_RESOURCE, Image
 from pykraft.metadata.versions import IBP_4_4_IV2
 from pykraft.protocol import views
-from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.apis import ApiKey, response_schema
+from pykraft.protocol.build import version_fields
 
-__all__ = ["HANDLERS", "ControllerView", "Handler"]
+__all__ = [
+    "HANDLERS",
+    "ApiHandler",
+    "ControllerView",
+    "Handler",
+    "ItemErrors",
+    "error_fields",
+    "item_errors",
+]
 
 
 class ControllerView(Protocol):
@@ -463,31 +474,74 @@ def list_reassignments(
     )
 
 
-# The controller APIs and their handlers: QuorumController.handle dispatches from here.
-HANDLERS: Final[dict[int, Handler]] = {
-    ApiKey.BROKER_REGISTRATION: broker_registration,
-    ApiKey.BROKER_HEARTBEAT: broker_heartbeat,
-    ApiKey.CREATE_TOPICS: create_topics,
-    ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.CREATE_PARTITIONS: create_partitions,
-    ApiKey.ALTER_PARTITION: alter_partition,
-    ApiKey.ASSIGN_REPLICAS_TO_DIRS: assign_replicas_to_dirs,
-    ApiKey.ALLOCATE_PRODUCER_IDS: allocate_producer_ids,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
-    ApiKey.ALTER_CONFIGS: alter_configs,
-    ApiKey.DESCRIBE_CONFIGS: describe_configs,
-    ApiKey.ELECT_LEADERS: elect_leaders,
-    ApiKey.UNREGISTER_BROKER: unregister_broker,
-    ApiKey.UNREGISTER_CONTROLLER: unregister_controller,
-    ApiKey.UPDATE_FEATURES: update_features,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: list_reassignments,
-    ApiKey.CREATE_ACLS: create_acls,
-    ApiKey.DELETE_ACLS: delete_acls,
-    ApiKey.DESCRIBE_ACLS: describe_acls,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_scram,
-    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
-    ApiKey.CREATE_DELEGATION_TOKEN: create_token,
-    ApiKey.RENEW_DELEGATION_TOKEN: renew_token,
-    ApiKey.EXPIRE_DELEGATION_TOKEN: expire_token,
+# An API whose items carry the error code: every item of a request refused (``errors.py``).
+ItemErrors = Callable[[Any, ErrorCode, str | None], errs.Items]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiHandler:
+    """A controller API's behaviour, its row of :data:`HANDLERS`: the handler, and for an API
+    whose items carry the error code (no top-level one, or both) how a refusal of every item
+    is answered (Kafka's ``getErrorResponse``). The wire facts of the API -- versions, read,
+    forwardable, quota, items authorized -- are its row of ``protocol/controller_apis.py``,
+    which the node and the admin client read without the controller."""
+
+    handle: Handler
+    item_errors: ItemErrors | None = None
+
+
+# The controller APIs: QuorumController.handle dispatches from here. (A handler's request is
+# typed as its API's view; the table holds them all, so ``Handler`` and ``ItemErrors`` take
+# the decoded message of the row's API, whichever that is.)
+HANDLERS: Final[dict[int, ApiHandler]] = {
+    ApiKey.BROKER_REGISTRATION: ApiHandler(broker_registration),
+    ApiKey.BROKER_HEARTBEAT: ApiHandler(broker_heartbeat),
+    ApiKey.CREATE_TOPICS: ApiHandler(create_topics, errs.create_topics_errors),
+    ApiKey.DELETE_TOPICS: ApiHandler(delete_topics, errs.delete_topics_errors),
+    ApiKey.CREATE_PARTITIONS: ApiHandler(create_partitions, errs.create_partitions_errors),
+    ApiKey.ALTER_PARTITION: ApiHandler(alter_partition),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: ApiHandler(assign_replicas_to_dirs),
+    ApiKey.ALLOCATE_PRODUCER_IDS: ApiHandler(allocate_producer_ids),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: ApiHandler(
+        incremental_alter_configs, errs.alter_configs_errors
+    ),
+    ApiKey.ALTER_CONFIGS: ApiHandler(alter_configs, errs.alter_configs_errors),
+    ApiKey.DESCRIBE_CONFIGS: ApiHandler(describe_configs, errs.describe_configs_errors),
+    ApiKey.ELECT_LEADERS: ApiHandler(elect_leaders),
+    ApiKey.UNREGISTER_BROKER: ApiHandler(unregister_broker),
+    ApiKey.UNREGISTER_CONTROLLER: ApiHandler(unregister_controller),
+    ApiKey.UPDATE_FEATURES: ApiHandler(update_features),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ApiHandler(alter_reassignments),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: ApiHandler(list_reassignments),
+    ApiKey.CREATE_ACLS: ApiHandler(create_acls, errs.create_acls_errors),
+    ApiKey.DELETE_ACLS: ApiHandler(delete_acls, errs.delete_acls_errors),
+    ApiKey.DESCRIBE_ACLS: ApiHandler(describe_acls),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ApiHandler(alter_scram, errs.alter_scram_errors),
+    ApiKey.ALTER_CLIENT_QUOTAS: ApiHandler(alter_client_quotas, errs.alter_quotas_errors),
+    ApiKey.CREATE_DELEGATION_TOKEN: ApiHandler(create_token),
+    ApiKey.RENEW_DELEGATION_TOKEN: ApiHandler(renew_token),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: ApiHandler(expire_token),
 }
+
+
+def item_errors(api_key: int, request: object, code: ErrorCode, message: str | None) -> errs.Items:
+    """The entries refusing every item of ``request`` (none for an API whose items carry no
+    error code)."""
+    row = HANDLERS.get(api_key)
+    if row is None or row.item_errors is None:
+        return {}
+    return row.item_errors(request, code, message)
+
+
+def error_fields(
+    api_key: int, version: int, request: object, code: ErrorCode, message: str | None
+) -> dict[str, object]:
+    """The response fields refusing every item of ``request`` with ``code`` (Kafka's
+    ``getErrorResponse``: APIs without a top-level error code carry it per item, which is
+    where a broker looks for NOT_CONTROLLER); the top-level fields only where the response
+    has them (``build.make`` refuses a field no version has)."""
+    known = version_fields(response_schema(api_key, version))
+    top = {"throttle_time": 0, "error_code": code, "error_message": message}
+    fields: dict[str, object] = {k: v for k, v in top.items() if k in known}
+    fields.update(item_errors(api_key, request, code, message))
+    return fields

@@ -24,6 +24,7 @@ simulator replays any run from its seed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, TypeVar, cast
 
@@ -44,9 +45,9 @@ from pykraft.controller.activation import activation_records
 from pykraft.controller.authorization import Caller
 from pykraft.controller.config import ControllerConfig, RandomSource
 from pykraft.controller.context import METADATA_TOPIC, Context, Duration, duration_ms
-from pykraft.controller.errors import ApiError, error_fields, item_errors
+from pykraft.controller.errors import ApiError
 from pykraft.controller.features import SUPPORTED_FEATURES
-from pykraft.controller.handlers import HANDLERS
+from pykraft.controller.handlers import HANDLERS, error_fields, item_errors
 from pykraft.controller.partitions import (
     partition_version,
 )
@@ -257,6 +258,7 @@ class QuorumController:
                 request,
                 lambda op, res, name: self.allowed(caller, op, res, name),
                 self.image,
+                functools.partial(item_errors, api_key),
             )
         throttle_ms = 0
         if api_key in STRICT_FROM and caller is not None:
@@ -265,7 +267,7 @@ class QuorumController:
             )
             for key, entries in throttled.items():
                 refused[key] = [*refused.get(key, ()), *entries]
-        result = handler(self, api_version, request, ctx)
+        result = handler.handle(self, api_version, request, ctx)
         if not refused and not throttle_ms:
             return result
         response = authorization.merge(result.response, refused)

@@ -10,10 +10,12 @@ controller at the committed offset and everything else only while active
 (``controller/quorum_controller.py``), applies KIP-599's strict quota from ``STRICT_FROM``
 (``controller/mutation_quota.py``) and authorizes per item the fields named here
 (``controller/authorization.py``); ``node/envelope.py`` unwraps only ``FORWARDABLE`` APIs.
-Each derived name is read from the rows below, so an API is described once. Who handles it
-is the handler table (``controller/handlers.HANDLERS``; a test keeps both key sets
-equal); the rule of each authorization and the shape of each error answer are code of
-``controller/authorization.py`` and ``controller/errors.py``.
+Each derived name is read from the rows below, so an API's wire facts are written once.
+Its behaviour is its row of the controller's table (``controller/handlers.HANDLERS``: the
+handler, and the error answer of an API whose items carry the code; a test keeps both key
+sets equal); the typed views of its request and response are generated from the versions
+here (``protocol/view_gen.py``). The rule of each authorization is code of
+``controller/authorization.py``.
 
 Versions: Kafka 4.3.1's controller ranges, where kio has them.
 """
