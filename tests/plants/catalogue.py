@@ -55,7 +55,7 @@ class SimPlant:
         return None if found is None else int(found[1])
 
 
-SIM_PLANTS: Final = (
+SIM_PLANTS: tuple[SimPlant, ...] = (
     SimPlant(
         "hwm_without_majority",
         "the leader moves the high watermark to its own flushed log end, counting no follower",
@@ -75,12 +75,32 @@ SIM_PLANTS: Final = (
         events=20_000,
     ),
     SimPlant(
+        "majority_off_by_one",
+        "an election or a commit needs half of the voters, not a majority",
+        "hwm-majority",
+        seed=1,
+        profile="chaos",
+        voters=4,
+        events=20_000,
+    ),
+    SimPlant(
         "vote_twice",
         "an unattached voter that voted in this epoch grants another candidate its vote too",
         "one-leader-per-epoch",
         seed=3,
         profile="chaos",
         voters=5,
+        events=20_000,
+    ),
+)
+SIM_PLANTS += (
+    SimPlant(
+        "elect_outside_isr",
+        "AlterPartition's ISR shrink makes a replica it removed the leader",
+        "image-structure",  # the replayed image's rule: a leader is in its ISR
+        seed=1,
+        profile="controller",
+        voters=3,
         events=20_000,
     ),
 )
