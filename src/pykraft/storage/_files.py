@@ -19,6 +19,15 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def fsync_file(path: Path) -> None:
+    """Make a file's written bytes (and its new length, after a truncate) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``path`` so that a crash leaves either the old or the new content:
     write ``<path>.tmp``, fsync it, rename it over ``path``, fsync the directory."""

@@ -43,7 +43,7 @@ from pykraft.raft.types import NO_LEADER, ElectionState
 from pykraft.records import VoterRecordEntry, decode_control, decode_records, valid_prefix
 from pykraft.records import voters_batch as build_voters_batch
 from pykraft.records.control_records import VotersRecord
-from pykraft.storage._files import StorageError, atomic_write, fsync_dir
+from pykraft.storage._files import StorageError, atomic_write, fsync_dir, fsync_file
 from pykraft.storage.checkpoints import CLEAN_SHUTDOWN_FILE
 from pykraft.storage.log import PARTITION_DIR_NAME
 from pykraft.storage.meta import uuid_to_kafka
@@ -156,11 +156,7 @@ def _backup(log_dir: Path, backup: Path) -> None:
     shutil.copytree(log_dir, backup, symlinks=True, ignore=shutil.ignore_patterns(NOTE_FILE))
     for path in backup.rglob("*"):
         if path.is_file():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(path)
     fsync_dir(backup.parent)
 
 
@@ -176,11 +172,7 @@ def _truncate_torn_tail(partition: Path) -> None:
     _, valid = valid_prefix(last.read_bytes())
     if valid < last.stat().st_size:
         os.truncate(last, valid)
-        fd = os.open(last, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(last)
 
 
 def _append_voters(
