@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "controller": {"raft", "records", "metadata", "protocol", "schema"},
     "net": {"protocol", "raft", "records", "schema"},
     "migration": {"controller", "metadata", "protocol", "records", "schema", "storage"},
+    "backup": {"controller", "metadata", "raft", "records", "schema", "storage"},
     "admin": {"net", "protocol", "raft", "records", "schema"},
     "sim": {"controller", "metadata", "protocol", "raft", "records", "schema", "storage"},
     "node": {

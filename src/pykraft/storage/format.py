@@ -141,7 +141,7 @@ def _check_mode(
         )
 
 
-def _initial_voters(
+def initial_voters(
     config: StorageConfig,
     standalone: bool,
     initial_controllers: Sequence[InitialController] | None,
@@ -231,7 +231,7 @@ def format_storage(
         raise ConfigError(
             "SCRAM is only supported in metadata.version 3.5-IV2 or later (--add-scram)"
         )
-    directory_id, voters = _initial_voters(config, standalone, initial_controllers)
+    directory_id, voters = initial_voters(config, standalone, initial_controllers)
     partition_dir = log_dir / PARTITION_DIR_NAME
     partition_dir.mkdir(parents=True, exist_ok=True)
     if version >= 1:
