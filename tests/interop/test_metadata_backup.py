@@ -1,8 +1,9 @@
 """Issue 48 item 4's proof with real processes: a Kafka 4.4.0 broker on three pykraft
-controllers, ``pykraft metadata backup --follow`` copying controller 1's directory while they
-run. A topic is created and written, then (after the restore point) another. The cluster's
+controllers, and on three of Kafka 4.4.0's own; ``pykraft metadata backup --follow`` copying
+controller 1's directory while they run. A topic is created and written, then (after the restore point) another. The cluster's
 controllers are destroyed -- killed, every directory wiped -- and a new controller is restored
-from the backup at the point with ``pykraft metadata restore``. The broker, started again on
+from the backup at the point with ``pykraft metadata restore`` (and started by the same
+kind of controller: Kafka's starts from the directory pykraft wrote). The broker, started again on
 it, serves the restored topic with every record it held and takes new ones; the topic created
 after the point is gone from the metadata and its log kept aside as Kafka's stray partition
 detection does (``*-stray``)."""
@@ -83,8 +84,14 @@ def _holds(backup: Path, topics: int) -> bool:
         return False
 
 
-def test_a_destroyed_cluster_is_restored_from_its_backup(kafka: KafkaDist, tmp_path: Path) -> None:
-    cluster = KafkaCluster(kafka, tmp_path, controllers=3, brokers=1)
+@pytest.mark.parametrize("kind", ["pykraft", "kafka"])
+def test_a_destroyed_cluster_is_restored_from_its_backup(
+    kafka: KafkaDist, tmp_path: Path, kind: str
+) -> None:
+    """``kind``: whose controllers the cluster runs on, backed up and restored: pykraft's, or
+    Kafka 4.4.0's own (their directory backed up while they run, and the restored directory
+    started by Kafka's controller)."""
+    cluster = KafkaCluster(kafka, tmp_path, controllers=3, brokers=1, controller_kind=kind)
     backup = tmp_path / "backup"
     first = cluster.controllers[0]
     follower = subprocess.Popen(

@@ -8,6 +8,7 @@ it without becoming a voter again (no second quorum)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -87,3 +88,39 @@ def test_a_lost_majority_is_recovered_from_the_survivor(tmp_path: Path, procs: l
     )
     info = describe(survivor.address)
     assert info.leader_id == 1 and status_voters(survivor.address) == expected
+
+
+def test_a_dynamic_quorum_is_restored_from_a_backup_onto_a_new_controller(
+    tmp_path: Path, procs: list[Proc]
+) -> None:
+    """Issue 48 item 4 on a dynamic quorum (kraft.version 1): the backup of voter 1's
+    directory, every controller then killed; a new controller (node 4, never a voter) restored
+    from the backup leads alone, the only voter, in an epoch past everything the backup knew,
+    and serves the metadata the backup held."""
+    nodes, servers = three_voters_and_a_spare(tmp_path, procs)
+    features = cli("features", "--bootstrap-controller", servers, "describe")
+    assert features.returncode == 0, features.stderr
+    backup = tmp_path / "backup"
+    taken = cli("metadata", "backup", str(nodes[0].data), "--to", str(backup))
+    assert taken.returncode == 0 and "backed up" in taken.stdout, taken.stderr
+    old_epoch = describe(servers).leader_epoch
+    for lost in nodes[:3]:
+        lost.kill()
+
+    new = nodes[3]
+    restored = cli("metadata", "restore", str(backup), "-c", str(new.config))
+    assert restored.returncode == 0, restored.stderr
+    assert "kraft.version 1" in restored.stdout, restored.stdout
+    new.start()
+    procs.append(new)
+    wait_for(lambda: status_voters(new.address) == {4: directory(new)}, "node 4 alone")
+    info = describe(new.address)
+    assert info.leader_id == 4 and info.leader_epoch > old_epoch + 1_000
+    again = cli("features", "--bootstrap-controller", new.address, "describe")
+    # The same features at the same levels; only their epoch (an offset) is the new log's.
+    assert again.returncode == 0
+    assert _levels(again.stdout) == _levels(features.stdout) and "metadata.version" in again.stdout
+
+
+def _levels(described: str) -> list[str]:
+    return [re.sub(r"\s+Epoch: \d+", "", line) for line in described.splitlines()]
