@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,6 +117,22 @@ def test_standalone_then_auto_join_then_leader_removes_itself(
     new_leader = nodes[describe(rest).leader_id - 1]
     seen = len(new_leader.committed())
     wait_for(lambda: len(new_leader.committed()) >= seen + 3, "commits by the new leader")
+    # Auto-join is on, yet the removed leader does not add itself back (KAFKA-19850), also
+    # once restarted: its directory remembers it was a voter. (Its bootstrap server was
+    # itself alone; restarted, it is pointed at the others, as an operator would.)
+    assert (leader.data / "__cluster_metadata-0" / "was-voter").is_file()
+    leader.stop()
+    config = leader.config.read_text()
+    leader.config.write_text(
+        config.replace(bootstrap, f"controller.quorum.bootstrap.servers={rest}\n")
+    )
+    leader.start()
+    wait_for(
+        lambda: leader_id in {o.replica_id for o in describe(rest).observers},
+        "the removed leader, restarted, fetching as an observer",
+    )
+    time.sleep(3)  # several fetches: an auto-join would be sent and committed by now
+    assert leader_id not in {v.replica_id for v in describe(rest).voters}
     for p in survivors:
         assert p.stop() == 0
     for p in survivors:

@@ -84,6 +84,16 @@ SIM_PLANTS: tuple[SimPlant, ...] = (
         events=20_000,
     ),
     SimPlant(
+        "auto_join_after_removal",
+        "an auto-joining controller forgets it was a voter: removed, it adds itself back "
+        "(KAFKA-19850)",
+        "no-auto-join-after-removal",
+        seed=5,
+        profile="upgrade",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
         "vote_twice",
         "an unattached voter that voted in this epoch grants another candidate its vote too",
         "one-leader-per-epoch",

@@ -217,3 +217,32 @@ def test_check_quorum_is_armed_when_a_lone_leader_gains_a_voter() -> None:
     run(c, "tick 5000")  # 2 catches up and adds itself (AddRaftVoter)
     assert core.voters.ids == {1, 2} and core.state is leader
     assert c.now < leader.progress.check_quorum_deadline_ms <= c.now + core.config.check_quorum_ms
+
+
+def test_a_removed_voter_never_adds_itself_back_across_restarts_and_snapshots() -> None:
+    """KAFKA-19850: with auto-join on, a controller the operator removed re-added itself at
+    once (Kafka 4.4 only documents it). Here a replica key that was in a committed voter set
+    remembers it (the store's ``remember_voter``, kept apart from the quorum state): removed,
+    it stays an observer, also after a restart and a snapshot that no longer shows it as a
+    voter; the same node with a new disk (a new replica key) joins once."""
+    c = cluster("init voters=1 observers=2 kraft=1 autojoin=true\ntick 5000")
+    core = leader_core(c)
+    assert core.voters.ids == {1, 2}  # 2 added itself
+    two = c.nodes[2]
+    assert two.core is not None and two.core.was_voter and two.qstore.was_voter()
+    removed = two.core.local_key
+    run(c, "remove-voter 1 2")
+    run(c, "tick 5000")
+    assert core.voters.ids == {1}
+    run(c, "append 1 a b c")
+    run(c, "tick 1000")
+    run(c, f"snapshot 1 {core.high_watermark}")  # the new snapshot shows voters {1} only
+    run(c, "crash 2")
+    run(c, "restart 2")
+    run(c, "tick 10000")
+    assert core.voters.ids == {1} and c.nodes[2].core is not None
+    assert c.nodes[2].core.role == "follower" and c.nodes[2].core.was_voter
+    for step in ("crash 2", "wipe 2", "restart 2"):  # a new disk: a new key, never a voter
+        run(c, step)
+    run(c, "tick 10000")
+    assert core.voters.ids == {1, 2} and core.voters.voters[2].key != removed

@@ -24,6 +24,7 @@ member                 owner and meaning
 ``changes``            ``VoterChanges``: the voter change in progress (D1-D5)
 ``fetch``              ``FetchState``: the fetch in flight, retry, snapshot download
 ``high_watermark``     committed offset; never decreases (B4, B7)
+``was_voter``          this replica key was in a committed voter set (durable; no auto-join)
 =====================  ==========================================================
 """
 
@@ -55,6 +56,7 @@ class CoreContext(CoreView, Protocol):
     control: ControlState
     changes: VoterChanges
     fetch: FetchState
+    was_voter: bool
 
     @property
     def quorum(self) -> QuorumState: ...

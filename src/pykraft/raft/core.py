@@ -98,6 +98,7 @@ class RaftCore:
         "rng",
         "snapshot_retention",
         "snapshots",
+        "was_voter",
     )
 
     def __init__(
@@ -143,6 +144,8 @@ class RaftCore:
         self._qs.on_transition = self._on_transition
         # Invariant: never decreases while this object lives; <= log end offset on a leader.
         self.high_watermark = _committed_at_start(log, snapshots)
+        # In a committed voter set once (durable: ``remember_voter``): no auto-join back.
+        self.was_voter = quorum_state.was_voter()
         self._refresh_committed_voter()
         self._outbox = Outbox()
         self._driven_ms = -1  # the time of the last _drive
@@ -156,8 +159,7 @@ class RaftCore:
         # move the log start to, or None. By default the new one (a node keeps the log within
         # metadata.max.retention.*: node/log_retention.py).
         self.snapshot_retention: SnapshotRetention = lambda sid, _log: sid
-        # Optional observer of every role change (simulator traces, tests, metrics).
-        self.on_transition = on_transition
+        self.on_transition = on_transition  # sees every role change (traces, tests, metrics)
         self._drive(now_ms)
 
     # -- read-only observation ------------------------------------------------------------
@@ -411,17 +413,23 @@ class RaftCore:
             return False
         self.high_watermark = offset
         self._outbox.hwm_dirty = True
-        if self._qs.is_observer:
+        if self._qs.is_observer or not self.was_voter:
             self._refresh_committed_voter()
         return True
 
     def _refresh_committed_voter(self) -> None:
-        """Keep ``QuorumState.committed_voter`` (``may_campaign``) in step with the voter
-        history and the high watermark; only an observer needs it."""
+        """Keep ``QuorumState.committed_voter`` (``may_campaign``, only an observer needs
+        it) and ``was_voter`` in step with the voter history and the high watermark."""
         qs = self._qs
-        qs.committed_voter = qs.is_observer and self.control.committed_voters(
-            self.high_watermark
-        ).is_voter(self.local_key)
+        track = not self.was_voter and self.control.kraft_version >= 1
+        if not qs.is_observer and not track:
+            qs.committed_voter = False
+            return
+        member = self.control.committed_voters(self.high_watermark).is_voter(self.local_key)
+        qs.committed_voter = qs.is_observer and member
+        if member and track:
+            self.was_voter = True
+            qs.store.remember_voter()
 
     def snapshot_fetched(self, writer: SnapshotWriter) -> None:
         self._outbox.snapshot_to_make_durable = writer

@@ -124,6 +124,17 @@ class QuorumStateStore(Protocol):
         read it; 1 otherwise)."""
         ...
 
+    def was_voter(self) -> bool:
+        """Whether this directory's replica key was ever in a committed voter set (kept
+        apart from the quorum state, whose format is Kafka's; see ``remember_voter``)."""
+        ...
+
+    def remember_voter(self) -> None:
+        """Record, durably when it returns, that this directory's replica key has been in a
+        committed voter set: an auto-joining controller that was removed never adds itself
+        back (KAFKA-19850), across restarts and snapshots that no longer show it."""
+        ...
+
 
 class SnapshotWriter(Protocol):
     @property

@@ -26,6 +26,8 @@ def check_core(core: CoreContext) -> None:
     assert log.start_offset <= log.flushed_offset <= log.end_offset
     assert core.control.next_offset == log.end_offset, (core.control.next_offset, log)
     qs = core.quorum
+    # Durable before it is relied on: a restart must not forget that this key was a voter.
+    assert not core.was_voter or qs.store.was_voter()
     role = qs.role
     if isinstance(role, Leader):
         hwm = core.high_watermark

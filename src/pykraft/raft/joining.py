@@ -52,6 +52,7 @@ def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> No
     local = core.local_key
     if (
         not core.config.auto_join
+        or core.was_voter  # D9: removed once, never added back by itself (KAFKA-19850)
         or core.control.kraft_version < 1
         or local.directory_id is None
         or not core.can_send(dst, RequestKind.JOIN, now_ms)

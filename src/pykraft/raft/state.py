@@ -175,6 +175,11 @@ class QuorumState:
     # -- queries ------------------------------------------------------------------------
 
     @property
+    def store(self) -> QuorumStateStore:
+        """Where the election state (and ``RaftCore.was_voter``) is kept."""
+        return self._store
+
+    @property
     def voters(self) -> VoterSet:
         return self._voters
 

@@ -32,6 +32,11 @@ observation, so the cost per event is a few attribute reads):
   holds.
 * ``fetch-hwm-monotonic`` (checked by the simulator as it delivers each Fetch answer): an
   answer of the receiver's epoch never states a high watermark below the receiver's own.
+* ``no-auto-join-after-removal`` (checked by ``SimNode.drive`` as a node sends each
+  AddRaftVoter): a replica asks
+  to add its own key only if that key was never in a committed voter set (KAFKA-19850: a
+  removed controller must not re-admit itself, whatever snapshots and restarts did to its
+  log).
 
 The invariants of voter changes (``one-uncommitted-voters-record``,
 ``voter-sets-differ-by-one``, ``voter-change-after-epoch-commit``,

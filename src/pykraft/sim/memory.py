@@ -201,10 +201,11 @@ class MemoryLog:
 class MemoryQuorumStateStore:
     """A ``QuorumStateStore``; ``write`` is durable at once, so a crash keeps it."""
 
-    __slots__ = ("_state", "writes")
+    __slots__ = ("_state", "_was_voter", "writes")
 
     def __init__(self) -> None:
         self._state: ElectionState | None = None
+        self._was_voter = False
         self.writes = 0  # number of writes, for tests that count fsyncs
 
     def read(self) -> ElectionState | None:
@@ -216,11 +217,18 @@ class MemoryQuorumStateStore:
         self._state = state
         self.writes += 1
 
+    def was_voter(self) -> bool:
+        return self._was_voter
+
+    def remember_voter(self) -> None:
+        self._was_voter = True
+
     def crash(self) -> None:
         """Nothing to lose: every write was durable."""
 
     def wipe(self) -> None:
         self._state = None
+        self._was_voter = False
 
 
 def make_durable_at_once(writer: SnapshotWriter) -> bool:

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 
 from pykraft.raft.core import RaftCore
 from pykraft.raft.interfaces import OperationResult
-from pykraft.raft.messages import Outbound
+from pykraft.raft.messages import AddRaftVoterRequest, Outbound
 from pykraft.raft.roles import Leader
 from pykraft.raft.types import ReplicaKey
 from pykraft.sim.app import StateMachine
 from pykraft.sim.controller import SimController
-from pykraft.sim.history import CommittedHistory
+from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.memory import (
     MemoryLog,
     MemoryQuorumStateStore,
@@ -221,6 +221,8 @@ class SimNode:
         for _ in range(READY_ROUNDS_MAX):
             ready = core.ready(now_ms)
             for out in ready.messages:
+                if type(out.body) is AddRaftVoterRequest:
+                    self._check_auto_join(out.body)
                 send(self, out, now_ms)
             if ready.must_flush:
                 self.log.flush()
@@ -261,6 +263,16 @@ class SimNode:
                     observe(self, now_ms)
                 return
         raise AssertionError(f"node {self.id}: Ready still pending after {READY_ROUNDS_MAX}")
+
+    def _check_auto_join(self, request: AddRaftVoterRequest) -> None:
+        """``no-auto-join-after-removal`` (``sim/invariants.py``): a replica asks to add its
+        own key only if that key was never in a committed voter set (its store says so)."""
+        if request.voter_key == self.key and self.quorum_state.was_voter():
+            raise InvariantViolation(
+                "no-auto-join-after-removal",
+                f"replica {request.voter_key} asked to be added back after it was a voter",
+                self.id,
+            )
 
     def _snapshot(self, core: RaftCore, now_ms: int) -> bool:
         """The application snapshots its state at its applied offset (<= the high

@@ -26,6 +26,10 @@ from pykraft.storage._files import StorageError, atomic_write
 from pykraft.storage.meta import ZERO_UUID, kafka_to_uuid, uuid_to_kafka
 
 QUORUM_STATE_FILE = "quorum-state"
+# pykraft's own, beside Kafka's quorum-state (whose format it must not change): present once
+# this directory's replica key was in a committed voter set (RaftCore.was_voter). Kafka's
+# controllers ignore it.
+WAS_VOTER_FILE = "was-voter"
 
 
 class QuorumStateError(StorageError):
@@ -37,6 +41,13 @@ class FileQuorumStateStore:
 
     def __init__(self, partition_dir: Path) -> None:
         self.path = partition_dir / QUORUM_STATE_FILE
+        self.was_voter_path = partition_dir / WAS_VOTER_FILE
+
+    def was_voter(self) -> bool:
+        return self.was_voter_path.exists()
+
+    def remember_voter(self) -> None:
+        atomic_write(self.was_voter_path, b"this replica key was a voter; it does not auto-join\n")
 
     def read(self) -> ElectionState | None:
         try:
