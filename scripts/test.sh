@@ -62,6 +62,9 @@ fi
 PYKRAFT_NATIVE_BACKGROUND=1
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 in_background "kafka jars" ./scripts/kafka.sh fetch all
+# SeaweedFS, the S3-compatible store the metadata backup's S3 target is tested against, built
+# from its Go module (about 8 minutes the first time; instant after).
+in_background "seaweedfs" ./scripts/seaweedfs.sh build
 echo "== ruff [${SECONDS}s]"; ruff check src tests bench
 echo "== mypy [${SECONDS}s]"; mypy
 echo "== generated codecs [${SECONDS}s]"; python -m pykraft.schema.generate --check

@@ -53,6 +53,14 @@ def _batch(log: FileLog, epoch: int, *records: object, ts: int = 0) -> None:
     log.flush()
 
 
+def _written(root: Path, count: int) -> tuple[Path, FileLog]:
+    """A source of ``count`` one-record epoch-1 batches ``r0``, ``r1``, ..."""
+    source, log = _source(root)
+    for i in range(count):
+        _batch(log, 1, b"r%d" % i)
+    return source, log
+
+
 def _all(partition: Path) -> list[tuple[int, int, int, int]]:
     return [b.ref for b in log_batches(partition)]
 
@@ -89,9 +97,7 @@ def test_a_backup_keeps_every_batch_and_snapshot_past_the_sources_retention(
 
 
 def test_a_rewritten_tail_is_cut_back_to_the_log_both_share(tmp_path: Path) -> None:
-    source, log = _source(tmp_path)
-    for i in range(10):
-        _batch(log, 1, b"r%d" % i)
+    source, log = _written(tmp_path, 10)
     target = tmp_path / "backup"
     backup_round(source, target, 1)
     # The source was a deposed leader: its tail from offset 7 was never committed and a new
@@ -104,12 +110,29 @@ def test_a_rewritten_tail_is_cut_back_to_the_log_both_share(tmp_path: Path) -> N
     assert _all(target / PARTITION_DIR_NAME) == _all(source / PARTITION_DIR_NAME)
 
 
+def test_a_tail_rewritten_shorter_is_cut_back_and_a_lagging_source_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    source, log = _written(tmp_path, 10)
+    target = tmp_path / "backup"
+    backup_round(source, target, 1)
+    log.truncate_to(8)  # the new leader's log is shorter than the tail it replaces
+    _batch(log, 2, b"new")
+    done = backup_round(source, target, 2)
+    assert (done.truncated_at, done.batches, done.end_offset) == (8, 1, 9)
+    assert _all(target / PARTITION_DIR_NAME) == _all(source / PARTITION_DIR_NAME)
+    # A source that is only behind (a lagging controller's copy of the same log) changes
+    # nothing in the backup.
+    (tmp_path / "lagging").mkdir()
+    lagging, _ = _written(tmp_path / "lagging", 8)
+    behind = backup_round(lagging, target, 3)
+    assert (behind.truncated_at, behind.batches, behind.end_offset) == (None, 0, 9)
+
+
 def test_a_torn_tail_is_left_for_the_next_round_and_another_cluster_is_refused(
     tmp_path: Path,
 ) -> None:
-    source, log = _source(tmp_path)
-    for i in range(3):
-        _batch(log, 1, b"r%d" % i)
+    source, _ = _written(tmp_path, 3)
     segment = sorted((source / PARTITION_DIR_NAME).glob("*.log"))[-1]
     whole = build_batch(3, 1, [b"late"], 0)
     with segment.open("ab") as f:

@@ -164,9 +164,9 @@ def backup_round(
         write_meta_properties(target, meta)
     done = BackupRound(now_ms)
     done.snapshots = _copy_snapshots(src, dst)
-    state = src / QUORUM_STATE_FILE
-    if state.is_file():
-        atomic_write(dst / QUORUM_STATE_FILE, state.read_bytes())
+    state, kept = src / QUORUM_STATE_FILE, dst / QUORUM_STATE_FILE
+    if state.is_file() and (not kept.is_file() or kept.read_bytes() != state.read_bytes()):
+        atomic_write(kept, state.read_bytes())
     ours = _cut_torn_tail(dst)
     pending = _pending(src, dst, ours, done)
     _append(dst, pending, segment_bytes, done)
@@ -246,8 +246,21 @@ def _pending(src: Path, dst: Path, ours: list[Located], done: BackupRound) -> li
                 return theirs  # the source's log starts after ours ends
             break
     else:
-        return []  # the source's log ends before ours (it is behind): nothing new
+        # The source's log ends before ours: behind (nothing new) if its last batch is ours
+        # too, else its tail was rewritten shorter than what the backup kept.
+        if not theirs or _backup_batch_at(dst, theirs[-1].base_offset) == theirs[-1].ref:
+            return []
     return _diverged(src, dst, done)
+
+
+def _backup_batch_at(dst: Path, base_offset: int) -> tuple[int, int, int, int] | None:
+    """The backup's batch that starts at ``base_offset`` (log matching's key), if any."""
+    for batch in log_batches(dst, base_offset):
+        if batch.base_offset == base_offset:
+            return batch.ref
+        if batch.base_offset > base_offset:
+            break
+    return None
 
 
 def _diverged(src: Path, dst: Path, done: BackupRound) -> list[Located]:

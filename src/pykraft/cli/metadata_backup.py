@@ -6,6 +6,8 @@ controller's, while it runs -- into a backup directory laid out as a metadata lo
 (every snapshot and the whole log, kept past the controller's retention); ``--follow`` goes on
 every ``--interval-ms``. ``restore`` writes a new controller's directory from a backup, at a
 chosen offset or time, beyond anything the old quorum's brokers saw (``backup/restore.py``).
+With ``--s3`` a backup is also mirrored to an S3-compatible bucket, and ``restore`` reads one
+from there (``backup/s3.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +44,19 @@ def register(sub: Any) -> None:
     backup.add_argument("--follow", action="store_true", help="go on until stopped")
     backup.add_argument("--interval-ms", type=int, default=5_000, help="with --follow (5000)")
     backup.add_argument("--segment-bytes", type=int, default=None, help="backup segment size")
+    backup.add_argument(
+        "--s3", metavar="s3://BUCKET/PREFIX", help="also mirror the backup to this bucket"
+    )
+    _add_endpoint(backup)
     backup.set_defaults(func=_backup)
     restore = commands.add_parser(
         "restore", help="write a new controller's directory from a backup (offline)"
     )
-    restore.add_argument("backup", type=Path, metavar="BACKUP_DIR")
+    restore.add_argument("backup", metavar="BACKUP_DIR|s3://BUCKET/PREFIX")
+    _add_endpoint(restore)
+    restore.add_argument(
+        "--download-to", type=Path, help="with an s3:// backup: keep the download here"
+    )
     restore.add_argument(
         "--config", "-c", type=Path, help="the new controller's .properties (required to write)"
     )
@@ -60,6 +71,12 @@ def register(sub: Any) -> None:
     restore.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     restore.add_argument("--json", action="store_true", help="print the plan as JSON")
     restore.set_defaults(func=_restore)
+
+
+def _add_endpoint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--s3-endpoint-url", help="an S3-compatible endpoint (default: AWS_ENDPOINT_URL or AWS)"
+    )
 
 
 def _source(args: argparse.Namespace) -> Path:
@@ -83,16 +100,18 @@ def _backup(args: argparse.Namespace) -> int:
     if args.follow:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda number, _frame: stop.append(number))
+    mirror = _mirror(args)
     while True:
         try:
             done = backup_round(source, args.to, _now_ms(), segment_bytes=segment_bytes)
+            if done.batches or done.snapshots or done.truncated_at is not None or not args.follow:
+                print(_describe_round(done), flush=True)
+            if mirror is not None:
+                mirror()
         except (BackupError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             if not args.follow:
                 return 1
-        else:
-            if done.batches or done.snapshots or done.truncated_at is not None or not args.follow:
-                print(_describe_round(done), flush=True)
         if not args.follow:
             return 0
         deadline = time.monotonic() + args.interval_ms / 1000
@@ -100,6 +119,33 @@ def _backup(args: argparse.Namespace) -> int:
             time.sleep(min(0.1, args.interval_ms / 1000))
         if stop:
             return 0
+
+
+def _mirror(args: argparse.Namespace) -> Callable[[], None] | None:
+    """With ``--s3``: a function mirroring the backup directory to the bucket."""
+    if args.s3 is None:
+        return None
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pykraft.backup.s3 import S3Location, mirror, s3_client
+    from pykraft.backup.take import BackupError
+
+    where = S3Location.parse(args.s3)
+    client = s3_client(args.s3_endpoint_url)
+
+    def go() -> None:
+        try:
+            done = mirror(args.to, where, client)
+        except (BotoCoreError, ClientError) as e:
+            raise BackupError(f"{where}: {e}") from None
+        if done.uploaded or done.deleted:
+            print(
+                f"mirrored to {where}: {len(done.uploaded)} files uploaded, "
+                f"{len(done.deleted)} objects deleted",
+                flush=True,
+            )
+
+    return go
 
 
 def _describe_round(done: BackupRound) -> str:
@@ -130,6 +176,7 @@ def parse_time_ms(text: str) -> int:
 
 def _restore(args: argparse.Namespace) -> int:
     from pykraft.backup.restore import Gaps, RestoreError, RestorePoint, plan_restore, write_restore
+    from pykraft.backup.take import BackupError
     from pykraft.cli._common import UsageError
 
     if args.config is None and not args.dry_run:
@@ -145,13 +192,14 @@ def _restore(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(f"--to-time: {e}") from None
     try:
-        plan, values = plan_restore(args.backup, RestorePoint(args.to_offset, at), gaps)
+        backup = _local_backup(args)
+        plan, values = plan_restore(backup, RestorePoint(args.to_offset, at), gaps)
         if not args.dry_run:
             from pykraft.node.config import load_config
 
             config = load_config(args.config, require_quorum=False)
             meta = write_restore(plan, values, config, _now_ms())
-    except RestoreError as e:
+    except (RestoreError, BackupError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.json:
@@ -164,6 +212,29 @@ def _restore(args: argparse.Namespace) -> int:
             "then start the brokers (stopped first), then add controllers with add-controller."
         )
     return 0
+
+
+def _local_backup(args: argparse.Namespace) -> Path:
+    """The backup directory: the one named, or an s3:// backup downloaded first."""
+    if not str(args.backup).startswith("s3://"):
+        return Path(args.backup)
+    import tempfile
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pykraft.backup.s3 import S3Location, download, s3_client
+    from pykraft.backup.take import BackupError
+
+    where = S3Location.parse(args.backup)
+    target = args.download_to or Path(tempfile.mkdtemp(prefix="pykraft-backup-"))
+    if target.exists() and any(target.iterdir()):
+        raise BackupError(f"--download-to {target}: not empty")
+    try:
+        count = download(where, s3_client(args.s3_endpoint_url), target)
+    except (BotoCoreError, ClientError) as e:
+        raise BackupError(f"{where}: {e}") from None
+    print(f"downloaded {count} files of {where} to {target}", file=sys.stderr)
+    return target
 
 
 def _describe_plan(plan: Any) -> list[str]:
