@@ -26,6 +26,8 @@ build() {
     [ -n "$go" ] || go=/usr/local/go/bin/go
     [ -x "$go" ] || die "Go is needed to build SeaweedFS"
     echo "seaweedfs.sh: building $MODULE@$VERSION (its module has replace directives, so it is built in a copy of its source, not with go install)" >&2
+    # The machine's own Go, whatever the user's go env says; no VCS stamping of the copy.
+    export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
     src="$("$go" mod download -json "$MODULE@$VERSION" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
     rm -rf "$DIR.tmp"
     mkdir -p "$DIR.tmp"
