@@ -115,3 +115,51 @@ def test_a_static_quorum_and_an_observer_are_refused(tmp_path: Path) -> None:
     observer = _controller(tmp_path, 7, [(1, 5)])  # voters 1-3: node 7 is not one
     with pytest.raises(RecoveryError, match="not a voter"):
         _standalone(observer, tmp_path)
+
+
+def test_rewrite_endpoints_keeps_the_voters_and_gives_the_named_ones_new_endpoints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed = _controller(tmp_path, 1, [(1, 10), (3, 20)])
+    before = survey_directory(seed).voters
+    assert before is not None
+    ports = _free_ports(2)
+    code = main(
+        [
+            *("metadata-recovery", "rewrite-endpoints", str(seed), "--probe-timeout-ms", "200"),
+            *("--backup-dir", str(tmp_path / "backup")),
+            f"--endpoint=2=CONTROLLER://127.0.0.1:{ports[0]}",
+            f"--endpoint=3=CONTROLLER://localhost:{ports[1]},OTHER://[::1]:{ports[1]}",
+        ]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    after = survey_directory(seed)
+    assert after.voters is not None and after.last_epoch == 4 and after.voters_offset == 31
+    assert [v.key for v in after.voters] == [v.key for v in before]  # the same replicas
+    assert after.voters[0] == before[0]  # voter 1 unchanged
+    assert [(e.host, e.port) for e in after.voters[1].endpoints] == [("127.0.0.1", ports[0])]
+    assert [(e.name, e.host) for e in after.voters[2].endpoints] == [
+        ("CONTROLLER", "localhost"),
+        ("OTHER", "::1"),
+    ]
+    note = read_note(seed)
+    assert note is not None and note.operation == "rewrite-endpoints"
+    assert f"voter 2 CONTROLLER://127.0.0.1:{ports[0]}" in out.out
+
+    other = _controller(tmp_path, 2, [(1, 10)])
+    assert main(["metadata-recovery", "rewrite-endpoints", str(other), "--endpoint=7=C://h:1"]) == 1
+    assert "[7] not voters of the voter set in force" in capsys.readouterr().err
+    assert read_note(other) is None  # refused before anything was written
+    assert main(["metadata-recovery", "rewrite-endpoints", str(other), "--endpoint=2=h:1"]) == 1
+    assert "expected NAME://HOST:PORT" in capsys.readouterr().err
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports

@@ -4,6 +4,9 @@
 own controllers', the format is the same -- without changing them, and names the one to seed
 the recovered quorum (``storage/survey.py``: the highest last epoch, then the longest log).
 
+``rewrite-endpoints`` gives voters new endpoints in the seed's log the same way (KIP-1347's
+case), after the same refusals and a new endpoint already listening.
+
 ``force-standalone`` makes the seed a quorum of itself alone (``storage/recovery.py``), after
 three refusals: while any voter of the voter set in force accepts connections on its endpoint
 (a running controller: the quorum may be alive, or the seed itself is running), when another
@@ -22,6 +25,10 @@ from typing import TYPE_CHECKING, Any
 from pykraft.cli._common import command_group
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pykraft.raft.types import Endpoint
+    from pykraft.storage.recovery import RecoveryNote
     from pykraft.storage.survey import DirectorySurvey
 
 
@@ -53,8 +60,26 @@ def register(sub: Any) -> None:
         "force-standalone",
         help="make a stopped controller the only voter of its quorum (backed up first)",
     )
-    force.add_argument("directory", type=Path, metavar="SEED_METADATA_LOG_DIR")
-    force.add_argument(
+    _seed_options(force)
+    force.set_defaults(func=_force_standalone)
+    rewrite = commands.add_parser(
+        "rewrite-endpoints",
+        help="give voters new endpoints in a stopped seed's log (KIP-1347's case)",
+    )
+    _seed_options(rewrite)
+    rewrite.add_argument(
+        "--endpoint",
+        action="append",
+        required=True,
+        metavar="ID=NAME://HOST:PORT[,NAME://HOST:PORT]",
+        help="voter ID's new endpoints; repeatable, one per voter",
+    )
+    rewrite.set_defaults(func=_rewrite_endpoints)
+
+
+def _seed_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", type=Path, metavar="SEED_METADATA_LOG_DIR")
+    parser.add_argument(
         "--survivor",
         action="append",
         default=[],
@@ -62,20 +87,19 @@ def register(sub: Any) -> None:
         metavar="METADATA_LOG_DIR",
         help="another surviving controller's directory, compared with the seed; repeatable",
     )
-    force.add_argument(
+    parser.add_argument(
         "--backup-dir",
         type=Path,
         default=None,
         help="where the seed's directory is copied first (default: beside it, dated)",
     )
-    force.add_argument("--allow-less-up-to-date-seed", action="store_true")
-    force.add_argument(
+    parser.add_argument("--allow-less-up-to-date-seed", action="store_true")
+    parser.add_argument(
         "--probe-timeout-ms",
         type=int,
         default=2_000,
         help="how long to try each voter's endpoint (default 2000)",
     )
-    force.set_defaults(func=_force_standalone)
 
 
 def _directories(args: argparse.Namespace) -> list[Path]:
@@ -154,28 +178,40 @@ def _describe(s: DirectorySurvey) -> list[str]:
     return lines
 
 
-def _force_standalone(args: argparse.Namespace) -> int:
+def _on_seed(
+    args: argparse.Namespace, write: Callable[[DirectorySurvey, Path, int], RecoveryNote]
+) -> RecoveryNote | None:
+    """The refusals a new run must pass (a running voter, a more up-to-date survivor), the
+    backup's path, then ``write``; None (the error printed) when refused."""
     import time
 
-    from pykraft.storage.recovery import RecoveryError, force_standalone, read_note, seed_entry
+    from pykraft.storage.recovery import RecoveryError, read_note, seed_entry
     from pykraft.storage.survey import survey_directory
 
     seed = survey_directory(args.directory)
     try:
-        entry = seed_entry(seed)
-        note = read_note(args.directory)
-        if note is None:
+        seed_entry(seed)
+        if read_note(args.directory) is None:
             _refuse_running(seed, args.probe_timeout_ms / 1000)
             _refuse_less_up_to_date(seed, [survey_directory(d) for d in args.survivor], args)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         backup = args.backup_dir or args.directory.with_name(
             f"{args.directory.name}.before-recovery-{stamp}"
         )
-        note = force_standalone(seed, backup, int(time.time() * 1000))
+        return write(seed, backup, int(time.time() * 1000))
     except RecoveryError as e:
         print(f"error: {e}", file=sys.stderr)
+        return None
+
+
+def _force_standalone(args: argparse.Namespace) -> int:
+    from pykraft.storage.recovery import force_standalone, voter_from_json
+
+    note = _on_seed(args, force_standalone)
+    if note is None:
         return 1
-    endpoints = " ".join(f"{e.name}://{e.host}:{e.port}" for e in entry.endpoints)
+    voters = [voter_from_json(v) for v in note.voters]
+    endpoints = " ".join(_endpoint(e) for v in voters for e in v.endpoints)
     print(
         f"Node {note.node_id} ({args.directory}) is now the only voter, at epoch {note.epoch} "
         f"(VotersRecord at offset {note.offset}; {endpoints}).\n"
@@ -186,6 +222,83 @@ def _force_standalone(args: argparse.Namespace) -> int:
         "as a voter: it follows the seed and stays an observer until added."
     )
     return 0
+
+
+def _endpoint(e: Endpoint) -> str:
+    return f"{e.name}://{e.host}:{e.port}"
+
+
+def parse_endpoints(items: list[str]) -> dict[int, tuple[Endpoint, ...]]:
+    """``ID=NAME://HOST:PORT[,NAME://HOST:PORT]`` options, one per voter."""
+    from pykraft.cli._common import UsageError
+    from pykraft.raft.types import Endpoint
+
+    found: dict[int, tuple[Endpoint, ...]] = {}
+    for item in items:
+        voter, sep, listed = item.partition("=")
+        try:
+            if not sep or not voter.strip().isdigit():
+                raise ValueError("expected ID=NAME://HOST:PORT")
+            endpoints = []
+            for text in listed.split(","):
+                name, sep2, address = text.strip().partition("://")
+                host, _, port = address.rpartition(":")
+                if not sep2 or not name or not host or not port.isdigit():
+                    raise ValueError(f"{text!r}: expected NAME://HOST:PORT")
+                endpoints.append(Endpoint(name, host.strip("[]"), int(port)))
+        except ValueError as e:
+            raise UsageError(f"--endpoint {item!r}: {e}") from None
+        if int(voter) in found:
+            raise UsageError(f"--endpoint: voter {voter} named twice")
+        found[int(voter)] = tuple(endpoints)
+    return found
+
+
+def _rewrite_endpoints(args: argparse.Namespace) -> int:
+    from pykraft.storage.recovery import rewrite_endpoints, voter_from_json
+
+    endpoints = parse_endpoints(args.endpoint)
+
+    def write(seed: DirectorySurvey, backup: Path, now_ms: int) -> RecoveryNote:
+        _refuse_listening(endpoints, args.probe_timeout_ms / 1000)
+        return rewrite_endpoints(seed, endpoints, backup, now_ms)
+
+    note = _on_seed(args, write)
+    if note is None:
+        return 1
+    changed = ", ".join(
+        f"voter {v.voter_id} {' '.join(_endpoint(e) for e in v.endpoints)}"
+        for v in map(voter_from_json, note.voters)
+        if v.voter_id in endpoints
+    )
+    print(
+        f"Node {note.node_id} ({args.directory}): the voter set in force now gives {changed}, "
+        f"at epoch {note.epoch} (VotersRecord at offset {note.offset}).\n"
+        f"Backup: {note.backup}\n"
+        "Next: start every voter with its new listeners, this one too: this log, the most up to "
+        "date at a higher epoch, is elected, and the others learn the new endpoints from it. "
+        "Do not run the same command on another voter's directory."
+    )
+    return 0
+
+
+def _refuse_listening(endpoints: dict[int, tuple[Endpoint, ...]], timeout_s: float) -> None:
+    """A new endpoint that accepts connections is a controller running already."""
+    import socket
+
+    from pykraft.storage.recovery import RecoveryError
+
+    for voter, listed in sorted(endpoints.items()):
+        for e in listed:
+            try:
+                with socket.create_connection((e.host, e.port), timeout=timeout_s):
+                    pass
+            except OSError:
+                continue
+            raise RecoveryError(
+                f"voter {voter}'s new endpoint {_endpoint(e)} accepts connections: stop every "
+                "controller first"
+            )
 
 
 def _refuse_running(seed: DirectorySurvey, timeout_s: float) -> None:

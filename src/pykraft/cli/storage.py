@@ -51,6 +51,13 @@ def register(sub: Any) -> None:
     info.add_argument("--config", "-c", required=True, type=Path)
     info.set_defaults(func=_info)
 
+    preflight = commands.add_parser(
+        "preflight",
+        help="whether this config can start on its metadata log directory (static/dynamic)",
+    )
+    preflight.add_argument("--config", "-c", required=True, type=Path)
+    preflight.set_defaults(func=_preflight)
+
 
 def _random_uuid(args: argparse.Namespace) -> int:
     from pykraft.storage import random_uuid, uuid_to_kafka
@@ -184,4 +191,39 @@ def _info(args: argparse.Namespace) -> int:
     except (ConfigError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    """The static-to-dynamic order (``storage/preflight.py``): the check a start makes, run
+    before the restart."""
+    from pykraft.node.config import load_config
+    from pykraft.storage import ConfigError
+    from pykraft.storage.preflight import static_quorum_without_voters
+    from pykraft.storage.survey import survey_directory
+
+    try:
+        config = load_config(args.config, require_quorum=False)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    found = survey_directory(config.metadata_log_dir)
+    static = bool(config.quorum_voters)
+    version = found.kraft_version or 0
+    mode = "static (controller.quorum.voters)" if static else "dynamic (bootstrap servers)"
+    print(f"{config.metadata_log_dir}: kraft.version {version}; this config: {mode}")
+    for problem in found.problems:
+        print(f"problem: {problem}")
+    refused = static_quorum_without_voters(
+        found.kraft_version, found.log_end_offset > 0 or bool(found.snapshots), static
+    )
+    if refused is not None:
+        print(f"refused: {refused}")
+        return 1
+    if static and version >= 1:
+        print(
+            "note: kraft.version is 1, so controller.quorum.voters is ignored: the voter set in "
+            "the log is in force; switch to controller.quorum.bootstrap.servers"
+        )
+    print("ok: this controller can start on this directory")
     return 0

@@ -21,6 +21,7 @@ from pykraft.storage import (
     StorageError,
     read_meta_properties,
 )
+from pykraft.storage.preflight import static_quorum_without_voters
 
 __all__ = ["NodeStartError", "NodeStorage", "new_core", "open_storage"]
 
@@ -110,6 +111,13 @@ def new_core(
         endpoints=own,
         bootstrap_servers=bootstrap,
     )
+    refused = static_quorum_without_voters(
+        core.kraft_version,
+        storage.log.end_offset > 0 or storage.snapshots.latest() is not None,
+        voters is not None,
+    )
+    if refused is not None:
+        raise NodeStartError(f"{cfg.metadata_log_dir}: {refused}")
     core.snapshot_retention = LogRetention(
         storage.log,
         storage.snapshots,

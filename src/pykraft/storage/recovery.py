@@ -26,6 +26,15 @@ The note keeps the old voters (id and directory id): what a returning old voter 
 by. One that comes back with its old directory follows the seed's higher epoch and, once it
 has the new voter set, is an observer; it is a voter again only when added.
 
+``rewrite-endpoints`` (KIP-1347's case: the voters' endpoints recorded in the log no longer
+resolve, so no voter can reach another) writes, the same way, the voter set in force with new
+endpoints for the voters named: the same voters and directory ids, on the seed alone. The seed
+is then the most up-to-date log at a higher epoch: the other voters, started with their new
+listeners, grant it their votes (the answers travel on the seed's own connections), and learn
+the new endpoints from it once it leads. Appending the record to every voter's directory
+instead would be wrong: at each directory's own log end, one epoch would name different
+records at different offsets, and log matching would no longer hold.
+
 The format is Kafka's, so the same runs on the directories of Kafka 4.x's own controllers,
 which then start from them.
 """
@@ -35,22 +44,31 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from pykraft.raft.types import NO_LEADER, ElectionState
+from pykraft.raft.types import NO_LEADER, ElectionState, Endpoint
 from pykraft.records import VoterRecordEntry, decode_control, decode_records, valid_prefix
 from pykraft.records import voters_batch as build_voters_batch
 from pykraft.records.control_records import VotersRecord
 from pykraft.storage._files import StorageError, atomic_write, fsync_dir, fsync_file
 from pykraft.storage.checkpoints import CLEAN_SHUTDOWN_FILE
 from pykraft.storage.log import PARTITION_DIR_NAME
-from pykraft.storage.meta import uuid_to_kafka
+from pykraft.storage.meta import kafka_to_uuid, uuid_to_kafka
 from pykraft.storage.quorum_state import FileQuorumStateStore
 from pykraft.storage.survey import DirectorySurvey
 
-__all__ = ["NOTE_FILE", "STEPS", "RecoveryError", "RecoveryNote", "force_standalone", "read_note"]
+__all__ = [
+    "NOTE_FILE",
+    "STEPS",
+    "RecoveryError",
+    "RecoveryNote",
+    "force_standalone",
+    "read_note",
+    "rewrite_endpoints",
+    "rewrite_voters",
+]
 
 NOTE_FILE: Final = "metadata-recovery.json"
 STEPS: Final = ("backup", "truncate", "voters", "quorum-state")
@@ -62,7 +80,9 @@ class RecoveryError(StorageError):
 
 @dataclass
 class RecoveryNote:
-    """What a force-standalone run decided and which of its steps are done."""
+    """What a force-standalone (or rewrite-endpoints) run decided and which of its steps
+    are done. ``voters``: the voter set it writes (``voter_to_json``); empty in a note of an
+    earlier release, which wrote the seed alone."""
 
     node_id: int
     directory_id: str
@@ -71,6 +91,8 @@ class RecoveryNote:
     backup: str
     old_voters: list[tuple[int, str | None]]
     done: list[str] = field(default_factory=list)
+    operation: str = "force-standalone"
+    voters: list[dict[str, object]] = field(default_factory=list)
 
     def write(self, log_dir: Path) -> None:
         atomic_write(log_dir / NOTE_FILE, json.dumps(asdict(self), indent=2).encode())
@@ -83,6 +105,28 @@ def read_note(log_dir: Path) -> RecoveryNote | None:
     data = json.loads(path.read_text())
     data["old_voters"] = [tuple(v) for v in data["old_voters"]]
     return RecoveryNote(**data)
+
+
+def voter_to_json(voter: VoterRecordEntry) -> dict[str, object]:
+    return {
+        "id": voter.voter_id,
+        "directory_id": None if voter.directory_id is None else uuid_to_kafka(voter.directory_id),
+        "endpoints": [[e.name, e.host, e.port] for e in voter.endpoints],
+        "kraft_versions": [voter.min_kraft_version, voter.max_kraft_version],
+    }
+
+
+def voter_from_json(data: dict[str, object]) -> VoterRecordEntry:
+    """``voter_to_json`` read back (a recovery note's voter set)."""
+    directory, endpoints, versions = data["directory_id"], data["endpoints"], data["kraft_versions"]
+    assert isinstance(endpoints, list) and isinstance(versions, list)
+    return VoterRecordEntry(
+        int(str(data["id"])),
+        None if directory is None else kafka_to_uuid(str(directory)),
+        tuple(Endpoint(str(n), str(h), int(p)) for n, h, p in endpoints),
+        int(versions[0]),
+        int(versions[1]),
+    )
 
 
 def seed_entry(survey: DirectorySurvey) -> VoterRecordEntry:
@@ -111,12 +155,46 @@ def seed_entry(survey: DirectorySurvey) -> VoterRecordEntry:
 def force_standalone(survey: DirectorySurvey, backup: Path, now_ms: int) -> RecoveryNote:
     """Make ``survey.path`` (a stopped controller's directory) a quorum of itself alone; resume
     an interrupted run from its note. Returns the note, every step done."""
+    return rewrite_voters(survey, [seed_entry(survey)], backup, now_ms, "force-standalone")
+
+
+def rewrite_endpoints(
+    survey: DirectorySurvey, endpoints: dict[int, tuple[Endpoint, ...]], backup: Path, now_ms: int
+) -> RecoveryNote:
+    """The voter set in force with the endpoints of the voters named in ``endpoints``
+    replaced (KIP-1347's case: endpoints that no longer resolve), written on the seed as
+    ``force_standalone`` writes its set; the same voters, the same directory ids."""
+    seed_entry(survey)  # the seed is a voter of a dynamic quorum
+    assert survey.voters is not None
+    unknown = sorted(set(endpoints) - {v.voter_id for v in survey.voters})
+    if unknown:
+        raise RecoveryError(
+            f"{survey.path}: {unknown} not voters of the voter set in force "
+            f"({[v.voter_id for v in survey.voters]}): this rewrites endpoints only; change "
+            "membership with add-controller and remove-controller once the quorum runs"
+        )
+    voters = [
+        replace(v, endpoints=endpoints[v.voter_id]) if v.voter_id in endpoints else v
+        for v in survey.voters
+    ]
+    return rewrite_voters(survey, voters, backup, now_ms, "rewrite-endpoints")
+
+
+def rewrite_voters(
+    survey: DirectorySurvey,
+    voters: list[VoterRecordEntry],
+    backup: Path,
+    now_ms: int,
+    operation: str,
+) -> RecoveryNote:
+    """Write ``voters`` as the voter set in force of the seed ``survey.path`` (a stopped
+    controller's directory) at a new epoch, after a backup; resume an interrupted run from its
+    note (whose voter set wins). Returns the note, every step done."""
     log_dir = survey.path
     note = read_note(log_dir)
     if note is None:
         if survey.problems:
             raise RecoveryError(f"{log_dir}: {'; '.join(survey.problems)}")
-        seed = seed_entry(survey)
         assert survey.node_id is not None and survey.directory_id is not None
         old = [
             (v.voter_id, None if v.directory_id is None else uuid_to_kafka(v.directory_id))
@@ -126,9 +204,10 @@ def force_standalone(survey: DirectorySurvey, backup: Path, now_ms: int) -> Reco
         note = RecoveryNote(
             survey.node_id, survey.directory_id, epoch, survey.log_end_offset, str(backup), old
         )
+        note.operation, note.voters = operation, [voter_to_json(v) for v in voters]
         note.write(log_dir)
-    else:
-        seed = seed_entry(survey)
+    elif note.voters:
+        voters = [voter_from_json(v) for v in note.voters]
     partition = log_dir / PARTITION_DIR_NAME
     for step in STEPS:
         if step in note.done:
@@ -138,7 +217,7 @@ def force_standalone(survey: DirectorySurvey, backup: Path, now_ms: int) -> Reco
         elif step == "truncate":
             _truncate_torn_tail(partition)
         elif step == "voters":
-            _append_voters(partition, note, seed, now_ms)
+            _append_voters(partition, note, voters, now_ms)
         else:
             FileQuorumStateStore(partition).write(ElectionState(note.epoch, NO_LEADER, None))
             for marker in (partition / CLEAN_SHUTDOWN_FILE, log_dir / CLEAN_SHUTDOWN_FILE):
@@ -176,7 +255,7 @@ def _truncate_torn_tail(partition: Path) -> None:
 
 
 def _append_voters(
-    partition: Path, note: RecoveryNote, seed: VoterRecordEntry, now_ms: int
+    partition: Path, note: RecoveryNote, voters: list[VoterRecordEntry], now_ms: int
 ) -> None:
     segments = _segments(partition)
     target = partition / f"{note.offset:020d}.log"  # a new segment where the log ends
@@ -184,12 +263,12 @@ def _append_voters(
         headers, _ = valid_prefix(segments[-1].read_bytes())
         end = headers[-1].next_offset if headers else int(segments[-1].name.split(".")[0])
         if end > note.offset:
-            if _ends_with_seed_voters(segments[-1], note, seed):
+            if _ends_with_voters(segments[-1], note, voters):
                 return  # written before the run was interrupted
             raise RecoveryError(f"{partition}: the log grew past {note.offset} since the note")
         if end == note.offset:
             target = segments[-1]
-    batch = build_voters_batch(note.offset, note.epoch, now_ms, [seed])
+    batch = build_voters_batch(note.offset, note.epoch, now_ms, voters)
     with target.open("ab") as f:
         f.write(batch)
         f.flush()
@@ -197,7 +276,7 @@ def _append_voters(
     fsync_dir(partition)
 
 
-def _ends_with_seed_voters(segment: Path, note: RecoveryNote, seed: VoterRecordEntry) -> bool:
+def _ends_with_voters(segment: Path, note: RecoveryNote, voters: list[VoterRecordEntry]) -> bool:
     data = segment.read_bytes()
     headers, valid = valid_prefix(data)
     last = headers[-1]
@@ -207,5 +286,5 @@ def _ends_with_seed_voters(segment: Path, note: RecoveryNote, seed: VoterRecordE
     for record in decode_records(batch):
         _, message = decode_control(record)
         if isinstance(message, VotersRecord):
-            return [VoterRecordEntry.from_record(v) for v in message.voters] == [seed]
+            return [VoterRecordEntry.from_record(v) for v in message.voters] == voters
     return False
