@@ -32,6 +32,7 @@ class KafkaCluster(LocalCluster):
         broker_overrides: dict[str, object] | None = None,
         controller_kind: str = "pykraft",
         release_version: str = "4.0-IV3",
+        dynamic: bool = False,
     ) -> None:
         config = _properties(FAST_QUORUM) if controller_kind == "pykraft" else {}
         config.update(_properties(controller_extra))
@@ -45,4 +46,5 @@ class KafkaCluster(LocalCluster):
             broker_config=broker_overrides,
             cluster_id=CLUSTER_ID,
             release_version=release_version,
+            dynamic=dynamic,
         )

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
 from pykraft.backup.restore import RestorePoint, plan_restore
@@ -27,6 +27,7 @@ from pykraft.interop.kafka import KafkaDist
 
 from ..node.procs import cli, wait_for
 from .cluster import KafkaCluster
+from .records import consume_values
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,21 +45,6 @@ def _produce(bootstrap: str, topic: str, values: range) -> None:
         producer.flush(timeout=60)
     finally:
         producer.close()
-
-
-def _consume(bootstrap: str, topic: str, count: int) -> set[int]:
-    consumer = KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=20_000
-    )
-    seen: set[int] = set()
-    try:
-        for message in consumer:
-            seen.add(int(message.value))
-            if len(seen) == count:
-                break
-    finally:
-        consumer.close()
-    return seen
 
 
 def _topics(bootstrap: str) -> set[str]:
@@ -139,9 +125,13 @@ def test_a_destroyed_cluster_is_restored_from_its_backup(
         broker.start()
         broker.wait_for(BROKER_STARTED, after=seen_before)
         wait_for(lambda: _topics(cluster.bootstrap) == {"kept"}, "the broker serving the restore")
-        assert _consume(cluster.bootstrap, "kept", RECORDS) == set(range(RECORDS))
+        assert consume_values(cluster.bootstrap, "kept", lambda s: len(s) == RECORDS) == set(
+            range(RECORDS)
+        )
         _produce(cluster.bootstrap, "kept", range(RECORDS, RECORDS + 20))
-        assert _consume(cluster.bootstrap, "kept", RECORDS + 20) == set(range(RECORDS + 20))
+        assert consume_values(cluster.bootstrap, "kept", lambda s: len(s) == RECORDS + 20) == set(
+            range(RECORDS + 20)
+        )
         strays = sorted(p.name.split(".")[0] for p in broker.data.glob("later-*-stray"))
         assert strays == ["later-0", "later-1"], sorted(p.name for p in broker.data.iterdir())
     finally:

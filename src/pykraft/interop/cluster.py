@@ -30,6 +30,7 @@ from pykraft.interop.kafka import (
     server_jvm,
     write_properties,
 )
+from pykraft.storage.meta import random_uuid, uuid_to_kafka
 
 if TYPE_CHECKING:
     from pykraft.net.security import ClientSecurity
@@ -198,6 +199,26 @@ class Server:
 atexit.register(Server.kill_all)
 
 
+def _kinds(controller_kind: str | Sequence[str], controllers: int) -> list[str]:
+    if isinstance(controller_kind, str):
+        return [controller_kind] * controllers
+    return list(controller_kind)
+
+
+def _quorum_settings(
+    ports: Sequence[int], voters: str, dynamic: bool
+) -> tuple[tuple[str, str], str | None]:
+    """The controllers' and brokers' quorum setting (key, value), and the controllers'
+    ``--initial-controllers`` (each a new directory id) when the quorum is dynamic."""
+    if not dynamic:
+        return ("controller.quorum.voters", voters), None
+    servers = ",".join(f"127.0.0.1:{p}" for p in ports)
+    initial = ",".join(
+        f"{i + 1}@127.0.0.1:{p}:{uuid_to_kafka(random_uuid())}" for i, p in enumerate(ports)
+    )
+    return ("controller.quorum.bootstrap.servers", servers), initial
+
+
 class LocalCluster:
     """``controllers`` controllers of ``controller_kind`` ("pykraft" or "kafka") and
     ``brokers`` Kafka brokers (ids 100, 101, ...), formatted, not started."""
@@ -218,6 +239,7 @@ class LocalCluster:
         format_args: tuple[str, ...] = (),
         release_version: str = "4.0-IV3",
         exporter: bool = False,
+        dynamic: bool = False,
     ) -> None:
         """``metrics``: pykraft controllers serve their metrics port; ``exporter``: Kafka
         controllers serve theirs through the Prometheus JMX exporter's agent;
@@ -226,12 +248,8 @@ class LocalCluster:
         tools' ``--release-version``; pykraft's default, 4.0-IV3, unless given);
         ``format_args``: more ``storage format`` arguments for the controllers (e.g.
         ``--add-scram``); ``controller_kind``: one kind for every controller, or one per
-        controller (a mixed quorum)."""
-        kinds = (
-            [controller_kind] * controllers
-            if isinstance(controller_kind, str)
-            else list(controller_kind)
-        )
+        controller (a mixed quorum); ``dynamic``: a dynamic quorum (``_quorum_settings``)."""
+        kinds = _kinds(controller_kind, controllers)
         assert len(kinds) == controllers and set(kinds) <= {"pykraft", "kafka"}
         assert brokers == 0 or dist is not None, "Kafka brokers need Kafka's jars"
         self.dist = dist
@@ -243,6 +261,9 @@ class LocalCluster:
         base.mkdir(parents=True, exist_ok=True)
         ports = free_ports(2 * controllers + brokers)
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{ports[i]}" for i in range(controllers))
+        self.quorum, self.initial_controllers = _quorum_settings(
+            ports[:controllers], self.voters, dynamic
+        )
         served = {"pykraft": metrics, "kafka": exporter}
         self.controllers = [
             self._controller(
@@ -275,7 +296,7 @@ class LocalCluster:
             "listeners": f"CONTROLLER://127.0.0.1:{port}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-            "controller.quorum.voters": self.voters,
+            self.quorum[0]: self.quorum[1],
             "metadata.log.dir" if controller_kind == "pykraft" else "log.dirs": data,
             **extra,
         }
@@ -305,7 +326,7 @@ class LocalCluster:
                 "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
                 "inter.broker.listener.name": self.broker_listener,
                 "log.dirs": data,
-                "controller.quorum.voters": self.voters,
+                self.quorum[0]: self.quorum[1],
                 "offsets.topic.replication.factor": replication,
                 "offsets.topic.num.partitions": 5,
                 "transaction.state.log.replication.factor": replication,
@@ -333,6 +354,7 @@ class LocalCluster:
                         self.cluster_id,
                         "--release-version",
                         self.release_version,
+                        *self._quorum_format_args(),
                         *self.format_args,
                     ],
                     capture_output=True,
@@ -349,11 +371,17 @@ class LocalCluster:
                     self.cluster_id,
                     "--release-version",
                     self.release_version,
+                    *self._quorum_format_args(),
                     *self.format_args,
                 )
         for b in self.brokers:
             assert self.dist is not None
             self.dist.format_storage(b.config, self.cluster_id)
+
+    def _quorum_format_args(self) -> tuple[str, ...]:
+        if self.initial_controllers is None:
+            return ()
+        return ("--initial-controllers", self.initial_controllers)
 
     @property
     def bootstrap(self) -> str:
