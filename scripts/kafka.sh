@@ -3,10 +3,10 @@
 # the local cluster of the main job. Nothing is downloaded but through Maven (interop/*/pom.xml);
 # the jars land in .cache/kafka-<dist>/lib (git-ignored).
 #
-#   scripts/kafka.sh fetch [4|4.4|4.1|3.9|all]  resolve and copy the jars (idempotent: a second run
+#   scripts/kafka.sh fetch [4|4.4|4.1|4.0|3.9|all]  resolve and copy the jars (idempotent: a second run
 #                                               is offline and instant); prints the classpath
-#   scripts/kafka.sh classpath [4|4.4|4.1|3.9]  the classpath (fetches first when needed)
-#   scripts/kafka.sh version [4|4.4|4.1|3.9]    the Kafka version a distribution pins
+#   scripts/kafka.sh classpath [4|4.4|4.1|4.0|3.9]  the classpath (fetches first when needed)
+#   scripts/kafka.sh version [4|4.4|4.1|4.0|3.9]    the Kafka version a distribution pins
 #   scripts/kafka.sh run TOOL [ARGS...]         one of Kafka's tools by its usual name over
 #                                               Kafka 4.4.0's jars (kafka-topics,
 #                                               kafka-console-producer, ...; --list names them)
@@ -20,7 +20,7 @@ die() { echo "kafka.sh: $*" >&2; exit 2; }
 
 pom_of() {
     local pom="$ROOT/interop/kafka-$1/pom.xml"
-    [ -f "$pom" ] || die "unknown distribution '$1' (have: 4, 4.4, 4.1, 3.9, jmx-exporter)"
+    [ -f "$pom" ] || die "unknown distribution '$1' (have: 4, 4.4, 4.1, 4.0, 3.9, jmx-exporter)"
     echo "$pom"
 }
 
@@ -61,6 +61,7 @@ case "$cmd" in
             fetch 4
             fetch 4.4
             fetch 4.1
+            fetch 4.0
             fetch 3.9
             fetch jmx-exporter
             exit 0

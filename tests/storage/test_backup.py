@@ -61,6 +61,19 @@ def _written(root: Path, count: int) -> tuple[Path, FileLog]:
     return source, log
 
 
+def new_controller(tmp_path: Path) -> tuple[Path, Path]:
+    """An unformatted controller, node 7 of a dynamic quorum: its directory and properties."""
+    new = tmp_path / "new"
+    props = tmp_path / "new.properties"
+    props.write_text(
+        "process.roles=controller\nnode.id=7\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=CONTROLLER://127.0.0.1:9797\n"
+        "controller.quorum.bootstrap.servers=127.0.0.1:9797\n"
+        f"metadata.log.dir={new}\n"
+    )
+    return new, props
+
+
 def _all(partition: Path) -> list[tuple[int, int, int, int]]:
     return [b.ref for b in log_batches(partition)]
 
@@ -207,14 +220,7 @@ def test_restore_writes_a_new_controllers_directory_and_refuses_a_used_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, backup = _metadata_log(tmp_path)
-    new = tmp_path / "new"
-    props = tmp_path / "new.properties"
-    props.write_text(
-        "process.roles=controller\nnode.id=7\ncontroller.listener.names=CONTROLLER\n"
-        "listeners=CONTROLLER://127.0.0.1:9797\n"
-        "controller.quorum.bootstrap.servers=127.0.0.1:9797\n"
-        f"metadata.log.dir={new}\n"
-    )
+    new, props = new_controller(tmp_path)
     assert main(["metadata", "restore", str(backup), "--dry-run", "--to-offset", "4"]) == 0
     assert "every record below offset 4" in capsys.readouterr().out and not new.exists()
     assert main(["metadata", "restore", str(backup), "-c", str(props), "--to-offset", "4"]) == 0

@@ -41,11 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from pykraft.backup.downgrade import write_at
 from pykraft.backup.take import Located, log_batches
 from pykraft.controller.brokers import register_broker_version
 from pykraft.controller.partitions import partition_version
 from pykraft.metadata.image import Image, ImageError
-from pykraft.metadata.records import PartitionRecord, ProducerIdsRecord
+from pykraft.metadata.records import FeatureLevelRecord, PartitionRecord, ProducerIdsRecord
 from pykraft.metadata.serde import (
     MetadataRecordError,
     decode_record,
@@ -110,6 +111,8 @@ class RestorePlan:
     features: dict[str, int] = field(default_factory=dict)
     snapshot_id: OffsetAndEpoch = field(default_factory=lambda: OffsetAndEpoch(0, 0))
     warnings: list[str] = field(default_factory=list)
+    source_metadata_version: int | None = None  # a downgrade: the backup's own level
+    losses: list[str] = field(default_factory=list)  # what the downgrade cannot keep
 
     def as_json(self) -> dict[str, object]:
         base = self.base_snapshot
@@ -127,6 +130,8 @@ class RestorePlan:
             "partitions": self.partitions,
             "snapshot": [self.snapshot_id.offset, self.snapshot_id.epoch],
             "warnings": list(self.warnings),
+            "source_metadata_version": self.source_metadata_version,
+            "losses": list(self.losses),
         }
 
 
@@ -185,9 +190,13 @@ def _point(backup: _Backup, point: RestorePoint) -> tuple[int, int]:
 
 
 def plan_restore(
-    backup_dir: Path, point: RestorePoint = RestorePoint(), gaps: Gaps = Gaps()
+    backup_dir: Path,
+    point: RestorePoint = RestorePoint(),
+    gaps: Gaps = Gaps(),
+    metadata_version: int | None = None,
 ) -> tuple[RestorePlan, list[bytes]]:
-    """The plan and the restored snapshot's record values; nothing is written."""
+    """The plan and the restored snapshot's record values; nothing is written.
+    ``metadata_version``: write the restored state at this lower level (``downgrade.py``)."""
     backup = _open(backup_dir)
     offset, time_ms = _point(backup, point)
     bases = [s for s in backup.store.snapshot_ids() if s.offset <= offset]
@@ -201,15 +210,37 @@ def plan_restore(
         plan.warnings.append(
             f"a metadata transaction open at offset {offset} is left out (it never ended there)"
         )
-    mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
-    values = list(image.iter_values(partition_version(mv), register_broker_version(mv)))
-    plan.metadata_version, plan.features = mv, dict(image.features)
-    plan.features.setdefault(METADATA_VERSION, mv)
+    values = _values_at(image, plan, metadata_version)
     plan.topics, plan.partitions = len(image.topics), sum(1 for _ in image.all_partitions())
     _replay(backup, plan, image, offset, backup.end, count=False)  # how far the backup went
     values = _beyond(values, image, gaps)
     plan.snapshot_id = OffsetAndEpoch(backup.end + gaps.offset, backup.max_epoch + gaps.epoch)
     return plan, values
+
+
+def _values_at(image: Image, plan: RestorePlan, target: int | None) -> list[bytes]:
+    """The image's records at its own metadata.version, or written down to ``target``
+    (what that loses in ``plan.losses``); the plan's level and features set."""
+    mv = image.metadata_version or MINIMUM_METADATA_VERSION.level
+    if target is None or target == mv:
+        values = list(image.iter_values(partition_version(mv), register_broker_version(mv)))
+        plan.metadata_version, plan.features = mv, dict(image.features)
+        plan.features.setdefault(METADATA_VERSION, mv)
+        return values
+    if target > mv:
+        raise RestoreError(
+            f"the backup is at metadata.version {mv}: a restore only goes down; restore at "
+            "its level and upgrade with kafka-features (or pykraft features) once it runs"
+        )
+    values, plan.losses = write_at(image, target)
+    plan.metadata_version, plan.source_metadata_version = target, mv
+    plan.features = {}
+    for value in values:
+        if record_type(value)[0] == FeatureLevelRecord.API_KEY:
+            record, _ = decode_record(value)
+            assert isinstance(record, FeatureLevelRecord)
+            plan.features[record.name] = record.feature_level
+    return values
 
 
 def _load_base(backup: _Backup, plan: RestorePlan, image: Image) -> int:

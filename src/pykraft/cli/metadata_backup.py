@@ -68,6 +68,16 @@ def register(sub: Any) -> None:
     restore.add_argument("--offset-gap", type=int, default=None)
     restore.add_argument("--epoch-gap", type=int, default=None)
     restore.add_argument("--producer-id-gap", type=int, default=None)
+    restore.add_argument(
+        "--release-version",
+        metavar="VERSION",
+        help="write the restored state at this lower metadata.version (e.g. 4.0-IV3)",
+    )
+    restore.add_argument(
+        "--allow-loss",
+        action="store_true",
+        help="with --release-version: go on although the lower level cannot hold everything",
+    )
     restore.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     restore.add_argument("--json", action="store_true", help="print the plan as JSON")
     restore.set_defaults(func=_restore)
@@ -191,9 +201,22 @@ def _restore(args: argparse.Namespace) -> int:
         at = None if args.to_time is None else parse_time_ms(args.to_time)
     except ValueError as e:
         raise UsageError(f"--to-time: {e}") from None
+    level = None
+    if args.release_version is not None:
+        from pykraft.metadata.versions import parse_release_version
+
+        try:
+            level = parse_release_version(args.release_version).level
+        except ValueError as e:
+            raise UsageError(f"--release-version: {e}") from None
     try:
         backup = _local_backup(args)
-        plan, values = plan_restore(backup, RestorePoint(args.to_offset, at), gaps)
+        plan, values = plan_restore(backup, RestorePoint(args.to_offset, at), gaps, level)
+        refused = plan.losses and not args.allow_loss and not args.dry_run
+        if refused:
+            print("\n".join(_describe_plan(plan)))
+            print("error: the lower metadata.version cannot hold the above (--allow-loss)")
+            return 1
         if not args.dry_run:
             from pykraft.node.config import load_config
 
@@ -251,5 +274,11 @@ def _describe_plan(plan: Any) -> list[str]:
         f"written as snapshot {plan.snapshot_id.offset}-{plan.snapshot_id.epoch} (past the "
         "backup's end: brokers ahead of the point follow it)",
     ]
+    if plan.source_metadata_version is not None:
+        lines.append(
+            f"downgraded from metadata.version {plan.source_metadata_version}: "
+            f"{len(plan.losses)} things the lower level cannot hold"
+        )
+    lines.extend(f"lost: {loss}" for loss in plan.losses)
     lines.extend(f"warning: {w}" for w in plan.warnings)
     return lines
