@@ -94,6 +94,15 @@ SIM_PLANTS: tuple[SimPlant, ...] = (
         events=20_000,
     ),
     SimPlant(
+        "voter_change_before_epoch_commit",
+        "a new leader changes the voter set before a record of its own epoch is committed",
+        "voter-change-after-epoch-commit",
+        seed=2,
+        profile="membership",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
         "vote_twice",
         "an unattached voter that voted in this epoch grants another candidate its vote too",
         "one-leader-per-epoch",
@@ -104,6 +113,15 @@ SIM_PLANTS: tuple[SimPlant, ...] = (
     ),
 )
 SIM_PLANTS += (
+    SimPlant(
+        "fence_keeps_leaders",
+        "fencing a broker moves none of its leaderships and leaves it in every ISR",
+        "fenced-leads-nothing",
+        seed=1,
+        profile="controller",
+        voters=3,
+        events=20_000,
+    ),
     SimPlant(
         "elect_outside_isr",
         "AlterPartition's ISR shrink makes a replica it removed the leader",
