@@ -65,7 +65,9 @@ def s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         return True
 
     try:
-        wait_for(bucket_made, "SeaweedFS's S3 gateway to create a bucket")
+        # Its master, volume server, filer and gateway start one after another: allow a busy
+        # machine a minute.
+        wait_for(bucket_made, "SeaweedFS's S3 gateway to create a bucket", timeout_s=60)
         yield endpoint
     finally:
         server.kill()
