@@ -123,6 +123,15 @@ SIM_PLANTS += (
         events=20_000,
     ),
     SimPlant(
+        "topic_without_partition_0",
+        "CreateTopics and CreatePartitions leave out the lowest new partition's record",
+        "topic-all-or-nothing",
+        seed=1,
+        profile="controller",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
         "elect_outside_isr",
         "AlterPartition's ISR shrink makes a replica it removed the leader",
         "image-structure",  # the replayed image's rule: a leader is in its ISR
