@@ -170,10 +170,18 @@ def backup_round(
     ours = _cut_torn_tail(dst)
     pending = _pending(src, dst, ours, done)
     _append(dst, pending, segment_bytes, done)
-    files = segments(dst)
-    final = _scan(files[-1])[0] if files else []
-    if final:
-        done.end_offset, done.last_epoch = final[-1].next_offset, final[-1].epoch
+    # The backup's last batch: the last one appended, else the last one it had (scanned
+    # again only after a cut-back, which changed the segments).
+    if pending:
+        last: Located | None = pending[-1]
+    elif done.truncated_at is None:
+        last = ours[-1] if ours else None
+    else:
+        files = segments(dst)
+        final = _scan(files[-1])[0] if files else []
+        last = final[-1] if final else None
+    if last is not None:
+        done.end_offset, done.last_epoch = last.next_offset, last.epoch
     _record(target, source, done)
     return done
 
