@@ -35,6 +35,7 @@ class SimPlant:
     profile: str
     voters: int
     events: int  # the run's budget of fault-phase events
+    observers: int = 1  # (the simulator's default)
 
     def run(self, planted: bool = True) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYKRAFT_NATIVE": "0"}
@@ -42,7 +43,8 @@ class SimPlant:
             env["PYTHONPATH"] = str(PLANTS_DIR / self.name)
         argv = [sys.executable, "-m", "pykraft.cli.main", "dev", "sim", "run"]
         argv += ["--seed", str(self.seed), "--profile", self.profile]
-        argv += ["--voters", str(self.voters), "--events", str(self.events)]
+        argv += ["--voters", str(self.voters), "--observers", str(self.observers)]
+        argv += ["--events", str(self.events)]
         return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
 
     def caught_at(self) -> int | None:
@@ -140,6 +142,65 @@ SIM_PLANTS += (
         voters=3,
         events=20_000,
     ),
+    SimPlant(
+        "vote_for_stale_log",
+        "a voter grants its vote without comparing logs: a candidate behind the committed log "
+        "can win",
+        "leader-completeness",
+        seed=3,
+        profile="partitions",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
+        "removed_leader_counts_itself",
+        "a leader that removed itself from the voter set still counts its own log toward the "
+        "high watermark",
+        "removed-leader-not-counted",
+        seed=3,
+        profile="membership",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
+        "steps_ignore_partition_limit",
+        "KIP-435's batches ignore reassignment.parallel.partition.count: every moving "
+        "partition steps at once",
+        "reassignment-limits",
+        seed=2,
+        profile="controller",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
+        "silent_unclean_election",
+        "with no ISR or ELR member able to lead, any live replica is elected, called clean",
+        "leader-from-isr-or-elr",
+        seed=4,
+        profile="controller",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
+        "seed_by_log_end_offset",
+        "the recovery of a lost majority seeds from the longest log, not the highest last epoch",
+        "recovery-seed-holds-committed",
+        seed=34,
+        profile="majority-loss",
+        voters=5,
+        events=20_000,
+        observers=2,
+    ),
+    SimPlant(
+        "standalone_epoch_from_seed_alone",
+        "force-standalone's new epoch is one above the seed's, not above every survivor's",
+        "recovery-epoch-above-survivors",
+        seed=4,
+        profile="majority-loss",
+        voters=3,
+        events=20_000,
+        observers=2,
+    ),
 )
 # Planted in real processes: (directory, bug, the check, the test that runs it and its budget).
 FAULT_RUN_PLANTS: Final = (
@@ -169,7 +230,8 @@ def table() -> str:
         soon = "NOT CAUGHT" if at is None else f"event {at:,} of {plant.events:,}"
         lines.append(
             f"| `{plant.name}`: {plant.bug} | simulator invariant `{plant.invariant}` (seed "
-            f"{plant.seed}, profile {plant.profile}, {plant.voters} voters) | {soon} |"
+            f"{plant.seed}, profile {plant.profile}, {plant.voters} voters, "
+            f"{plant.observers} observer{'s' if plant.observers != 1 else ''}) | {soon} |"
         )
     for name, bug, check, test, soon in FAULT_RUN_PLANTS:
         lines.append(f"| `{name}`: {bug} | {check} (`{test}`) | {soon} |")

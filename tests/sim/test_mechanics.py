@@ -101,6 +101,7 @@ def test_parse_seeds_and_profiles() -> None:
         "disk",
         "reconfig",
         "membership",
+        "majority-loss",
         "upgrade",
         "controller",
         "chaos",

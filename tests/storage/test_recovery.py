@@ -1,10 +1,12 @@
 """``force-standalone`` on directories written by the real storage code: the seed's log ends
 with a VotersRecord of the seed alone at a new epoch and quorum-state is at that epoch; a run
 interrupted after any step goes on from its note and writes the batch once; the refusals (a
-more up-to-date survivor, a voter accepting connections, a static quorum, an observer)."""
+more up-to-date survivor, a voter accepting connections, a static quorum, an observer); the
+new epoch above every survivor's; the simulator's variant over storage interfaces."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import uuid
 from pathlib import Path
@@ -12,12 +14,20 @@ from pathlib import Path
 import pytest
 
 from pykraft.cli.main import main
+from pykraft.raft.types import NO_LEADER, ElectionState
 from pykraft.records import build_batch, valid_prefix
 from pykraft.storage.log import PARTITION_DIR_NAME, FileLog
 from pykraft.storage.meta import MetaProperties, write_meta_properties
 from pykraft.storage.quorum_state import FileQuorumStateStore
-from pykraft.storage.recovery import NOTE_FILE, RecoveryError, force_standalone, read_note
-from pykraft.storage.survey import survey_directory
+from pykraft.storage.recovery import (
+    NOTE_FILE,
+    RecoveryError,
+    force_standalone,
+    force_standalone_replica,
+    read_note,
+)
+from pykraft.storage.snapshots import FileSnapshotStore
+from pykraft.storage.survey import survey_directory, survey_replica
 
 from .test_survey import CLUSTER, _controller, digest
 
@@ -163,3 +173,48 @@ def _free_ports(count: int) -> list[int]:
     for s in sockets:
         s.close()
     return ports
+
+
+def test_the_new_epoch_is_above_every_epoch_a_survivor_knew(tmp_path: Path) -> None:
+    # Node 2 stood in a later election (its quorum-state is at epoch 9) without winning or
+    # appending: the seed, node 1, is still the most up-to-date log, but leading at its own
+    # epoch + 1 would reuse an epoch node 2 knows.
+    seed = _controller(tmp_path, 1, [(1, 10), (3, 20)])
+    voted = _controller(tmp_path, 2, [(1, 10), (3, 5)])
+    FileQuorumStateStore(voted / PARTITION_DIR_NAME).write(ElectionState(9, NO_LEADER, None))
+    args = ["metadata-recovery", "force-standalone", str(seed), "--survivor", str(voted)]
+    assert main([*args, "--backup-dir", str(tmp_path / "backup")]) == 0
+    note = read_note(seed)
+    assert note is not None and note.epoch == 10
+    state = FileQuorumStateStore(seed / PARTITION_DIR_NAME).read()
+    assert state is not None and state.epoch == 10
+    assert survey_directory(seed).last_epoch == 10  # the VotersRecord's batch
+
+
+def test_the_replica_variant_writes_what_the_directory_variant_writes(tmp_path: Path) -> None:
+    # The simulator recovers through survey_replica and force_standalone_replica: over the
+    # same log they report and write the same as the directory tools.
+    files = _controller(tmp_path, 1, [(1, 10), (3, 20)])
+    copy = tmp_path / "copy"
+    shutil.copytree(files, copy)
+    survey = survey_directory(files)
+    partition = copy / PARTITION_DIR_NAME
+    with FileLog.open(partition) as log:
+        store = FileQuorumStateStore(partition)
+        snapshots = FileSnapshotStore.open(partition)
+        replica = survey_replica(files, CLUSTER, uuid.UUID(int=1), 1, (log, snapshots, store))
+        assert replica.as_json() == survey.as_json()
+        note = force_standalone_replica(replica, (log, store), 1_000, [replica])
+    force_standalone(survey, tmp_path / "c1.backup", 1_000)
+    assert (note.epoch, note.offset, note.voters) == _noted(files)
+    ours = sorted(p.name for p in partition.glob("*.log"))
+    assert [(partition / n).read_bytes() for n in ours] == [
+        (files / PARTITION_DIR_NAME / n).read_bytes() for n in ours
+    ]
+    assert store.read() == FileQuorumStateStore(files / PARTITION_DIR_NAME).read()
+
+
+def _noted(log_dir: Path) -> tuple[int, int, list[dict[str, object]]]:
+    note = read_note(log_dir)
+    assert note is not None
+    return note.epoch, note.offset, note.voters

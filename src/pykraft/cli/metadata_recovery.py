@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from pykraft.storage.recovery import RecoveryNote
     from pykraft.storage.survey import DirectorySurvey
 
+    Write = Callable[[DirectorySurvey, Path, int, list[DirectorySurvey]], RecoveryNote]
+
 
 def register(sub: Any) -> None:
     _, commands = command_group(
@@ -85,7 +87,10 @@ def _seed_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=Path,
         metavar="METADATA_LOG_DIR",
-        help="another surviving controller's directory, compared with the seed; repeatable",
+        help=(
+            "another surviving controller's directory, compared with the seed (the new epoch "
+            "is above every epoch it knew); repeatable"
+        ),
     )
     parser.add_argument(
         "--backup-dir",
@@ -178,27 +183,27 @@ def _describe(s: DirectorySurvey) -> list[str]:
     return lines
 
 
-def _on_seed(
-    args: argparse.Namespace, write: Callable[[DirectorySurvey, Path, int], RecoveryNote]
-) -> RecoveryNote | None:
+def _on_seed(args: argparse.Namespace, write: Write) -> RecoveryNote | None:
     """The refusals a new run must pass (a running voter, a more up-to-date survivor), the
-    backup's path, then ``write``; None (the error printed) when refused."""
+    backup's path, then ``write`` (given the survivors' surveys: the new epoch is above every
+    epoch they knew); None (the error printed) when refused."""
     import time
 
     from pykraft.storage.recovery import RecoveryError, read_note, seed_entry
     from pykraft.storage.survey import survey_directory
 
     seed = survey_directory(args.directory)
+    survivors = [survey_directory(d) for d in args.survivor]
     try:
         seed_entry(seed)
         if read_note(args.directory) is None:
             _refuse_running(seed, args.probe_timeout_ms / 1000)
-            _refuse_less_up_to_date(seed, [survey_directory(d) for d in args.survivor], args)
+            _refuse_less_up_to_date(seed, survivors, args)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         backup = args.backup_dir or args.directory.with_name(
             f"{args.directory.name}.before-recovery-{stamp}"
         )
-        return write(seed, backup, int(time.time() * 1000))
+        return write(seed, backup, int(time.time() * 1000), survivors)
     except RecoveryError as e:
         print(f"error: {e}", file=sys.stderr)
         return None
@@ -259,9 +264,11 @@ def _rewrite_endpoints(args: argparse.Namespace) -> int:
 
     endpoints = parse_endpoints(args.endpoint)
 
-    def write(seed: DirectorySurvey, backup: Path, now_ms: int) -> RecoveryNote:
+    def write(
+        seed: DirectorySurvey, backup: Path, now_ms: int, survivors: list[DirectorySurvey]
+    ) -> RecoveryNote:
         _refuse_listening(endpoints, args.probe_timeout_ms / 1000)
-        return rewrite_endpoints(seed, endpoints, backup, now_ms)
+        return rewrite_endpoints(seed, endpoints, backup, now_ms, survivors)
 
     note = _on_seed(args, write)
     if note is None:

@@ -19,7 +19,7 @@ from typing import Any
 
 # Every profile of pykraft.sim.profiles.PROFILES (kept in step by tests/sim/test_cli_sim.py).
 _DEFAULT_PROFILES = (
-    "none,lossy,partitions,crashes,disk,reconfig,membership,upgrade,controller,chaos"
+    "none,lossy,partitions,crashes,disk,reconfig,membership,majority-loss,upgrade,controller,chaos"
 )
 
 

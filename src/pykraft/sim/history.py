@@ -109,6 +109,33 @@ class CommittedHistory:
         self.recorded_at_ms[next_offset] = now_ms
         return True
 
+    def rewind(self, offset: int) -> int:
+        """A recovery from a lost majority declared ``offset`` (a committed batch boundary)
+        its recovery point: what was committed after it was lost with the majority, and is
+        forgotten (the recovered quorum commits other batches there). Returns how many
+        committed offsets were lost."""
+        assert offset == 0 or offset in self.by_end, offset
+        lost = self.end_offset - offset
+        for base in [b for b in self.by_base if b >= offset]:
+            entry = self.by_base.pop(base)
+            del self.by_end[entry.next_offset]
+            self.recorded_at_ms.pop(entry.next_offset, None)
+        self.end_offset = offset
+        self.records = self.by_end[offset].records_after if offset else 0
+        return lost
+
+    def matching_prefix(self, start: int, batches: list[tuple[int, int, int, int]]) -> int:
+        """Where a log stops matching the committed history: ``batches`` are its (base,
+        next, epoch, CRC) in order from ``start`` (its log start, under a snapshot of the
+        committed prefix); the end of the last batch equal to the committed one there."""
+        end = start
+        for base, nxt, epoch, crc in batches:
+            entry = self.by_base.get(base)
+            if entry is None or (entry.next_offset, entry.epoch, entry.crc) != (nxt, epoch, crc):
+                break
+            end = nxt
+        return end
+
     def check(
         self, base_offset: int, next_offset: int, epoch: int, crc: int, node: int, what: str
     ) -> CommittedBatch:

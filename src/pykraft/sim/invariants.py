@@ -38,6 +38,10 @@ observation, so the cost per event is a few attribute reads):
   removed controller must not re-admit itself, whatever snapshots and restarts did to its
   log).
 
+Profile ``majority-loss`` adds ``recovery-seed-holds-committed`` and
+``recovery-epoch-above-survivors``, checked at each recovery from a lost majority, which
+declares its recovery point (``recovered``): see ``pykraft.sim.majority_loss``.
+
 The invariants of voter changes (``one-uncommitted-voters-record``,
 ``voter-sets-differ-by-one``, ``voter-change-after-epoch-commit``,
 ``removed-leader-not-counted``, ``committed-never-lost``) live in
@@ -121,6 +125,29 @@ class InvariantChecker:
         # dropped with the leadership, legally); checked and forgotten when it commits.
         self.promises: dict[int, tuple[int, bytes]] = {}
 
+    def recovered(self, point: int, epoch: int, voters_offset: int, lost: set[int]) -> int:
+        """A recovery from a lost majority (``pykraft.sim.majority_loss``) declared its
+        recovery point ``point`` and made the seed the only voter at ``epoch`` with the
+        VotersRecord at ``voters_offset``. What only the lost nodes knew is forgotten: the
+        committed batches after ``point`` (returns how many offsets), the leaders of epochs
+        from ``epoch`` on (``recovery-epoch-above-survivors`` if a survivor led one) and the
+        appends promised after ``point``."""
+        for led, leader in sorted(self.leaders_by_epoch.items()):
+            if led < epoch:
+                continue
+            if leader not in lost:
+                raise InvariantViolation(
+                    "recovery-epoch-above-survivors",
+                    f"the recovery made epoch {epoch} the seed's, but surviving node {leader} "
+                    f"led epoch {led}",
+                    leader,
+                )
+            del self.leaders_by_epoch[led]
+        for offset in [o for o in self.promises if o >= point]:
+            del self.promises[offset]
+        self.voters.recovered(point, self.history.end_offset, voters_offset)
+        return self.history.rewind(point)
+
     def invalidate(self) -> None:
         """Nodes may have changed outside their own events (see ``VoterInvariants``)."""
         self.voters.invalidate()
@@ -186,6 +213,23 @@ class InvariantChecker:
                 )
             node.obs_start_offset = start
         self.voters.observe(node)
+
+    def started(self, node: SimNode, now_ms: int) -> None:
+        """``node`` just started (``SimNode.start`` took its role and epoch as observed): the
+        checks of a change that the restart itself made, ``epoch-monotonic`` across the
+        restart, and a core that starts as leader (a voter set of one) is a new leader."""
+        core = node.core
+        assert core is not None
+        if core.epoch < node.max_epoch:
+            raise InvariantViolation(
+                "epoch-monotonic",
+                f"node {node.id} restarted at epoch {core.epoch} after reaching {node.max_epoch}",
+                node.id,
+            )
+        node.max_epoch = core.epoch
+        if core.role == LEADER:
+            self._new_leader(node, core.epoch)
+            self._observer.role_changed(node, "down", now_ms)
 
     # -- helpers ---------------------------------------------------------------------------
 

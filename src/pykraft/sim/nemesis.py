@@ -36,6 +36,7 @@ from pykraft.sim.operations import OperationsSite, known_voter_sets, upgrade_don
 from pykraft.sim.profiles import FaultProfile
 
 if TYPE_CHECKING:
+    from pykraft.sim.majority_loss import MajorityLoss
     from pykraft.sim.network import Network
     from pykraft.sim.node import SimNode
     from pykraft.sim.operations import Operations
@@ -47,6 +48,7 @@ class NemesisSite(OperationsSite, Protocol):
 
     network: Network
     operations: Operations
+    majority_loss: MajorityLoss
 
     def schedule_heal(self, at_ms: int, fault_id: int) -> None: ...
 
@@ -110,6 +112,7 @@ class Nemesis:
             "crash": self._stop,
             "shutdown": self._stop,
             "wipe": self._stop,
+            "lose_majority": self._lose_majority,
         }.get(kind, self._operation)
         fault = inject(kind)
         sim = self._sim
@@ -220,6 +223,11 @@ class Nemesis:
             return False
         # Never lose the disks of a majority, whatever max_down says.
         return kind != "wipe" or unavailable < minority
+
+    def _lose_majority(self, kind: str) -> ActiveFault | None:
+        """A majority lost for good; its heal is the recovery (``pykraft.sim.majority_loss``)."""
+        struck = self._sim.majority_loss.strike(self._rng)
+        return None if struck is None else self._new(kind, *struck)
 
     def _operation(self, kind: str) -> ActiveFault | None:
         """A membership operation (``pykraft.sim.operations``); nothing to undo."""

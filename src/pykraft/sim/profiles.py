@@ -22,6 +22,10 @@ Faults a nemesis can inject (weights are relative):
 * ``wipe``: crash, the disk is replaced (all storage lost), the node restarts with a new
   directory id. See ``pykraft.sim.nemesis`` for the rule that keeps this within what the
   protocol tolerates.
+* ``lose_majority`` (kraft.version 1): a majority of the voters lost for good (stopped, disks
+  wiped); its "heal" is the operator's recovery with ``metadata-recovery``'s own code: the
+  survivors surveyed, the seed made standalone, the others started. See
+  ``pykraft.sim.majority_loss``. One loss at a time.
 * ``reassign`` (kraft.version 1): the leader is given a new target voter set (KIP-642) of
   ``voters`` nodes drawn among the live ones, by their current replica keys; the core gets
   there through single AddRaftVoter / RemoveRaftVoter steps. This is also how a voter whose
@@ -55,7 +59,16 @@ from dataclasses import dataclass, fields
 
 # Nemesis kinds that change (or try to change) the voter set or kraft.version.
 MEMBERSHIP_OPS = frozenset(
-    {"reassign", "add_voter", "remove_voter", "update_voter", "auto_join", "cancel", "upgrade"}
+    {
+        "reassign",
+        "add_voter",
+        "remove_voter",
+        "update_voter",
+        "auto_join",
+        "cancel",
+        "upgrade",
+        "lose_majority",
+    }
 )
 
 
@@ -79,6 +92,7 @@ class FaultProfile:
     crash_weight: float = 0.0
     shutdown_weight: float = 0.0
     wipe_weight: float = 0.0
+    lose_majority_weight: float = 0.0  # kraft.version 1 only (pykraft.sim.majority_loss)
     reassign_weight: float = 0.0  # kraft.version 1 only: a new target voter set (KIP-642)
     # Membership operations (see the module docstring): kraft.version 1, or upgrade_weight.
     add_voter_weight: float = 0.0
@@ -105,6 +119,7 @@ class FaultProfile:
         assert self.nemesis_interval_ms >= 0, self
         assert self.kraft_version in (0, 1), self
         assert self.upgrade_weight == 0 or self.kraft_version == 0, self
+        assert self.lose_majority_weight == 0 or self.kraft_version == 1, self
         changes_voters = self.kraft_version == 1 or self.upgrade_weight > 0
         assert changes_voters or not self.membership_ops, self
 
@@ -122,6 +137,7 @@ class FaultProfile:
             ("crash", self.crash_weight),
             ("shutdown", self.shutdown_weight),
             ("wipe", self.wipe_weight),
+            ("lose_majority", self.lose_majority_weight),
             ("reassign", self.reassign_weight),
             ("add_voter", self.add_voter_weight),
             ("remove_voter", self.remove_voter_weight),
@@ -200,6 +216,20 @@ PROFILES: dict[str, FaultProfile] = {
             partition_weight=1.0,
             crash_weight=1.0,
             wipe_weight=0.5,
+            kraft_version=1,
+        ),
+        # A majority of the voters lost for good, and recovered from a survivor the way
+        # metadata-recovery does it (issue 48); reassignments grow the quorum back.
+        FaultProfile(
+            name="majority-loss",
+            latency_max_ms=10,
+            nemesis_interval_ms=2_500,
+            fault_min_ms=2_000,
+            fault_max_ms=8_000,
+            lose_majority_weight=1.0,
+            reassign_weight=2.0,
+            partition_weight=1.0,
+            crash_weight=1.0,
             kraft_version=1,
         ),
         # Static voters at kraft.version 0, upgraded to 1 mid-run, then churn (operations

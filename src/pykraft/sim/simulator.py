@@ -73,6 +73,7 @@ from pykraft.sim.events import (
 )
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.invariants import InvariantChecker, check_stated_hwm
+from pykraft.sim.majority_loss import MajorityLoss
 from pykraft.sim.nemesis import Nemesis
 from pykraft.sim.network import Network
 from pykraft.sim.node import LEADER, SimNode
@@ -111,6 +112,7 @@ class Simulation:
         # Drawn after the nodes' streams, so that adding it changed no other stream.
         final_rng = random.Random(master.getrandbits(64))
         self.operations = Operations(self)
+        self.majority_loss = MajorityLoss(self)
         for node in self.nodes:
             node.self_check = config.core_self_check
             node.on_completed = self.operations.completed
@@ -223,6 +225,7 @@ class Simulation:
     def start_node(self, node: SimNode) -> None:
         self.checker.invalidate()
         node.start(self._make_core)
+        self.checker.started(node, self.now_ms)
         core = node.core
         assert core is not None
         self.trace_event(

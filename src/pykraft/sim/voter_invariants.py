@@ -58,6 +58,8 @@ class VoterInvariants:
     VotersRecord in offset order, after the initial set at offset -1."""
 
     __slots__ = (
+        "_declared",
+        "_forgotten",
         "_lacking",
         "_lost_base",
         "_lost_end",
@@ -87,6 +89,10 @@ class VoterInvariants:
         self._lost_base = self._lost_end = self._lost_epoch = -1
         self._lost_voters: VoterSet | None = None
         self._lost_stale = True
+        # The offset of the VotersRecord a recovery from a lost majority wrote (force-
+        # standalone: the seed alone), until it commits: a declared jump of the voter set.
+        self._declared = -1
+        self._forgotten: list[tuple[int, int]] = []  # committed ranges a recovery forgot
 
     @property
     def committed_voters(self) -> VoterSet:
@@ -104,7 +110,9 @@ class VoterInvariants:
                 self.checks += 1
                 previous_offset, previous = path[-1]
                 distance = voter_distance(previous, voters)
-                if distance > 1:
+                if offset == self._declared:
+                    self._declared = -1  # the recovery's voter set: declared, not a change
+                elif distance > 1:
                     raise InvariantViolation(
                         "voter-sets-differ-by-one",
                         f"the VotersRecord at {offset} committed by leader {leader.id} "
@@ -151,7 +159,12 @@ class VoterInvariants:
         self.checks += 2
         # Offsets increase along ``entries``: more than one at or above ``end`` exactly when
         # the one before the last is.
-        if len(entries) > 1 and entries[-2][0] >= end:
+        if (
+            len(entries) > 1
+            and entries[-2][0] >= end
+            and entries[-1][0] != self._declared
+            and not self._forgotten_at(entries[-2][0])
+        ):
             uncommitted = [(o, _show(v)) for o, v in entries if o >= end]
             raise InvariantViolation(
                 "one-uncommitted-voters-record",
@@ -164,6 +177,22 @@ class VoterInvariants:
             self._leader_appended(node, entries)
         node.obs_voters_offset = last
         self._committed_never_lost(node)
+
+    def recovered(self, point: int, lost_end: int, voters_offset: int) -> None:
+        """A recovery from a lost majority (``pykraft.sim.majority_loss``): the committed
+        history was rewound from ``lost_end`` to ``point``, and the seed's log holds the
+        VotersRecord naming it alone at ``voters_offset``, which the seed commits as leader.
+        A survivor may still hold VotersRecords that were committed in [point, lost_end)
+        until the recovered leader truncates them: they are not uncommitted changes."""
+        while self.committed_path[-1][0] >= point:
+            self.committed_path.pop()
+        self._declared = voters_offset
+        if lost_end > point:
+            self._forgotten.append((point, lost_end))
+        self._lost_stale = True
+
+    def _forgotten_at(self, offset: int) -> bool:
+        return any(point <= offset < end for point, end in self._forgotten)
 
     def invalidate(self) -> None:
         """Something other than an event on one node may have changed any node (a nemesis

@@ -35,8 +35,15 @@ the new endpoints from it once it leads. Appending the record to every voter's d
 instead would be wrong: at each directory's own log end, one epoch would name different
 records at different offsets, and log matching would no longer hold.
 
+The new epoch is one above every epoch the seed *and every surveyed survivor* knew: a
+survivor (an observer, or a voter that stood in a later election) may know a later epoch than
+the seed, even one whose batches it holds; the seed leading in such an epoch would write other
+batches under the same (offset, epoch) than that survivor holds, and log matching would fail.
+
 The format is Kafka's, so the same runs on the directories of Kafka 4.x's own controllers,
-which then start from them.
+which then start from them. ``force_standalone_replica`` takes the same decisions and writes
+the same batch and quorum state through a replica's storage interfaces (``ReplicatedLog``,
+``QuorumStateStore``): the simulator's majority-loss profile recovers with it.
 """
 
 from __future__ import annotations
@@ -44,9 +51,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pykraft.raft.types import NO_LEADER, ElectionState, Endpoint
 from pykraft.records import VoterRecordEntry, decode_control, decode_records, valid_prefix
@@ -59,12 +67,16 @@ from pykraft.storage.meta import kafka_to_uuid, uuid_to_kafka
 from pykraft.storage.quorum_state import FileQuorumStateStore
 from pykraft.storage.survey import DirectorySurvey
 
+if TYPE_CHECKING:
+    from pykraft.raft.interfaces import QuorumStateStore, ReplicatedLog
+
 __all__ = [
     "NOTE_FILE",
     "STEPS",
     "RecoveryError",
     "RecoveryNote",
     "force_standalone",
+    "force_standalone_replica",
     "read_note",
     "rewrite_endpoints",
     "rewrite_voters",
@@ -152,14 +164,69 @@ def seed_entry(survey: DirectorySurvey) -> VoterRecordEntry:
     )
 
 
-def force_standalone(survey: DirectorySurvey, backup: Path, now_ms: int) -> RecoveryNote:
-    """Make ``survey.path`` (a stopped controller's directory) a quorum of itself alone; resume
-    an interrupted run from its note. Returns the note, every step done."""
-    return rewrite_voters(survey, [seed_entry(survey)], backup, now_ms, "force-standalone")
+def force_standalone(
+    survey: DirectorySurvey,
+    backup: Path,
+    now_ms: int,
+    survivors: Sequence[DirectorySurvey] = (),
+) -> RecoveryNote:
+    """Make ``survey.path`` (a stopped controller's directory) a quorum of itself alone, at
+    an epoch above every one it and the ``survivors`` knew; resume an interrupted run from
+    its note. Returns the note, every step done."""
+    voters = [seed_entry(survey)]
+    return rewrite_voters(survey, voters, backup, now_ms, "force-standalone", survivors)
+
+
+def force_standalone_replica(
+    survey: DirectorySurvey,
+    storage: tuple[ReplicatedLog, QuorumStateStore],
+    now_ms: int,
+    survivors: Sequence[DirectorySurvey] = (),
+) -> RecoveryNote:
+    """``force_standalone`` on a stopped replica's storage interfaces (``survey`` read from
+    them by ``survey_replica``): the same note, VotersRecord batch and quorum state; no
+    backup and no note on disk (nothing to resume: each write is one call)."""
+    log, quorum_state = storage
+    voters = [seed_entry(survey)]
+    note = plan_rewrite(survey, voters, Path(), "force-standalone", survivors)
+    log.append(build_voters_batch(note.offset, note.epoch, now_ms, voters))
+    log.flush()
+    quorum_state.write(ElectionState(note.epoch, NO_LEADER, None))
+    note.done.extend(STEPS[1:])
+    return note
+
+
+def plan_rewrite(
+    survey: DirectorySurvey,
+    voters: list[VoterRecordEntry],
+    backup: Path,
+    operation: str,
+    survivors: Sequence[DirectorySurvey] = (),
+) -> RecoveryNote:
+    """The note of a new run: the new epoch (one above every epoch the seed and the
+    ``survivors`` knew), the offset of the VotersRecord (the seed's log end), the voters it
+    writes and the former voters."""
+    if survey.problems:
+        raise RecoveryError(f"{survey.path}: {'; '.join(survey.problems)}")
+    assert survey.node_id is not None and survey.directory_id is not None
+    old = [
+        (v.voter_id, None if v.directory_id is None else uuid_to_kafka(v.directory_id))
+        for v in survey.voters or ()
+    ]
+    epoch = 1 + max(max(s.last_epoch, s.quorum_epoch or 0) for s in (survey, *survivors))
+    note = RecoveryNote(
+        survey.node_id, survey.directory_id, epoch, survey.log_end_offset, str(backup), old
+    )
+    note.operation, note.voters = operation, [voter_to_json(v) for v in voters]
+    return note
 
 
 def rewrite_endpoints(
-    survey: DirectorySurvey, endpoints: dict[int, tuple[Endpoint, ...]], backup: Path, now_ms: int
+    survey: DirectorySurvey,
+    endpoints: dict[int, tuple[Endpoint, ...]],
+    backup: Path,
+    now_ms: int,
+    survivors: Sequence[DirectorySurvey] = (),
 ) -> RecoveryNote:
     """The voter set in force with the endpoints of the voters named in ``endpoints``
     replaced (KIP-1347's case: endpoints that no longer resolve), written on the seed as
@@ -177,7 +244,7 @@ def rewrite_endpoints(
         replace(v, endpoints=endpoints[v.voter_id]) if v.voter_id in endpoints else v
         for v in survey.voters
     ]
-    return rewrite_voters(survey, voters, backup, now_ms, "rewrite-endpoints")
+    return rewrite_voters(survey, voters, backup, now_ms, "rewrite-endpoints", survivors)
 
 
 def rewrite_voters(
@@ -186,6 +253,7 @@ def rewrite_voters(
     backup: Path,
     now_ms: int,
     operation: str,
+    survivors: Sequence[DirectorySurvey] = (),
 ) -> RecoveryNote:
     """Write ``voters`` as the voter set in force of the seed ``survey.path`` (a stopped
     controller's directory) at a new epoch, after a backup; resume an interrupted run from its
@@ -193,18 +261,7 @@ def rewrite_voters(
     log_dir = survey.path
     note = read_note(log_dir)
     if note is None:
-        if survey.problems:
-            raise RecoveryError(f"{log_dir}: {'; '.join(survey.problems)}")
-        assert survey.node_id is not None and survey.directory_id is not None
-        old = [
-            (v.voter_id, None if v.directory_id is None else uuid_to_kafka(v.directory_id))
-            for v in survey.voters or ()
-        ]
-        epoch = max(survey.last_epoch, survey.quorum_epoch or 0) + 1
-        note = RecoveryNote(
-            survey.node_id, survey.directory_id, epoch, survey.log_end_offset, str(backup), old
-        )
-        note.operation, note.voters = operation, [voter_to_json(v) for v in voters]
+        note = plan_rewrite(survey, voters, backup, operation, survivors)
         note.write(log_dir)
     elif note.voters:
         voters = [voter_from_json(v) for v in note.voters]

@@ -552,8 +552,12 @@ class SnapshotContents:
 def read_snapshot(store: FileSnapshotStore, snapshot_id: OffsetAndEpoch) -> SnapshotContents:
     """Decode a snapshot (validated again: data is checked after reading it back)."""
     path = store.path(snapshot_id)
-    data = path.read_bytes()
-    validate_snapshot(data, str(path))
+    return decode_snapshot(snapshot_id, path.read_bytes(), str(path))
+
+
+def decode_snapshot(snapshot_id: OffsetAndEpoch, data: bytes, name: str) -> SnapshotContents:
+    """A snapshot's bytes, validated, decoded for the application (``name`` for errors)."""
+    validate_snapshot(data, name)
     records: list[Record] = []
     control: list[tuple[ControlRecordType, object]] = []
     for header, pos in iter_batches(data):

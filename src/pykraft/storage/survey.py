@@ -17,14 +17,21 @@ the same way.
 The high watermark is not kept on disk by Kafka's controllers nor by pykraft's: the newest
 snapshot's end offset is a lower bound of what the node knew committed (a snapshot is only
 taken below the high watermark), and it is reported as that.
+
+``survey_replica`` reads the same from a replica's storage interfaces (``ReplicatedLog``,
+``SnapshotStore``, ``QuorumStateStore``) instead of files: the simulator's majority-loss
+profile (``pykraft.sim.majority_loss``) surveys its in-memory replicas with it and recovers
+through ``recommend`` and ``recovery.force_standalone_replica``, the same rules as the tool.
 """
 
 from __future__ import annotations
 
 import mmap
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pykraft.records import (
     BatchHeader,
@@ -39,9 +46,23 @@ from pykraft.storage._files import StorageError
 from pykraft.storage.log import PARTITION_DIR_NAME
 from pykraft.storage.meta import read_meta_properties, uuid_to_kafka
 from pykraft.storage.quorum_state import FileQuorumStateStore, QuorumStateError
-from pykraft.storage.snapshots import FileSnapshotStore, read_snapshot
+from pykraft.storage.snapshots import (
+    FileSnapshotStore,
+    SnapshotContents,
+    decode_snapshot,
+    read_snapshot,
+)
 
-__all__ = ["DirectorySurvey", "Recommendation", "recommend", "survey_directory"]
+if TYPE_CHECKING:
+    from pykraft.raft.interfaces import QuorumStateStore, ReplicatedLog, SnapshotStore
+
+__all__ = [
+    "DirectorySurvey",
+    "Recommendation",
+    "recommend",
+    "survey_directory",
+    "survey_replica",
+]
 
 
 @dataclass
@@ -126,15 +147,41 @@ def survey_directory(log_dir: Path) -> DirectorySurvey:
     if not partition.is_dir():
         found.problems.append(f"{PARTITION_DIR_NAME}: missing")
         return found
-    _read_quorum_state(found, partition)
+    _read_quorum_state(found, FileQuorumStateStore(partition))
     _read_snapshots(found, partition)
     _scan_segments(found, partition)
     return found
 
 
-def _read_quorum_state(found: DirectorySurvey, partition: Path) -> None:
+def survey_replica(
+    label: Path,
+    cluster_id: str,
+    directory_id: uuid.UUID,
+    node_id: int,
+    storage: tuple[ReplicatedLog, SnapshotStore, QuorumStateStore],
+) -> DirectorySurvey:
+    """What ``survey_directory`` reports, read from a replica's storage interfaces (``label``
+    names it in the report); nothing is written."""
+    log, snapshots, quorum_state = storage
+    found = DirectorySurvey(label, cluster_id, node_id, uuid_to_kafka(directory_id))
+    _read_quorum_state(found, quorum_state)
+    latest = snapshots.latest()
+    if latest is not None:
+        size = snapshots.size(latest) or 0
+        found.snapshots.append((latest.offset, latest.epoch, size))
+        data = snapshots.read(latest, 0, size)
+        _take_snapshot(found, decode_snapshot(latest, data, f"{label}: snapshot {latest}"))
+    else:
+        found.log_start_offset = found.log_end_offset = log.start_offset
+    data = log.read(log.start_offset, 1 << 62) if log.end_offset > log.start_offset else b""
+    headers, _valid = valid_prefix(data)
+    _scan(found, data, headers)
+    return found
+
+
+def _read_quorum_state(found: DirectorySurvey, store: QuorumStateStore) -> None:
     try:
-        state = FileQuorumStateStore(partition).read()
+        state = store.read()
     except QuorumStateError as e:
         found.problems.append(str(e))
         return
@@ -153,7 +200,11 @@ def _read_snapshots(found: DirectorySurvey, partition: Path) -> None:
     latest = store.latest()
     if latest is None:
         return
-    contents = read_snapshot(store, latest)
+    _take_snapshot(found, read_snapshot(store, latest))
+
+
+def _take_snapshot(found: DirectorySurvey, contents: SnapshotContents) -> None:
+    latest = contents.snapshot_id
     found.kraft_version, found.voters = contents.kraft_version, contents.voters
     found.voters_offset = latest.offset if contents.voters is not None else None
     found.log_start_offset = found.log_end_offset = latest.offset
@@ -175,17 +226,23 @@ def _scan_segments(found: DirectorySurvey, partition: Path) -> None:
             continue
         with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             headers, valid = valid_prefix(data)
-            for header, start in zip(headers, _positions(headers), strict=True):
-                if header.next_offset <= found.log_end_offset:
-                    continue  # below the newest snapshot
-                found.log_end_offset, found.last_epoch = header.next_offset, header.epoch
-                if header.is_control:
-                    _control(found, bytes(data[start : start + header.size]), header.base_offset)
+            _scan(found, data, headers)
             if valid < len(data):
                 found.torn_bytes += len(data) - valid
                 if number != len(segments) - 1:
                     found.problems.append(f"{path.name}: invalid data before the last segment")
                     return
+
+
+def _scan(found: DirectorySurvey, data: bytes | mmap.mmap, headers: Sequence[BatchHeader]) -> None:
+    """The batches of ``data`` (valid, in offset order) above what ``found`` holds: the log
+    end, the last epoch and the control records' voter set and kraft.version."""
+    for header, start in zip(headers, _positions(headers), strict=True):
+        if header.next_offset <= found.log_end_offset:
+            continue  # below the newest snapshot
+        found.log_end_offset, found.last_epoch = header.next_offset, header.epoch
+        if header.is_control:
+            _control(found, bytes(data[start : start + header.size]), header.base_offset)
 
 
 def _positions(headers: Sequence[BatchHeader]) -> list[int]:
