@@ -107,7 +107,7 @@ SIM_PLANTS: tuple[SimPlant, ...] = (
     SimPlant(
         "vote_twice",
         "an unattached voter that voted in this epoch grants another candidate its vote too",
-        "one-leader-per-epoch",
+        "spec:one-leader-named-per-epoch",  # (one-leader-per-epoch: the same event)
         seed=3,
         profile="chaos",
         voters=5,
@@ -182,6 +182,16 @@ SIM_PLANTS += (
         events=20_000,
     ),
     SimPlant(
+        "prospective_bumps_epoch",
+        "pre-votes are asked at a bumped epoch, and the core's own transition table widened to "
+        "allow it (no safety invariant breaks)",
+        "spec:prospective-keeps-epoch",
+        seed=1,
+        profile="crashes",
+        voters=3,
+        events=20_000,
+    ),
+    SimPlant(
         "seed_by_log_end_offset",
         "the recovery of a lost majority seeds from the longest log, not the highest last epoch",
         "recovery-seed-holds-committed",
@@ -215,6 +225,12 @@ FAULT_RUN_PLANTS: Final = (
 )
 
 
+def _check_kind(invariant: str) -> str:
+    if invariant.startswith("spec:"):
+        return "the trace checker's rule (pykraft.sim.spec_trace)"
+    return "simulator invariant"
+
+
 def table() -> str:
     lines = [
         "# Planted bugs and what catches them",
@@ -229,7 +245,8 @@ def table() -> str:
         at = plant.caught_at()
         soon = "NOT CAUGHT" if at is None else f"event {at:,} of {plant.events:,}"
         lines.append(
-            f"| `{plant.name}`: {plant.bug} | simulator invariant `{plant.invariant}` (seed "
+            f"| `{plant.name}`: {plant.bug} | {_check_kind(plant.invariant)} "
+            f"`{plant.invariant}` (seed "
             f"{plant.seed}, profile {plant.profile}, {plant.voters} voters, "
             f"{plant.observers} observer{'s' if plant.observers != 1 else ''}) | {soon} |"
         )

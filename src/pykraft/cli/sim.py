@@ -4,11 +4,14 @@
                     [--no-pre-vote] [--trace FILE.jsonl]
     pykraft dev sim sweep --seeds A..B [--profile P[,P2...]] [--jobs 2] [--spread] [--events K] ...
     pykraft dev sim profiles
+    pykraft dev sim check-trace FILE.jsonl
 
 ``run`` prints a summary; on a violated invariant it prints the seed, the invariant and the
 last events, and exits 1. ``sweep`` runs every seed of ``A..B`` (B excluded) with every
 profile, reports failures with their seeds and a per-profile table, and exits 1 if any run
-failed. The trace format is documented in ``pykraft.sim.trace``.
+failed. The trace format is documented in ``pykraft.sim.trace``. ``check-trace`` walks a
+trace's role transitions through the specification's rules (``pykraft.sim.spec_trace``; the
+simulator applies them as it runs too) and exits 1 naming the first step they forbid.
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ def register(sub: Any) -> None:
 
     prof_p = cmds.add_parser("profiles", help="list the fault profiles")
     prof_p.set_defaults(func=_cmd_profiles)
+
+    check_p = cmds.add_parser(
+        "check-trace", help="walk a trace's transitions through the KRaft specification's rules"
+    )
+    check_p.add_argument("trace", metavar="FILE.jsonl")
+    check_p.set_defaults(func=_cmd_check_trace)
 
 
 def _common(p: argparse.ArgumentParser, events_default: int) -> None:
@@ -141,4 +150,20 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
     for profile in PROFILES.values():
         print(profile.describe())
+    return 0
+
+
+def _cmd_check_trace(args: argparse.Namespace) -> int:
+    from pykraft.sim.spec_trace import check_trace_lines
+
+    try:
+        with open(args.trace, encoding="utf-8") as f:
+            steps, violation = check_trace_lines(f)
+    except (OSError, ValueError, KeyError, AssertionError) as e:
+        print(f"error: {args.trace}: not a simulator trace ({e})", file=sys.stderr)
+        return 2
+    if violation is not None:
+        print(f"VIOLATION {violation.invariant}: {violation.message} ({steps} steps checked)")
+        return 1
+    print(f"{steps} transitions, every one a step the specification allows")
     return 0

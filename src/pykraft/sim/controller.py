@@ -30,9 +30,10 @@ application's state record.
   simulated topics keep min.insync.replicas at 1, so its exception never applies), and no
   more partitions than ``reassignment.parallel.partition.count`` have a stepped move in
   flight; a final target is never empty and never names a broker twice.
-* ``elr-structure`` (KIP-966): a partition's ELR never shares a broker with its ISR nor
-  names one twice, LastKnownElr holds at most one broker, and a partition whose ISR is
-  empty has no leader;
+* ``elr-structure`` (KIP-966): a partition's ELR is within its replicas, never shares a
+  broker with its ISR nor names one twice, and is empty while the ISR is not below the
+  topic's min.insync.replicas; LastKnownElr holds at most one broker, and a partition whose
+  ISR is empty has no leader;
 * ``leader-from-isr-or-elr``: checked on every batch the active controller writes, record by
   record: a PartitionChangeRecord that gives a partition a new leader takes it from the
   partition's ISR, or from its ELR, as they were before that record (or, answering a
@@ -52,7 +53,7 @@ from pykraft.controller.brokers import register_broker_version
 from pykraft.controller.config import ControllerConfig
 from pykraft.controller.errors import ApiError
 from pykraft.controller.log_listener import MetaLogListener
-from pykraft.controller.partitions import partition_version
+from pykraft.controller.partitions import effective_min_isr, partition_version
 from pykraft.controller.quorum_controller import QuorumController
 from pykraft.controller.result import RecordList, Response
 from pykraft.controller.snapshot_generator import SnapshotGenerator
@@ -257,11 +258,13 @@ def check_elections(
         )
 
 
-def _check_elr(node_id: int, position: int, name: str, p: PartitionState) -> None:
+def _check_elr(node_id: int, position: int, name: str, p: PartitionState, min_isr: int) -> None:
     elr = p.elr or ()
     problem = None
-    if len(set(elr)) != len(elr) or set(elr) & set(p.isr):
-        problem = f"ELR {elr} with ISR {p.isr}"
+    if len(set(elr)) != len(elr) or set(elr) & set(p.isr) or not set(elr) <= set(p.replicas):
+        problem = f"ELR {elr} with ISR {p.isr} and replicas {p.replicas}"
+    elif elr and len(p.isr) >= min_isr:
+        problem = f"ELR {elr} with ISR {p.isr}, not below min.insync.replicas {min_isr}"
     elif len(p.last_known_elr or ()) > 1:
         problem = f"LastKnownElr {p.last_known_elr}"
     elif not p.isr and p.leader >= 0:
@@ -323,7 +326,7 @@ class ControllerChecker:
                     node_id,
                 )
             for p in topic.partitions.values():
-                _check_elr(node_id, position, topic.name, p)
+                _check_elr(node_id, position, topic.name, p, effective_min_isr(image, p))
                 if p.leader >= 0 and p.leader not in active_brokers:
                     raise InvariantViolation(
                         "fenced-leads-nothing",

@@ -4,7 +4,11 @@ Checked incrementally (each check looks only at what changed since the node's la
 observation, so the cost per event is a few attribute reads):
 
 * ``one-leader-per-epoch``: at most one node is ever leader of a given epoch (across all
-  incarnations of all nodes).
+  incarnations of all nodes); ``never-two-leaders-in-same-epoch``: no two nodes ever name
+  different leaders for one epoch (followers' views included).
+* ``states-match-roles``: a node is prospective or candidate only as a voter of its latest
+  voter set or of the latest one below its high watermark (a voter whose removal is not
+  committed may still campaign, D5): observers never stand for election.
 * ``epoch-monotonic``: a node's epoch never decreases, also across restarts (it is in the
   durable quorum-state); only a disk wipe (a new replica) starts over.
 * ``hwm-monotonic``: a node's high watermark never decreases within one incarnation. The
@@ -78,8 +82,10 @@ from pykraft.sim.voter_invariants import VoterInvariants
 
 if TYPE_CHECKING:
     from pykraft.raft.core import RaftCore
+    from pykraft.raft.types import ReplicaKey
 
 _READ_BYTES = 1024 * 1024
+_CANVASSING = ("prospective", "candidate")
 
 
 class Observer(Protocol):
@@ -101,6 +107,7 @@ class InvariantChecker:
         "_checks",
         "_observer",
         "history",
+        "known_leaders",
         "leaders_by_epoch",
         "nodes",
         "promises",
@@ -118,6 +125,7 @@ class InvariantChecker:
         self.history = history
         self._observer = observer
         self.leaders_by_epoch: dict[int, int] = {}
+        self.known_leaders: dict[int, int] = {}  # epoch -> the leader any node names for it
         self._checks = 0
         self.voters = VoterInvariants(nodes, history, initial_voters)
         # RaftCore.schedule_append's answers: offset -> (epoch, the last record's value). A
@@ -143,6 +151,8 @@ class InvariantChecker:
                     leader,
                 )
             del self.leaders_by_epoch[led]
+        for known in [e for e in self.known_leaders if e >= epoch]:
+            del self.known_leaders[known]
         for offset in [o for o in self.promises if o >= point]:
             del self.promises[offset]
         self.voters.recovered(point, self.history.end_offset, voters_offset)
@@ -173,22 +183,10 @@ class InvariantChecker:
         # resigned in one step: that advance is still a leader's.
         led = role == LEADER or (node.obs_role == LEADER and epoch == node.obs_epoch)
         if epoch != node.obs_epoch or role != node.obs_role:
-            if epoch < node.max_epoch:
-                raise InvariantViolation(
-                    "epoch-monotonic",
-                    f"node {node.id} is at epoch {epoch} after reaching {node.max_epoch}",
-                    node.id,
-                )
-            node.max_epoch = epoch
-            old_role = node.obs_role
-            node.obs_role = role
-            node.obs_epoch = epoch
-            node.obs_leader = core.leader_id
-            if role == LEADER:
-                self._new_leader(node, epoch)
-            self._observer.role_changed(node, old_role, now_ms)
+            self._role_changed(node, core, now_ms)
         elif core.leader_id != node.obs_leader:
             node.obs_leader = core.leader_id
+            self._known_leader(node, epoch, core.leader_id)
             self._observer.role_changed(node, role, now_ms)
         if hwm != node.obs_hwm:
             self._hwm_changed(node, hwm, led, epoch, now_ms)
@@ -214,6 +212,48 @@ class InvariantChecker:
             node.obs_start_offset = start
         self.voters.observe(node)
 
+    def _role_changed(self, node: SimNode, core: RaftCore, now_ms: int) -> None:
+        """``node``'s role or epoch changed since its last observation."""
+        role, epoch = core.role, core.epoch
+        if epoch < node.max_epoch:
+            raise InvariantViolation(
+                "epoch-monotonic",
+                f"node {node.id} is at epoch {epoch} after reaching {node.max_epoch}",
+                node.id,
+            )
+        node.max_epoch = epoch
+        old_role = node.obs_role
+        node.obs_role = role
+        node.obs_epoch = epoch
+        node.obs_leader = core.leader_id
+        if role == LEADER:
+            self._new_leader(node, epoch)
+        elif role in _CANVASSING and not _may_stand(core, node.key):
+            raise InvariantViolation(
+                "states-match-roles",
+                f"node {node.id} is {role} in epoch {epoch} but neither a voter of its latest "
+                "voter set nor of the latest one below its high watermark: an observer never "
+                "stands for election",
+                node.id,
+            )
+        self._known_leader(node, epoch, core.leader_id)
+        self._observer.role_changed(node, old_role, now_ms)
+
+    def _known_leader(self, node: SimNode, epoch: int, leader_id: int) -> None:
+        """``never-two-leaders-in-same-epoch``: no two nodes name different leaders for one
+        epoch (whoever they learnt it from)."""
+        if leader_id < 0:
+            return
+        self._checks += 1
+        known = self.known_leaders.setdefault(epoch, leader_id)
+        if known != leader_id:
+            raise InvariantViolation(
+                "never-two-leaders-in-same-epoch",
+                f"node {node.id} takes node {leader_id} for the leader of epoch {epoch}, "
+                f"which another node took to be node {known}",
+                node.id,
+            )
+
     def started(self, node: SimNode, now_ms: int) -> None:
         """``node`` just started (``SimNode.start`` took its role and epoch as observed): the
         checks of a change that the restart itself made, ``epoch-monotonic`` across the
@@ -227,6 +267,7 @@ class InvariantChecker:
                 node.id,
             )
         node.max_epoch = core.epoch
+        self._known_leader(node, core.epoch, core.leader_id)
         if core.role == LEADER:
             self._new_leader(node, core.epoch)
             self._observer.role_changed(node, "down", now_ms)
@@ -424,6 +465,16 @@ class InvariantChecker:
                 compared += 1
         self._checks += compared
         return compared
+
+
+def _may_stand(core: RaftCore, key: ReplicaKey) -> bool:
+    """A voter of the latest voter set, or of the latest committed one (below the high
+    watermark: a voter whose removal is not committed yet may still campaign, SPEC D5)."""
+    if core.voters.is_voter(key):
+        return True
+    # Recomputed from the voter history (the static voters before any VotersRecord), not
+    # read from the flags the core keeps for it (``QuorumState.may_campaign``).
+    return core.control.committed_voters(core.high_watermark).is_voter(key)
 
 
 def _ghost_holds(ghost: Ghost, base: int, epoch: int) -> bool:

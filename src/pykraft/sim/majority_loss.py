@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from pykraft.sim.config import SimResult
     from pykraft.sim.history import CommittedHistory
     from pykraft.sim.node import SimNode
+    from pykraft.sim.spec_trace import SpecChecker
 
 __all__ = ["CLUSTER_ID", "MajorityLoss"]
 
@@ -66,6 +67,7 @@ class MajorityLossSite(OperationsSite, Protocol):
 
     history: CommittedHistory
     result: SimResult
+    spec: SpecChecker
 
     def crash_node(self, node: SimNode) -> None: ...
 
@@ -146,6 +148,7 @@ class MajorityLoss:
                     node.id,
                 )
         lost = sim.checker.recovered(point, note.epoch, note.offset, lost_ids)
+        sim.spec.state.forget_epochs_from(note.epoch)
         self.lost_offsets += lost
         # Reported with the faults: recoveries, and the committed offsets lost with majorities.
         faults = sim.result.faults

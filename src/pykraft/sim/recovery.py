@@ -6,7 +6,8 @@ profile) every partition reassignment reaches its target and then every partitio
 its preferred replica again through the periodic preferred election alone (Kafka's
 ``electPreferred``; the simulated controllers check every ``SIM_IMBALANCE_CHECK_MS``). What
 does not happen in time is the ``liveness``, ``reassignments-converge`` or
-``healed-cluster-balanced`` violation."""
+``healed-cluster-balanced`` violation; a node still prospective or candidate once it all
+happened is ``not-stuck-in-prospective``."""
 
 from __future__ import annotations
 
@@ -110,6 +111,7 @@ class Recovery:
         final = sim.final_reassignment
         if final is not None and not final.step(sim.now_ms):
             final.fail(sim.now_ms)
+        _not_stuck_canvassing(sim)
         if sim.brokers is None:
             return
         pending = sim.brokers.pending_moves()
@@ -195,6 +197,22 @@ def _balance_failure(sim: RecoverySite) -> NoReturn:
         f"{len(names)} partitions still led by another replica than their first "
         f"{BALANCE_BOUND_MS} ms after the moves settled: {names[:5]}",
     )
+
+
+def _not_stuck_canvassing(sim: RecoverySite) -> None:
+    """``not-stuck-in-prospective`` (KIP-996): once the healed cluster has a leader whose
+    record every node applied, no node is still canvassing for votes."""
+    stuck = [
+        (n.id, n.core.role)
+        for n in sim.nodes
+        if n.core is not None and n.core.role in ("prospective", "candidate")
+    ]
+    if stuck:
+        raise InvariantViolation(
+            "not-stuck-in-prospective",
+            f"nodes {stuck} still canvass after the healed cluster elected a leader and every "
+            "node applied its record",
+        )
 
 
 def liveness_failure(sim: RecoverySite) -> NoReturn:

@@ -85,6 +85,7 @@ from pykraft.sim.operations import (
     node_endpoint,
 )
 from pykraft.sim.recovery import Recovery
+from pykraft.sim.spec_trace import SpecChecker
 from pykraft.sim.stats import RunStats
 from pykraft.sim.trace import TraceWriter, describe_message
 
@@ -113,6 +114,7 @@ class Simulation:
         final_rng = random.Random(master.getrandbits(64))
         self.operations = Operations(self)
         self.majority_loss = MajorityLoss(self)
+        self.spec = SpecChecker(None if trace is None else self.trace_event)
         for node in self.nodes:
             node.self_check = config.core_self_check
             node.on_completed = self.operations.completed
@@ -207,7 +209,7 @@ class Simulation:
         return max(leaders, key=lambda n: n.obs_epoch) if leaders else None
 
     def _make_core(self, node: SimNode) -> RaftCore:
-        return RaftCore(
+        core = RaftCore(
             config=core_config(self.raft_config, node, self._raft_configs),
             local_key=node.key,
             voters=self.voter_set if self.kraft_version == 0 else None,
@@ -221,6 +223,8 @@ class Simulation:
             rng=random.Random(node.rng.getrandbits(64)),
             now_ms=self.now_ms,
         )
+        self.spec.attach(node.id, node.key, core)  # every transition walked (spec_trace.py)
+        return core
 
     def start_node(self, node: SimNode) -> None:
         self.checker.invalidate()

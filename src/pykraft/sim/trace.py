@@ -23,6 +23,12 @@ and, by kind:
 * ``request_failed``  ``node``'s request to ``dst`` (``request_id``) got no answer
 * ``role``      ``node`` changed role, epoch or known leader: ``role``, ``old_role``,
                 ``epoch``, ``leader_id``
+* ``transition`` every role transition of ``node``'s core, several per event when one input
+                causes several (``pykraft.sim.spec_trace`` checks them against the KRaft
+                specification's rules): ``replica`` ("id:dir"), ``from``, ``to``,
+                ``from_epoch``, ``epoch``, ``leader_id``, ``voted`` ("id:dir" or null)
+* ``recovered`` a recovery from a lost majority (``pykraft.sim.majority_loss``): ``seed``,
+                ``epoch``, ``point``, ``lost_offsets``, ``survivors``
 * ``hwm``       ``node``'s high watermark moved: ``old``, ``new``
 * ``commit``    a batch became committed (first seen below a leader's high watermark):
                 ``base_offset``, ``next_offset``, ``epoch`` (``node`` is the leader)
