@@ -31,6 +31,7 @@ from pykraft.cli import (
     sim,
     storage,
     topics,
+    verify,
 )
 
 # What an operator runs, listed by ``pykraft --help``.
@@ -48,6 +49,7 @@ _MODULES = (
     migration,
     local,
     pipeline,
+    verify,
 )
 # Development harnesses, under ``pykraft dev``; their old top-level names (``pykraft sim``,
 # ``faults``, ``demo``) still work for one release, unlisted.
