@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -244,7 +245,29 @@ def _check_kind(invariant: str) -> str:
     return "simulator invariant"
 
 
-def table() -> str:
+def row(plant: SimPlant, at: int | None) -> str:
+    """The plant's line of the table, caught at event ``at`` (None: not caught)."""
+    soon = "NOT CAUGHT" if at is None else f"event {at:,} of {plant.events:,}"
+    return (
+        f"| `{plant.name}`: {plant.bug} | {_check_kind(plant.invariant)} "
+        f"`{plant.invariant}` (seed "
+        f"{plant.seed}, profile {plant.profile}, {plant.voters} voters, "
+        f"{plant.observers} observer{'s' if plant.observers != 1 else ''}) | {soon} |"
+    )
+
+
+def recorded_event(plant: SimPlant) -> int | None:
+    """The event docs/PLANTED-BUGS.md records for the plant (None: absent or not caught)."""
+    found = re.search(
+        rf"^\| `{re.escape(plant.name)}`: .*\| event ([\d,]+) of [\d,]+ \|$",
+        DOC.read_text(),
+        re.M,
+    )
+    return None if found is None else int(found[1].replace(",", ""))
+
+
+def table(caught: Callable[[SimPlant], int | None] = SimPlant.caught_at) -> str:
+    """The whole document; ``caught`` measures each simulator plant (by default, runs it)."""
     lines = [
         "# Planted bugs and what catches them",
         "",
@@ -254,15 +277,7 @@ def table() -> str:
         "| bug (tests/plants/…) | caught by | how soon |",
         "|---|---|---|",
     ]
-    for plant in SIM_PLANTS:
-        at = plant.caught_at()
-        soon = "NOT CAUGHT" if at is None else f"event {at:,} of {plant.events:,}"
-        lines.append(
-            f"| `{plant.name}`: {plant.bug} | {_check_kind(plant.invariant)} "
-            f"`{plant.invariant}` (seed "
-            f"{plant.seed}, profile {plant.profile}, {plant.voters} voters, "
-            f"{plant.observers} observer{'s' if plant.observers != 1 else ''}) | {soon} |"
-        )
+    lines += [row(plant, caught(plant)) for plant in SIM_PLANTS]
     for name, bug, check, test, soon in (*TEST_PLANTS, *FAULT_RUN_PLANTS):
         lines.append(f"| `{name}`: {bug} | {check} (`{test}`) | {soon} |")
     return "\n".join(lines) + "\n"
