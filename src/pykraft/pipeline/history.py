@@ -5,15 +5,16 @@ balance of replicas and leaders -- as Parquet event tables, PNG plots and one HT
 
 Theory of operation. One node's log tells the cluster's committed history (every controller
 and broker replays the same records); the report reads the node with the longest log
-(``--node`` picks another). Its rows are ordered by offset: the earliest snapshot first when
-the segments no longer start at offset 0 (its rows are each partition's starting state, no
-event), then every segment record after it. Events come from window functions over each
+(``--node`` picks another). Its rows are ordered by offset (``history_rows.py``): the
+earliest snapshot first when the segments no longer start at offset 0 (its rows are each
+partition's starting state, no event), then every segment record after it, and a snapshot the
+log skips over (a restore, a gap in a backup) at its offset. Events come from window functions over each
 partition's rows (the previous ISR and leader are the last non-null values before a row), and
 a leader change's cause from what else its batch wrote (records written together share a
 ``batch_offset``) and the partition's state before it (``LEADER_CAUSES``): the old leader
 fenced, shutting down or unregistered, the partition created, its replicas reassigned, an
-unclean or ELR election, the leader lost, the preferred replica elected back, else an
-election. Everything is
+unclean or ELR election, the leader lost, the preferred replica elected back, a recovery
+(a restored snapshot), else an election. Everything is
 computed in Spark; the driver only collects aggregates (per broker, per time bucket) and the
 first rows of each event table for the page.
 """
@@ -33,6 +34,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from pykraft.pipeline import metadata_state, schemas
+from pykraft.pipeline.history_rows import history_rows
 from pykraft.pipeline.ingest import CLUSTER_ID, exists, read_cluster_table
 from pykraft.pipeline.leader_causes import leader_changes
 from pykraft.pipeline.session import join_path
@@ -126,30 +128,6 @@ def _pick_node(tables: Mapping[str, DataFrame], node: int | None) -> int:
     return int(best["node"])
 
 
-def _history_rows(table: DataFrame, tables: Mapping[str, DataFrame], node: int) -> DataFrame:
-    """``table``'s rows of ``node`` in history order: the earliest snapshot's (rank 0) when
-    the segments do not reach back to offset 0, then the segment rows after it."""
-    segments = tables["batches"].where((F.col("node") == node) & (F.col("source") == "segment"))
-    start = segments.agg(F.min("base_offset")).first()
-    log_start = 0 if start is None or start[0] is None else int(start[0])
-    base = -1
-    if log_start > 0:
-        earliest = (
-            tables["snapshots"]
-            .where((F.col("node") == node) & F.col("crc_ok") & (F.col("end_offset") >= log_start))
-            .agg(F.min("end_offset"))
-            .first()
-        )
-        if earliest is not None and earliest[0] is not None:
-            base = int(earliest[0]) - 1
-    rows = table.where(F.col("node") == node)
-    from_snapshot = (F.col("source") == "snapshot") & (F.col("offset") == base)
-    from_log = (F.col("source") == "segment") & (F.col("offset") > base)
-    return rows.where(from_snapshot | from_log).withColumn(
-        "rank", F.when(F.col("source") == "snapshot", 0).otherwise(1)
-    )
-
-
 def _before(w: WindowSpec) -> WindowSpec:
     return w.rowsBetween(Window.unboundedPreceding, -1)
 
@@ -165,7 +143,7 @@ def _names(tables: Mapping[str, DataFrame], node: int) -> DataFrame:
 
 def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
     """The report's event tables for ``node``'s log (see the module docstring)."""
-    parts = _history_rows(tables["partition_changes"], tables, node)
+    parts = history_rows(tables["partition_changes"], tables, node)
     key = Window.partitionBy("topic_id", "partition").orderBy("rank", "offset")
     parts = (
         parts.withColumn("previous_isr", F.last("isr", ignorenulls=True).over(_before(key)))
@@ -178,7 +156,7 @@ def events(tables: Mapping[str, DataFrame], node: int) -> dict[str, DataFrame]:
         .withColumn("reassigning", F.col("replicas").isNotNull() & (F.col("rank") == 1))
     )
     names = _names(tables, node)
-    brokers = _history_rows(tables["brokers"], tables, node)
+    brokers = history_rows(tables["brokers"], tables, node, gaps=False)
     return {
         "isr_changes": _isr_changes(parts, names),
         "leader_changes": leader_changes(parts, brokers, names),
@@ -254,7 +232,7 @@ def _broker_unfence(brokers: DataFrame) -> DataFrame:
 
 def _config_changes(tables: Mapping[str, DataFrame], node: int) -> DataFrame:
     return (
-        _history_rows(tables["configs"], tables, node)
+        history_rows(tables["configs"], tables, node, gaps=False)
         .where(F.col("rank") == 1)
         .select(
             "offset",

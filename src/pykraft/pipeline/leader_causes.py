@@ -48,16 +48,19 @@ def leader_changes(parts: DataFrame, brokers: DataFrame, names: DataFrame) -> Da
                 F.coalesce(F.array_contains("previous_elr", F.col("leader")), F.lit(False))
             ).alias("from_elr"),
             F.max(F.element_at("replicas_now", 1) == F.col("leader")).alias("preferred"),
+            F.max("gap").alias("gap"),
         )
     )
     return (
         with_cause.withColumn("cause", _cause())
-        .drop("broker_events", "moving", "created", "recovery", "from_elr", "preferred")
+        .drop("broker_events", "moving", "created", "recovery", "from_elr", "preferred", "gap")
         .join(names, "topic_id", "left")
     )
 
 
-# A leader change's causes, the first that applies: a broker event written in the same batch
+# A leader change's causes, the first that applies: a snapshot the log skips over, a restore's
+# ("recovery") or another gap's ("log gap": what happened in it is not in the log;
+# ``history_rows.py``); a broker event written in the same batch
 # (the old leader fenced, shutting down, unregistered); the partition's creation (its
 # PartitionRecord); a reassignment (a PartitionChangeRecord changing the replicas); an unclean
 # election (the new leader RECOVERING); the last leader lost with no one to take over; an
@@ -66,6 +69,8 @@ def leader_changes(parts: DataFrame, brokers: DataFrame, names: DataFrame) -> Da
 # controller's periodic balancing, which write the same record, so the log cannot tell them
 # apart; any other election.
 LEADER_CAUSES = (
+    "recovery",
+    "log gap",
     "fenced",
     "controlled shutdown",
     "unregistered",
@@ -82,7 +87,8 @@ LEADER_CAUSES = (
 
 def _cause() -> Column:
     return (
-        F.when(F.array_contains("broker_events", "fence"), "fenced")
+        F.when(F.col("gap").isNotNull(), F.col("gap"))
+        .when(F.array_contains("broker_events", "fence"), "fenced")
         .when(F.array_contains("broker_events", "controlled_shutdown"), "controlled shutdown")
         .when(F.array_contains("broker_events", "unregister"), "unregistered")
         .when(F.col("created"), "creation")
