@@ -223,6 +223,16 @@ FAULT_RUN_PLANTS: Final = (
         "test_the_checker_catches_a_controller_that_elects_outside_the_isr",
         "one 15 s run",
     ),
+    (
+        "config_of_absent_topic",
+        "IncrementalAlterConfigs accepted for a topic that does not exist (a deleted topic's "
+        "config set, inherited by the next topic of its name)",
+        "fault run with 3 Kafka brokers: the metadata clients' history checked for "
+        "linearizability (Porcupine)",
+        "tests/faults/test_broker_fault_run.py::"
+        "test_the_history_check_catches_a_controller_that_configures_absent_topics",
+        "one 15 s run",
+    ),
 )
 
 # Planted in-process and caught by a test (same fields).

@@ -8,7 +8,9 @@ It runs ``--seeds-per-profile`` seeds of every profile (seeds ``--first-seed`` o
 over the profiles): every safety invariant after every event, every role transition walked
 through the KRaft specification's rules, the heal phase's liveness checks. For one seed per
 profile it writes the trace to ``DIR/traces/`` and walks the file again with ``pykraft sim
-check-trace``'s rules. Then ``DIR/report.html`` (plots embedded) and ``DIR/verify.json``;
+check-trace``'s rules, and hands its client appends' history to Porcupine
+(``tools/linearize``, ``faults/linearizable.py``), the check every run makes itself
+(``appends-linearizable``) done a second way. Then ``DIR/report.html`` (plots embedded) and ``DIR/verify.json``;
 exit 1 when anything failed (each failure with the command that reproduces it).
 """
 
@@ -68,15 +70,20 @@ def _verify(args: argparse.Namespace) -> int:
     }
     page = write_report(args.out, report, traces, budget)
     bad = [t for t in traces if t.violation is not None]
+    illegal = [t for t in traces if t.linearizability != "Ok"]
     print(report.format())
     print(f"{len(traces)} trace files walked again, {len(bad)} with a forbidden step")
+    print(f"{len(traces)} append histories checked by Porcupine, {len(illegal)} not Ok")
     print(f"report: {page}")
-    return 0 if report.ok and not bad else 1
+    return 0 if report.ok and not bad and not illegal else 1
 
 
 def _trace_check(args: argparse.Namespace, profile: str, seed: int) -> TraceCheck:
+    from pykraft.faults.linearizable import check
     from pykraft.pipeline.verify_report import TraceCheck
-    from pykraft.sim import SimConfig, TraceWriter, run
+    from pykraft.sim import SimConfig, TraceWriter
+    from pykraft.sim.client_appends import append_history, write_history
+    from pykraft.sim.simulator import Simulation
     from pykraft.sim.spec_trace import check_trace_lines
 
     folder = args.out / "traces"
@@ -86,8 +93,12 @@ def _trace_check(args: argparse.Namespace, profile: str, seed: int) -> TraceChec
         config = SimConfig.make(
             seed, profile, events=args.events, voters=args.voters, observers=args.observers
         )
-        run(config, TraceWriter(f))
+        sim = Simulation(config, TraceWriter(f))
+        sim.run()
     with path.open(encoding="utf-8") as f:
         steps, violation = check_trace_lines(f)
     found = None if violation is None else f"{violation.invariant}: {violation.message}"
-    return TraceCheck(profile, seed, str(path), steps, found)
+    appends = append_history(sim.checker.client_appends, sim.history)
+    answer = check(write_history(appends, folder / f"{profile}-{seed}-appends.jsonl"), "log")
+    lin = answer.result if answer.ok else "; ".join(answer.lines())
+    return TraceCheck(profile, seed, str(path), steps, found, len(appends), lin)

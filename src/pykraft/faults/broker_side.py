@@ -38,6 +38,8 @@ from pykraft.faults.kafka_check import (
     compare_views,
 )
 from pykraft.faults.kafka_workload import ACKED_TOPIC, TX_PARTITIONS, TX_TOPIC, KafkaWorkload
+from pykraft.faults.linearizable import check
+from pykraft.faults.metadata_clients import CLIENTS, read_back
 from pykraft.faults.net import Network
 from pykraft.node.metadata_files import load_image
 
@@ -65,6 +67,7 @@ class BrokerSide:
     cluster: FaultCluster
     network: Network | None
     rate: float
+    seed: int = 0  # the run's: the metadata clients' choices
     workload: KafkaWorkload = field(init=False)
     watch: BrokerWatch = field(init=False)
     verdict: KafkaVerdict = field(default_factory=KafkaVerdict)
@@ -75,7 +78,9 @@ class BrokerSide:
     _applied_at: float = 0.0
 
     def __post_init__(self) -> None:
-        self.workload = KafkaWorkload(self.cluster.bootstrap_brokers(), rate=self.rate)
+        self.workload = KafkaWorkload(
+            self.cluster.bootstrap_brokers(), rate=self.rate, seed=self.seed
+        )
         self.watch = BrokerWatch(self.cluster, TOPICS)
 
     @property
@@ -195,6 +200,7 @@ class BrokerSide:
             )
             return
         check_workload(self.workload, self.verdict)
+        self._check_history(self.cluster.work / "metadata-history.jsonl")
         # The brokers' views, once they agree with each other (ISR changes may still land).
         agreed: list[BrokerView] = []
 
@@ -213,6 +219,23 @@ class BrokerSide:
         if not _wait(same, converge_s):
             self.problems.append(f"the brokers' views did not agree within {converge_s:.0f} s")
         self.final_views = agreed
+
+    def _check_history(self, path: Path) -> None:
+        """The metadata clients' history, read back once the brokers agree, checked for
+        linearizability (``linearizable.check``)."""
+        running = [b for b in self.cluster.brokers.values() if b.running and not b.paused]
+        history, verdict = self.workload.history, self.verdict
+        why = read_back(running, history, CLIENTS)
+        if why:
+            verdict.unchecked.append(f"metadata history: {why}")
+        answer = check(history.write(path))
+        verdict.linearizability = answer.lines()[0]
+        if answer.result == "Unknown":
+            verdict.unchecked.append(f"{answer.lines()[0]} (the checker ran out of time)")
+        elif not answer.ok:
+            verdict.not_linearizable.extend(answer.lines()[1:])
+            if answer.html is not None:
+                verdict.not_linearizable.append(f"drawn in {answer.html}")
 
     def stop(self) -> None:
         self.watch.stop()
@@ -246,6 +269,7 @@ class BrokerSide:
             f"{len(w.topic_ops)} ({len(v.recreated)} deleted topics re-created by a create "
             f"left unanswered); reassignments {dict(w.reassignments)}",
             f"client outcomes: {dict(sorted(w.outcomes.items()))}",
+            f"metadata clients: {v.linearizability or 'not checked'}",
             f"leader changes in the metadata log: {v.leader_changes}; unsafe elections: "
             f"{len(v.elections)}; leader epochs gone back: {len(self.watch.epochs_back)}",
             f"partitions offline: {len(offline)} intervals, p50 {pct(offline, 0.5)} p99 "

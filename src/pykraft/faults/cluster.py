@@ -25,6 +25,7 @@ import contextlib
 import errno
 import http.client
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -315,9 +316,15 @@ class FaultCluster:
         )
 
     def teardown(self) -> None:
+        """Every process killed; each disk's metadata log kept in its node's directory
+        (``metadata-kept/``, for reading after the run: a tmpfs goes with its mount), then
+        the disks unmounted."""
         for node in self.every_node:
             self.kill(node.node_id)
         for disk in self._mounted:
+            for found in disk.rglob("__cluster_metadata-0"):
+                kept = disk.parent / "metadata-kept"
+                shutil.copytree(found, kept / found.relative_to(disk), dirs_exist_ok=True)
             subprocess.run(["umount", "-l", str(disk)], check=False, capture_output=True)
         self._mounted.clear()
 

@@ -71,6 +71,10 @@ class KafkaVerdict:
     # Deleted topics listed again after a create of theirs went unanswered (not a failure).
     recreated: list[str] = field(default_factory=list)
     leader_changes: int = 0  # in the metadata log, for the report
+    # The metadata clients' history (metadata_clients.py): the checker's answer, and the
+    # smallest failing sub-history when it is not linearizable.
+    linearizability: str = ""
+    not_linearizable: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -84,6 +88,7 @@ class KafkaVerdict:
             or self.elections
             or self.views
             or self.unchecked
+            or self.not_linearizable
         )
 
     def problems(self) -> list[tuple[str, list[str]]]:
@@ -97,6 +102,7 @@ class KafkaVerdict:
             ("UNSAFE ELECTION", self.elections),
             ("VIEW", self.views),
             ("UNCHECKED", self.unchecked),
+            ("NOT LINEARIZABLE", self.not_linearizable),
         ]
 
 

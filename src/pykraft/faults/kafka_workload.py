@@ -12,7 +12,10 @@ Real Kafka clients (kafka-python) against the run's Kafka brokers, each in a thr
   poll; every successful commit is kept (committed offsets may never move backwards);
 - an admin creating a topic every few seconds and deleting the one created two steps
   before, and reordering the replicas of an ``acked`` partition (a reassignment that moves
-  its preferred leader); every answer is kept.
+  its preferred leader); every answer is kept;
+- ``metadata_clients.CLIENTS`` admins creating, deleting, growing and configuring a few
+  topics at random, each operation's invocation and answer kept in ``history`` for the
+  linearizability check (``metadata_clients.py``).
 
 Nothing here judges: ``kafka_check.py`` does, after the last heal. Client errors are counted
 by kind (``outcomes``); a client that fails is made again, as an application would.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +35,9 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
+
+from pykraft.faults.linearizable import History
+from pykraft.faults.metadata_clients import CLIENTS, run_client
 
 __all__ = [
     "ACKED_TOPIC",
@@ -85,6 +92,8 @@ class KafkaWorkload:
     topic_ops: list[TopicOp] = field(default_factory=list)
     reassignments: collections.Counter[str] = field(default_factory=collections.Counter)
     outcomes: collections.Counter[str] = field(default_factory=collections.Counter)
+    history: History = field(default_factory=History)  # the metadata clients' operations
+    seed: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     _producers: list[KafkaProducer] = field(default_factory=list)  # open ones
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -125,6 +134,9 @@ class KafkaWorkload:
             ("transactions", self._transact),
             ("consumer", self._consume),
             ("admin", self._administer),
+        ]
+        loops += [
+            (f"metadata-{i}", functools.partial(self._metadata_ops, i)) for i in range(CLIENTS)
         ]
         for name, loop in loops:
             thread = threading.Thread(target=self._guard(name, loop), name=name, daemon=True)
@@ -300,6 +312,17 @@ class KafkaWorkload:
                     return
         finally:
             admin.close()
+
+    def _metadata_ops(self, client: int) -> None:
+        """A metadata client (``metadata_clients.run_client``) until the stop or a client
+        error; then a new admin client after a pause."""
+        admin = self._admin()
+        try:
+            rng = random.Random(self.seed * 1_000 + client * 100 + len(self.history.operations))
+            run_client(client, admin, self.history, rng, self._stop)
+        finally:
+            admin.close()
+        self._stop.wait(0.5)
 
     def _topic_step(self, admin: KafkaAdminClient, step: int) -> bool:
         """Create ``churn-<step>``, delete ``churn-<step - 2>``; whether the client failed."""

@@ -370,7 +370,9 @@ def _start(
         report.problems.append("no leader within 60 s of the start")
         return False
     if config.brokers:
-        side = parts.side = report.brokers = BrokerSide(cluster, network, config.broker_rate)
+        side = parts.side = report.brokers = BrokerSide(
+            cluster, network, config.broker_rate, seed=config.seed
+        )
         stack.callback(side.watch.stop)
         side.start()
         stack.callback(side.workload.stop)

@@ -76,6 +76,7 @@ from pykraft.records import (
     read_header,
     scan_batches,
 )
+from pykraft.sim.client_appends import append_history, check_appends
 from pykraft.sim.history import CommittedHistory, InvariantViolation
 from pykraft.sim.node import LEADER, Ghost, SimNode
 from pykraft.sim.voter_invariants import VoterInvariants
@@ -106,6 +107,7 @@ class InvariantChecker:
     __slots__ = (
         "_checks",
         "_observer",
+        "client_appends",
         "history",
         "known_leaders",
         "leaders_by_epoch",
@@ -132,6 +134,9 @@ class InvariantChecker:
         # promise is kept if that offset commits in that epoch (else the records were
         # dropped with the leadership, legally); checked and forgotten when it commits.
         self.promises: dict[int, tuple[int, bytes]] = {}
+        # Every client append as the leader took it: (time, epoch, last offset); checked at
+        # the end of a run as a history (``client_appends.py``).
+        self.client_appends: list[tuple[int, int, int]] = []
 
     def recovered(self, point: int, epoch: int, voters_offset: int, lost: set[int]) -> int:
         """A recovery from a lost majority (``pykraft.sim.majority_loss``) declared its
@@ -446,9 +451,10 @@ class InvariantChecker:
 
     # -- full audit ------------------------------------------------------------------------
 
-    def audit(self) -> int:
-        """Every batch below each live node's high watermark equals the committed one.
-        Returns the number of batches compared."""
+    def audit(self, final: bool = False) -> int:
+        """Every batch below each live node's high watermark equals the committed one; at
+        the run's end (``final``) the client appends' history is linearizable too
+        (``client_appends.py``). Returns the number of batches compared."""
         compared = 0
         history = self.history
         for node in self.nodes:
@@ -463,6 +469,8 @@ class InvariantChecker:
                 crc = BATCH_FIELDS.unpack_from(raw)[4]
                 history.check(base, nxt, epoch, crc, node.id, "audit")
                 compared += 1
+        if final:
+            compared += check_appends(append_history(self.client_appends, history))
         self._checks += compared
         return compared
 

@@ -369,7 +369,7 @@ class Simulation:
             self.recovery.heal()
             self._loop(HEAL_PHASE_EVENTS_MAX, until_ms=self.now_ms + self.recovery.bound_ms())
             self.recovery.unrecovered()
-            self.checker.audit()
+            self.checker.audit(final=True)
             self.trace_event(None, "phase", phase="end")
         except InvariantViolation as v:
             result.violation = Violation(
@@ -550,6 +550,7 @@ class Simulation:
         except NotLeaderError:
             return
         self.result.appends += 1
+        self.checker.client_appends.append((self.now_ms, core.epoch, last_offset))
         if self.recovery.healing:
             self.stats.post_heal_appends[last_offset] = core.epoch
         self.trace_event(

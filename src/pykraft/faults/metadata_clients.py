@@ -1,0 +1,208 @@
+"""Metadata clients of a fault run with real Kafka brokers, whose history is checked for
+linearizability (issue 49 item 3; ``linearizable.py``).
+
+``CLIENTS`` threads, each with a kafka-python admin client of its own, pick a key (a topic
+among ``KEYS``) and an operation at random, a few a second, all through the run's faults:
+CreateTopics (1 partition, RF 1: creation does not wait on brokers being up), DeleteTopics,
+CreatePartitions (to 2-5 partitions), IncrementalAlterConfigs (``retention.ms`` set to a value
+no other operation sets). Each is recorded on invocation and on its answer (``History``).
+After the last heal ``read_back`` reads every key once, when every broker gives the same
+answer (its partitions and its ``retention.ms``), a read the model checks like any other
+operation. Kafka's answers map onto the model's results in ``_result``; any error that does
+not say what happened, and every client exception, is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.errors import KafkaError
+
+from pykraft.faults.cluster import Node
+from pykraft.faults.linearizable import History, Operation
+from pykraft.net.client import Connection
+from pykraft.protocol import ApiKey
+from pykraft.protocol.apis import request_schema
+from pykraft.protocol.build import make
+
+__all__ = ["CLIENTS", "KEYS", "read_back", "run_client"]
+
+CLIENTS: Final = 2
+KEYS: Final = ("lin-0", "lin-1", "lin-2")
+CONFIG: Final = "retention.ms"
+_RESULTS: Final = {0: "ok", 3: "unknown_topic", 36: "exists", 37: "invalid_partitions"}
+# INVALID_PARTITIONS' messages name the count the topic has (Kafka's createPartitions).
+_HAS: Final = re.compile(r"(?:currently has|already has) (\d+) partition")
+_ERROR: Final = re.compile(r"\[Error (\d+)\]")  # kafka-python's str() of an error
+_ASK_MS: Final = 3_000
+_DYNAMIC_TOPIC_CONFIG: Final = 1  # DescribeConfigs' config_source of a topic's own config
+_values = itertools.count(3_600_000)  # retention.ms values, each set once
+_values_lock = threading.Lock()
+
+
+def run_client(
+    client: int,
+    admin: KafkaAdminClient,
+    history: History,
+    rng: random.Random,
+    stop: threading.Event,
+    pause_s: float = 0.4,
+) -> None:
+    """Operations until ``stop``; returns after a client exception (the caller makes a new
+    admin client: its idea of the controller may be stale)."""
+    kinds: list[Callable[[KafkaAdminClient, Operation], tuple[str, int]]] = [
+        _create,
+        _delete,
+        _create_partitions,
+        _alter_config,
+    ]
+    while not stop.wait(pause_s * (0.5 + rng.random())):
+        key, kind = rng.choice(KEYS), rng.randrange(len(kinds))
+        count = 1 if kind == 0 else rng.randint(2, 5)
+        value = ""
+        if kind == 3:
+            with _values_lock:
+                value = str(next(_values))
+        op = history.invoke(client, ("create_topic", "delete_topic", "create_partitions",
+                                     "alter_config")[kind], key, count if kind in (0, 2) else 0,
+                            value)  # fmt: skip
+        try:
+            result, current = kinds[kind](admin, op)
+        except KafkaError:
+            History.complete(op, "unknown")
+            return
+        History.complete(op, result, current)
+
+
+def _result(code: int, message: str | None = None) -> tuple[str, int]:
+    result = _RESULTS.get(code, "unknown")
+    found = _HAS.search(message or "") if result == "invalid_partitions" else None
+    return result, int(found[1]) if found else -1
+
+
+def _create(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
+    answer = admin.create_topics([NewTopic(op.key, op.count, 1)], raise_errors=False)
+    return _result(_field(_first(answer, "topics"), "error_code"))
+
+
+def _delete(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
+    answer = admin.delete_topics([op.key], raise_errors=False)
+    return _result(_field(_first(answer, "topics", "responses"), "error_code"))
+
+
+def _create_partitions(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
+    answer = admin.create_partitions({op.key: op.count}, raise_errors=False)
+    first = _first(answer, "results", "topic_errors")
+    return _result(_field(first, "error_code"), _field(first, "error_message"))
+
+
+def _alter_config(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
+    resource = ConfigResource(ConfigResourceType.TOPIC, op.key, configs={CONFIG: op.value})
+    # (raise_on_unknown would first read the topic's configs from a broker: no reads here)
+    answer = admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
+    (per_name,) = answer.values()
+    said = str(per_name[op.key])  # "OK", or the error as kafka-python writes it
+    found = _ERROR.search(said)
+    if said != "OK" and found is None:
+        raise KafkaError(f"an answer it cannot read: {said}")
+    return _result(0 if found is None else int(found[1]))
+
+
+def read_back(brokers: list[Node], history: History, client: int, within_s: float = 30.0) -> str:
+    """One read of every key once the brokers agree: each running broker asked on its own
+    connection (Metadata, DescribeConfigs, as a client asks) until every one gives the same
+    answer; each key's read is recorded with that round's times (``count``: its partitions,
+    ``current`` -1 when absent; ``value``: its ``retention.ms`` as set, empty when not).
+    A broker serves metadata from its own copy, which may lag the controllers', so only
+    an agreed answer is a read of the cluster's state. Returns "" or why there is no read."""
+    deadline = time.monotonic() + within_s
+    answers: dict[int, dict[str, tuple[int, str]] | None] = {}
+    while time.monotonic() < deadline:
+        call = time.monotonic_ns()
+        answers = asyncio.run(_ask_all(brokers))
+        seen = list(answers.values())
+        if seen and all(a is not None and a == seen[0] for a in seen):
+            agreed = seen[0]
+            assert agreed is not None
+            for key in KEYS:
+                op = history.invoke(client, "read", key)
+                op.call, (count, op.value) = call, agreed[key]
+                History.complete(op, "ok", current=count)
+            return ""
+        time.sleep(1.0)
+    return f"the brokers' answers did not agree within {within_s:.0f} s: {answers}"
+
+
+async def _ask_all(brokers: list[Node]) -> dict[int, dict[str, tuple[int, str]] | None]:
+    found = await asyncio.gather(*(_ask(b) for b in brokers))
+    return {b.node_id: answer for b, answer in zip(brokers, found, strict=True)}
+
+
+async def _ask(broker: Node) -> dict[str, tuple[int, str]] | None:
+    """key -> (partitions or -1, retention.ms as set or ""), as ``broker`` answers."""
+    try:
+        conn = await Connection.open(
+            broker.host, broker.port, timeout_ms=_ASK_MS, client_id="pykraft-faults-read"
+        )
+    except (ConnectionError, TimeoutError, OSError):
+        return None
+    try:
+        metadata: Any = await conn.request(
+            make(
+                request_schema(ApiKey.METADATA, 12),
+                {
+                    "topics": [{"topic_id": None, "name": key} for key in KEYS],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+            ),
+            timeout_ms=_ASK_MS,
+        )
+        counts = {str(t.name): len(t.partitions) for t in metadata.topics if t.error_code == 0}
+        configs: Any = await conn.request(
+            make(
+                request_schema(ApiKey.DESCRIBE_CONFIGS, 4),
+                {
+                    "resources": [
+                        {"resource_type": 2, "resource_name": k, "configuration_keys": [CONFIG]}
+                        for k in counts
+                    ],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                },
+            ),
+            timeout_ms=_ASK_MS,
+        )
+    except (ConnectionError, TimeoutError, OSError):
+        return None
+    finally:
+        conn.abort()
+    values = {
+        str(r.resource_name): str(c.value)
+        for r in configs.results
+        if r.error_code == 0
+        for c in r.configs
+        if c.name == CONFIG and c.config_source == _DYNAMIC_TOPIC_CONFIG and c.value is not None
+    }
+    return {key: (counts.get(key, -1), values.get(key, "")) for key in KEYS}
+
+
+def _first(answer: Any, *fields: str) -> Any:
+    for name in fields:
+        items = answer.get(name) if isinstance(answer, dict) else getattr(answer, name, None)
+        if items:
+            return items[0]
+    raise KafkaError(f"an answer without {' or '.join(fields)}: {answer!r}")
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
