@@ -63,7 +63,7 @@ def test_two_minutes_of_faults_with_kafka_brokers_lose_no_acknowledged_record(
     assert v.read >= v.acked
     assert v.tx_checked > 0 and side.workload.commits and side.workload.topic_ops
     # The metadata clients' history (creations, deletions, new partitions, configs, through
-    # every fault; read back once the brokers agree) is linearizable.
+    # every fault; each topic read from the committed image at the end) is linearizable.
     assert v.linearizability.startswith("linearizability: Ok"), v.linearizability
     assert len(side.workload.history.operations) >= 200
     # Leaders moved (faults, reassignments) and every move kept to the ISR.

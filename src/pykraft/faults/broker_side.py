@@ -39,8 +39,9 @@ from pykraft.faults.kafka_check import (
 )
 from pykraft.faults.kafka_workload import ACKED_TOPIC, TX_PARTITIONS, TX_TOPIC, KafkaWorkload
 from pykraft.faults.linearizable import check
-from pykraft.faults.metadata_clients import CLIENTS, read_back
+from pykraft.faults.metadata_clients import CLIENTS, brokers_disagree, read_image
 from pykraft.faults.net import Network
+from pykraft.metadata.image import Image
 from pykraft.node.metadata_files import load_image
 
 __all__ = ["BROKER_KINDS", "BUSY", "MIN_HOLD_S", "BrokerSide", "pct"]
@@ -75,6 +76,8 @@ class BrokerSide:
     disk_stops: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     final_views: list[BrokerView] = field(default_factory=list)
+    views_read_ns: tuple[int, int] | None = None  # when the views' offset was read (run.py)
+    broker_notes: list[str] = field(default_factory=list)  # observed of Kafka's brokers
     _applied_at: float = 0.0
 
     def __post_init__(self) -> None:
@@ -200,7 +203,10 @@ class BrokerSide:
             )
             return
         check_workload(self.workload, self.verdict)
-        self._check_history(self.cluster.work / "metadata-history.jsonl")
+        running = [b for b in self.cluster.brokers.values() if b.running and not b.paused]
+        disagree = brokers_disagree(running)
+        if disagree:
+            self.broker_notes.append(disagree)
         # The brokers' views, once they agree with each other (ISR changes may still land).
         agreed: list[BrokerView] = []
 
@@ -220,14 +226,13 @@ class BrokerSide:
             self.problems.append(f"the brokers' views did not agree within {converge_s:.0f} s")
         self.final_views = agreed
 
-    def _check_history(self, path: Path) -> None:
-        """The metadata clients' history, read back once the brokers agree, checked for
-        linearizability (``linearizable.check``)."""
-        running = [b for b in self.cluster.brokers.values() if b.running and not b.paused]
+    def _check_history(self, image: Image | None, path: Path) -> None:
+        """The metadata clients' history, with a read of every key from ``image`` (the
+        committed image when the views were taken), checked for linearizability
+        (``linearizable.check``)."""
         history, verdict = self.workload.history, self.verdict
-        why = read_back(running, history, CLIENTS)
-        if why:
-            verdict.unchecked.append(f"metadata history: {why}")
+        if image is not None and self.views_read_ns is not None:
+            read_image(image, history, CLIENTS, *self.views_read_ns)
         answer = check(history.write(path))
         verdict.linearizability = answer.lines()[0]
         if answer.result == "Unknown":
@@ -248,9 +253,12 @@ class BrokerSide:
         against the image at the offset the controllers had reached when they were taken."""
         for node_id, directory in metadata_log_dirs.items():
             check_metadata_log(directory, label=f"node {node_id}", verdict=self.verdict)
-        if self.final_views and views_offset is not None:
+        image = None
+        if views_offset is not None:
             image = load_image(next(iter(metadata_log_dirs.values())), end_offset=views_offset)
+        if self.final_views and image is not None:
             compare_views(image, self.final_views, TOPICS, self.verdict)
+        self._check_history(image, self.cluster.work / "metadata-history.jsonl")
 
     @property
     def ok(self) -> bool:
@@ -278,6 +286,7 @@ class BrokerSide:
             f"{pct(unfence, 1.0)} ms ({len(unfence)} heals)",
         ]
         lines += [f"disk: {d}" for d in self.disk_stops]
+        lines += [f"kafka brokers (not a failure of the run): {n}" for n in self.broker_notes]
         for name, items in v.problems():
             lines += [f"{name}: {item}" for item in items[:20]]
         lines += [f"EPOCH BACK: {e}" for e in self.watch.epochs_back[:20]]

@@ -396,8 +396,10 @@ def _finish(config: RunConfig, ids: list[int], parts: _Parts, report: Report) ->
     views_offset: int | None = None
     if side is not None:
         side.finish(config.converge_s)
+        read_ns = time.monotonic_ns()
         with monitor.lock:
             views_offset = monitor.leader_high_watermark()
+        side.views_read_ns = (read_ns, time.monotonic_ns())
         side.stop()
     monitor.stop()
     report.leaderless_ms = monitor.leaderless_ms
