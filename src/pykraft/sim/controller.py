@@ -153,6 +153,8 @@ class SimController:
             )
         image = self.image
         if not self.active or listener.position <= core.high_watermark:
+            if not self.active:
+                self.checker.reverted(self.node_id)
             self.checker.check(self.node_id, image, listener.position, True)
             return
         self.checker.check(self.node_id, image, listener.position, False)
@@ -296,6 +298,8 @@ class ControllerChecker:
         self._broker_epochs: dict[int, dict[int, int]] = {}
         self._digests: dict[int, tuple[str, int]] = {}  # offset -> (digest, node that saw it)
         self._last_checked: dict[int, int] = {}
+        # (node, committed) -> (id of the image, position) last checked for its structure
+        self._structure_checked: dict[tuple[int, bool], tuple[int, int]] = {}
         self.checks = 0
         # Distinct KIP-435 steps seen in flight in committed images: (partition, its target).
         self.steps_seen: set[tuple[uuid.UUID, int, tuple[int, ...]]] = set()
@@ -305,12 +309,28 @@ class ControllerChecker:
         self._epochs.pop(node_id, None)
         self._broker_epochs.pop(node_id, None)
         self._last_checked.pop(node_id, None)
+        self._structure_checked.pop((node_id, True), None)
+        self.reverted(node_id)
+
+    def reverted(self, node_id: int) -> None:
+        """The node is not (or no longer) the active controller: its uncommitted records are
+        gone, and those at the same positions later may differ."""
+        self._structure_checked.pop((node_id, False), None)
 
     def check(self, node_id: int, image: Image, position: int, committed: bool) -> None:
-        try:
-            image.check()
-        except AssertionError as e:
-            raise InvariantViolation("image-structure", f"node {node_id}: {e}", node_id) from None
+        # The image's structure once per state (the committed one and, on the active
+        # controller, the one with its uncommitted records): an image changes only by
+        # replaying (its position moves on), by being replaced (``forget``) or, uncommitted
+        # records, by a revert (``reverted``).
+        state = (id(image), position)
+        if self._structure_checked.get((node_id, committed)) != state:
+            try:
+                image.check()
+            except AssertionError as e:
+                raise InvariantViolation(
+                    "image-structure", f"node {node_id}: {e}", node_id
+                ) from None
+            self._structure_checked[(node_id, committed)] = state
         if not committed or self._last_checked.get(node_id) == position:
             return
         self._last_checked[node_id] = position
