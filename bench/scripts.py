@@ -57,6 +57,8 @@ SCRIPTS: tuple[Script, ...] = (  # a table reads better whole: one row per scrip
     Script("history", "bench_history", (), ("--partitions", "2000", "--brokers", "30"), False),
     Script("pipeline", "bench_pipeline", ("ingest",), ("ingest", "--mb", "2"), False),
     Script("faults", "bench_faults", (), ("--seconds", "60"), False),
+    Script("sweep", "bench_sweep", (), ("--seeds-per-profile", "1", "--profiles", "none,chaos"),
+           False),
 )
 # fmt: on
 
