@@ -62,24 +62,17 @@ def run_client(
 ) -> None:
     """Operations until ``stop``; returns after a client exception (the caller makes a new
     admin client: its idea of the controller may be stale)."""
-    kinds: list[Callable[[KafkaAdminClient, Operation], tuple[str, int]]] = [
-        _create,
-        _delete,
-        _create_partitions,
-        _alter_config,
-    ]
     while not stop.wait(pause_s * (0.5 + rng.random())):
-        key, kind = rng.choice(KEYS), rng.randrange(len(kinds))
-        count = 1 if kind == 0 else rng.randint(2, 5)
+        key, (kind, send) = rng.choice(KEYS), _OPERATIONS[rng.randrange(len(_OPERATIONS))]
+        count = 1 if kind == "create_topic" else rng.randint(2, 5)
         value = ""
-        if kind == 3:
+        if kind == "alter_config":
             with _values_lock:
                 value = str(next(_values))
-        op = history.invoke(client, ("create_topic", "delete_topic", "create_partitions",
-                                     "alter_config")[kind], key, count if kind in (0, 2) else 0,
-                            value)  # fmt: skip
+        sized = kind in ("create_topic", "create_partitions")
+        op = history.invoke(client, kind, key, count if sized else 0, value)
         try:
-            result, current = kinds[kind](admin, op)
+            result, current = send(admin, op)
         except KafkaError:
             History.complete(op, "unknown")
             return
@@ -118,6 +111,17 @@ def _alter_config(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
     if said != "OK" and found is None:
         raise KafkaError(f"an answer it cannot read: {said}")
     return _result(0 if found is None else int(found[1]))
+
+
+# Each operation's kind (its name in the history) and how it is sent.
+_OPERATIONS: Final[
+    tuple[tuple[str, Callable[[KafkaAdminClient, Operation], tuple[str, int]]], ...]
+] = (
+    ("create_topic", _create),
+    ("delete_topic", _delete),
+    ("create_partitions", _create_partitions),
+    ("alter_config", _alter_config),
+)
 
 
 def read_image(image: Image, history: History, client: int, call: int, ret: int) -> None:
