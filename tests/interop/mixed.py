@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 from pykraft.admin import QuorumInfo
 from pykraft.interop.kafka import KafkaDist, KafkaProcess, write_properties
 from pykraft.records import iter_batches
+from pykraft.spec import check_trace_files
 from pykraft.storage import PARTITION_DIR_NAME, random_uuid, uuid_to_kafka
 
 from ..node.procs import (
@@ -160,7 +163,8 @@ class MixedQuorum:
                 node_id,
                 port,
                 voters=None,
-                extra=f"controller.quorum.bootstrap.servers={self.bootstrap}\n" + pykraft_extra,
+                extra=f"controller.quorum.bootstrap.servers={self.bootstrap}\n"
+                f"pykraft.spec.trace.file={self.spec_trace(node_id)}\n" + pykraft_extra,
             )
             return Member(
                 node_id, kind, port, directory_id, proc.config, proc.data, proc.output, proc=proc
@@ -235,6 +239,26 @@ class MixedQuorum:
     def close(self) -> None:
         for member in self.members.values():
             member.kill()
+
+    def spec_trace(self, node_id: int) -> Path:
+        """A pykraft member's ``pykraft.spec.trace.file``."""
+        return self.tmp / f"spec-{node_id}.jsonl"
+
+    def walk_spec_traces(self) -> dict[str, int]:
+        """The pykraft members' specification traces merged by time and walked through the
+        KRaft specification's rules (``pykraft.spec``; Kafka's controllers write none, and a
+        rule that needs their state counts them as agreeing): asserts no step is forbidden,
+        returns the steps walked by kind."""
+        paths = [self.spec_trace(m.node_id) for m in self.members.values() if m.kind == "pykraft"]
+        paths = [p for p in paths if p.exists()]
+        assert paths, "no pykraft member wrote a trace"
+        steps, violation = check_trace_files(paths)
+        assert violation is None, violation
+        kinds = Counter(
+            json.loads(line)["kind"] for p in paths for line in p.read_text().splitlines()
+        )
+        assert steps == sum(kinds.values())
+        return dict(kinds)
 
     def describe(self, timeout_ms: int = 5_000) -> QuorumInfo:
         return describe_quorum(self.bootstrap, timeout_ms=timeout_ms)

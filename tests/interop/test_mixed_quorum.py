@@ -111,6 +111,10 @@ def test_leadership_crosses_implementations_and_the_committed_log_is_identical(
         # Kafka-led epochs wrote metadata records (its bootstrap and NoOps) that pykraft kept.
         written_by = {epoch for _, epoch, _, _ in reference}
         assert any(kind == "kafka" and epoch in written_by for _, kind, epoch in led)
+        # pykraft's side of the quorum, traced, follows the KRaft specification step by step
+        # through every leader of either kind (issue 49 item 2).
+        steps = quorum.walk_spec_traces()
+        assert steps["spec_append"] > 0 and steps["spec_hwm"] > 0 and steps["transition"] > 0
     finally:
         quorum.close()
 
@@ -233,6 +237,7 @@ def test_pre_vote_across_implementations(ppk: MixedQuorum) -> None:
         time.sleep(3.0)
         after = ppk.caught_up()
         assert (after.leader_id, after.leader_epoch) == (leader_id, epoch), (kind, after)
+    ppk.walk_spec_traces()
 
 
 def test_a_kip642_reassignment_with_a_kafka_voter_in_the_quorum(
@@ -300,6 +305,7 @@ def test_a_kip642_reassignment_with_a_kafka_voter_in_the_quorum(
             ",".join(str(s) for s in kafka_member.segments()),
         ).stdout
         assert out.count("LeaderChange:") >= 3  # epoch starts plus the target and its clearing
+        assert quorum.walk_spec_traces()["spec_voters"] > 0
     finally:
         quorum.close()
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import signal
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from pykraft.admin.describe import describe_quorum_request
 from pykraft.net.client import Connection
 from pykraft.protocol import ErrorCode
+from pykraft.spec import check_trace_files
 
 from .procs import CLUSTER_ID, STEP_TIMEOUT_S, Proc, cli, free_ports, make_config, wait_for
 
@@ -27,7 +29,12 @@ def quorum(tmp_path: Path) -> Iterator[list[Proc]]:
     voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
     nodes = [
         make_config(
-            tmp_path, i + 1, port, voters=voters, extra="pykraft.debug.append.interval.ms=50\n"
+            tmp_path,
+            i + 1,
+            port,
+            voters=voters,
+            extra="pykraft.debug.append.interval.ms=50\n"
+            f"pykraft.spec.trace.file={tmp_path / f'spec-{i + 1}.jsonl'}\n",
         )
         for i, port in enumerate(ports)
     ]
@@ -99,6 +106,10 @@ def test_three_voters_elect_and_survive_leader_kill(quorum: list[Proc]) -> None:
     new_leader, new_partition = find_leader(survivors, not_id=leader.node_id)
     assert new_partition.leader_epoch > partition.leader_epoch
     wait_for(lambda: len(new_leader.committed()) >= 3, "commits by the new leader")
+    leader.start()  # back as a follower: it truncates what it alone held, then catches up
+    trace = leader.config.parent / f"spec-{leader.node_id}.jsonl"
+    wait_for(lambda: _hwm_since_restart(trace) > acknowledged[-1][0], "the old leader catches up")
+    leader.stop(signal.SIGTERM)
 
     for node in survivors:
         assert node.stop(signal.SIGTERM) == 0
@@ -114,6 +125,30 @@ def test_three_voters_elect_and_survive_leader_kill(quorum: list[Proc]) -> None:
         values = node.log_values()
         for offset, _epoch, value in acknowledged:
             assert values.get(offset) == value.encode(), (node.node_id, offset)
+    _walk_spec_traces(sorted(quorum[0].config.parent.glob("spec-*.jsonl")))
+
+
+def _hwm_since_restart(trace: Path) -> int:
+    """The high watermark a node reached since its restart (its second start), by its spec
+    trace; -1 before it."""
+    hwm, starts = -1, 0
+    for line in trace.read_text().splitlines():
+        step = json.loads(line)
+        starts += step["kind"] == "spec_start"
+        hwm = -1 if step["kind"] == "spec_start" else step.get("hwm", hwm)
+    return hwm if starts > 1 else -1
+
+
+def _walk_spec_traces(paths: list[Path]) -> None:
+    """Every node's ``pykraft.spec.trace.file``, merged by time, walked through the KRaft
+    specification's rules (issue 49 item 2): a real run, two leaders, a SIGKILL and a restart,
+    with no step the rules forbid."""
+    steps, violation = check_trace_files(paths)
+    assert violation is None, violation
+    kinds = Counter(json.loads(line)["kind"] for p in paths for line in p.read_text().splitlines())
+    assert kinds["spec_start"] == 4 and kinds["transition"] >= 6, kinds
+    assert kinds["spec_append"] >= 20 and kinds["spec_hwm"] >= 20, kinds
+    assert steps == sum(kinds.values())
 
 
 def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:

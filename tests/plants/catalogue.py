@@ -37,6 +37,9 @@ class SimPlant:
     voters: int
     events: int  # the run's budget of fault-phase events
     observers: int = 1  # (the simulator's default)
+    # The simulator invariant that caught it (at the same or a later event) before the trace
+    # checker's log rules stopped the run first: the state check still guards the rule.
+    state_check: str = ""
 
     def run(self, planted: bool = True) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYKRAFT_NATIVE": "0"}
@@ -62,29 +65,32 @@ SIM_PLANTS: tuple[SimPlant, ...] = (
     SimPlant(
         "hwm_without_majority",
         "the leader moves the high watermark to its own flushed log end, counting no follower",
-        "hwm-majority",
+        "spec:hwm-majority",
         seed=1,
         profile="partitions",
         voters=3,
         events=20_000,
+        state_check="hwm-majority",
     ),
     SimPlant(
         "hwm_before_epoch_start",
         "a new leader commits through a majority before any record of its own epoch is replicated",
-        "leader-hwm-current-epoch",
+        "spec:hwm-in-leader-epoch",
         seed=4,
         profile="lossy",
         voters=3,
         events=20_000,
+        state_check="leader-hwm-current-epoch",
     ),
     SimPlant(
         "majority_off_by_one",
         "an election or a commit needs half of the voters, not a majority",
-        "hwm-majority",
+        "spec:hwm-majority",
         seed=1,
         profile="chaos",
         voters=4,
         events=20_000,
+        state_check="hwm-majority",
     ),
     SimPlant(
         "auto_join_after_removal",
@@ -99,11 +105,12 @@ SIM_PLANTS: tuple[SimPlant, ...] = (
     SimPlant(
         "voter_change_before_epoch_commit",
         "a new leader changes the voter set before a record of its own epoch is committed",
-        "voter-change-after-epoch-commit",
+        "spec:voter-change-after-commit",
         seed=2,
         profile="membership",
         voters=3,
         events=20_000,
+        state_check="voter-change-after-epoch-commit",
     ),
     SimPlant(
         "vote_twice",
@@ -147,21 +154,23 @@ SIM_PLANTS += (
         "vote_for_stale_log",
         "a voter grants its vote without comparing logs: a candidate behind the committed log "
         "can win",
-        "leader-completeness",
+        "spec:leader-has-committed",
         seed=3,
         profile="partitions",
         voters=3,
         events=20_000,
+        state_check="leader-completeness",
     ),
     SimPlant(
         "removed_leader_counts_itself",
         "a leader that removed itself from the voter set still counts its own log toward the "
         "high watermark",
-        "removed-leader-not-counted",
+        "spec:hwm-majority",
         seed=3,
         profile="membership",
         voters=3,
         events=20_000,
+        state_check="removed-leader-not-counted",
     ),
     SimPlant(
         "steps_ignore_partition_limit",
@@ -251,7 +260,7 @@ TEST_PLANTS: Final = (
 
 def _check_kind(invariant: str) -> str:
     if invariant.startswith("spec:"):
-        return "the trace checker's rule (pykraft.sim.spec_trace)"
+        return "the trace checker's rule (pykraft.spec)"
     return "simulator invariant"
 
 
@@ -262,7 +271,13 @@ def row(plant: SimPlant, at: int | None) -> str:
         f"| `{plant.name}`: {plant.bug} | {_check_kind(plant.invariant)} "
         f"`{plant.invariant}` (seed "
         f"{plant.seed}, profile {plant.profile}, {plant.voters} voters, "
-        f"{plant.observers} observer{'s' if plant.observers != 1 else ''}) | {soon} |"
+        f"{plant.observers} observer{'s' if plant.observers != 1 else ''})"
+        + (
+            f"; before it, the simulator invariant `{plant.state_check}`"
+            if plant.state_check
+            else ""
+        )
+        + f" | {soon} |"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 
@@ -18,6 +19,7 @@ from pykraft.records import build_batch, voters_batch
 from pykraft.sim import FaultProfile, SimConfig, SimResult, Simulation, run
 from pykraft.sim.memory import MemoryLog
 from pykraft.sim.node import LEADER, SimNode
+from pykraft.sim.spec_trace import SpecChecker
 
 
 class LyingCore:
@@ -191,9 +193,27 @@ def forge_voters(core: RaftCore, voters: VoterSet, now_ms: int) -> None:
     core.append_own(voters_batch(offset, core.epoch, now_ms, voter_entries(voters)), now_ms)
 
 
-def run_forged(hook: Callable[[Simulation, int], None], seed: int = 3) -> SimResult:
-    config = SimConfig(seed=seed, profile=KV1, events=3000, observers=1, hook=hook)
-    return run(replace(config, core_self_check=False))
+def run_forged(
+    hook: Callable[[Simulation, int], None], seed: int = 3, *, trace_rules: bool = False
+) -> SimResult:
+    """The run with the forged bug; the trace checker (``pykraft.spec``) off unless
+    ``trace_rules``: these tests are of the state invariants, which it would often beat."""
+    config = replace(
+        SimConfig(seed=seed, profile=KV1, events=3000, observers=1, hook=hook),
+        core_self_check=False,
+    )
+    if trace_rules:
+        return run(config)
+    with patch.object(SpecChecker, "attach", lambda *_: None):
+        return run(config)
+
+
+def caught_by_trace_rules(forge: Callable[[Simulation], bool]) -> str | None:
+    """The violation the same forged bug raises with the trace checker on."""
+    hook, done = break_once(forge)
+    result = run_forged(hook, trace_rules=True)
+    assert done
+    return None if result.violation is None else result.violation.invariant
 
 
 def test_two_uncommitted_voters_records_are_detected() -> None:
@@ -213,6 +233,7 @@ def test_two_uncommitted_voters_records_are_detected() -> None:
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "one-uncommitted-voters-record", result.summary()
+    assert caught_by_trace_rules(forge) == "spec:voter-change-after-commit"
 
 
 def test_committed_voter_sets_differing_by_two_are_detected() -> None:
@@ -230,6 +251,7 @@ def test_committed_voter_sets_differing_by_two_are_detected() -> None:
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "voter-sets-differ-by-one", result.summary()
+    assert caught_by_trace_rules(forge) == "spec:voters-differ-by-one"
 
 
 def test_voter_change_before_the_epoch_commits_is_detected() -> None:
@@ -262,6 +284,7 @@ def test_voter_change_before_the_epoch_commits_is_detected() -> None:
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "voter-change-after-epoch-commit", result.summary()
+    assert caught_by_trace_rules(forge) == "spec:voter-change-after-commit"
 
 
 def test_removed_leader_counting_itself_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,6 +313,7 @@ def test_removed_leader_counting_itself_is_detected(monkeypatch: pytest.MonkeyPa
     result = run_forged(hook)
     assert done and result.violation is not None
     assert result.violation.invariant == "removed-leader-not-counted", result.summary()
+    assert caught_by_trace_rules(remove_itself) == "spec:hwm-majority"
 
 
 def test_committed_data_lost_by_a_majority_is_detected() -> None:

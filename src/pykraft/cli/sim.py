@@ -4,14 +4,15 @@
                     [--no-pre-vote] [--trace FILE.jsonl]
     pykraft dev sim sweep --seeds A..B [--profile P[,P2...]] [--jobs 2] [--spread] [--events K] ...
     pykraft dev sim profiles
-    pykraft dev sim check-trace FILE.jsonl
+    pykraft dev sim check-trace FILE.jsonl [FILE.jsonl...]
 
 ``run`` prints a summary; on a violated invariant it prints the seed, the invariant and the
 last events, and exits 1. ``sweep`` runs every seed of ``A..B`` (B excluded) with every
 profile, reports failures with their seeds and a per-profile table, and exits 1 if any run
 failed. The trace format is documented in ``pykraft.sim.trace``. ``check-trace`` walks a
-trace's role transitions through the specification's rules (``pykraft.sim.spec_trace``; the
-simulator applies them as it runs too) and exits 1 naming the first step they forbid.
+trace's steps through the specification's rules (``pykraft.spec``; the simulator applies them
+as it runs too) and exits 1 naming the first step they forbid. Several files (real nodes'
+``pykraft.spec.trace.file``, one per node) are walked as one history, merged by time.
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ def register(sub: Any) -> None:
     prof_p.set_defaults(func=_cmd_profiles)
 
     check_p = cmds.add_parser(
-        "check-trace", help="walk a trace's transitions through the KRaft specification's rules"
+        "check-trace", help="walk traces' steps through the KRaft specification's rules"
     )
-    check_p.add_argument("trace", metavar="FILE.jsonl")
+    check_p.add_argument("trace", metavar="FILE.jsonl", nargs="+")
     check_p.set_defaults(func=_cmd_check_trace)
 
 
@@ -154,16 +155,17 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_trace(args: argparse.Namespace) -> int:
-    from pykraft.sim.spec_trace import check_trace_lines
+    from pathlib import Path
+
+    from pykraft.spec import check_trace_files
 
     try:
-        with open(args.trace, encoding="utf-8") as f:
-            steps, violation = check_trace_lines(f)
+        steps, violation = check_trace_files([Path(t) for t in args.trace])
     except (OSError, ValueError, KeyError, AssertionError) as e:
-        print(f"error: {args.trace}: not a simulator trace ({e})", file=sys.stderr)
+        print(f"error: {' '.join(args.trace)}: not a trace ({e})", file=sys.stderr)
         return 2
     if violation is not None:
-        print(f"VIOLATION {violation.invariant}: {violation.message} ({steps} steps checked)")
+        print(f"VIOLATION spec:{violation.rule}: {violation.message} ({steps} steps checked)")
         return 1
-    print(f"{steps} transitions, every one a step the specification allows")
+    print(f"{steps} steps, every one a step the specification allows")
     return 0

@@ -97,7 +97,7 @@ def _trace_check(args: argparse.Namespace, profile: str, seed: int) -> TraceChec
         sim.run()
     with path.open(encoding="utf-8") as f:
         steps, violation = check_trace_lines(f)
-    found = None if violation is None else f"{violation.invariant}: {violation.message}"
+    found = None if violation is None else f"spec:{violation.rule}: {violation.message}"
     appends = append_history(sim.checker.client_appends, sim.history)
     answer = check(write_history(appends, folder / f"{profile}-{seed}-appends.jsonl"), "log")
     lin = answer.result if answer.ok else "; ".join(answer.lines())

@@ -22,6 +22,7 @@ from pykraft.metadata.records import RegisterBrokerRecord
 from pykraft.metadata.serde import MetadataRecordError, decode_record
 from pykraft.records import CorruptRecordError, decode_records, iter_batches
 from pykraft.records._control import ControlRecordType, decode_control
+from pykraft.spec import check_trace_files
 from pykraft.storage import FileLog
 from pykraft.storage.log import PARTITION_DIR_NAME
 
@@ -157,3 +158,26 @@ def check(replicas: Iterable[Replica], acked: Iterable[Ack], committed: int) -> 
                     f"{leader} in node {r.node_id}'s"
                 )
     return verdict
+
+
+@dataclass
+class SpecWalk:
+    """The pykraft controllers' specification traces, walked as one history (``pykraft.spec``)."""
+
+    files: int
+    steps: int
+    violation: str | None
+
+    def line(self) -> str:
+        verdict = "none forbidden" if self.violation is None else f"FORBIDDEN {self.violation}"
+        return f"specification trace: {self.steps} steps of {self.files} controllers, {verdict}"
+
+
+def walk_spec_traces(paths: Iterable[Path]) -> SpecWalk | None:
+    """Every existing trace file merged by time through the rules; None when there is none
+    (Kafka's controllers write none)."""
+    found = [p for p in paths if p.exists()]
+    if not found:
+        return None
+    steps, violation = check_trace_files(found)
+    return SpecWalk(len(found), steps, None if violation is None else str(violation))

@@ -99,6 +99,12 @@ class Node:
         return self.root / "server.out"
 
     @property
+    def spec_trace(self) -> Path:
+        """A pykraft controller's ``pykraft.spec.trace.file`` (beside its disk, not on it: a
+        full disk must not cut the trace)."""
+        return self.root / "spec-trace.jsonl"
+
+    @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
@@ -244,6 +250,7 @@ class FaultCluster:
                 f"controller.quorum.election.timeout.ms={election}\n"
                 f"controller.quorum.fetch.timeout.ms={fetch}\n"
                 f"metrics.port={node.metrics_port}\n"
+                f"pykraft.spec.trace.file={node.spec_trace}\n"
                 f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}\n"
                 f"broker.heartbeat.interval.ms={BROKER_HEARTBEAT_INTERVAL_MS}\n"
                 + "".join(f"{k}={v}\n" for k, v in self.controller_extra.items())

@@ -53,7 +53,7 @@ from pykraft.faults.broker_side import (
     BrokerSide,
     pct,
 )
-from pykraft.faults.check import Verdict, check, read_replica
+from pykraft.faults.check import SpecWalk, Verdict, check, read_replica, walk_spec_traces
 from pykraft.faults.cluster import BROKER_BASE, FaultCluster
 from pykraft.faults.monitor import Monitor
 from pykraft.faults.net import Network
@@ -135,6 +135,7 @@ class Report:
     problems: list[str] = field(default_factory=list)  # anything else that failed the run
     tails: dict[int, str] = field(default_factory=dict)
     brokers: BrokerSide | None = None
+    spec: SpecWalk | None = None  # the controllers' specification traces (None: not traced)
 
     @property
     def ok(self) -> bool:
@@ -147,6 +148,7 @@ class Report:
             and not self.problems
             and not slow
             and (self.brokers is None or self.brokers.ok)
+            and (self.spec is None or self.spec.violation is None)
         )
 
     def format(self) -> str:
@@ -185,6 +187,7 @@ class Report:
             f"(bound {c.recovery_bound_s * 1000:.0f} ms, {len(rec)} heals)"
         )
         lines += [f"disk: {d}" for d in self.disk_stops]
+        lines.append(self.spec.line() if self.spec else "specification trace: none written")
         if self.brokers is not None:
             lines += self.brokers.lines()
         for name, items in (
@@ -414,6 +417,7 @@ def _finish(config: RunConfig, ids: list[int], parts: _Parts, report: Report) ->
         if code not in (0, None) and not kafka_sigterm:
             report.problems.append(f"node {node_id} exited with {code} on SIGTERM")
     report.tails = {n.node_id: n.tail() for n in cluster.every_node}
+    report.spec = walk_spec_traces(n.spec_trace for n in cluster.nodes.values())
     if side is not None:
         side.check_log({n.node_id: n.data for n in cluster.nodes.values()}, views_offset)
     if committed is not None:

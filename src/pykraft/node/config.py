@@ -39,6 +39,7 @@ from pykraft.node.config_keys import (
     JAVA_PLUGINS,
     PRINCIPAL_BUILDER,
     SERVER_CALLBACK,
+    SPEC_TRACE_FILE,
     STANDARD_AUTHORIZER,
     known,
 )
@@ -147,6 +148,9 @@ class NodeConfig:
     # has been held this long, a watchdog thread logs where the loop's thread is (0 = off;
     # node/loop_lag.py). The loop-lag metrics say how long; this says what held it.
     event_loop_stall_stack_ms: int = 0
+    # pykraft's own ``pykraft.spec.trace.file``: every step of the core in the KRaft
+    # specification's terms, one JSON line each (node/spec_trace_file.py; off when unset).
+    spec_trace_file: Path | None = None
     # The metadata controller's settings (Kafka's names; pykraft.controller.config).
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
@@ -542,6 +546,7 @@ def _build(props: Mapping[str, str], require_quorum: bool = True) -> NodeConfig:
         alter_config_policy=cast(AlterConfigPolicy | None, _policy(props, ALTER_CONFIG_POLICY)),
         group_settings=_group_settings(props),
         static_broker_configs={k: v for k, v in props.items() if k in BROKER_SYNONYMS},
+        spec_trace_file=Path(trace) if (trace := props.get(SPEC_TRACE_FILE, "").strip()) else None,
         unknown_keys=tuple(sorted(k for k in props if not known(k))),
         properties=dict(props),
         **ints,

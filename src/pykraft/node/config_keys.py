@@ -19,6 +19,7 @@ __all__ = [
     "JAVA_PLUGINS",
     "PRINCIPAL_BUILDER",
     "SERVER_CALLBACK",
+    "SPEC_TRACE_FILE",
     "STANDARD_AUTHORIZER",
     "base_security_key",
     "known",
@@ -69,6 +70,7 @@ INTS: Final[dict[str, tuple[str, int]]] = {
 }
 
 CREATE_TOPIC_POLICY: Final = "create.topic.policy.class.name"
+SPEC_TRACE_FILE: Final = "pykraft.spec.trace.file"  # node/spec_trace_file.py
 ALTER_CONFIG_POLICY: Final = "alter.config.policy.class.name"
 
 
@@ -101,6 +103,7 @@ KNOWN: Final = frozenset(
         *BOOLS,
         CREATE_TOPIC_POLICY,
         ALTER_CONFIG_POLICY,
+        SPEC_TRACE_FILE,
     }
 )
 

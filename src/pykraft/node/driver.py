@@ -59,6 +59,7 @@ from kio.static.protocol import ResponsePayload
 from pykraft.net.answer import Answer
 from pykraft.net.security import Session
 from pykraft.net.server import KafkaServer
+from pykraft.node import spec_trace_file
 from pykraft.node.appender import Appender
 from pykraft.node.appends import AppendLostError
 from pykraft.node.application import Application
@@ -194,6 +195,7 @@ class RaftNode:
         clock_offset_ms = int(time.time() * 1000) - self.now_ms()
         core = new_core(cfg, storage, self._rng, self.now_ms(), clock_offset_ms)
         core.on_transition = self._on_transition
+        spec_trace_file.attach(cfg.spec_trace_file, cfg.node_id, core)
         self.core = core
         self._cleaner = PeriodicClean(self._loop, self.run, core)
         self._cleaner.start()

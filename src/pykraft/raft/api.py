@@ -24,7 +24,7 @@ observe (metrics, tools)   ``role``, ``leader_epoch_start_offset``, ``state``,
                            ``voter_history``, ``voter_change``, ``uncommitted_voter_change``,
                            ``target_voters``
 configure / read storage   ``config``, ``local_key``, ``endpoints``, ``log``, ``snapshots``,
-                           ``snapshot_retention``, ``on_transition``
+                           ``snapshot_retention``, ``on_transition``, ``on_log``
 =========================  ============================================================
 """
 
@@ -83,6 +83,7 @@ class RaftApi(CoreView, Protocol):
 
     snapshot_retention: Callable[[OffsetAndEpoch, ReplicatedLog], OffsetAndEpoch | None]
     on_transition: Callable[[Role, Role], None] | None
+    on_log: Callable[[str, int, bytes], None] | None
 
     # -- drive -----------------------------------------------------------------------------
 

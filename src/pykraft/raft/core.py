@@ -65,6 +65,7 @@ from pykraft.raft.voters import VoterInfo, VoterSet
 _MAX_TIMER_ROUNDS = 8  # bound on role changes fired by one input (each needs a new timer)
 
 
+LogObserver = Callable[[str, int, bytes], None]
 SnapshotRetention = Callable[[OffsetAndEpoch, ReplicatedLog], "OffsetAndEpoch | None"]
 
 
@@ -94,6 +95,7 @@ class RaftCore:
         "high_watermark",
         "local_key",
         "log",
+        "on_log",
         "on_transition",
         "rng",
         "snapshot_retention",
@@ -151,15 +153,15 @@ class RaftCore:
         self._driven_ms = -1  # the time of the last _drive
         self._requests = RequestManager()
         self.fetch = replication.FetchState()
-        # Records scheduled by schedule_append, not yet in the log (Kafka's BatchAccumulator):
-        # they take the offsets right after the log end offset, in order. Invariant: empty
-        # unless this replica leads; every append to the log drains it first.
+        # Records scheduled by schedule_append, not yet in the log (Kafka's BatchAccumulator),
+        # for the offsets after the log end, in order; empty unless this replica leads.
         self._scheduled: list[bytes] = []
         # Policy hook (KIP-630 retention), given a snapshot just frozen: the kept snapshot to
         # move the log start to, or None. By default the new one (a node keeps the log within
         # metadata.max.retention.*: node/log_retention.py).
         self.snapshot_retention: SnapshotRetention = lambda sid, _log: sid
         self.on_transition = on_transition  # sees every role change (traces, tests, metrics)
+        self.on_log: LogObserver | None = None  # every log, hwm and voters change (spec_steps)
         self._drive(now_ms)
 
     # -- read-only observation ------------------------------------------------------------
@@ -413,6 +415,8 @@ class RaftCore:
             return False
         self.high_watermark = offset
         self._outbox.hwm_dirty = True
+        if self.on_log is not None:
+            self.on_log("hwm", offset, b"")
         if self._qs.is_observer or not self.was_voter:
             self._refresh_committed_voter()
         return True
@@ -434,6 +438,11 @@ class RaftCore:
     def snapshot_fetched(self, writer: SnapshotWriter) -> None:
         self._outbox.snapshot_to_make_durable = writer
 
+    def log_reset(self, sid: OffsetAndEpoch) -> None:
+        """The log now starts at the fetched snapshot ``sid`` (before the hwm moves to it)."""
+        if self.on_log is not None:
+            self.on_log("snapshot", sid.offset, b"")
+
     def snapshot_installed(self, sid: OffsetAndEpoch, now_ms: int) -> None:
         self._outbox.snapshot_loaded = sid
         self.control.load(self.log, self.snapshots)
@@ -446,7 +455,10 @@ class RaftCore:
         record's writer drains the scheduled records first (``drain_scheduled``): they were
         promised the offsets after the log end."""
         assert not self._scheduled, "an append ahead of the scheduled records"
+        base = self.log.end_offset
         end = self.log.append(batches)
+        if self.on_log is not None:
+            self.on_log("append", base, batches)
         self.control.apply_batches(batches)
         self.request_flush()
         self.voters_maybe_changed(now_ms)
@@ -457,12 +469,16 @@ class RaftCore:
 
     def appended_fetched(self, batches: bytes, now_ms: int) -> None:
         """A follower appended what its leader sent."""
+        if self.on_log is not None:
+            self.on_log("fetched", -1, batches)
         self.control.apply_batches(batches)
         self.request_flush()
         self.voters_maybe_changed(now_ms)
 
     def truncated(self, end_offset: int, now_ms: int) -> None:
         """The log was truncated: revert the control records above ``end_offset``."""
+        if self.on_log is not None:
+            self.on_log("truncate", end_offset, b"")
         self.control.truncate(end_offset)
         self.voters_maybe_changed(now_ms)
 
@@ -471,6 +487,9 @@ class RaftCore:
         if voters is self._qs.voters:
             return
         self._qs.voters = voters
+        if self.on_log is not None:
+            offset = self.control.voters_offset
+            self.on_log("voters", -2 if offset is None else offset, b"")
         self._refresh_committed_voter()
         role = self._qs.role
         if isinstance(role, Leader):

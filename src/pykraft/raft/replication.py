@@ -529,6 +529,7 @@ def snapshot_durable(core: CoreContext, writer: SnapshotWriter, valid: bool, now
         return
     sid = sf.snapshot_id
     core.log.reset_to_snapshot(sid)
+    core.log_reset(sid)
     core.snapshots.delete_before(sid)
     core.set_high_watermark(sid.offset)
     core.snapshot_installed(sid, now_ms)

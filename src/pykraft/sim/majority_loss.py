@@ -148,7 +148,7 @@ class MajorityLoss:
                     node.id,
                 )
         lost = sim.checker.recovered(point, note.epoch, note.offset, lost_ids)
-        sim.spec.state.forget_epochs_from(note.epoch)
+        sim.spec.recovered(note.epoch, point)
         self.lost_offsets += lost
         # Reported with the faults: recoveries, and the committed offsets lost with majorities.
         faults = sim.result.faults
