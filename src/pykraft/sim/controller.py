@@ -60,7 +60,6 @@ from pykraft.controller.snapshot_generator import SnapshotGenerator
 from pykraft.controller.steps import Limits
 from pykraft.metadata import records as r
 from pykraft.metadata.image import BROKER_RESOURCE, NO_LEADER_CHANGE, Image, PartitionState
-from pykraft.metadata.serde import encode_record
 from pykraft.protocol.apis import ApiKey
 from pykraft.raft.core import RaftCore
 from pykraft.sim.history import InvariantViolation
@@ -280,12 +279,13 @@ def _check_elr(node_id: int, position: int, name: str, p: PartitionState, min_is
 
 
 def image_digest(image: Image) -> str:
-    """What a snapshot of ``image`` would hold, as a digest."""
+    """What a snapshot of ``image`` would hold, as a digest: its record values as the snapshot
+    generator encodes them (``Image.iter_values``: a partition unchanged since its last
+    encoding is not encoded again; ``image-structure`` checks each kept encoding)."""
     mv = image.metadata_version or 7
-    records = image.records(partition_version(mv), register_broker_version(mv))
     digest = hashlib.blake2b(digest_size=16)
-    for record, version in records:
-        digest.update(encode_record(record, version))
+    for value in image.iter_values(partition_version(mv), register_broker_version(mv)):
+        digest.update(value)
     return digest.hexdigest()
 
 
