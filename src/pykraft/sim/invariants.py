@@ -42,8 +42,9 @@ observation, so the cost per event is a few attribute reads):
   removed controller must not re-admit itself, whatever snapshots and restarts did to its
   log).
 
-Profile ``majority-loss`` adds ``recovery-seed-holds-committed`` and
-``recovery-epoch-above-survivors``, checked at each recovery from a lost majority, which
+Profile ``majority-loss`` adds ``recovery-has-seed`` (a survivor can seed the quorum),
+``recovery-seed-holds-committed`` and ``recovery-epoch-above-survivors``, checked at each
+recovery from a lost majority, which
 declares its recovery point (``recovered``): see ``pykraft.sim.majority_loss``.
 
 The invariants of voter changes (``one-uncommitted-voters-record``,

@@ -119,7 +119,7 @@ class MajorityLoss:
         seed = recommend(seedable).seed
         if seed is None:
             raise InvariantViolation(
-                "recovery-seed-holds-committed",
+                "recovery-has-seed",
                 f"no survivor of {sorted(surveys)} can seed the quorum (none is a voter of the "
                 "voter set its own log holds)",
             )
