@@ -285,6 +285,12 @@ class Image:
         yield from self.topics_image.records(partition_version, view)
         yield from self._tail_records(view)
 
+    def records_besides_topics(self, broker_version: int) -> Iterator[tuple[Any, int]]:
+        """``iter_records`` without the topics and partitions (which a reader may take from
+        ``topics`` directly)."""
+        yield from self._head_records(broker_version, NOW)
+        yield from self._tail_records(NOW)
+
     def iter_values(
         self, partition_version: int, broker_version: int, view: PinnedView = NOW
     ) -> Iterator[bytes]:

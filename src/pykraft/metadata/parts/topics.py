@@ -172,6 +172,9 @@ class TopicsImage:
         # RECOVERING, from the ELR when the new leader was in the partition's ELR before.
         self.unclean_elections = 0
         self.elr_elections = 0
+        # ``check``'s memo: each partition whose kept encoding it verified, with that encoding
+        # and the fields it was verified against (unchanged both: no need to encode again).
+        self._verified: dict[int, tuple[PartitionState, bytes, PartitionFields]] = {}
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -416,12 +419,14 @@ class TopicsImage:
         moving: set[PartitionKey] = set()
         imbalanced: set[PartitionKey] = set()
         counts = [0, 0, 0]  # partitions, offline, imbalanced
+        verified: dict[int, tuple[PartitionState, bytes, PartitionFields]] = {}
         for topic in self.topics.values():
             assert self.by_name[topic.name] == topic.topic_id, topic.name
             for b in topic.indexed:  # the memo of broker_topics says only what is there
                 assert topic.topic_id in self.broker_topics.get(b, ()), (b, topic.name)
             for p in topic.partitions.values():
                 _check_partition(p, self.broker_topics, topic.name)
+                _check_value(p, self._verified, verified)
                 counts[0] += 1
                 counts[1] += p.leader < 0
                 counts[2] += _imbalanced(p)
@@ -431,6 +436,7 @@ class TopicsImage:
                     moving.add((p.topic_id, p.partition_id))
                 if p.leader >= 0 and p.leader != p.replicas[0]:
                     imbalanced.add((p.topic_id, p.partition_id))
+        self._verified = verified
         assert self.stepping == stepping, (self.stepping, stepping)
         assert self.imbalanced == imbalanced, (self.imbalanced, imbalanced)
         assert self.moving == moving, (self.moving, moving)
@@ -448,9 +454,48 @@ def _check_partition(
         assert p.topic_id in broker_topics.get(b, ()), (b, topic, p)
     assert set(p.isr) <= set(p.replicas), (topic, p)
     assert p.leader == NO_LEADER or (p.leader in p.isr and p.leader in p.replicas), (topic, p)
-    if p.value is not None:  # the kept encoding is the partition's now
-        version = p.value[2]
-        assert p.value == encode_record(partition_record(p, version), version), p
+
+
+PartitionFields = tuple[object, ...]
+
+
+def state_fields(p: PartitionState) -> PartitionFields:
+    """Every field of the partition's state (not its kept encoding), as a tuple (the topic id
+    as its int: a UUID hashes and compares in Python code, an int in C)."""
+    return (
+        p.topic_id.int,
+        p.partition_id,
+        p.replicas,
+        p.isr,
+        p.removing,
+        p.adding,
+        p.leader,
+        p.leader_epoch,
+        p.partition_epoch,
+        p.leader_recovery_state,
+        p.directories,
+        p.elr,
+        p.last_known_elr,
+        p.final_target,
+    )
+
+
+def _check_value(
+    p: PartitionState,
+    before: dict[int, tuple[PartitionState, bytes, PartitionFields]],
+    now: dict[int, tuple[PartitionState, bytes, PartitionFields]],
+) -> None:
+    """The kept encoding is the partition's now: encoded again unless the last check saw the
+    same encoding with the same fields (the encoding is a function of them)."""
+    value = p.value
+    if value is None:
+        return
+    fields = state_fields(p)
+    seen = before.get(id(p))
+    if seen is None or seen[0] is not p or seen[1] is not value or seen[2] != fields:
+        version = value[2]
+        assert value == encode_record(partition_record(p, version), version), p
+    now[id(p)] = (p, value, fields)
 
 
 def _imbalanced(p: PartitionState) -> int:
