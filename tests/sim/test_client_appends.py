@@ -45,3 +45,16 @@ def test_an_answer_out_of_real_time_order_fails_both_checkers(tmp_path: Path) ->
     assert caught.value.invariant == "appends-linearizable"
     porcupine = check(write_history(wrong, tmp_path / "wrong.jsonl"), model="log")
     assert porcupine.result == "Illegal" and len(porcupine.failing) == 2, porcupine.lines()
+
+
+def test_appends_lost_with_a_majority_leave_the_history() -> None:
+    """Seed 513 of the 1,000-run proof: a majority lost with a leader whose epoch the
+    recovered quorum uses again at the same offsets. The appends reaching past the recovery
+    point went with the majority; kept in the history, two of them were "answered" at one
+    offset."""
+    sim = Simulation(SimConfig.make(513, "majority-loss", events=8_000))
+    result = sim.run()
+    assert result.violation is None, result.summary()
+    assert result.faults.get("recovered", 0) >= 1
+    answered = check_appends(append_history(sim.checker.client_appends, sim.history))
+    assert answered > 50

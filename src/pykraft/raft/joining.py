@@ -4,7 +4,11 @@ incarnation of its id, then AddRaftVoter), sent while it follows a leader it has
 from. The leader's side is ``membership.py``.
 
 A voter sends UpdateRaftVoter until an answer is final (accepted, or an error a retry cannot
-fix); any other answer, and every join answer, is retried after a request timeout.
+fix); any other answer, and every join answer, is retried after a request timeout. After a
+final answer, at kraft.version 1 a voter whose entry in the voter set still differs from its
+own endpoints or kraft.version range sends it again once a fetch timeout passed (Kafka's
+``updateVoterSetPeriod`` and ``VoterSet.voterNodeNeedsUpdate``): an answer given while it was
+not a voter (a removal in flight) must not leave its old endpoints in the set for good.
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ def send_follower_requests(core: CoreContext, role: Follower, now_ms: int) -> No
         return
     dst = role.leader_id
     if not core.quorum.is_observer:
-        if not role.update_voter_acked and core.can_send(dst, RequestKind.UPDATE_VOTER, now_ms):
+        wanted = not role.update_voter_acked or (
+            now_ms >= role.update_voter_again_ms and _entry_differs(core)
+        )
+        if wanted and core.can_send(dst, RequestKind.UPDATE_VOTER, now_ms):
             low, high = core.config.kraft_versions
             core.send(
                 dst,
@@ -91,11 +98,28 @@ def handle_follower_response(
             return
         if isinstance(role, Follower) and resp.error in _FINAL_UPDATE_ERRORS:
             role.update_voter_acked = True
+            # Asked again only if our entry still differs, a fetch timeout from now.
+            role.update_voter_again_ms = now_ms + core.config.fetch_timeout_ms
             return
     elif resp.error == ErrorCode.none:
         return  # joined, or the stale key removed: the next step follows at once
     # Retry later: a pending change at the leader, a leader change, a slow catch-up.
     core.backoff(src, kind, now_ms, core.config.request_timeout_ms)
+
+
+def _entry_differs(core: CoreContext) -> bool:
+    """At kraft.version 1, whether the voter set records other endpoints or another
+    kraft.version range for this replica than its own."""
+    if core.control.kraft_version < 1:
+        return False
+    info = core.voters.voters.get(core.local_key.id)
+    if info is None:
+        return False
+    low, high = core.config.kraft_versions
+    return info.endpoints != core.endpoints or (
+        info.min_kraft_version,
+        info.max_kraft_version,
+    ) != (low, high)
 
 
 _FINAL_UPDATE_ERRORS = frozenset(

@@ -168,8 +168,10 @@ class Follower:
     fetched_from_leader: bool = False
     # Observers whose fetch timed out look for the leader through the voters (bootstrap).
     bootstrap_fetching: bool = False
-    # D6: this voter's UpdateRaftVoter was acknowledged by this leader in this epoch.
+    # D6: this voter's UpdateRaftVoter was acknowledged by this leader in this epoch; asked
+    # again from ``update_voter_again_ms`` on only while its entry differs from itself.
     update_voter_acked: bool = False
+    update_voter_again_ms: int = 0
     name = "follower"
 
     def timer_ms(self) -> int:

@@ -145,7 +145,9 @@ class InvariantChecker:
         VotersRecord at ``voters_offset``. What only the lost nodes knew is forgotten: the
         committed batches after ``point`` (returns how many offsets), the leaders of epochs
         from ``epoch`` on (``recovery-epoch-above-survivors`` if a survivor led one) and the
-        appends promised after ``point``."""
+        appends promised after ``point``, and the client appends whose records reach past it
+        (``appends-linearizable``: their fate went with the majority, and the epochs from
+        ``epoch`` on may be used again at the same offsets)."""
         for led, leader in sorted(self.leaders_by_epoch.items()):
             if led < epoch:
                 continue
@@ -161,6 +163,7 @@ class InvariantChecker:
             del self.known_leaders[known]
         for offset in [o for o in self.promises if o >= point]:
             del self.promises[offset]
+        self.client_appends = [a for a in self.client_appends if a[2] < point]
         self.voters.recovered(point, self.history.end_offset, voters_offset)
         return self.history.rewind(point)
 

@@ -24,9 +24,14 @@ and, by kind:
 * ``role``      ``node`` changed role, epoch or known leader: ``role``, ``old_role``,
                 ``epoch``, ``leader_id``
 * ``transition`` every role transition of ``node``'s core, several per event when one input
-                causes several (``pykraft.sim.spec_trace`` checks them against the KRaft
+                causes several (``pykraft.spec`` checks them against the KRaft
                 specification's rules): ``replica`` ("id:dir"), ``from``, ``to``,
                 ``from_epoch``, ``epoch``, ``leader_id``, ``voted`` ("id:dir" or null)
+* ``spec_start``, ``spec_append``, ``spec_truncate``, ``spec_snapshot``, ``spec_hwm``,
+  ``spec_voters``  the core's other steps in the specification's terms (a start, an append
+                of its own or fetched, a truncation, a snapshot load, a high watermark move,
+                a change of the voter set in force), fields as ``pykraft.raft.spec_steps``
+                lists them
 * ``recovered`` a recovery from a lost majority (``pykraft.sim.majority_loss``): ``seed``,
                 ``epoch``, ``point``, ``lost_offsets``, ``survivors``
 * ``hwm``       ``node``'s high watermark moved: ``old``, ``new``
