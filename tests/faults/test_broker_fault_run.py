@@ -62,10 +62,15 @@ def test_two_minutes_of_faults_with_kafka_brokers_lose_no_acknowledged_record(
     assert v.acked >= 5_000 and v.checked == v.acked and not v.lost and not v.duplicated
     assert v.read >= v.acked
     assert v.tx_checked > 0 and side.workload.commits and side.workload.topic_ops
-    # The metadata clients' history (creations, deletions, new partitions, configs, through
-    # every fault; each topic read from the committed image at the end) is linearizable.
+    # The metadata clients' history (creations, deletions, new partitions, configs, ACLs,
+    # through every fault; each key read from the committed image at the end) is
+    # linearizable.
     assert v.linearizability.startswith("linearizability: Ok"), v.linearizability
-    assert len(side.workload.history.operations) >= 200
+    ops = side.workload.history.operations
+    assert len(ops) >= 200
+    # CreateAcls and DeleteAcls among them, answered (the authorizer is on everywhere).
+    assert any(op.kind == "create_acl" and op.result == "ok" for op in ops)
+    assert any(op.kind == "delete_acl" and op.result == "ok" for op in ops)
     # Leaders moved (faults, reassignments) and every move kept to the ISR.
     assert v.leader_changes > 0 and not v.elections
     # Each broker fault was healed and its broker listed alive again.

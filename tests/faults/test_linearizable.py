@@ -73,6 +73,49 @@ def test_a_read_of_a_value_no_one_set_is_not_linearizable(tmp_path: Path) -> Non
     ]
 
 
+def test_acls_created_and_deleted_concurrently_and_resent_are_linearizable(
+    tmp_path: Path,
+) -> None:
+    a, b = "User:lin-a", "User:lin-b"
+    answer = _check(
+        tmp_path,
+        _op(0, 1, 5, "create_acl", key="acl", value=a, result="ok"),
+        _op(1, 2, 6, "create_acl", key="acl", value=a, result="ok"),  # idempotent
+        _op(0, 7, 9, "create_acl", key="acl", value=b, result="ok"),
+        _op(1, 10, 12, "delete_acl", key="acl", value=a, result="ok", current=1),
+        # A resend after the first attempt deleted it matches nothing.
+        _op(0, 13, 15, "delete_acl", key="acl", value=b, result="ok", current=0),
+        _op(1, 16, None, "create_acl", key="acl", value=a, result="unknown"),
+        _op(2, 20, 21, "read_acl", key="acl", result="ok", value=a),  # the unanswered one took
+    )
+    assert answer.ok and answer.operations == 7, answer.lines()
+
+
+@pytest.mark.parametrize(
+    ("ops", "smallest"),
+    [
+        (  # an acknowledged ACL missing at the end, never deleted
+            [("create_acl", "User:lin-a", -1), ("read_acl", "", -1)],
+            ["create_acl(acl, User:lin-a) -> ok", "read_acl(acl) -> ACLs for no one"],
+        ),
+        (  # a deletion that matched an ACL no one created
+            [("delete_acl", "User:lin-a", 1)],
+            ["delete_acl(acl, User:lin-a) -> ok (1 matched)"],
+        ),
+    ],
+)
+def test_acl_histories_no_order_explains_fail(
+    tmp_path: Path, ops: list[tuple[str, str, int]], smallest: list[str]
+) -> None:
+    history = [
+        _op(0, 2 * i + 1, 2 * i + 2, kind, key="acl", value=value, result="ok", current=n)
+        for i, (kind, value, n) in enumerate(ops)
+    ]
+    answer = _check(tmp_path, *history)
+    assert answer.result == "Illegal" and answer.failing_key == "acl"
+    assert [line.split(" [")[0].split(": ", 1)[1] for line in answer.failing] == smallest
+
+
 @pytest.mark.parametrize(("offsets", "ok"), [((3, 8), True), ((8, 3), False)])
 def test_appends_committed_in_turn_get_rising_offsets(
     tmp_path: Path, offsets: tuple[int, int], ok: bool

@@ -186,16 +186,17 @@ func check(m porcupine.Model, ops []line, cut int64, timeout time.Duration) (por
 	return porcupine.CheckOperationsVerbose(m, history, timeout)
 }
 
-// inputValue and config: a line's value is the value set by alter_config, read by read.
+// inputValue and config: a line's value is the value set by alter_config (the principal of
+// create_acl and delete_acl), read by read and read_acl.
 func inputValue(l line) string {
-	if l.Kind == "read" {
+	if l.Kind == "read" || l.Kind == "read_acl" {
 		return ""
 	}
 	return l.Value
 }
 
 func config(l line) string {
-	if l.Kind == "read" {
+	if l.Kind == "read" || l.Kind == "read_acl" {
 		return l.Value
 	}
 	return ""

@@ -11,12 +11,21 @@
 //
 // A read (at the end of a run, once every broker has caught up) sees the topic as it is.
 //
+// ACLs: a key of their own names a topic resource no client uses; its state is the set of
+// principals with a READ ACL on it (held in Config, sorted and comma-joined). CreateAcls is
+// idempotent; DeleteAcls answers with the ACLs it matched (Current), and its resend after
+// the first attempt deleted the ACL matches none; read_acl sees the set as it is.
+//
 // log: client appends to the KRaft log; an append completes when it is committed and its
 // answer is the offset of its last record. A log's sequential specification gives each
 // append a higher offset than every append before it.
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 type topic struct {
 	Exists     bool
@@ -26,7 +35,8 @@ type topic struct {
 
 // Input of an operation.
 type input struct {
-	Kind  string // create_topic, delete_topic, create_partitions, alter_config, read, append
+	Kind string // create_topic, delete_topic, create_partitions, alter_config, read, append,
+	// create_acl, delete_acl, read_acl
 	Key   string
 	Count int    // create_topic, create_partitions: the partitions asked for
 	Value string // alter_config: the value set
@@ -59,8 +69,29 @@ func stepTopic(s topic, in input, out output) []interface{} {
 		if s.Exists {
 			effect = []interface{}{topic{true, s.Partitions, in.Value}}
 		}
+	case "create_acl":
+		effect = []interface{}{topic{Config: withPrincipal(s.Config, in.Value, true)}}
+	case "delete_acl":
+		if hasPrincipal(s.Config, in.Value) {
+			effect = []interface{}{topic{Config: withPrincipal(s.Config, in.Value, false)}}
+		}
 	}
 	unchanged := []interface{}{s}
+	if in.Kind == "read_acl" {
+		if out.Result == "unknown" || (out.Result == "ok" && s.Config == out.Config) {
+			return unchanged
+		}
+		return nil
+	}
+	if in.Kind == "delete_acl" && out.Result == "ok" {
+		if out.Current > 0 {
+			return effect // nil: it matched an ACL that was not there
+		}
+		if effect == nil {
+			return unchanged
+		}
+		return effect // a resent deletion answered after the first attempt deleted it
+	}
 	if in.Kind == "read" { // Current: the partitions read (-1: absent), Config: the value
 		if out.Result == "unknown" {
 			return unchanged
@@ -107,6 +138,37 @@ func stepTopic(s topic, in input, out output) []interface{} {
 	return nil
 }
 
+func principals(set string) []string {
+	if set == "" {
+		return nil
+	}
+	return strings.Split(set, ",")
+}
+
+func hasPrincipal(set, principal string) bool {
+	for _, p := range principals(set) {
+		if p == principal {
+			return true
+		}
+	}
+	return false
+}
+
+// withPrincipal: the set with the principal added (or removed), sorted and comma-joined.
+func withPrincipal(set, principal string, add bool) string {
+	kept := []string{}
+	for _, p := range principals(set) {
+		if p != principal {
+			kept = append(kept, p)
+		}
+	}
+	if add {
+		kept = append(kept, principal)
+	}
+	sort.Strings(kept)
+	return strings.Join(kept, ",")
+}
+
 func stepLog(last int64, in input, out output) []interface{} {
 	switch out.Result {
 	case "unknown":
@@ -122,6 +184,9 @@ func stepLog(last int64, in input, out output) []interface{} {
 func describeState(s interface{}) string {
 	switch v := s.(type) {
 	case topic:
+		if !v.Exists && v.Config != "" {
+			return fmt.Sprintf("ACLs for %s", v.Config)
+		}
 		if !v.Exists {
 			return "absent"
 		}
@@ -141,6 +206,12 @@ func describeOperation(i interface{}, o interface{}) string {
 		return fmt.Sprintf("%s(%s, %s) -> %s", in.Kind, in.Key, in.Value, describeOutput(out))
 	case "append":
 		return fmt.Sprintf("append -> %s", describeOutput(out))
+	case "create_acl":
+		return fmt.Sprintf("create_acl(%s, %s) -> %s", in.Key, in.Value, describeOutput(out))
+	case "delete_acl":
+		return fmt.Sprintf("delete_acl(%s, %s) -> %s, %d matched", in.Key, in.Value, out.Result, out.Current)
+	case "read_acl":
+		return fmt.Sprintf("read_acl(%s) -> %q", in.Key, out.Config)
 	case "read":
 		if out.Result == "ok" && out.Current < 0 {
 			return fmt.Sprintf("read(%s) -> absent", in.Key)

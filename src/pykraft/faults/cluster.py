@@ -32,6 +32,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from pykraft.faults.kafka_quorum import QuorumBoard, scrape_kafka_controller
 from pykraft.faults.net import Network
@@ -49,6 +50,13 @@ BROKER_BASE = 100  # broker ids are 101, 102, ...
 BROKER_SESSION_TIMEOUT_MS = 4000
 BROKER_HEARTBEAT_INTERVAL_MS = 1000
 REPLICA_LAG_TIME_MAX_MS = 5000  # a follower leaves the ISR 5 s after it fell behind
+# Kafka's StandardAuthorizer on every node, open where no ACL is found: the metadata clients'
+# CreateAcls and DeleteAcls need an authorizer (metadata_clients.py); their ACLs name topics
+# no workload uses, so every other request is allowed as without one.
+AUTHORIZER: Final = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
 BROKER_STARTED = "Kafka Server started"
 _CONTROLLER_JVM = ("-Xms128m", "-Xmx384m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
 _BROKER_JVM = ("-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
@@ -253,7 +261,7 @@ class FaultCluster:
                 f"pykraft.spec.trace.file={node.spec_trace}\n"
                 f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}\n"
                 f"broker.heartbeat.interval.ms={BROKER_HEARTBEAT_INTERVAL_MS}\n"
-                + "".join(f"{k}={v}\n" for k, v in self.controller_extra.items())
+                + "".join(f"{k}={v}\n" for k, v in {**AUTHORIZER, **self.controller_extra}.items())
             )
             mode = (
                 ["--initial-controllers", initial] if node.voter else ["--no-initial-controllers"]
@@ -292,6 +300,7 @@ class FaultCluster:
                 "replica.lag.time.max.ms": REPLICA_LAG_TIME_MAX_MS,
                 "replica.socket.timeout.ms": 3000,
                 "controller.quorum.request.timeout.ms": 2000,
+                **AUTHORIZER,
             },
         )
         self.kafka.format_storage(node.config, self.cluster_id)
@@ -314,6 +323,7 @@ class FaultCluster:
                 "controller.quorum.fetch.timeout.ms": fetch,
                 "broker.session.timeout.ms": BROKER_SESSION_TIMEOUT_MS,
                 "broker.heartbeat.interval.ms": BROKER_HEARTBEAT_INTERVAL_MS,
+                **AUTHORIZER,
                 **self.controller_extra,
             },
         )

@@ -142,7 +142,9 @@ def check(history: Path, model: str = "metadata", timeout_s: float = 60.0) -> Li
 
 
 def _describe(op: dict[str, object]) -> str:
-    if op["kind"] == "read":
+    if op["kind"] == "read_acl":
+        args, result = str(op["key"]), f"ACLs for {op.get('value') or 'no one'}"
+    elif op["kind"] == "read":
         args, result = str(op["key"]), "unknown"
         if op["result"] == "ok":
             current = op.get("current")
@@ -152,6 +154,8 @@ def _describe(op: dict[str, object]) -> str:
     else:
         shown = (op["key"], op.get("count") or "", op.get("value") or "")
         args, result = ", ".join(str(a) for a in shown if a != ""), str(op["result"])
+    if op["kind"] == "delete_acl" and op["result"] == "ok":
+        result += f" ({op.get('current')} matched)"
     if result == "invalid_partitions" and op.get("current") is not None:
         result += f" (has {op['current']})"
     if op["kind"] == "append" and op.get("offset") is not None:

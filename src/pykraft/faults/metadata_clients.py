@@ -5,10 +5,14 @@ linearizability (issue 49 item 3; ``linearizable.py``).
 among ``KEYS``) and an operation at random, a few a second, all through the run's faults:
 CreateTopics (1 partition, RF 1: creation does not wait on brokers being up), DeleteTopics,
 CreatePartitions (to 2-5 partitions), IncrementalAlterConfigs (``retention.ms`` set to a value
-no other operation sets). Each is recorded on invocation and on its answer (``History``).
-At the end ``read_image`` reads every key once from the controllers' committed image (its
-partitions and its ``retention.ms``), at the leader's high watermark after every client
-stopped: a read the model checks like any other operation. (Reads through the brokers are
+no other operation sets); or a key among ``ACL_KEYS`` (a topic resource no client uses) and
+CreateAcls or DeleteAcls of a READ ACL for one of ``PRINCIPALS`` (the brokers and controllers
+run Kafka's StandardAuthorizer, with ``allow.everyone.if.no.acl.found``: resources without
+ACLs stay open to the workload). Each is recorded on invocation and on its answer
+(``History``). At the end ``read_image`` reads every key once from the controllers' committed
+image (a topic's partitions and ``retention.ms``; a resource's principals with an ACL), at the
+leader's high watermark after every client stopped: a read the model checks like any other
+operation. (Reads through the brokers are
 not linearizable in Kafka: a broker answers from its own copy of the metadata;
 ``brokers_disagree`` only reports a lasting difference between them.) Kafka's answers map onto the model's results in ``_result``; any error that does
 not say what happened, and every client exception, is ``unknown``.
@@ -26,7 +30,19 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kafka import KafkaAdminClient
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
 from kafka.errors import KafkaError
 
 from pykraft.faults.cluster import Node
@@ -37,10 +53,14 @@ from pykraft.protocol import ApiKey
 from pykraft.protocol.apis import request_schema
 from pykraft.protocol.build import make
 
-__all__ = ["CLIENTS", "KEYS", "brokers_disagree", "read_image", "run_client"]
+__all__ = ["ACL_KEYS", "CLIENTS", "KEYS", "brokers_disagree", "read_image", "run_client"]
 
 CLIENTS: Final = 2
 KEYS: Final = ("lin-0", "lin-1", "lin-2")
+ACL_KEYS: Final = ("lin-acl-0", "lin-acl-1")
+PRINCIPALS: Final = ("User:lin-a", "User:lin-b", "User:lin-c")
+_TOPIC_RESOURCE: Final = 2  # Kafka's ResourceType.TOPIC
+_LITERAL: Final = 3  # Kafka's PatternType.LITERAL
 CONFIG: Final = "retention.ms"
 _RESULTS: Final = {0: "ok", 3: "unknown_topic", 36: "exists", 37: "invalid_partitions"}
 # INVALID_PARTITIONS' messages name the count the topic has (Kafka's createPartitions).
@@ -63,9 +83,11 @@ def run_client(
     """Operations until ``stop``; returns after a client exception (the caller makes a new
     admin client: its idea of the controller may be stale)."""
     while not stop.wait(pause_s * (0.5 + rng.random())):
-        key, (kind, send) = rng.choice(KEYS), _OPERATIONS[rng.randrange(len(_OPERATIONS))]
+        key = rng.choice(KEYS + ACL_KEYS)
+        table = _ACL_OPERATIONS if key in ACL_KEYS else _OPERATIONS
+        kind, send = table[rng.randrange(len(table))]
         count = 1 if kind == "create_topic" else rng.randint(2, 5)
-        value = ""
+        value = rng.choice(PRINCIPALS) if key in ACL_KEYS else ""
         if kind == "alter_config":
             with _values_lock:
                 value = str(next(_values))
@@ -113,27 +135,62 @@ def _alter_config(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
     return _result(0 if found is None else int(found[1]))
 
 
-# Each operation's kind (its name in the history) and how it is sent.
-_OPERATIONS: Final[
-    tuple[tuple[str, Callable[[KafkaAdminClient, Operation], tuple[str, int]]], ...]
-] = (
+def _acl(op: Operation) -> ACL:
+    """The READ ACL of ``op``'s principal (its value) on ``op``'s topic resource."""
+    pattern = ResourcePattern(ResourceType.TOPIC, op.key, ACLResourcePatternType.LITERAL)
+    return ACL(op.value, "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)
+
+
+def _create_acl(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
+    answer = admin.create_acls([_acl(op)])
+    if answer.get("succeeded"):
+        return "ok", -1
+    raise KafkaError(f"CreateAcls failed: {answer.get('failed')}")  # what it did is unknown
+
+
+def _delete_acl(admin: KafkaAdminClient, op: Operation) -> tuple[str, int]:
+    pattern = ResourcePatternFilter(ResourceType.TOPIC, op.key, ACLResourcePatternType.LITERAL)
+    flt = ACLFilter(op.value, "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)
+    # kafka-python answers (filter, the ACLs it matched, the filter's error class); it keeps
+    # no per-ACL error, and the controller writes a removal for each ACL it matched.
+    ((_, matched, error),) = admin.delete_acls([flt])
+    if getattr(error, "errno", 0):
+        raise KafkaError(f"DeleteAcls failed: {error.__name__}")
+    return "ok", len(matched)
+
+
+Sender = Callable[[KafkaAdminClient, Operation], tuple[str, int]]
+# Each operation's kind (its name in the history) and how it is sent: on a topic key, and on
+# an ACL key (a DeleteAcls answer's count is the ACLs it matched).
+_OPERATIONS: Final[tuple[tuple[str, Sender], ...]] = (
     ("create_topic", _create),
     ("delete_topic", _delete),
     ("create_partitions", _create_partitions),
     ("alter_config", _alter_config),
 )
+_ACL_OPERATIONS: Final[tuple[tuple[str, Sender], ...]] = (
+    ("create_acl", _create_acl),
+    ("delete_acl", _delete_acl),
+)
 
 
 def read_image(image: Image, history: History, client: int, call: int, ret: int) -> None:
     """One read of every key from the controllers' committed image, taken between ``call``
-    and ``ret`` (ns): its partitions (``current``; -1 when absent) and its ``retention.ms``
-    as set (``value``; empty when not)."""
+    and ``ret`` (ns): a topic's partitions (``current``; -1 when absent) and its
+    ``retention.ms`` as set (``value``; empty when not); an ACL key's principals with an ACL
+    on it (``value``, sorted and comma-joined)."""
     for key in KEYS:
         op = history.invoke(client, "read", key)
         topic_id = image.topics_by_name.get(key)
         count = -1 if topic_id is None else len(image.topics[topic_id].partitions)
         op.call, op.value = call, image.configs.get((TOPIC_RESOURCE, key), {}).get(CONFIG, "")
         History.complete(op, "ok", current=count)
+        op.ret = ret
+    for key in ACL_KEYS:
+        op = history.invoke(client, "read_acl", key)
+        held = {acl.principal for _, acl in image.acls.on_pattern(_TOPIC_RESOURCE, key, _LITERAL)}
+        op.call, op.value = call, ",".join(sorted(held))
+        History.complete(op, "ok")
         op.ret = ret
 
 
