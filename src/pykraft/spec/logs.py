@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pykraft.spec.epochs import EpochLog
 from pykraft.spec.roles import fail
 
-__all__ = ["LogRules", "Replica"]
+__all__ = ["LogRules", "Replica", "num"]
 
 Details = dict[str, object]
 
@@ -64,7 +64,7 @@ class LogRules:
 
     def start(self, node: int, d: Details) -> None:
         key = str(d["replica"])
-        end = _int(d, "log_end")
+        end = num(d, "log_end")
         known = self.replicas.get(key)
         if known is None or known.log.end < end:
             log = EpochLog.unknown(end)
@@ -72,13 +72,13 @@ class LogRules:
             log = known.log
             log.truncate(end)  # a crash loses the unflushed tail
         voters = tuple(str(v) for v in _list(d, "voters"))
-        hwm = _int(d, "hwm")
-        self.replicas[key] = Replica(node, log, hwm, str(d["role"]), _int(d, "epoch"), voters)
+        hwm = num(d, "hwm")
+        self.replicas[key] = Replica(node, log, hwm, str(d["role"]), num(d, "epoch"), voters)
         self.committed.copy_range(log, hwm)  # what a replica starts with as committed is
 
     def transition(self, node: int, d: Details) -> None:
         r = self._replica(node, d)
-        r.role, r.epoch = str(d["to"]), _int(d, "epoch")
+        r.role, r.epoch = str(d["to"]), num(d, "epoch")
         if r.role == "leader":
             self.traced_leaders[r.epoch] = True
             end = self.committed.end
@@ -93,7 +93,7 @@ class LogRules:
     def append(self, node: int, d: Details) -> None:
         r = self._replica(node, d)
         key = str(d["replica"])
-        own, epoch, role = bool(d["own"]), _int(d, "epoch"), str(d["role"])
+        own, epoch, role = bool(d["own"]), num(d, "epoch"), str(d["role"])
         for batch in _list(d, "batches"):
             assert isinstance(batch, list)
             base, last, batch_epoch, crc = (int(x) for x in batch)
@@ -131,7 +131,7 @@ class LogRules:
 
     def truncate(self, node: int, d: Details) -> None:
         r = self._replica(node, d)
-        end = _int(d, "end")
+        end = num(d, "end")
         if end < min(self.committed.end, r.log.end) and r.log.agrees(self.committed, end):
             fail(
                 "truncate-above-committed",
@@ -143,7 +143,7 @@ class LogRules:
 
     def snapshot(self, node: int, d: Details) -> None:
         r = self._replica(node, d)
-        offset = _int(d, "offset")
+        offset = num(d, "offset")
         if self.committed.known_from < offset and offset > self.committed.end:
             fail(
                 "snapshot-committed",
@@ -155,14 +155,14 @@ class LogRules:
 
     def hwm(self, node: int, d: Details) -> None:
         r = self._replica(node, d)
-        key, hwm = str(d["replica"]), _int(d, "hwm")
+        key, hwm = str(d["replica"]), num(d, "hwm")
         if hwm < r.hwm:
             fail("hwm-never-decreases", node, key, f"high watermark {hwm} after {r.hwm}")
         r.hwm = hwm
         if str(d["role"]) == "leader":
-            self._leader_hwm(node, key, r, hwm, _int(d, "epoch"))
+            self._leader_hwm(node, key, r, hwm, num(d, "epoch"))
         else:
-            self._follower_hwm(node, key, r, hwm, _int(d, "epoch"))
+            self._follower_hwm(node, key, r, hwm, num(d, "epoch"))
         self.committed.copy_range(r.log, hwm)
 
     def _leader_hwm(self, node: int, key: str, r: Replica, hwm: int, epoch: int) -> None:
@@ -217,10 +217,10 @@ class LogRules:
 
     def voters(self, node: int, d: Details) -> None:
         r = self._replica(node, d)
-        key, offset = str(d["replica"]), _int(d, "offset")
+        key, offset = str(d["replica"]), num(d, "offset")
         new = tuple(str(v) for v in _list(d, "voters"))
         if d["cause"] == "append" and _difference(r.voters, new) > 0:
-            hwm, epoch = _int(d, "hwm"), _int(d, "epoch")
+            hwm, epoch = num(d, "hwm"), num(d, "epoch")
             own_epoch = hwm > 0 and r.log.epoch_at(hwm - 1) in (epoch, None)
             if hwm <= r.voters_offset or not own_epoch:
                 fail(
@@ -263,7 +263,8 @@ def _difference(old: tuple[str, ...], new: tuple[str, ...]) -> int:
     return len(a.keys() ^ b.keys()) + changed
 
 
-def _int(d: Details, name: str) -> int:
+def num(d: Details, name: str) -> int:
+    """The int field ``name`` of a step."""
     value = d[name]
     assert isinstance(value, int), (name, value)
     return value

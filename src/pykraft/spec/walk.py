@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from pykraft.spec.logs import Details, LogRules
+from pykraft.spec.logs import Details, LogRules, num
 from pykraft.spec.roles import RoleRules, SpecViolation, Step
 
 __all__ = ["SPEC_KINDS", "SpecState", "check_trace_files", "check_trace_lines"]
@@ -36,7 +36,7 @@ class SpecState:
         if kind == "transition":
             self.roles.check(_transition(node, d))
         elif kind == "spec_start":
-            self.roles.started(str(d["replica"]), _num(d, "epoch"), node)
+            self.roles.started(str(d["replica"]), num(d, "epoch"), node)
         rule = _LOG_RULES.get(kind)
         if rule is not None:
             rule(self.logs, node, d)
@@ -60,12 +60,6 @@ _LOG_RULES: Final[dict[str, Callable[[LogRules, int, Details], None]]] = {
 SPEC_KINDS = frozenset(_LOG_RULES)
 
 
-def _num(d: Details, name: str) -> int:
-    value = d[name]
-    assert isinstance(value, int), (name, value)
-    return value
-
-
 def _transition(node: int, d: Details) -> Step:
     voted = d.get("voted")
     return Step(
@@ -73,9 +67,9 @@ def _transition(node: int, d: Details) -> Step:
         str(d["replica"]),
         str(d["from"]),
         str(d["to"]),
-        _num(d, "from_epoch"),
-        _num(d, "epoch"),
-        _num(d, "leader_id"),
+        num(d, "from_epoch"),
+        num(d, "epoch"),
+        num(d, "leader_id"),
         None if voted is None else str(voted),
     )
 
@@ -87,9 +81,9 @@ def _walk(
         kind = str(event.get("kind"))
         try:
             if kind in SPEC_KINDS:
-                state.step(_num(event, "node"), kind, event)
+                state.step(num(event, "node"), kind, event)
             elif kind == "recovered":
-                state.recovered(_num(event, "epoch"), _num(event, "point"))
+                state.recovered(num(event, "epoch"), num(event, "point"))
         except SpecViolation as v:
             v.message = f"{where}: {v.message}"
             return v
@@ -111,7 +105,7 @@ def _lines(path: Path, index: int) -> Iterator[tuple[int, int, int, str, dict[st
             if not line.endswith("\n"):
                 break  # a line cut short by a kill: the node wrote no more
             event = json.loads(line)
-            yield _num(event, "t"), index, number, f"{path.name} line {number}", event
+            yield num(event, "t"), index, number, f"{path.name} line {number}", event
 
 
 def check_trace_files(paths: Iterable[Path]) -> tuple[int, SpecViolation | None]:
